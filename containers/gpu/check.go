@@ -1,0 +1,97 @@
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// RuntimeInfo is what Check needs from the Docker engine's /info: the names
+// of its registered runtimes and the default one.
+type RuntimeInfo struct {
+	Runtimes       []string
+	DefaultRuntime string
+}
+
+// hasNVIDIA reports whether the engine has an NVIDIA container runtime
+// ("nvidia", or a variant such as "nvidia-cdi" that nvidia-ctk registers).
+func (rt RuntimeInfo) hasNVIDIA() bool {
+	isNVIDIA := func(name string) bool {
+		return name == nvidiaDriver || strings.HasPrefix(name, nvidiaDriver+"-")
+	}
+	return isNVIDIA(rt.DefaultRuntime) || slices.ContainsFunc(rt.Runtimes, isNVIDIA)
+}
+
+// Check reports whether req can be met on this host, before anything starts.
+// devs and devErr are what Inventory.Devices returned; rt describes the
+// Docker engine. A zero req always passes. Otherwise the driver and GPUs are
+// checked first (ErrNoDriver, ErrNoGPU, ErrTooMany, ErrUnknownDevice), then
+// the engine's runtime (ErrNoRuntime). Every error names the request and,
+// where GPUs are missing, lists those that exist.
+func Check(req Request, devs []Device, devErr error, rt RuntimeInfo) error {
+	if req.IsZero() {
+		return nil
+	}
+	if err := req.validate(); err != nil {
+		return err
+	}
+	if devErr != nil {
+		if errors.Is(devErr, ErrNoDriver) {
+			return fmt.Errorf("GPU requested (%s) but %w", req, devErr)
+		}
+		return fmt.Errorf("GPU requested (%s) but the GPUs could not be listed: %w", req, devErr)
+	}
+	if len(devs) == 0 {
+		return fmt.Errorf("GPU requested (%s) but %w", req, ErrNoGPU)
+	}
+	if req.Count > len(devs) {
+		return fmt.Errorf("GPU requested (%s) but %w: %s", req, ErrTooMany, describe(devs))
+	}
+	if missing := missingIDs(req.DeviceIDs, devs); len(missing) > 0 {
+		return fmt.Errorf("GPU requested (%s) but %w %s: %s", req, ErrUnknownDevice, strings.Join(missing, ", "), describe(devs))
+	}
+	if !rt.hasNVIDIA() {
+		names := slices.Clone(rt.Runtimes)
+		slices.Sort(names)
+		list := strings.Join(names, ", ")
+		if list == "" {
+			list = "none"
+		}
+		return fmt.Errorf("GPU requested (%s) but %w (runtimes: %s); install nvidia-container-toolkit", req, ErrNoRuntime, list)
+	}
+	return nil
+}
+
+// missingIDs returns the IDs, indexes or UUIDs, that match no device.
+func missingIDs(ids []string, devs []Device) []string {
+	var missing []string
+	for _, id := range ids {
+		found := slices.ContainsFunc(devs, func(d Device) bool {
+			return strconv.Itoa(d.Index) == id || strings.EqualFold(d.UUID, id)
+		})
+		if !found {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// describe lists devs for error messages: "this host has 2 GPUs: 0 GPU-… (Name), …".
+func describe(devs []Device) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "this host has %d GPU", len(devs))
+	if len(devs) != 1 {
+		b.WriteString("s")
+	}
+	for i, d := range devs {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d %s (%s)", d.Index, d.UUID, d.Name)
+	}
+	return b.String()
+}

@@ -1,0 +1,35 @@
+package gpu_test
+
+import (
+	"fmt"
+
+	"github.com/mce-run/mce/containers/gpu"
+)
+
+func ExampleParseRequest() {
+	for _, s := range []string{"all", "2", "0,GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab"} {
+		req, err := gpu.ParseRequest(s)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		dr := req.DeviceRequests()[0]
+		fmt.Printf("%s: driver=%s count=%d ids=%v caps=%v\n", req, dr.Driver, dr.Count, dr.DeviceIDs, dr.Capabilities)
+	}
+	_, err := gpu.ParseRequest("0")
+	fmt.Println(err)
+	// Output:
+	// all: driver=nvidia count=-1 ids=[] caps=[[gpu]]
+	// count=2: driver=nvidia count=2 ids=[] caps=[[gpu]]
+	// device=0,GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab: driver=nvidia count=0 ids=[0 GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab] caps=[[gpu]]
+	// invalid GPU request "0": count must be at least 1 (for device 0 alone write "device=0")
+}
+
+func ExampleCheck() {
+	req, _ := gpu.ParseRequest("1")
+	devs := []gpu.Device{{Index: 0, UUID: "GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab", Name: "NVIDIA H100 80GB HBM3"}}
+	rt := gpu.RuntimeInfo{Runtimes: []string{"runc"}, DefaultRuntime: "runc"}
+	fmt.Println(gpu.Check(req, devs, nil, rt))
+	// Output:
+	// GPU requested (count=1) but the Docker engine has no NVIDIA container runtime (runtimes: runc); install nvidia-container-toolkit
+}

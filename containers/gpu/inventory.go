@@ -1,0 +1,163 @@
+package gpu
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Device is one GPU as NVML reports it. Memory is in bytes, read when the
+// Device was listed; MemoryUsed counts memory reserved by the driver, so it
+// is the conservative figure for load decisions. Memory fields are zero on
+// GPUs whose driver does not report memory.
+type Device struct {
+	Index       int
+	UUID        string
+	Name        string
+	MemoryTotal uint64
+	MemoryUsed  uint64
+	MemoryFree  uint64
+}
+
+// Inventory lists the host's GPUs through NVML. NVML is initialised once, on
+// first use; if that fails every call returns the same error wrapping
+// ErrNoDriver. An Inventory is safe for concurrent use; Close waits for calls
+// in flight.
+type Inventory struct {
+	lib nvml.Interface
+
+	mu          sync.RWMutex // read: an NVML call in flight; write: Close
+	closed      bool
+	once        sync.Once
+	initialised bool // Init succeeded; written once, inside once
+	initErr     error
+}
+
+// NewInventory returns an Inventory over lib. A nil lib means the system's
+// libnvidia-ml, opened only when first needed, so this never fails on hosts
+// without a driver.
+func NewInventory(lib nvml.Interface) *Inventory {
+	if lib == nil {
+		lib = nvml.New()
+	}
+	return &Inventory{lib: lib}
+}
+
+// begin takes the read lock and makes sure NVML is initialised. On success
+// the caller must call inv.mu.RUnlock.
+func (inv *Inventory) begin() error {
+	inv.mu.RLock()
+	if inv.closed {
+		inv.mu.RUnlock()
+		return ErrClosed
+	}
+	inv.once.Do(func() {
+		if ret := inv.lib.Init(); ret != nvml.SUCCESS {
+			inv.initErr = fmt.Errorf("%w: %w", ErrNoDriver, ret)
+			return
+		}
+		inv.initialised = true
+	})
+	if inv.initErr != nil {
+		inv.mu.RUnlock()
+		return inv.initErr
+	}
+	return nil
+}
+
+// Devices lists every GPU with its current memory, ordered by index. It
+// returns an error wrapping ErrNoDriver (and the nvml.Return) when NVML is
+// missing or fails to initialise, and an empty list when the driver sees no
+// GPU.
+func (inv *Inventory) Devices() ([]Device, error) {
+	if err := inv.begin(); err != nil {
+		return nil, err
+	}
+	defer inv.mu.RUnlock()
+
+	n, ret := inv.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("count GPUs: %w", ret)
+	}
+	devs := make([]Device, 0, n)
+	for i := range n {
+		d, err := inv.device(i)
+		if err != nil {
+			return nil, err
+		}
+		devs = append(devs, d)
+	}
+	return devs, nil
+}
+
+func (inv *Inventory) device(i int) (Device, error) {
+	h, ret := inv.lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return Device{}, fmt.Errorf("GPU %d: get handle: %w", i, ret)
+	}
+	uuid, ret := h.GetUUID()
+	if ret != nvml.SUCCESS {
+		return Device{}, fmt.Errorf("GPU %d: read UUID: %w", i, ret)
+	}
+	name, ret := h.GetName()
+	if ret != nvml.SUCCESS {
+		return Device{}, fmt.Errorf("GPU %d: read name: %w", i, ret)
+	}
+	d := Device{Index: i, UUID: uuid, Name: name}
+	mem, ret := h.GetMemoryInfo()
+	switch ret {
+	case nvml.SUCCESS:
+		d.MemoryTotal, d.MemoryUsed, d.MemoryFree = mem.Total, mem.Used, mem.Free
+	case nvml.ERROR_NOT_SUPPORTED:
+		// Listed without memory figures.
+	default:
+		return Device{}, fmt.Errorf("GPU %d: read memory: %w", i, ret)
+	}
+	return d, nil
+}
+
+// Memory reads the used and total memory, in bytes, of the GPU at index. An
+// index the driver does not know gives an error wrapping ErrUnknownDevice.
+func (inv *Inventory) Memory(index int) (used, total uint64, err error) {
+	if index < 0 {
+		return 0, 0, fmt.Errorf("%w %d", ErrUnknownDevice, index)
+	}
+	if err := inv.begin(); err != nil {
+		return 0, 0, err
+	}
+	defer inv.mu.RUnlock()
+
+	h, ret := inv.lib.DeviceGetHandleByIndex(index)
+	switch ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_INVALID_ARGUMENT, nvml.ERROR_NOT_FOUND:
+		return 0, 0, fmt.Errorf("%w %d: %w", ErrUnknownDevice, index, ret)
+	default:
+		return 0, 0, fmt.Errorf("GPU %d: get handle: %w", index, ret)
+	}
+	mem, ret := h.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return 0, 0, fmt.Errorf("GPU %d: read memory: %w", index, ret)
+	}
+	return mem.Used, mem.Total, nil
+}
+
+// Close shuts NVML down if this Inventory initialised it, after calls in
+// flight return. Later calls return ErrClosed; Close itself may be called
+// more than once.
+func (inv *Inventory) Close() error {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.closed {
+		return nil
+	}
+	inv.closed = true
+	if !inv.initialised {
+		return nil
+	}
+	if ret := inv.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("shut down NVML: %w", ret)
+	}
+	return nil
+}
