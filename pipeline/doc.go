@@ -1,0 +1,69 @@
+// Package pipeline owns how one invocation travels from the host to the model
+// containers of an endpoint and back: which production variant and which
+// instance serve it, which containers are called and in what order, the
+// per-hop timeout, payload caps, Content-Type chaining, and the typed errors
+// (ValidationError, UnavailableError, ModelError) that the host maps onto
+// SageMaker's error shapes (contracts doc §1.5).
+//
+// It knows nothing of Docker or of any other mce package. Containers are
+// reached through the small Container interface (a hostname, a base URL and a
+// readiness flag) that the containers package satisfies; the host parses and
+// validates the client's request, reads its body under the 6 MiB cap, and
+// calls Invoker.Invoke with a Route.
+//
+// # Routing contract
+//
+// Variant. Request.TargetVariant names the production variant; an unknown
+// name is a ValidationError, and a variant of weight 0 can still be named.
+// Without it a variant is drawn at random with probability weight/sum over
+// the variants whose weight is above 0.
+//
+// Instance. Among the variant's instances that are ready for this call (for
+// Direct: the target container is ready; for Serial: every container is), the
+// one with the fewest outstanding requests is chosen, ties broken at random.
+// When none is ready the call fails at once with an UnavailableError (the host
+// answers ServiceUnavailable, 503); it never waits for a container to come up.
+//
+// Direct mode (contracts doc §3.4). Request.TargetContainerHostname is
+// required and must name a container of the variant, else ValidationError.
+// Only that container is called.
+//
+// Serial mode (contracts doc §3.3). TargetContainerHostname must be empty
+// (ValidationError otherwise). The body passes through the containers in
+// order: container k+1 receives container k's response body, with container
+// k's response Content-Type, verbatim, as its request Content-Type. Only the
+// last container receives the client's Accept; every container receives
+// X-Amzn-SageMaker-Custom-Attributes and X-Amzn-SageMaker-Inference-Id when
+// the client set them. The response's Content-Type and custom attributes are
+// the last container's (custom attributes only when it set them). An endpoint
+// with a single container is Serial with one container.
+//
+// Errors from a container (contracts doc §1.5). A status outside 2xx from
+// container k stops the chain (later containers are never called) and becomes
+// a ModelError carrying the container, its status and its body (truncated,
+// valid UTF-8), with SageMaker's wording. A hop that exceeds Options.Timeout
+// is a ModelError with OriginalStatusCode 0; a response body over
+// Options.MaxPayload, intermediate or final, is a ModelError too. No body is
+// ever read without a cap.
+//
+// Retries. A call is retried once, on another ready instance of the same
+// variant (continuing a chain at the hop that failed), only when the
+// connection to the container could not be established (dial errors:
+// refused, unreachable, dial timeout). A request that may have reached a
+// container is never retried; Go's transport itself replays a request only
+// when a reused keep-alive connection failed before any byte was written.
+//
+// Cancellation. The client going away (the context passed to Invoke is done)
+// cancels the call in flight and Invoke returns the context's error.
+//
+// Latency. Response.ModelLatency is the sum of the time spent inside container
+// calls; Observer.ObserveContainer is called once per container call,
+// successful or not, for ContainerLatency and per-container metrics (§6).
+//
+// # Concurrency
+//
+// Invoker, Route, Variant and Instance are safe for concurrent use. A Route's
+// variants, a Variant's instances and weight can be replaced while
+// invocations run, without locks on the invocation path; an invocation works
+// on the snapshot it read when it started.
+package pipeline

@@ -1,0 +1,300 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Defaults for Options.
+const (
+	// DefaultTimeout is how long one container may take to answer: SageMaker
+	// requires containers to respond within 60 s (contracts doc §1.3, §3.1).
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxPayload is the largest body accepted from a container, the
+	// runtime's BodyBlob maximum of 6 MiB (contracts doc §1.3, §1.4).
+	DefaultMaxPayload = 6291456
+	// DefaultDialTimeout bounds connecting to a container; SageMaker expects
+	// containers to accept connections within 250 ms (contracts doc §3.1).
+	DefaultDialTimeout = time.Second
+)
+
+// Observer receives one observation per container call, for ContainerLatency
+// and per-container Invocations / Invocation4XXErrors / Invocation5XXErrors
+// (contracts doc §6). status is the container's HTTP status, 0 when it gave
+// none; err is nil for a successful call, else the error the call produced
+// (a *ModelError, or the caller's context error). It is called synchronously
+// on the invocation path, concurrently from many invocations: it must be safe
+// for concurrent use and fast.
+type Observer interface {
+	ObserveContainer(endpoint, variant, container string, d time.Duration, status int, err error)
+}
+
+// Options configure an Invoker. The zero value is usable: every zero field
+// takes its default.
+type Options struct {
+	// Timeout bounds each container call (connect, send, answer, body),
+	// derived from the invocation's context. Default DefaultTimeout.
+	Timeout time.Duration
+	// MaxPayload caps every body read from a container, intermediate or
+	// final, and the request body accepted. Default DefaultMaxPayload.
+	MaxPayload int
+	// DialTimeout bounds establishing a connection. Default
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+	// Observer, if not nil, is told about every container call.
+	Observer Observer
+}
+
+// Request is one invocation as the host parsed it (contracts doc §1.3). Body
+// is not modified, and not referenced once Invoke returns.
+type Request struct {
+	Body                    []byte
+	ContentType             string
+	Accept                  string
+	CustomAttributes        string
+	TargetContainerHostname string
+	TargetVariant           string
+	InferenceID             string
+}
+
+// Response is a successful invocation (contracts doc §1.4). Body lives in a
+// pooled buffer: call Release once Body is no longer needed (after writing
+// it to the client), and do not touch Body afterwards. A Response is for one
+// goroutine.
+type Response struct {
+	Body []byte
+	// ContentType is the last container's response Content-Type ("" when it
+	// set none).
+	ContentType string
+	// CustomAttributes is the last container's
+	// X-Amzn-SageMaker-Custom-Attributes, "" when it set none.
+	CustomAttributes string
+	// Variant is the production variant that served the call
+	// (x-Amzn-Invoked-Production-Variant).
+	Variant string
+	// Container is the hostname of the container that produced Body: the
+	// target of a Direct call, the last container of a Serial one.
+	Container string
+	// ModelLatency is the time spent inside container calls, summed over the
+	// chain (ModelLatency, contracts doc §6).
+	ModelLatency time.Duration
+
+	buf  *buffer
+	pool *sync.Pool
+}
+
+// Release returns Body's buffer to the pool. It is safe to call on a nil
+// Response and more than once.
+func (r *Response) Release() {
+	if r == nil || r.buf == nil {
+		return
+	}
+	r.pool.Put(r.buf)
+	r.buf, r.Body = nil, nil
+}
+
+// Invoker sends invocations to containers. It keeps one tuned HTTP/1.1
+// transport per container base URL and pools body buffers. It is safe for
+// concurrent use; create one per process with NewInvoker.
+type Invoker struct {
+	timeout     time.Duration
+	dialTimeout time.Duration
+	maxPayload  int
+	obs         Observer
+	targets     sync.Map // base URL → *target
+	bufs        sync.Pool
+}
+
+// NewInvoker returns an Invoker configured by o (zero fields take defaults).
+func NewInvoker(o Options) *Invoker {
+	iv := &Invoker{
+		timeout:     o.Timeout,
+		dialTimeout: o.DialTimeout,
+		maxPayload:  o.MaxPayload,
+		obs:         o.Observer,
+	}
+	if iv.timeout <= 0 {
+		iv.timeout = DefaultTimeout
+	}
+	if iv.dialTimeout <= 0 {
+		iv.dialTimeout = DefaultDialTimeout
+	}
+	if iv.maxPayload <= 0 {
+		iv.maxPayload = DefaultMaxPayload
+	}
+	iv.bufs.New = func() any { return &buffer{b: make([]byte, 0, minBuffer)} }
+	return iv
+}
+
+func (iv *Invoker) getBuffer() *buffer {
+	b := iv.bufs.Get().(*buffer)
+	b.b = b.b[:0]
+	return b
+}
+
+func (iv *Invoker) putBuffer(b *buffer) {
+	if b != nil {
+		iv.bufs.Put(b)
+	}
+}
+
+// Invoke routes req through r: it picks the variant and the instance, then
+// calls the target container (Direct) or every container in order (Serial),
+// as described in the package documentation. Errors are *ValidationError,
+// *UnavailableError, *ModelError, or ctx's error (wrapped) when the caller
+// went away. On success the caller must Release the Response. A Direct call
+// to a variant that has no instances at all is an UnavailableError even when
+// the hostname is unknown, since no container set is there to check it
+// against.
+func (iv *Invoker) Invoke(ctx context.Context, r *Route, req *Request) (*Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pipeline: invoke endpoint %q: %w", r.Endpoint, err)
+	}
+	direct := r.Mode == Direct
+	host := req.TargetContainerHostname
+	switch {
+	case direct && host == "":
+		return nil, &ValidationError{Endpoint: r.Endpoint, Message: "Endpoint " + r.Endpoint +
+			" is in Direct invocation mode; the request must name a container with TargetContainerHostname."}
+	case !direct && host != "":
+		return nil, &ValidationError{Endpoint: r.Endpoint, Message: "Endpoint " + r.Endpoint +
+			" is not in Direct invocation mode; TargetContainerHostname is accepted only by endpoints whose InferenceExecutionConfig Mode is Direct."}
+	case len(req.Body) > iv.maxPayload:
+		return nil, &ValidationError{Endpoint: r.Endpoint, Message: "Request payload of " +
+			strconv.Itoa(len(req.Body)) + " bytes exceeds the maximum of " + strconv.Itoa(iv.maxPayload) + " bytes."}
+	}
+	v, err := r.pickVariant(req.TargetVariant)
+	if err != nil {
+		return nil, err
+	}
+	insts := v.Instances()
+	inst, idx, known := choose(insts, direct, host, nil)
+	if inst == nil {
+		if !known && len(insts) > 0 {
+			return nil, &ValidationError{Endpoint: r.Endpoint, Message: "Container hostname " + host +
+				" is not a container of endpoint " + r.Endpoint + " (variant " + v.name + ")."}
+		}
+		msg := "No instance of variant " + v.name + " of endpoint " + r.Endpoint + " is ready"
+		if direct {
+			msg += " to serve container " + host
+		}
+		return nil, &UnavailableError{Endpoint: r.Endpoint, Variant: v.name, Container: hostIf(direct, host), Message: msg + "."}
+	}
+	return iv.run(ctx, r, v, insts, inst, idx, req)
+}
+
+// run calls the containers of inst: only idx for Direct (idx ≥ 0), all in
+// order for Serial (idx < 0).
+func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Instance, inst *Instance, idx int, req *Request) (*Response, error) {
+	direct := idx >= 0
+	inst.outstanding.Add(1)
+	defer func() { inst.outstanding.Add(-1) }() // inst may change on retry
+
+	lo, hi := 0, len(inst.containers)-1
+	if direct {
+		lo, hi = idx, idx
+	}
+	in := req.Body
+	var held *buffer // the buffer behind in, once in is a container's output
+	h := hopHeaders{contentType: req.ContentType, customAttrs: req.CustomAttributes, inferenceID: req.InferenceID}
+	var latency time.Duration
+	var last hopResult
+	retried := false
+	for k := lo; k <= hi; {
+		c := inst.containers[k]
+		h.accept = ""
+		if k == hi {
+			h.accept = req.Accept
+		}
+		out := iv.getBuffer()
+		res := iv.call(ctx, c, in, h, out)
+		host := inst.hosts[k]
+
+		if res.outcome == hopDialFailed && !retried {
+			// Instances of one variant share a container set; the length
+			// check only guards a chain against a malformed one.
+			if alt, altIdx, _ := choose(insts, direct, host, inst); alt != nil && (direct || len(alt.containers) == len(inst.containers)) {
+				iv.observe(r, v, host, res, connectError(r.Endpoint, v.name, host, "could not connect to", res.err))
+				iv.putBuffer(out)
+				retried = true
+				alt.outstanding.Add(1)
+				inst.outstanding.Add(-1)
+				inst = alt
+				if direct {
+					k, hi = altIdx, altIdx
+				}
+				continue
+			}
+		}
+		latency += res.elapsed
+		if res.outcome != hopOK {
+			iv.putBuffer(out)
+			iv.putBuffer(held)
+			next := ""
+			if k < hi {
+				next = inst.hosts[k+1]
+			}
+			err := iv.hopError(r, v, host, next, res)
+			iv.observe(r, v, host, res, err)
+			if res.outcome == hopCanceled {
+				return nil, fmt.Errorf("pipeline: invoke endpoint %q, container %q: %w", r.Endpoint, host, err)
+			}
+			return nil, err
+		}
+		iv.observe(r, v, host, res, nil)
+		iv.putBuffer(held) // its payload was detached when call returned
+		held, in = out, out.b
+		h.contentType = res.contentType
+		last = res
+		k++
+	}
+	return &Response{
+		Body:             held.b,
+		ContentType:      last.contentType,
+		CustomAttributes: last.customAttrs,
+		Variant:          v.name,
+		Container:        inst.hosts[hi],
+		ModelLatency:     latency,
+		buf:              held,
+		pool:             &iv.bufs,
+	}, nil
+}
+
+// hopError turns a failed call of container host into the error Invoke
+// returns; next is the following container of a chain, "" at the end.
+func (iv *Invoker) hopError(r *Route, v *Variant, host, next string, res hopResult) error {
+	switch res.outcome {
+	case hopStatus:
+		return receivedError(r.Endpoint, v.name, host, res.status, res.errBody, nil)
+	case hopTooBig:
+		size := res.announced
+		if size <= int64(iv.maxPayload) {
+			size = -1
+		}
+		return oversizeError(r.Endpoint, v.name, host, next, res.status, size, iv.maxPayload)
+	case hopTimeout:
+		return timeoutError(r.Endpoint, v.name, host, res.err)
+	case hopCanceled:
+		return res.err
+	case hopDialFailed:
+		return connectError(r.Endpoint, v.name, host, "could not connect to", res.err)
+	default:
+		return connectError(r.Endpoint, v.name, host, "got no valid response from", res.err)
+	}
+}
+
+func (iv *Invoker) observe(r *Route, v *Variant, host string, res hopResult, err error) {
+	if iv.obs != nil {
+		iv.obs.ObserveContainer(r.Endpoint, v.name, host, res.elapsed, res.status, err)
+	}
+}
+
+func hostIf(ok bool, host string) string {
+	if ok {
+		return host
+	}
+	return ""
+}
