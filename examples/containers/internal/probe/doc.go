@@ -1,0 +1,20 @@
+// Package probe is the test and benchmark container: it echoes requests fast and, on request, misbehaves
+// in controlled ways so that the host's routing, error mapping, health checks and restarts can be tested
+// against a real container. It owns no model; it lists what is in the model directory.
+//
+// POST /invocations echoes the body with the request's Content-Type (default application/octet-stream);
+// with PROBE_TAG set, the tag is appended to the echo. The X-Amzn-SageMaker-Custom-Attributes request
+// header (comma-separated k=v; unknown keys ignored) switches behaviour, applied in this order:
+//
+//	crash=CODE    exit the process at once with CODE (0-255); no response
+//	sleep=DUR     wait DUR (Go duration, at most 10m) or until the request is cancelled
+//	attrs=VALUE   answer with header X-Amzn-SageMaker-Custom-Attributes: VALUE
+//	ct=TYPE       answer with Content-Type TYPE (all answers except info)
+//	status=NNN    answer NNN (200-599) with body "probe <hostname>: forced status NNN" (text/plain)
+//	info          answer application/json describing the container (see Info)
+//	size=N        answer N bytes of 'x' (at most 64 MiB) instead of the echo
+//
+// Environment: PROBE_TAG; PROBE_PING=fail (GET /ping always 503); PROBE_READY_AFTER=DUR (503 until DUR
+// after start); PROBE_EXIT_AFTER=DUR with PROBE_EXIT_CODE (default 1): exit by itself after DUR.
+// Invalid values stop the container with exit status 2. The probe writes no per-request logs.
+package probe
