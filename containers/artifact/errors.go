@@ -1,0 +1,63 @@
+package artifact
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Every error returned by this package that falls in one of
+// these classes matches it with [errors.Is].
+var (
+	// ErrNotFound: the file, S3 object or S3 bucket named by the URL does
+	// not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrUnsupportedURL: the URL is empty, malformed or uses a scheme other
+	// than s3:// and file://.
+	ErrUnsupportedURL = errors.New("unsupported model data URL")
+	// ErrUnsafeArchive: an archive entry was refused; the error chain also
+	// holds an [*UnsafeEntryError] naming the entry.
+	ErrUnsafeArchive = errors.New("unsafe archive")
+	// ErrTooLarge: a size or count limit was exceeded; the error chain also
+	// holds a [*LimitError].
+	ErrTooLarge = errors.New("too large")
+	// ErrInvalidArchive: the data is not a readable tar or gzip-compressed
+	// tar archive (corrupt, truncated, empty or another format).
+	ErrInvalidArchive = errors.New("not a valid tar or tar.gz archive")
+)
+
+// UnsafeEntryError reports an archive entry that [Extract] refused. It
+// matches [ErrUnsafeArchive].
+type UnsafeEntryError struct {
+	// Name is the entry's name as written in the archive.
+	Name string
+	// Reason says why it was refused, in words meant for users.
+	Reason string
+}
+
+func (e *UnsafeEntryError) Error() string {
+	return fmt.Sprintf("unsafe archive entry %q: %s", e.Name, e.Reason)
+}
+
+// Is reports whether target is [ErrUnsafeArchive].
+func (e *UnsafeEntryError) Is(target error) bool { return target == ErrUnsafeArchive }
+
+// LimitError reports an exceeded limit. It matches [ErrTooLarge].
+type LimitError struct {
+	// What was limited, e.g. "extracted file content" or "number of archive entries".
+	What string
+	// Limit is the configured maximum.
+	Limit int64
+	// Unit of Limit: "bytes" or "entries".
+	Unit string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("too large: %s exceeds the limit of %d %s", e.What, e.Limit, e.Unit)
+}
+
+// Is reports whether target is [ErrTooLarge].
+func (e *LimitError) Is(target error) bool { return target == ErrTooLarge }
+
+func unsafeEntry(name, format string, args ...any) error {
+	return &UnsafeEntryError{Name: name, Reason: fmt.Sprintf(format, args...)}
+}

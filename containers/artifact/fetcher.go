@@ -1,0 +1,263 @@
+package artifact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// DefaultMaxDownloadBytes is the default cap on the size of one downloaded
+// S3 object (32 GiB).
+const DefaultMaxDownloadBytes int64 = 32 << 30
+
+// Options configure a [Fetcher]. The zero value is usable: AWS's default
+// configuration chain, default limits.
+type Options struct {
+	// S3 configures the S3 client used for s3:// URLs.
+	S3 S3Options
+	// MaxExtractedBytes caps the regular-file bytes of one archive.
+	// Zero means [DefaultMaxExtractedBytes].
+	MaxExtractedBytes int64
+	// MaxEntries caps the entries of one archive. Zero means [DefaultMaxEntries].
+	MaxEntries int
+	// MaxDownloadBytes caps the size of one S3 object. Zero means
+	// [DefaultMaxDownloadBytes].
+	MaxDownloadBytes int64
+}
+
+// S3Options configure the S3 client. Unset fields come from aws-sdk-go-v2's
+// default configuration chain (environment, shared config and credentials
+// files, container and instance roles).
+type S3Options struct {
+	// Endpoint overrides the S3 endpoint, for S3-compatible stores such as
+	// MinIO ("http://127.0.0.1:9000"). Empty means AWS.
+	Endpoint string
+	// Region of the bucket. Empty means the chain's region (AWS_REGION,
+	// the profile), and us-east-1 when that is empty too.
+	Region string
+	// UsePathStyle addresses buckets as endpoint/bucket/key instead of
+	// bucket.endpoint/key; most S3-compatible stores need it.
+	UsePathStyle bool
+	// Credentials replaces the default credential chain when set.
+	Credentials aws.CredentialsProvider
+	// Concurrency is the number of byte ranges fetched in parallel.
+	// Zero means 8.
+	Concurrency int
+	// PartSizeBytes is the size of one byte range. Zero means 8 MiB.
+	PartSizeBytes int64
+}
+
+const (
+	defaultRegion      = "us-east-1"
+	defaultConcurrency = 8
+	defaultPartSize    = 8 << 20
+	minPartSize        = 64 << 10
+)
+
+// Fetcher turns model data URLs into local directories. It is safe for
+// concurrent use; the S3 client is built on first use of an s3:// URL, so a
+// Fetcher that only sees file:// URLs never reads AWS configuration.
+type Fetcher struct {
+	opts Options
+
+	mu sync.Mutex
+	s3 *s3Clients
+}
+
+// s3Clients are built together, once per Fetcher.
+type s3Clients struct {
+	api *s3.Client
+	tm  *transfermanager.Client
+}
+
+// NewFetcher validates opts, fills their defaults and returns a Fetcher.
+func NewFetcher(opts Options) (*Fetcher, error) {
+	if opts.MaxExtractedBytes < 0 || opts.MaxEntries < 0 || opts.MaxDownloadBytes < 0 {
+		return nil, errors.New("artifact options: limits must not be negative")
+	}
+	if opts.S3.Concurrency < 0 {
+		return nil, errors.New("artifact options: S3 concurrency must not be negative")
+	}
+	if opts.S3.PartSizeBytes != 0 && opts.S3.PartSizeBytes < minPartSize {
+		return nil, fmt.Errorf("artifact options: S3 part size must be at least %d bytes", minPartSize)
+	}
+	if e := opts.S3.Endpoint; e != "" {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("artifact options: S3 endpoint %q must be an http:// or https:// URL", e)
+		}
+	}
+	if opts.MaxExtractedBytes == 0 {
+		opts.MaxExtractedBytes = DefaultMaxExtractedBytes
+	}
+	if opts.MaxEntries == 0 {
+		opts.MaxEntries = DefaultMaxEntries
+	}
+	if opts.MaxDownloadBytes == 0 {
+		opts.MaxDownloadBytes = DefaultMaxDownloadBytes
+	}
+	if opts.S3.Concurrency == 0 {
+		opts.S3.Concurrency = defaultConcurrency
+	}
+	if opts.S3.PartSizeBytes == 0 {
+		opts.S3.PartSizeBytes = defaultPartSize
+	}
+	return &Fetcher{opts: opts}, nil
+}
+
+// Prepare makes the model data at modelDataURL available as a local
+// directory and returns its absolute path (reference/sagemaker-contracts.md
+// §2.2 ModelDataUrl; §3.1: the directory becomes /opt/ml/model).
+//
+// Accepted URLs:
+//   - file:///abs/path, and file://rel/path or file://./rel/path relative to
+//     baseDir (the endpoint file's folder; empty means the working
+//     directory). Everything after "file://" is a path, taken literally (no
+//     host part, no percent-decoding). A directory is returned as is, without
+//     a copy; a regular file must be a tar or tar.gz archive and is extracted.
+//   - s3://bucket/key: the object is downloaded in parallel byte ranges to a
+//     temporary file under workDir, extracted, and the temporary file
+//     removed.
+//
+// Archives are extracted with [Extract] into a new directory under workDir
+// (created if missing); the caller owns and removes that directory. On error
+// nothing made by this call is left under workDir.
+//
+// Errors match [ErrUnsupportedURL], [ErrNotFound], [ErrTooLarge],
+// [ErrUnsafeArchive] or [ErrInvalidArchive] where they apply, and their
+// messages name the URL, e.g. `model data "s3://b/k" not found: …`.
+func (f *Fetcher) Prepare(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
+	var (
+		dir string
+		err error
+	)
+	switch {
+	case strings.HasPrefix(modelDataURL, "file://"):
+		dir, err = f.prepareFile(ctx, modelDataURL, baseDir, workDir)
+	case strings.HasPrefix(modelDataURL, "s3://"):
+		dir, err = f.prepareS3(ctx, modelDataURL, workDir)
+	default:
+		return "", unsupportedURL(modelDataURL, "the scheme is not supported")
+	}
+	if err != nil {
+		return "", describe(modelDataURL, err)
+	}
+	return dir, nil
+}
+
+// describe puts the URL in front of err, in the form users read.
+func describe(modelDataURL string, err error) error {
+	switch {
+	case errors.Is(err, ErrUnsupportedURL):
+		return err
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("model data %q %w", modelDataURL, err)
+	default:
+		return fmt.Errorf("model data %q: %w", modelDataURL, err)
+	}
+}
+
+func unsupportedURL(modelDataURL, why string) error {
+	return fmt.Errorf("%w %q: %s; use s3://bucket/key, file:///absolute/path or file://path/relative/to/the/endpoint/file",
+		ErrUnsupportedURL, modelDataURL, why)
+}
+
+func (f *Fetcher) limits() Limits {
+	return Limits{MaxBytes: f.opts.MaxExtractedBytes, MaxEntries: f.opts.MaxEntries}
+}
+
+func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
+	p := strings.TrimPrefix(modelDataURL, "file://")
+	if p == "" {
+		return "", unsupportedURL(modelDataURL, "the path is empty")
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(baseDir, p)
+	}
+	p, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("resolving the path: %w", err)
+	}
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: no file or directory at %s", ErrNotFound, p)
+	}
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case fi.IsDir():
+		return p, nil
+	case !fi.Mode().IsRegular():
+		return "", fmt.Errorf("%s is neither a directory nor a regular file", p)
+	}
+	src, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	return f.extractInto(ctx, workDir, func(dest string) error {
+		return Extract(ctx, src, dest, f.limits())
+	})
+}
+
+// extractInto runs extract on a fresh directory under workDir, removing it
+// when extract fails.
+func (f *Fetcher) extractInto(ctx context.Context, workDir string, extract func(dest string) error) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	dest, err := newWorkDir(workDir)
+	if err != nil {
+		return "", err
+	}
+	if err := extract(dest); err != nil {
+		if rerr := os.RemoveAll(dest); rerr != nil {
+			return "", errors.Join(err, fmt.Errorf("removing the partial extraction: %w", rerr))
+		}
+		return "", err
+	}
+	return dest, nil
+}
+
+// newWorkDir makes a fresh directory under workDir that every user can
+// read and traverse, as containers run as any user.
+func newWorkDir(workDir string) (string, error) {
+	workDir, err := ensureWorkDir(workDir)
+	if err != nil {
+		return "", err
+	}
+	dest, err := os.MkdirTemp(workDir, "model-")
+	if err != nil {
+		return "", fmt.Errorf("creating the extraction directory: %w", err)
+	}
+	if err := os.Chmod(dest, 0o755); err != nil {
+		return "", errors.Join(fmt.Errorf("creating the extraction directory: %w", err), os.Remove(dest))
+	}
+	return dest, nil
+}
+
+// ensureWorkDir returns workDir as an absolute path, creating it if missing.
+func ensureWorkDir(workDir string) (string, error) {
+	if workDir == "" {
+		return "", errors.New("no work directory given")
+	}
+	abs, err := filepath.Abs(workDir)
+	if err != nil {
+		return "", fmt.Errorf("resolving the work directory: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return "", fmt.Errorf("creating the work directory: %w", err)
+	}
+	return abs, nil
+}

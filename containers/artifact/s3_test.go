@@ -1,0 +1,291 @@
+package artifact
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+)
+
+// TestMain keeps AWS configuration loading off the network and away from
+// the developer's own AWS files: no instance metadata, no profiles.
+func TestMain(m *testing.M) {
+	empty, err := os.MkdirTemp("", "artifact-aws-")
+	if err != nil {
+		panic(err)
+	}
+	for k, v := range map[string]string{
+		"AWS_EC2_METADATA_DISABLED":   "true",
+		"AWS_CONFIG_FILE":             filepath.Join(empty, "config"),
+		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(empty, "credentials"),
+	} {
+		os.Setenv(k, v)
+	}
+	for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+		"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		os.Unsetenv(k)
+	}
+	code := m.Run()
+	os.RemoveAll(empty)
+	os.Exit(code)
+}
+
+// fakeS3 is an in-process S3 (gofakes3, in memory) on a loopback port.
+type fakeS3 struct {
+	url     string
+	backend *s3mem.Backend
+
+	rangeGets   atomic.Int64 // GETs with a Range header
+	inflight    atomic.Int64 // ranged GETs being served now
+	maxInflight atomic.Int64
+	// holdRanges makes ranged GETs past the first part wait (up to 5 s)
+	// until two are in flight at once, so parallelism is proven, not hoped for.
+	holdRanges atomic.Bool
+	peer       chan struct{}
+	peerOnce   sync.Once
+}
+
+func newFakeS3(t *testing.T, buckets ...string) *fakeS3 {
+	t.Helper()
+	fs := &fakeS3{backend: s3mem.New(), peer: make(chan struct{})}
+	h := gofakes3.New(fs.backend).Server()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rng := r.Header.Get("Range"); r.Method == http.MethodGet && rng != "" {
+			fs.rangeGets.Add(1)
+			n := fs.inflight.Add(1)
+			defer fs.inflight.Add(-1)
+			for m := fs.maxInflight.Load(); n > m && !fs.maxInflight.CompareAndSwap(m, n); m = fs.maxInflight.Load() {
+			}
+			if n >= 2 {
+				fs.peerOnce.Do(func() { close(fs.peer) })
+			}
+			if fs.holdRanges.Load() && !strings.HasPrefix(rng, "bytes=0-") {
+				select {
+				case <-fs.peer:
+				case <-time.After(5 * time.Second):
+				case <-r.Context().Done():
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	fs.url = srv.URL
+	for _, b := range buckets {
+		if err := fs.backend.CreateBucket(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fs
+}
+
+func (fs *fakeS3) put(t *testing.T, bucket, key string, data []byte) {
+	t.Helper()
+	if _, err := fs.backend.PutObject(bucket, key, nil, bytes.NewReader(data), int64(len(data)), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// options points a Fetcher at the fake with explicit static credentials and
+// region, so nothing is looked up elsewhere.
+func (fs *fakeS3) options() Options {
+	return Options{S3: S3Options{
+		Endpoint:     fs.url,
+		Region:       "us-east-1",
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+	}}
+}
+
+func TestPrepareS3(t *testing.T) {
+	fake := newFakeS3(t, "models")
+	fake.put(t, "models", "small/model.tar.gz", buildTar(t, true, file("config.pbtxt", "name: \"m\""), file("1/model.onnx", "onnx")))
+	fake.put(t, "models", "dir/my model+v1.tar", buildTar(t, false, file("config.pbtxt", "name: \"m\""), file("1/model.onnx", "onnx")))
+	f, err := NewFetcher(fake.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, url := range []string{"s3://models/small/model.tar.gz", "s3://models/dir/my model+v1.tar"} {
+		t.Run(url, func(t *testing.T) {
+			t.Parallel() // both race to build the lazy S3 client
+			workDir := t.TempDir()
+			got, err := f.Prepare(context.Background(), url, "", workDir)
+			if err != nil {
+				t.Fatalf("Prepare(%q): %v", url, err)
+			}
+			if filepath.Dir(got) != workDir {
+				t.Errorf("Prepare = %q, want a folder directly under %q", got, workDir)
+			}
+			diffTrees(t, treeOf(t, got), modelTree)
+			if left := workDirEntries(t, workDir); len(left) != 1 {
+				t.Errorf("workDir holds %q, want only the extraction folder (download file removed)", left)
+			}
+		})
+	}
+}
+
+func TestPrepareS3LargeObjectInRanges(t *testing.T) {
+	fake := newFakeS3(t, "models")
+	payload := make([]byte, 40<<20)
+	rng := rand.New(rand.NewChaCha8([32]byte{1, 2, 3}))
+	for i := 0; i < len(payload); i += 8 {
+		v := rng.Uint64()
+		for j := range 8 {
+			payload[i+j] = byte(v >> (8 * j))
+		}
+	}
+	data := buildTar(t, false, entry{name: "weights.bin", body: string(payload)}, file("config.pbtxt", "c"))
+	fake.put(t, "models", "large.tar", data)
+	fake.holdRanges.Store(true)
+	opts := fake.options()
+	opts.S3.Concurrency = 4
+	opts.S3.PartSizeBytes = 5 << 20
+	f, err := NewFetcher(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	workDir := t.TempDir()
+	got, err := f.Prepare(context.Background(), "s3://models/large.tar", "", workDir)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(got, "weights.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotSum, wantSum := sha256.Sum256(b), sha256.Sum256(payload); gotSum != wantSum || len(b) != len(payload) {
+		t.Errorf("weights.bin: %d bytes, sha256 %x; want %d bytes, sha256 %x", len(b), gotSum, len(payload), wantSum)
+	}
+	if wantParts := int64((len(data) + 5<<20 - 1) / (5 << 20)); fake.rangeGets.Load() != wantParts {
+		t.Errorf("%d ranged GETs, want %d (one per 5 MiB part)", fake.rangeGets.Load(), wantParts)
+	}
+	if got := fake.maxInflight.Load(); got < 2 {
+		t.Errorf("at most %d ranged GET in flight at once, want parallel parts", got)
+	}
+	if left := workDirEntries(t, workDir); len(left) != 1 {
+		t.Errorf("workDir holds %q, want only the extraction folder", left)
+	}
+}
+
+func TestClassifyS3(t *testing.T) {
+	status := func(code int) error {
+		return &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
+			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}},
+			Err:      errors.New("response error"),
+		}}
+	}
+	tests := []struct {
+		name         string
+		err          error
+		wantNotFound bool
+	}{
+		{"NoSuchKey", &s3types.NoSuchKey{}, true},
+		{"NoSuchBucket", &s3types.NoSuchBucket{}, true},
+		{"HEAD NotFound", &s3types.NotFound{}, true},
+		{"generic NoSuchBucket code", &smithy.GenericAPIError{Code: "NoSuchBucket"}, true},
+		{"bare 404", status(http.StatusNotFound), true},
+		{"AccessDenied", &smithy.GenericAPIError{Code: "AccessDenied"}, false},
+		{"403", status(http.StatusForbidden), false},
+		{"500", status(http.StatusInternalServerError), false},
+		{"network", errors.New("connection refused"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := classifyS3(tc.err)
+			if errors.Is(got, ErrNotFound) != tc.wantNotFound {
+				t.Errorf("classifyS3(%v) = %v; ErrNotFound %v, want %v", tc.err, got, !tc.wantNotFound, tc.wantNotFound)
+			}
+			if !errors.Is(got, tc.err) {
+				t.Errorf("classifyS3(%v) = %v, which lost the cause", tc.err, got)
+			}
+		})
+	}
+}
+
+func TestPrepareS3Errors(t *testing.T) {
+	fake := newFakeS3(t, "models")
+	fake.put(t, "models", "notes.txt", []byte("plain text"))
+	fake.put(t, "models", "empty.tar.gz", nil)
+	fake.put(t, "models", "evil.tar.gz", buildTar(t, true, symlink("l", "../../etc")))
+	fake.put(t, "models", "big.tar", buildTar(t, false, entry{name: "big", typ: tar.TypeReg, zeros: 1 << 20}))
+	opts := fake.options()
+	opts.MaxDownloadBytes = 512 << 10
+	f, err := NewFetcher(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		url     string
+		wantErr error
+		wantMsg string
+	}{
+		{"s3://models/nope.tar.gz", ErrNotFound, `model data "s3://models/nope.tar.gz" not found`},
+		{"s3://no-such-bucket/model.tar.gz", ErrNotFound, `model data "s3://no-such-bucket/model.tar.gz" not found`},
+		{"s3://models/notes.txt", ErrInvalidArchive, `model data "s3://models/notes.txt": not a valid tar`},
+		{"s3://models/empty.tar.gz", ErrInvalidArchive, "empty"},
+		{"s3://models/evil.tar.gz", ErrUnsafeArchive, `unsafe archive entry "l"`},
+		{"s3://models/big.tar", ErrTooLarge, "S3 object size exceeds the limit of 524288 bytes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.url, func(t *testing.T) {
+			workDir := filepath.Join(t.TempDir(), "work")
+			got, err := f.Prepare(context.Background(), tc.url, "", workDir)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("Prepare(%q) = %q, %v; want %v", tc.url, got, err, tc.wantErr)
+			}
+			t.Log(err)
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("error %q does not contain %q", err, tc.wantMsg)
+			}
+			if left := workDirEntries(t, workDir); len(left) != 0 {
+				t.Errorf("failed Prepare left %q under workDir", left)
+			}
+		})
+	}
+}
+
+// TestPrepareS3DefaultChain uses no explicit credentials or region: both
+// come from the environment through aws-sdk-go-v2's default chain.
+func TestPrepareS3DefaultChain(t *testing.T) {
+	fake := newFakeS3(t, "models")
+	fake.put(t, "models", "m.tar.gz", buildTar(t, true, file("a", "x")))
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	f, err := NewFetcher(Options{S3: S3Options{Endpoint: fake.url, UsePathStyle: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.Prepare(context.Background(), "s3://models/m.tar.gz", "", t.TempDir())
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	diffTrees(t, treeOf(t, got), map[string]string{"a": "f 0644 x"})
+	c, err := f.clients(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if region := c.api.Options().Region; region != "eu-west-1" {
+		t.Errorf("region = %q, want AWS_REGION's eu-west-1", region)
+	}
+}

@@ -1,0 +1,90 @@
+package containers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Container is one running model container. It satisfies pipeline.Container:
+// Hostname, BaseURL and Ready are safe for concurrent use and cheap (atomics),
+// since they sit on the invocation hot path.
+type Container struct {
+	rt       *Runtime
+	id       string
+	name     string
+	endpoint string
+	variant  string
+	copy     int
+	spec     ContainerSpec
+	port     int // SAGEMAKER_BIND_TO_PORT inside the container
+	health   time.Duration
+	log      zerolog.Logger
+	tail     *lineRing
+
+	url      atomic.Pointer[string]
+	ready    atomic.Bool
+	stopping atomic.Bool
+	restarts atomic.Int64
+	lastExit atomic.Int64
+
+	died chan int // exit codes from the event watcher; buffered
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Hostname is the container's ContainerHostname.
+func (c *Container) Hostname() string { return c.spec.Hostname }
+
+// BaseURL is where mce reaches the container, e.g. "http://172.18.0.3:8080";
+// empty until it has started.
+func (c *Container) BaseURL() string {
+	if p := c.url.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Ready reports whether the container is running and passing /ping. Calls to a
+// container that is not ready fail fast.
+func (c *Container) Ready() bool { return c.ready.Load() }
+
+// ID is the Docker container ID.
+func (c *Container) ID() string { return c.id }
+
+// Name is the Docker container name.
+func (c *Container) Name() string { return c.name }
+
+// Variant is the production variant the container belongs to.
+func (c *Container) Variant() string { return c.variant }
+
+// Copy is which copy of the variant's container set this container is in.
+func (c *Container) Copy() int { return c.copy }
+
+// Restarts counts the times mce restarted the container after it exited.
+func (c *Container) Restarts() int { return int(c.restarts.Load()) }
+
+// LastExitCode is the exit code of the container's last exit, or -1.
+func (c *Container) LastExitCode() int { return int(c.lastExit.Load()) }
+
+// LogTail returns the container's last output lines, oldest first.
+func (c *Container) LogTail() []string { return c.tail.lines() }
+
+func (c *Container) String() string {
+	return fmt.Sprintf("container %q (variant %q, copy %d) of endpoint %q", c.spec.Hostname, c.variant, c.copy, c.endpoint)
+}
+
+// notifyDied hands an exit to the container's supervisor without blocking the
+// event watcher.
+func (c *Container) notifyDied(code int) {
+	select {
+	case c.died <- code:
+	default:
+	}
+}

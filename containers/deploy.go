@@ -1,0 +1,553 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"golang.org/x/sync/errgroup"
+)
+
+// Port numbers handed to containers. In SageMaker the containers of one
+// instance share a host, so each gets its own port and its own safe range;
+// mce keeps them distinct the same way (contracts doc §3.2).
+const (
+	basePort      = 8080
+	baseSafePort  = 9000
+	safeRangeSize = 100
+)
+
+// launchParallelism bounds concurrent create/start calls to the engine.
+const launchParallelism = 8
+
+// Deployment is one endpoint's running containers: its network, its model
+// artifacts and every copy of every variant's container set.
+type Deployment struct {
+	rt       *Runtime
+	endpoint string
+	netID    string
+	netName  string
+	workDir  string
+	variants []*VariantDeployment
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// VariantDeployment holds a variant's running copies, each an ordered
+// container set (the chain order of the model's Containers).
+type VariantDeployment struct {
+	Name   string
+	Copies [][]*Container
+}
+
+// Endpoint is the endpoint's name.
+func (d *Deployment) Endpoint() string { return d.endpoint }
+
+// Network is the name of the endpoint's bridge network.
+func (d *Deployment) Network() string { return d.netName }
+
+// Variants returns the running variants in spec order.
+func (d *Deployment) Variants() []*VariantDeployment { return d.variants }
+
+// Containers returns every container of the deployment.
+func (d *Deployment) Containers() []*Container {
+	var out []*Container
+	for _, v := range d.variants {
+		for _, cp := range v.Copies {
+			out = append(out, cp...)
+		}
+	}
+	return out
+}
+
+// LaunchError says which container kept an endpoint from starting and why,
+// with the container's last log lines.
+type LaunchError struct {
+	Endpoint, Variant, Container string
+	Reason                       string
+	LogTail                      []string
+	Err                          error
+}
+
+func (e *LaunchError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "container %q (variant %q) of endpoint %q %s", e.Container, e.Variant, e.Endpoint, e.Reason)
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	if len(e.LogTail) > 0 {
+		b.WriteString("; last log lines:\n  ")
+		b.WriteString(strings.Join(e.LogTail, "\n  "))
+	}
+	return b.String()
+}
+
+func (e *LaunchError) Unwrap() error { return e.Err }
+
+// Deploy brings up every copy of every variant of the endpoint in parallel and
+// returns once all of them answer GET /ping with 200. Everything is checked
+// before anything is created (spec, images, GPUs); if any container fails to
+// come up, everything created so far is removed and the error names the
+// container, the cause and its last log lines.
+func (rt *Runtime) Deploy(ctx context.Context, spec EndpointSpec) (*Deployment, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	_, taken := rt.deployment[spec.Name]
+	if !taken {
+		rt.deployment[spec.Name] = nil // reserve the name
+	}
+	rt.mu.Unlock()
+	if taken {
+		return nil, fmt.Errorf("endpoint %q is already deployed", spec.Name)
+	}
+	d, err := rt.deploy(ctx, spec)
+	rt.mu.Lock()
+	if err != nil {
+		delete(rt.deployment, spec.Name)
+	} else {
+		rt.deployment[spec.Name] = d
+	}
+	rt.mu.Unlock()
+	return d, err
+}
+
+func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, error) {
+	if err := rt.checkImages(ctx, spec); err != nil {
+		return nil, err
+	}
+	for _, v := range spec.Variants {
+		for _, c := range v.Containers {
+			if err := rt.checkGPUs(ctx, c.GPUs); err != nil {
+				return nil, fmt.Errorf("container %q (variant %q): %w", c.Hostname, v.Name, err)
+			}
+		}
+	}
+
+	d := &Deployment{
+		rt:       rt,
+		endpoint: spec.Name,
+		netName:  rt.resourceName(spec.Name),
+		workDir:  filepath.Join(rt.artifactsDir(), spec.Name),
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			// Tear down with a fresh context: ctx may be what failed.
+			cctx, cancel := context.WithTimeout(context.Background(), rt.opts.StopGrace+time.Minute)
+			defer cancel()
+			d.teardown(cctx, 0)
+		}
+	}()
+
+	if err := d.createNetwork(ctx); err != nil {
+		return nil, err
+	}
+	models, err := d.prepareArtifacts(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+
+	// Create and start every container, then wait for all of them to pass
+	// /ping; the first failure cancels the rest.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(launchParallelism)
+	var mu sync.Mutex
+	var all []*Container
+	for _, v := range spec.Variants {
+		vd := &VariantDeployment{Name: v.Name, Copies: make([][]*Container, v.Copies)}
+		d.variants = append(d.variants, vd)
+		health := v.HealthTimeout
+		if health == 0 {
+			health = DefaultHealthTimeout
+		}
+		for cp := range v.Copies {
+			vd.Copies[cp] = make([]*Container, len(v.Containers))
+			for i, cs := range v.Containers {
+				g.Go(func() error {
+					c, err := d.startContainer(gctx, v.Name, cp, i, cs, models[modelKey{v.Name, cs.Hostname}], health)
+					if c != nil {
+						mu.Lock()
+						vd.Copies[cp][i] = c
+						all = append(all, c)
+						mu.Unlock()
+					}
+					return err
+				})
+			}
+		}
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	hg, hctx := errgroup.WithContext(ctx)
+	for _, c := range all {
+		hg.Go(func() error { return c.waitHealthy(hctx, c.health) })
+	}
+	if err := hg.Wait(); err != nil {
+		return nil, err
+	}
+	for _, c := range all {
+		c.ready.Store(true)
+		c.wg.Add(1)
+		go c.supervise()
+	}
+	ok = true
+	rt.log.Info().Str("endpoint", spec.Name).Int("containers", len(all)).Str("network", d.netName).Msg("endpoint containers ready")
+	return d, nil
+}
+
+// resourceName is the Docker name of the endpoint's network and the prefix of
+// its containers' names.
+func (rt *Runtime) resourceName(endpoint string) string {
+	return "mce-" + rt.opts.Instance + "-" + endpoint
+}
+
+func (rt *Runtime) labels(endpoint string) map[string]string {
+	return map[string]string{
+		LabelManaged:  "true",
+		LabelInstance: rt.opts.Instance,
+		LabelEndpoint: endpoint,
+	}
+}
+
+// checkImages makes sure every image is present (pulling it only when the
+// runtime is allowed to) and, for multi-container sets, carries SageMaker's
+// bind-to-port label.
+func (rt *Runtime) checkImages(ctx context.Context, spec EndpointSpec) error {
+	type need struct{ multi bool }
+	images := map[string]*need{}
+	for _, v := range spec.Variants {
+		for _, c := range v.Containers {
+			n := images[c.Image]
+			if n == nil {
+				n = &need{}
+				images[c.Image] = n
+			}
+			n.multi = n.multi || len(v.Containers) > 1
+		}
+	}
+	for _, ref := range slices.Sorted(maps.Keys(images)) {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		img, err := rt.engine.ImageInspect(cctx, ref)
+		cancel()
+		if err != nil && gone(err) && rt.opts.Pull {
+			if perr := rt.pull(ctx, ref); perr != nil {
+				return perr
+			}
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			img, err = rt.engine.ImageInspect(cctx, ref)
+			cancel()
+		}
+		if err != nil {
+			if gone(err) {
+				return fmt.Errorf("image %q is not present on the Docker engine; mce does not pull images unless started with --pull (build it or docker load it first): %w", ref, ErrNotFound)
+			}
+			return classify("inspect image "+ref, err)
+		}
+		if images[ref].multi {
+			var labels map[string]string
+			if img.Config != nil {
+				labels = img.Config.Labels
+			}
+			if labels[LabelBindToPort] != "true" {
+				return fmt.Errorf("image %q does not carry the label %s=true that SageMaker requires of containers in a multi-container endpoint or pipeline", ref, LabelBindToPort)
+			}
+		}
+	}
+	return nil
+}
+
+func (rt *Runtime) pull(ctx context.Context, ref string) error {
+	rt.log.Info().Str("image", ref).Msg("pulling image")
+	resp, err := rt.engine.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return classify("pull image "+ref, err)
+	}
+	defer resp.Close()
+	if err := resp.Wait(ctx); err != nil {
+		return fmt.Errorf("pull image %s: %w", ref, err)
+	}
+	return nil
+}
+
+func (d *Deployment) createNetwork(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	res, err := d.rt.engine.NetworkCreate(cctx, d.netName, client.NetworkCreateOptions{
+		Driver: "bridge",
+		Labels: d.rt.labels(d.endpoint),
+	})
+	if err != nil {
+		return classify("create network "+d.netName, err)
+	}
+	d.netID = res.ID
+	return nil
+}
+
+type modelKey struct{ variant, hostname string }
+
+// prepareArtifacts fetches and extracts each container's model once per
+// variant; the copies of a variant share the read-only directory.
+func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) (map[modelKey]string, error) {
+	out := map[modelKey]string{}
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, v := range spec.Variants {
+		for _, c := range v.Containers {
+			if c.ModelDataURL == "" || c.MultiModel {
+				continue // a multi-model container's URL is a prefix, loaded per model
+			}
+			g.Go(func() error {
+				f, err := d.rt.artifactFetcher(gctx)
+				if err != nil {
+					return err
+				}
+				work := filepath.Join(d.workDir, v.Name, c.Hostname)
+				if err := os.MkdirAll(work, 0o755); err != nil {
+					return fmt.Errorf("artifact folder: %w", err)
+				}
+				dir, err := f.Prepare(gctx, c.ModelDataURL, c.BaseDir, work)
+				if err != nil {
+					return &LaunchError{Endpoint: d.endpoint, Variant: v.Name, Container: c.Hostname,
+						Reason: fmt.Sprintf("could not get its model data from %q", c.ModelDataURL), Err: err}
+				}
+				mu.Lock()
+				out[modelKey{v.Name, c.Hostname}] = dir
+				mu.Unlock()
+				return nil
+			})
+		}
+	}
+	return out, g.Wait()
+}
+
+// environment is what the container sees: its definition's Environment, then
+// the variables SageMaker sets, which win.
+func environment(cs ContainerSpec, index int) []string {
+	env := map[string]string{}
+	maps.Copy(env, cs.Environment)
+	port := basePort + index
+	env["SAGEMAKER_BIND_TO_PORT"] = strconv.Itoa(port)
+	lo := baseSafePort + index*safeRangeSize
+	env["SAGEMAKER_SAFE_PORT_RANGE"] = fmt.Sprintf("%d-%d", lo, lo+safeRangeSize-1)
+	if cs.MultiModel {
+		env["SAGEMAKER_MULTI_MODEL"] = "true"
+	}
+	out := make([]string, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// startContainer creates and starts one container and begins following its
+// logs. The returned container is tracked even when an error is returned, so
+// teardown removes it.
+func (d *Deployment) startContainer(ctx context.Context, variant string, cp, index int, cs ContainerSpec, modelDir string, health time.Duration) (*Container, error) {
+	rt := d.rt
+	port := basePort + index
+	name := fmt.Sprintf("%s-%s-%d-%s", d.netName, variant, cp, cs.Hostname)
+	labels := rt.labels(d.endpoint)
+	labels[LabelVariant] = variant
+	labels[LabelCopy] = strconv.Itoa(cp)
+	labels[LabelContainer] = cs.Hostname
+
+	cport, err := network.ParsePort(strconv.Itoa(port) + "/tcp")
+	if err != nil {
+		return nil, err
+	}
+	cfg := &container.Config{
+		Image:    cs.Image,
+		Hostname: cs.Hostname,
+		Env:      environment(cs, index),
+		Labels:   labels,
+		Cmd:      []string{"serve"}, // SageMaker runs `docker run IMAGE serve` (contracts doc §3.1)
+	}
+	host := &container.HostConfig{
+		NetworkMode: container.NetworkMode(d.netName),
+		Resources: container.Resources{
+			NanoCPUs:       int64(cs.CPUs * 1e9),
+			Memory:         cs.MemoryBytes,
+			DeviceRequests: cs.GPUs.DeviceRequests(),
+		},
+	}
+	if modelDir != "" {
+		host.Binds = []string{modelDir + ":/opt/ml/model:ro"}
+	}
+	if rt.network == NetworkPublished {
+		cfg.ExposedPorts = network.PortSet{cport: struct{}{}}
+		host.PortBindings = network.PortMap{cport: {{HostIP: netip.MustParseAddr(loopback)}}}
+	}
+	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		d.netName: {Aliases: []string{cs.Hostname}},
+	}}
+
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	res, err := rt.engine.ContainerCreate(cctx, client.ContainerCreateOptions{
+		Name: name, Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
+	})
+	cancel()
+	if err != nil {
+		return nil, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
+			Reason: "could not be created", Err: classify("create container "+name, err)}
+	}
+	c := &Container{
+		rt: rt, id: res.ID, name: name, endpoint: d.endpoint, variant: variant, copy: cp,
+		spec: cs, port: port, health: health,
+		log: rt.log.With().Str("endpoint", d.endpoint).Str("variant", variant).
+			Str("container", cs.Hostname).Int("copy", cp).Logger(),
+		tail: newLineRing(tailLines),
+		died: make(chan int, 4),
+	}
+	c.lastExit.Store(-1)
+	c.ctx, c.cancel = context.WithCancel(rt.ctx)
+	rt.track(c)
+
+	started := time.Now()
+	cctx, cancel = context.WithTimeout(ctx, callTimeout)
+	_, err = rt.engine.ContainerStart(cctx, c.id, client.ContainerStartOptions{})
+	cancel()
+	if err != nil {
+		return c, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
+			Reason: "could not be started", Err: classify("start container "+name, err)}
+	}
+	c.wg.Add(1)
+	go c.streamLogs(started.Add(-time.Second))
+	if err := c.refreshAddress(ctx); err != nil {
+		return c, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
+			Reason: "has no address", Err: err, LogTail: c.LogTail()}
+	}
+	return c, nil
+}
+
+const loopback = "127.0.0.1"
+
+// refreshAddress reads the container's address (it may change on restart).
+func (c *Container) refreshAddress(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	res, err := c.rt.engine.ContainerInspect(cctx, c.id, client.ContainerInspectOptions{})
+	if err != nil {
+		return classify("inspect container "+c.name, err)
+	}
+	ns := res.Container.NetworkSettings
+	if ns == nil {
+		return errors.New("the engine reports no network settings")
+	}
+	var url string
+	switch c.rt.network {
+	case NetworkPublished:
+		cport, _ := network.ParsePort(strconv.Itoa(c.port) + "/tcp")
+		for _, b := range ns.Ports[cport] {
+			if b.HostIP.String() == loopback && b.HostPort != "" {
+				url = "http://" + loopback + ":" + b.HostPort
+				break
+			}
+		}
+		if url == "" {
+			return fmt.Errorf("port %d is not published on %s", c.port, loopback)
+		}
+	default:
+		ep := ns.Networks[c.rt.resourceName(c.endpoint)]
+		if ep == nil || !ep.IPAddress.IsValid() {
+			return fmt.Errorf("no address on network %s", c.rt.resourceName(c.endpoint))
+		}
+		url = "http://" + ep.IPAddress.String() + ":" + strconv.Itoa(c.port)
+	}
+	c.url.Store(&url)
+	return nil
+}
+
+// Close stops and removes every container (SIGTERM, the grace period, then
+// SIGKILL), the network and the extracted artifacts. It is safe to call more
+// than once; later calls return the first call's result.
+func (d *Deployment) Close(ctx context.Context) error {
+	d.closeOnce.Do(func() {
+		d.closeErr = d.teardown(ctx, d.rt.opts.StopGrace)
+		d.rt.mu.Lock()
+		delete(d.rt.deployment, d.endpoint)
+		d.rt.mu.Unlock()
+	})
+	return d.closeErr
+}
+
+func (d *Deployment) teardown(ctx context.Context, grace time.Duration) error {
+	var cs []*Container
+	d.rt.mu.Lock()
+	for _, c := range d.rt.byID {
+		if c.endpoint == d.endpoint {
+			cs = append(cs, c)
+		}
+	}
+	d.rt.mu.Unlock()
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range cs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.remove(ctx, grace); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if d.netID != "" {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := d.rt.engine.NetworkRemove(cctx, d.netID, client.NetworkRemoveOptions{})
+		cancel()
+		if !gone(err) {
+			errs = append(errs, classify("remove network "+d.netName, err))
+		}
+	}
+	if err := os.RemoveAll(d.workDir); err != nil {
+		errs = append(errs, fmt.Errorf("remove artifacts: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// remove stops the container with the grace period, removes it and ends its
+// background work. "Already gone" is success.
+func (c *Container) remove(ctx context.Context, grace time.Duration) error {
+	c.stopping.Store(true)
+	c.ready.Store(false)
+	secs := int(grace / time.Second)
+	sctx, cancel := context.WithTimeout(ctx, grace+callTimeout)
+	_, err := c.rt.engine.ContainerStop(sctx, c.id, client.ContainerStopOptions{Timeout: &secs})
+	cancel()
+	var errs []error
+	if !gone(err) {
+		errs = append(errs, classify("stop container "+c.name, err))
+	}
+	rctx, cancel := context.WithTimeout(ctx, callTimeout)
+	_, err = c.rt.engine.ContainerRemove(rctx, c.id, client.ContainerRemoveOptions{Force: true})
+	cancel()
+	if !gone(err) {
+		errs = append(errs, classify("remove container "+c.name, err))
+	}
+	c.cancel()
+	c.wg.Wait()
+	c.rt.untrack(c)
+	return errors.Join(errs...)
+}
+

@@ -1,0 +1,19 @@
+// Package containers owns mce's use of the Docker engine: it turns an endpoint's
+// container definitions into running, reachable, observed containers and takes
+// them down again leaving nothing behind.
+//
+// What it owns: images (checked, never pulled unless asked), the endpoint's own
+// bridge network, container create/start/stop/remove, the SageMaker container
+// environment (SAGEMAKER_BIND_TO_PORT, SAGEMAKER_SAFE_PORT_RANGE, hostnames,
+// /opt/ml/model mounted read-only from the model artifact), GPU device requests,
+// readiness and liveness (GET /ping), log streaming into mce's log, crash
+// restarts with backoff, and removal of what an earlier run of the same mce
+// instance left behind (everything mce creates carries the labels in labels.go).
+//
+// What it must not touch: HTTP routing of invocations (package pipeline reaches
+// a running container only through its Hostname, BaseURL and Ready methods) and
+// anything of the SageMaker API (package host).
+//
+// Sub-packages: artifact (ModelDataUrl download and safe extraction) and gpu
+// (NVML inventory and Docker device requests).
+package containers

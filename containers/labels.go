@@ -1,0 +1,17 @@
+package containers
+
+// Labels on every container and network mce creates. Orphan clean-up and the
+// event watcher select on them, so they are the contract between one run of mce
+// and the next.
+const (
+	LabelManaged   = "io.mce.managed"   // always "true"
+	LabelInstance  = "io.mce.instance"  // the mce instance name (Options.Instance)
+	LabelEndpoint  = "io.mce.endpoint"  // EndpointName
+	LabelVariant   = "io.mce.variant"   // VariantName
+	LabelCopy      = "io.mce.copy"      // which copy of the variant's container set, from 0
+	LabelContainer = "io.mce.container" // ContainerHostname
+)
+
+// LabelBindToPort is the image label SageMaker requires of containers that
+// run in a pipeline or multi-container endpoint (contracts doc §3.2).
+const LabelBindToPort = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"

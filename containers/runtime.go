@@ -1,0 +1,339 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/containers/gpu"
+)
+
+// callTimeout bounds every Docker call that is not a wait or a stop.
+const callTimeout = 30 * time.Second
+
+// NetworkMode says how mce reaches its containers.
+type NetworkMode string
+
+const (
+	// NetworkAuto picks NetworkAddress on a Linux engine mce can route to and
+	// NetworkPublished on Docker Desktop or a non-Linux host.
+	NetworkAuto NetworkMode = "auto"
+	// NetworkAddress reaches each container at its address on the endpoint's
+	// bridge network: the kernel routes it, no proxy in between.
+	NetworkAddress NetworkMode = "address"
+	// NetworkPublished publishes each container's port on 127.0.0.1 (never on
+	// another interface) and goes through Docker's userland proxy: about half
+	// the throughput, but works where container addresses are unreachable.
+	NetworkPublished NetworkMode = "published"
+)
+
+// Options configure a Runtime. The zero value of every field but Engine is a
+// usable default.
+type Options struct {
+	Engine   Engine
+	Instance string // names this mce instance in labels; default "default"
+	// StateDir holds the instance lock and extracted model artifacts; default
+	// $XDG_STATE_HOME/mce or ~/.local/state/mce.
+	StateDir string
+	Network  NetworkMode
+	Fetcher  *artifact.Fetcher // nil: one with default options is made on first use
+	GPUs     *gpu.Inventory    // nil: NVML is loaded on the first GPU request
+	Pull     bool              // pull missing images (the engine dials a registry)
+	Logger   zerolog.Logger
+	// StopGrace is how long a container gets between SIGTERM and SIGKILL at
+	// teardown; default 30 s, as SageMaker does.
+	StopGrace time.Duration
+	// HealthInterval is the period of the liveness ping once a container is
+	// ready; default 5 s. Three failed pings in a row take it out of routing.
+	HealthInterval time.Duration
+	// RestartBackoff is the first wait before restarting a crashed container;
+	// it doubles up to RestartBackoffMax (defaults 500 ms and 30 s).
+	RestartBackoff    time.Duration
+	RestartBackoffMax time.Duration
+}
+
+// Runtime brings endpoints' containers up and down on one Docker engine. It is
+// safe for concurrent use. Close stops its background work but leaves
+// deployments alone; close those first.
+type Runtime struct {
+	engine  Engine
+	opts    Options
+	log     zerolog.Logger
+	network NetworkMode
+	pinger  *http.Client
+	lock    *os.File
+
+	ctx    context.Context // cancelled by Close; parent of all background work
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu         sync.Mutex
+	byID       map[string]*Container // every live container, by Docker ID
+	fetcher    *artifact.Fetcher
+	gpus       *gpu.Inventory
+	rtInfo     *gpu.RuntimeInfo
+	deployment map[string]*Deployment // by endpoint name
+	onAddr     []func(oldURL string)
+}
+
+// New connects the runtime to its engine, takes the instance lock (one mce per
+// instance name and state folder), removes whatever an earlier run of this
+// instance left behind, and starts watching container events.
+func New(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.Engine == nil {
+		return nil, errors.New("containers: Options.Engine is required")
+	}
+	if opts.Instance == "" {
+		opts.Instance = "default"
+	}
+	if !hostnamePattern.MatchString(opts.Instance) {
+		return nil, fmt.Errorf("containers: instance name %q must match %s", opts.Instance, hostnamePattern)
+	}
+	if opts.StateDir == "" {
+		dir, err := DefaultStateDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.StateDir = dir
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 30 * time.Second
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = 5 * time.Second
+	}
+	if opts.RestartBackoff <= 0 {
+		opts.RestartBackoff = 500 * time.Millisecond
+	}
+	if opts.RestartBackoffMax <= 0 {
+		opts.RestartBackoffMax = 30 * time.Second
+	}
+	if opts.Network == "" {
+		opts.Network = NetworkAuto
+	}
+	rt := &Runtime{
+		engine:     opts.Engine,
+		opts:       opts,
+		log:        opts.Logger,
+		fetcher:    opts.Fetcher,
+		gpus:       opts.GPUs,
+		byID:       map[string]*Container{},
+		deployment: map[string]*Deployment{},
+		pinger: &http.Client{Transport: &http.Transport{
+			Proxy:               nil,
+			DisableCompression:  true,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     30 * time.Second,
+		}},
+	}
+	if err := os.MkdirAll(rt.instanceDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("state folder: %w", err)
+	}
+	lock, err := lockFile(filepath.Join(rt.instanceDir(), "lock"))
+	if err != nil {
+		return nil, fmt.Errorf("another mce with instance name %q is running with state folder %s: %w", opts.Instance, opts.StateDir, err)
+	}
+	rt.lock = lock
+
+	mode, why, err := rt.pickNetworkMode(ctx)
+	if err != nil {
+		rt.unlock()
+		return nil, err
+	}
+	rt.network = mode
+	rt.log.Info().Str("network_mode", string(mode)).Msg(why)
+
+	if err := rt.Reconcile(ctx); err != nil {
+		rt.unlock()
+		return nil, err
+	}
+	rt.ctx, rt.cancel = context.WithCancel(context.Background())
+	rt.wg.Add(1)
+	go rt.watchEvents()
+	return rt, nil
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/mce, else ~/.local/state/mce.
+func DefaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "mce"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no state folder: set --state-dir: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "mce"), nil
+}
+
+// NetworkMode is the way this runtime reaches containers.
+func (rt *Runtime) NetworkMode() NetworkMode { return rt.network }
+
+// Instance is the instance name in this runtime's labels.
+func (rt *Runtime) Instance() string { return rt.opts.Instance }
+
+func (rt *Runtime) instanceDir() string {
+	return filepath.Join(rt.opts.StateDir, "instances", rt.opts.Instance)
+}
+
+func (rt *Runtime) artifactsDir() string { return filepath.Join(rt.instanceDir(), "artifacts") }
+
+// Close stops the event watcher and health checks and releases the instance
+// lock. Deployments still running stay running; call Deployment.Close first.
+func (rt *Runtime) Close() error {
+	if rt.cancel != nil {
+		rt.cancel()
+	}
+	rt.wg.Wait()
+	if rt.gpus != nil && rt.opts.GPUs == nil {
+		rt.gpus.Close()
+	}
+	rt.unlock()
+	return nil
+}
+
+func (rt *Runtime) unlock() {
+	if rt.lock != nil {
+		syscall.Flock(int(rt.lock.Fd()), syscall.LOCK_UN)
+		rt.lock.Close()
+		rt.lock = nil
+	}
+}
+
+// lockFile takes an exclusive, non-blocking flock. The kernel drops it when the
+// process dies, so a SIGKILLed mce never leaves a stale lock.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return f, nil
+}
+
+// pickNetworkMode resolves NetworkAuto and explains the choice.
+func (rt *Runtime) pickNetworkMode(ctx context.Context) (NetworkMode, string, error) {
+	switch rt.opts.Network {
+	case NetworkAddress:
+		return NetworkAddress, "reaching containers at their addresses on the endpoint networks (as configured)", nil
+	case NetworkPublished:
+		return NetworkPublished, "reaching containers through ports published on 127.0.0.1 (as configured)", nil
+	case NetworkAuto:
+	default:
+		return "", "", fmt.Errorf("unknown network mode %q (want auto, address or published)", rt.opts.Network)
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	info, err := rt.engine.Info(cctx, client.InfoOptions{})
+	if err != nil {
+		return "", "", classify("read Docker engine info", err)
+	}
+	rt.rtInfo = runtimeInfo(info)
+	os := info.Info.OperatingSystem
+	switch {
+	case goruntime.GOOS != "linux":
+		return NetworkPublished, "container addresses are not routable from " + goruntime.GOOS + "; falling back to ports published on 127.0.0.1 (Docker's userland proxy, about half the throughput)", nil
+	case strings.Contains(os, "Docker Desktop"):
+		return NetworkPublished, "Docker Desktop keeps container addresses inside its VM; falling back to ports published on 127.0.0.1 (Docker's userland proxy, about half the throughput)", nil
+	case remoteEngine():
+		return NetworkPublished, "the Docker engine is remote (DOCKER_HOST); falling back to published ports", nil
+	}
+	return NetworkAddress, "reaching containers at their addresses on the endpoint networks", nil
+}
+
+// remoteEngine reports whether DOCKER_HOST names an engine on another machine.
+func remoteEngine() bool {
+	h := os.Getenv("DOCKER_HOST")
+	if h == "" || strings.HasPrefix(h, "unix://") {
+		return false
+	}
+	for _, local := range []string{"tcp://127.", "tcp://localhost", "tcp://[::1]"} {
+		if strings.HasPrefix(h, local) {
+			return false
+		}
+	}
+	return true
+}
+
+func runtimeInfo(info client.SystemInfoResult) *gpu.RuntimeInfo {
+	ri := &gpu.RuntimeInfo{DefaultRuntime: info.Info.DefaultRuntime}
+	for name := range info.Info.Runtimes {
+		ri.Runtimes = append(ri.Runtimes, name)
+	}
+	return ri
+}
+
+func (rt *Runtime) track(c *Container) {
+	rt.mu.Lock()
+	rt.byID[c.id] = c
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) untrack(c *Container) {
+	rt.mu.Lock()
+	delete(rt.byID, c.id)
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) lookup(id string) *Container {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.byID[id]
+}
+
+func (rt *Runtime) artifactFetcher(ctx context.Context) (*artifact.Fetcher, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.fetcher == nil {
+		f, err := artifact.NewFetcher(artifact.Options{})
+		if err != nil {
+			return nil, err
+		}
+		rt.fetcher = f
+	}
+	return rt.fetcher, nil
+}
+
+// checkGPUs fails early, naming what is missing, when a spec asks for GPUs the
+// host or engine cannot provide.
+func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
+	if req.IsZero() {
+		return nil
+	}
+	rt.mu.Lock()
+	if rt.gpus == nil {
+		rt.gpus = gpu.NewInventory(nil)
+	}
+	inv, ri := rt.gpus, rt.rtInfo
+	rt.mu.Unlock()
+	if ri == nil {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		info, err := rt.engine.Info(cctx, client.InfoOptions{})
+		cancel()
+		if err != nil {
+			return classify("read Docker engine info", err)
+		}
+		ri = runtimeInfo(info)
+		rt.mu.Lock()
+		rt.rtInfo = ri
+		rt.mu.Unlock()
+	}
+	devs, derr := inv.Devices()
+	return gpu.Check(req, devs, derr, *ri)
+}

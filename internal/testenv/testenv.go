@@ -1,0 +1,151 @@
+// Package testenv is shared support for mce's integration tests: it finds the
+// Docker engine, builds the example images once per test binary, and gives
+// each test a unique mce instance name so parallel test binaries never touch
+// each other's containers.
+//
+// Integration tests must run in CI: when the CI variable is set and no engine
+// answers, they fail. Elsewhere they skip, saying so loudly.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/mce-run/mce/containers"
+)
+
+// Docker returns a client for the local engine, or skips (fails in CI) when
+// none answers.
+func Docker(tb testing.TB) *client.Client {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cli, err := containers.Connect(ctx)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("CI is set but no Docker engine answers: %v", err)
+		}
+		tb.Skipf("SKIPPING Docker integration test: no Docker engine answers (%v); CI never skips this", err)
+	}
+	tb.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// RepoRoot is the folder holding go.mod.
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("go.mod not found above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+var (
+	buildMu    sync.Mutex
+	builtImage = map[string]error{}
+	modelsOnce sync.Once
+	modelsErr  error
+)
+
+// Image makes sure mce-example/<name>:latest exists, building it with
+// scripts/images.sh once per test binary, and returns its reference.
+func Image(tb testing.TB, name string) string {
+	tb.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	err, done := builtImage[name]
+	if !done {
+		err = run(tb, "scripts/images.sh", name)
+		builtImage[name] = err
+	}
+	if err != nil {
+		tb.Fatalf("building image %s: %v", name, err)
+	}
+	return "mce-example/" + name + ":latest"
+}
+
+// Models builds the example model artifacts once per test binary and returns
+// the folder holding the .tar.gz files.
+func Models(tb testing.TB) string {
+	tb.Helper()
+	root := RepoRoot(tb)
+	modelsOnce.Do(func() { modelsErr = run(tb, "scripts/models.sh", filepath.Join(root, "build", "models")) })
+	if modelsErr != nil {
+		tb.Fatalf("building model artifacts: %v", modelsErr)
+	}
+	return filepath.Join(root, "build", "models")
+}
+
+func run(tb testing.TB, script string, args ...string) error {
+	root := RepoRoot(tb)
+	cmd := exec.Command(filepath.Join(root, script), args...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// Instance returns a fresh mce instance name for one test.
+func Instance(tb testing.TB) string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "t" + hex.EncodeToString(b[:])
+}
+
+// Leftovers counts containers and networks that carry the instance's label.
+func Leftovers(tb testing.TB, cli *client.Client, instance string) (containersLeft, networksLeft int) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	f := client.Filters{}.Add("label", containers.LabelInstance+"="+instance)
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return len(cs.Items), len(ns.Items)
+}
+
+// SyncBuffer is a goroutine-safe log sink for tests that read mce's log.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
