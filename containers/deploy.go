@@ -550,4 +550,3 @@ func (c *Container) remove(ctx context.Context, grace time.Duration) error {
 	c.rt.untrack(c)
 	return errors.Join(errs...)
 }
-
