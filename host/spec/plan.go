@@ -1,0 +1,229 @@
+package spec
+
+import (
+	"maps"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultHealthCheckTimeout is how long a container may take to pass its
+// first /ping when ContainerStartupHealthCheckTimeoutInSeconds is unset:
+// SageMaker's documented 4-minute window (contracts doc §3.1).
+const DefaultHealthCheckTimeout = 240 * time.Second
+
+// EndpointPlan is what the runtime needs to start one endpoint. Plans are
+// plain values, safe to copy and share once built.
+type EndpointPlan struct {
+	Name       string
+	ConfigName string
+	Mode       string // "Serial" or "Direct", shared by all variants
+	Variants   []VariantPlan
+}
+
+// VariantPlan is one production variant with its model resolved.
+type VariantPlan struct {
+	Name          string
+	ModelName     string
+	InstanceType  string
+	InstanceCount int
+	Weight        float64 // InitialVariantWeight, 1.0 when unset
+	// HealthCheckTimeout is the startup /ping window, DefaultHealthCheckTimeout when unset.
+	HealthCheckTimeout time.Duration
+	// DownloadTimeout bounds fetching model artifacts; 0 when unset (the
+	// runtime's default applies).
+	DownloadTimeout time.Duration
+	// RoutingStrategy is RoutingConfig's strategy; "" when unset (the
+	// runtime's default applies).
+	RoutingStrategy string
+	Containers      []ContainerPlan // in invocation order for Serial
+}
+
+// ContainerPlan is one container of a variant.
+type ContainerPlan struct {
+	Hostname     string
+	Image        string
+	Environment  map[string]string // a copy; nil when empty
+	ModelDataURL string            // as written; see ModelDataPath for file:// URLs
+	BaseDir      string            // absolute folder of the defining file; relative file:// URLs start here
+	// Mode is "SingleModel" or "MultiModel".
+	Mode string
+	// ModelCacheSetting is "Enabled" or "Disabled" for MultiModel, "" otherwise.
+	ModelCacheSetting string
+	Resources         Resources // as written (mce extension)
+	// GPUs is the resolved GPU request in ParseGPUs' canonical form: "" for
+	// none, "all", a count, or "device=ID,…". Resources.Gpus wins; otherwise
+	// the variant's InstanceType decides (local_gpu → all, ml.g5.12xlarge → 4).
+	GPUs string
+}
+
+// ModelDataPath is the local path of a file:// ModelDataURL: absolute as
+// written, or relative to BaseDir. ok is false for other URLs.
+func (c ContainerPlan) ModelDataPath() (path string, ok bool) {
+	rest, ok := strings.CutPrefix(c.ModelDataURL, "file://")
+	if !ok {
+		return "", false
+	}
+	p := filepath.FromSlash(rest)
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(c.BaseDir, p)
+	}
+	return filepath.Clean(p), true
+}
+
+// ModelLookup finds a model by name for BuildPlan, returning the folder
+// relative file:// URLs resolve against. Names compare case-insensitively in
+// SageMaker (their ARNs are lower-cased); lookups should too.
+type ModelLookup func(name string) (model CreateModelInput, baseDir string, ok bool)
+
+// MapLookup is a ModelLookup over a map keyed by model name (matched
+// case-insensitively), all models sharing baseDir.
+func MapLookup(models map[string]CreateModelInput, baseDir string) ModelLookup {
+	byLower := make(map[string]CreateModelInput, len(models))
+	for name, m := range models {
+		byLower[strings.ToLower(name)] = m
+	}
+	return func(name string) (CreateModelInput, string, bool) {
+		m, ok := byLower[strings.ToLower(name)]
+		return m, baseDir, ok
+	}
+}
+
+// BuildPlan resolves one endpoint from stored shapes, as the control-plane
+// API needs: it validates e, c and each variant's model (found through
+// models), and returns the plan with the warnings of all three. A missing
+// configuration or model is a *NotFoundError whose ARN uses region and
+// account; a broken shape a *ValidationError.
+func BuildPlan(region, account string, e CreateEndpointInput, c CreateEndpointConfigInput, models ModelLookup) (EndpointPlan, []string, error) {
+	if err := e.Validate(); err != nil {
+		return EndpointPlan{}, nil, err
+	}
+	if !strings.EqualFold(e.EndpointConfigName, c.EndpointConfigName) {
+		return EndpointPlan{}, nil, &NotFoundError{Kind: KindEndpointConfig, Name: e.EndpointConfigName,
+			ARN: ARN(region, account, KindEndpointConfig, e.EndpointConfigName)}
+	}
+	if err := c.Validate(); err != nil {
+		return EndpointPlan{}, nil, err
+	}
+	warns := append(e.Warnings(), c.Warnings()...)
+	checked := map[string]bool{}
+	lookup := func(name string) (CreateModelInput, string, error) {
+		m, dir, ok := models(name)
+		if !ok {
+			return m, "", &NotFoundError{Kind: KindModel, Name: name, ARN: ARN(region, account, KindModel, name)}
+		}
+		if key := strings.ToLower(name); !checked[key] {
+			checked[key] = true
+			if err := m.Validate(); err != nil {
+				return m, "", err
+			}
+			warns = append(warns, m.Warnings()...)
+		}
+		return m, dir, nil
+	}
+	plan, pw, err := buildPlan(e, c, lookup)
+	if err != nil {
+		return EndpointPlan{}, nil, err
+	}
+	return plan, append(warns, pw...), nil
+}
+
+// buildPlan resolves an endpoint whose endpoint and configuration are
+// valid; lookup must return valid models.
+func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(string) (CreateModelInput, string, error)) (EndpointPlan, []string, error) {
+	plan := EndpointPlan{Name: e.EndpointName, ConfigName: c.EndpointConfigName}
+	var warns []string
+	modeOf := ""
+	for _, v := range c.ProductionVariants {
+		m, dir, err := lookup(v.ModelName)
+		if err != nil {
+			return EndpointPlan{}, nil, err
+		}
+		mode := m.ExecutionMode()
+		if plan.Mode == "" {
+			plan.Mode, modeOf = mode, v.VariantName
+		} else if mode != plan.Mode {
+			return EndpointPlan{}, nil, &ValidationError{Messages: []string{
+				"All production variants of an endpoint must share one InferenceExecutionConfig Mode in mce; variant " +
+					strconv.Quote(modeOf) + " is " + plan.Mode + " and variant " + strconv.Quote(v.VariantName) + " is " + mode + ".",
+			}}
+		}
+		vp, w := variantPlan(v, m, dir)
+		warns = append(warns, w...)
+		plan.Variants = append(plan.Variants, vp)
+	}
+	return plan, warns, nil
+}
+
+func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (VariantPlan, []string) {
+	vp := VariantPlan{
+		Name:               v.VariantName,
+		ModelName:          v.ModelName,
+		InstanceType:       v.InstanceType,
+		InstanceCount:      1,
+		Weight:             1.0,
+		HealthCheckTimeout: DefaultHealthCheckTimeout,
+	}
+	if v.InitialInstanceCount != nil {
+		vp.InstanceCount = int(*v.InitialInstanceCount)
+	}
+	if v.InitialVariantWeight != nil {
+		vp.Weight = *v.InitialVariantWeight
+	}
+	if t := v.ContainerStartupHealthCheckTimeoutInSeconds; t != nil {
+		vp.HealthCheckTimeout = time.Duration(*t) * time.Second
+	}
+	if t := v.ModelDataDownloadTimeoutInSeconds; t != nil {
+		vp.DownloadTimeout = time.Duration(*t) * time.Second
+	}
+	if v.RoutingConfig != nil {
+		vp.RoutingStrategy = v.RoutingConfig.RoutingStrategy
+	}
+
+	var warns []string
+	instanceGPU := ""
+	switch v.InstanceType {
+	case InstanceTypeLocal:
+	case InstanceTypeLocalGPU:
+		instanceGPU = "all"
+	default:
+		n, known := instanceGPUs(v.InstanceType)
+		if !known {
+			warns = append(warns, "production variant "+strconv.Quote(v.VariantName)+": mce does not know how many GPUs instance type "+
+				strconv.Quote(v.InstanceType)+" has and gives it none; set Resources.Gpus on its containers")
+		}
+		instanceGPU = GPURequest{Count: n}.String()
+	}
+
+	defs, names := m.containers()
+	for i, d := range defs {
+		cp := ContainerPlan{
+			Hostname:     names[i],
+			Image:        d.Image,
+			ModelDataURL: d.ModelDataURL,
+			BaseDir:      dir,
+			Mode:         ModeSingleModel,
+			GPUs:         instanceGPU,
+		}
+		if len(d.Environment) > 0 {
+			cp.Environment = maps.Clone(d.Environment)
+		}
+		if d.Mode == ModeMultiModel {
+			cp.Mode = ModeMultiModel
+			cp.ModelCacheSetting = "Enabled"
+			if d.MultiModelConfig != nil && d.MultiModelConfig.ModelCacheSetting != "" {
+				cp.ModelCacheSetting = d.MultiModelConfig.ModelCacheSetting
+			}
+		}
+		if d.Resources != nil {
+			cp.Resources = *d.Resources
+			if d.Resources.Gpus != "" {
+				g, _ := ParseGPUs(d.Resources.Gpus) // valid: checked by Validate
+				cp.GPUs = g.String()
+			}
+		}
+		vp.Containers = append(vp.Containers, cp)
+	}
+	return vp, warns
+}

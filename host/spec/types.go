@@ -1,0 +1,173 @@
+package spec
+
+import "encoding/json"
+
+// The request shapes below carry SageMaker's member names as JSON keys
+// (PascalCase, as boto3 sends them) so that the file format, awsJson1_1
+// request bodies and Describe* responses share them. Members that mce only
+// accepts and ignores, or refuses, but never reads are kept as
+// json.RawMessage so that they round-trip unchanged. Optional members whose
+// absence differs from their zero value are pointers; all members are
+// omitempty. Validate, Warnings and BuildPlan only read the shapes, so one
+// value may be shared by concurrent readers.
+
+// CreateModelInput is the CreateModel request (contracts doc §2.2).
+type CreateModelInput struct {
+	ModelName                string                    `json:"ModelName,omitempty"`
+	PrimaryContainer         *ContainerDefinition      `json:"PrimaryContainer,omitempty"`
+	Containers               []ContainerDefinition     `json:"Containers,omitempty"`
+	InferenceExecutionConfig *InferenceExecutionConfig `json:"InferenceExecutionConfig,omitempty"`
+	ExecutionRoleARN         string                    `json:"ExecutionRoleArn,omitempty"` // ignored locally
+	Tags                     []Tag                     `json:"Tags,omitempty"`             // ignored locally
+	VpcConfig                *VpcConfig                `json:"VpcConfig,omitempty"`        // ignored locally
+	EnableNetworkIsolation   *bool                     `json:"EnableNetworkIsolation,omitempty"`
+}
+
+// ContainerDefinition is one container of a model (§2.2).
+type ContainerDefinition struct {
+	// ContainerHostname is the container's DNS name and its name in
+	// TargetContainerHostname, logs and metrics. When no container of a
+	// model names one, mce assigns container-1, container-2, … by position;
+	// a PrimaryContainer is always "primary".
+	ContainerHostname string       `json:"ContainerHostname,omitempty"`
+	Image             string       `json:"Image,omitempty"`
+	ImageConfig       *ImageConfig `json:"ImageConfig,omitempty"` // ignored locally
+	// Mode is "SingleModel" (default) or "MultiModel".
+	Mode string `json:"Mode,omitempty"`
+	// ModelDataURL is an s3:// or https:// URL, or mce's file:// for local
+	// artifacts: file:///abs/path, or file://rel/path relative to the folder
+	// of the file that defines the model. For MultiModel it is a prefix.
+	ModelDataURL               string            `json:"ModelDataUrl,omitempty"`
+	ModelDataSource            json.RawMessage   `json:"ModelDataSource,omitempty"`            // refused
+	AdditionalModelDataSources json.RawMessage   `json:"AdditionalModelDataSources,omitempty"` // refused
+	Environment                map[string]string `json:"Environment,omitempty"`
+	ModelPackageName           string            `json:"ModelPackageName,omitempty"`           // refused
+	InferenceSpecificationName string            `json:"InferenceSpecificationName,omitempty"` // refused
+	MultiModelConfig           *MultiModelConfig `json:"MultiModelConfig,omitempty"`
+	ContainerMetricsConfig     json.RawMessage   `json:"ContainerMetricsConfig,omitempty"` // ignored locally
+
+	// Resources is an mce extension, not part of SageMaker's shape: local
+	// limits for the container. SageMaker clients ignore it in responses.
+	Resources *Resources `json:"Resources,omitempty"`
+}
+
+// Resources is mce-only: what the local container may use. Zero values mean
+// "no limit" (Cpus, MemoryMiB) and "decided by the variant's InstanceType"
+// (Gpus).
+type Resources struct {
+	// Gpus is "all", "none" or "0", a count such as "2", or device IDs:
+	// "device=1", "0,1", "GPU-<uuid>,GPU-<uuid>" (a lone number is a count;
+	// write "device=N" for a single index). It overrides the InstanceType.
+	Gpus      string  `json:"Gpus,omitempty"`
+	Cpus      float64 `json:"Cpus,omitempty"`      // CPU cores, e.g. 1.5
+	MemoryMiB int64   `json:"MemoryMiB,omitempty"` // memory limit in MiB
+}
+
+// ImageConfig says how SageMaker pulls an image; mce uses local images.
+type ImageConfig struct {
+	RepositoryAccessMode string                `json:"RepositoryAccessMode,omitempty"`
+	RepositoryAuthConfig *RepositoryAuthConfig `json:"RepositoryAuthConfig,omitempty"`
+}
+
+// RepositoryAuthConfig is part of ImageConfig.
+type RepositoryAuthConfig struct {
+	RepositoryCredentialsProviderARN string `json:"RepositoryCredentialsProviderArn,omitempty"`
+}
+
+// MultiModelConfig configures a MultiModel container.
+type MultiModelConfig struct {
+	// ModelCacheSetting is "Enabled" (default) or "Disabled".
+	ModelCacheSetting string `json:"ModelCacheSetting,omitempty"`
+}
+
+// InferenceExecutionConfig chooses how a multi-container model is invoked.
+type InferenceExecutionConfig struct {
+	// Mode is "Serial" (the default when the config is absent) or "Direct".
+	Mode string `json:"Mode,omitempty"`
+}
+
+// Tag is a resource tag; mce keeps tags but gives them no meaning.
+type Tag struct {
+	Key   string `json:"Key,omitempty"`
+	Value string `json:"Value,omitempty"`
+}
+
+// VpcConfig is accepted and ignored: local containers run on mce's networks.
+type VpcConfig struct {
+	SecurityGroupIDs []string `json:"SecurityGroupIds,omitempty"`
+	Subnets          []string `json:"Subnets,omitempty"`
+}
+
+// CreateEndpointConfigInput is the CreateEndpointConfig request (§2.3).
+type CreateEndpointConfigInput struct {
+	EndpointConfigName       string              `json:"EndpointConfigName,omitempty"`
+	ProductionVariants       []ProductionVariant `json:"ProductionVariants,omitempty"`
+	DataCaptureConfig        json.RawMessage     `json:"DataCaptureConfig,omitempty"`        // refused
+	Tags                     []Tag               `json:"Tags,omitempty"`                     // ignored locally
+	KMSKeyID                 string              `json:"KmsKeyId,omitempty"`                 // ignored locally
+	AsyncInferenceConfig     json.RawMessage     `json:"AsyncInferenceConfig,omitempty"`     // refused
+	ExplainerConfig          json.RawMessage     `json:"ExplainerConfig,omitempty"`          // refused
+	ShadowProductionVariants []ProductionVariant `json:"ShadowProductionVariants,omitempty"` // refused
+	ExecutionRoleARN         string              `json:"ExecutionRoleArn,omitempty"`         // ignored locally
+	VpcConfig                *VpcConfig          `json:"VpcConfig,omitempty"`                // ignored locally
+	EnableNetworkIsolation   *bool               `json:"EnableNetworkIsolation,omitempty"`   // ignored locally
+	MetricsConfig            *MetricsConfig      `json:"MetricsConfig,omitempty"`            // ignored locally
+}
+
+// ProductionVariant is one variant of an endpoint configuration (§2.3).
+type ProductionVariant struct {
+	VariantName          string   `json:"VariantName,omitempty"`
+	ModelName            string   `json:"ModelName,omitempty"`
+	InitialInstanceCount *int32   `json:"InitialInstanceCount,omitempty"`
+	InstanceType         string   `json:"InstanceType,omitempty"`
+	InitialVariantWeight *float64 `json:"InitialVariantWeight,omitempty"` // default 1.0
+	// ContainerStartupHealthCheckTimeoutInSeconds is 60–3600; default 240.
+	ContainerStartupHealthCheckTimeoutInSeconds *int32          `json:"ContainerStartupHealthCheckTimeoutInSeconds,omitempty"`
+	ModelDataDownloadTimeoutInSeconds           *int32          `json:"ModelDataDownloadTimeoutInSeconds,omitempty"`
+	RoutingConfig                               *RoutingConfig  `json:"RoutingConfig,omitempty"`
+	VolumeSizeInGB                              *int32          `json:"VolumeSizeInGB,omitempty"`  // ignored locally
+	AcceleratorType                             string          `json:"AcceleratorType,omitempty"` // ignored locally
+	ServerlessConfig                            json.RawMessage `json:"ServerlessConfig,omitempty"`
+	CoreDumpConfig                              *CoreDumpConfig `json:"CoreDumpConfig,omitempty"` // ignored locally
+	EnableSSMAccess                             *bool           `json:"EnableSSMAccess,omitempty"`
+	ManagedInstanceScaling                      json.RawMessage `json:"ManagedInstanceScaling,omitempty"`
+	InferenceAmiVersion                         string          `json:"InferenceAmiVersion,omitempty"`
+	InstancePools                               json.RawMessage `json:"InstancePools,omitempty"`
+	VariantInstanceProvisionTimeoutInSeconds    *int32          `json:"VariantInstanceProvisionTimeoutInSeconds,omitempty"`
+	CapacityReservationConfig                   json.RawMessage `json:"CapacityReservationConfig,omitempty"`
+	AcceleratorPartitionLayouts                 json.RawMessage `json:"AcceleratorPartitionLayouts,omitempty"`
+}
+
+// RoutingConfig chooses how requests spread over a variant's instances.
+type RoutingConfig struct {
+	// RoutingStrategy is "LEAST_OUTSTANDING_REQUESTS" or "RANDOM".
+	RoutingStrategy string `json:"RoutingStrategy,omitempty"`
+}
+
+// CoreDumpConfig is accepted and ignored.
+type CoreDumpConfig struct {
+	DestinationS3URI string `json:"DestinationS3Uri,omitempty"`
+	KMSKeyID         string `json:"KmsKeyId,omitempty"`
+}
+
+// MetricsConfig is accepted and ignored: mce publishes its metrics on /metrics.
+type MetricsConfig struct {
+	EnableEnhancedMetrics           *bool  `json:"EnableEnhancedMetrics,omitempty"`
+	EnableDetailedObservability     *bool  `json:"EnableDetailedObservability,omitempty"`
+	MetricPublishFrequencyInSeconds *int32 `json:"MetricPublishFrequencyInSeconds,omitempty"`
+}
+
+// CreateEndpointInput is the CreateEndpoint request (§2.4).
+type CreateEndpointInput struct {
+	EndpointName       string          `json:"EndpointName,omitempty"`
+	EndpointConfigName string          `json:"EndpointConfigName,omitempty"`
+	DeploymentConfig   json.RawMessage `json:"DeploymentConfig,omitempty"` // ignored locally
+	Tags               []Tag           `json:"Tags,omitempty"`             // ignored locally
+}
+
+// File is the content of one endpoint file: lists of the three requests.
+type File struct {
+	Models          []CreateModelInput          `json:"Models,omitempty"`
+	EndpointConfigs []CreateEndpointConfigInput `json:"EndpointConfigs,omitempty"`
+	Endpoints       []CreateEndpointInput       `json:"Endpoints,omitempty"`
+}

@@ -1,0 +1,136 @@
+package spec
+
+import (
+	"strconv"
+)
+
+// Routing strategies of RoutingConfig.
+const (
+	RoutingLeastOutstanding = "LEAST_OUTSTANDING_REQUESTS"
+	RoutingRandom           = "RANDOM"
+)
+
+// Validate checks a CreateEndpointConfig request against SageMaker's rules
+// (§2.3) and refuses what mce cannot run locally. The error is a
+// *ValidationError.
+func (c *CreateEndpointConfigInput) Validate() error {
+	var ck checker
+	ck.requiredStr("endpointConfigName", c.EndpointConfigName, maxNameLen, entityNameRe, entityNamePattern)
+	if c.ProductionVariants == nil {
+		ck.fail("null", "productionVariants", "Member must not be null")
+	} else {
+		ck.listLen("productionVariants", len(c.ProductionVariants), 1, maxVariants)
+	}
+	for i := range c.ProductionVariants {
+		checkVariant(&ck, member1("productionVariants", i), &c.ProductionVariants[i])
+	}
+	ck.tags("tags", c.Tags)
+	ck.str("kmsKeyId", c.KMSKeyID, maxKMSKeyIDLen, nil, "")
+	ck.roleARN("executionRoleArn", c.ExecutionRoleARN)
+	if err := ck.err(); err != nil {
+		return err
+	}
+
+	var s semantic
+	for _, r := range []struct {
+		set   bool
+		field string
+		why   string
+	}{
+		{present(c.AsyncInferenceConfig), "AsyncInferenceConfig", "asynchronous inference needs SageMaker's managed queue and S3 output"},
+		{present(c.DataCaptureConfig), "DataCaptureConfig", "data capture writes to S3 from SageMaker's front end"},
+		{present(c.ExplainerConfig), "ExplainerConfig", "online explainability needs SageMaker Clarify"},
+		{len(c.ShadowProductionVariants) > 0, "ShadowProductionVariants", "shadow testing is not emulated"},
+	} {
+		if r.set {
+			s.add(r.field + " is not supported by mce: " + r.why + ".")
+		}
+	}
+	first := map[string]bool{}
+	for _, v := range c.ProductionVariants {
+		name := strconv.Quote(v.VariantName)
+		if present(v.ServerlessConfig) {
+			s.add("ServerlessConfig is not supported by mce (production variant " + name + "): give InstanceType and InitialInstanceCount instead.")
+		} else {
+			if v.InstanceType == "" {
+				s.add("Production variant " + name + " needs an InstanceType: mce runs instance-based variants only.")
+			}
+			if v.InitialInstanceCount == nil {
+				s.add("Production variant " + name + " needs an InitialInstanceCount.")
+			}
+		}
+		if first[v.VariantName] {
+			s.add("VariantName must be unique within an endpoint configuration; " + name + " appears more than once.")
+		}
+		first[v.VariantName] = true
+	}
+	return s.err()
+}
+
+func checkVariant(c *checker, p string, v *ProductionVariant) {
+	c.requiredStr(p+".variantName", v.VariantName, maxNameLen, entityNameRe, entityNamePattern)
+	// ModelName is optional in SageMaker (inference components); mce needs it.
+	c.requiredStr(p+".modelName", v.ModelName, maxNameLen, modelNameRe, modelNamePattern)
+	c.intRange(p+".initialInstanceCount", v.InitialInstanceCount, 1, -1)
+	if v.InstanceType != "" && !instanceTypeRe.MatchString(v.InstanceType) {
+		c.fail(quote(v.InstanceType), p+".instanceType", "Member must satisfy enum value set: [local, local_gpu, ml.<family>.<size>]")
+	}
+	if w := v.InitialVariantWeight; w != nil && !(*w >= 0) {
+		c.fail(quote(formatFloat(*w)), p+".initialVariantWeight", "Member must have value greater than or equal to 0")
+	}
+	c.intRange(p+".containerStartupHealthCheckTimeoutInSeconds", v.ContainerStartupHealthCheckTimeoutInSeconds, minHealthTimeoutSec, maxHealthTimeoutSec)
+	c.intRange(p+".modelDataDownloadTimeoutInSeconds", v.ModelDataDownloadTimeoutInSeconds, 60, 3600)
+	c.intRange(p+".volumeSizeInGB", v.VolumeSizeInGB, 1, 512)
+	c.intRange(p+".variantInstanceProvisionTimeoutInSeconds", v.VariantInstanceProvisionTimeoutInSeconds, 300, 3600)
+	if v.RoutingConfig != nil {
+		if c.required(p+".routingConfig.routingStrategy", v.RoutingConfig.RoutingStrategy) {
+			c.enum(p+".routingConfig.routingStrategy", v.RoutingConfig.RoutingStrategy, RoutingLeastOutstanding, RoutingRandom)
+		}
+	}
+}
+
+// Warnings lists the members of a valid request that mce accepts but does
+// not act on, e.g. `endpoint configuration "c": KmsKeyId ignored locally`.
+func (c *CreateEndpointConfigInput) Warnings() []string {
+	var w warnings
+	w.prefix = "endpoint configuration " + strconv.Quote(c.EndpointConfigName) + ": "
+	w.ifSet(len(c.Tags) > 0, "Tags")
+	w.ifSet(c.KMSKeyID != "", "KmsKeyId")
+	w.ifSet(c.ExecutionRoleARN != "", "ExecutionRoleArn")
+	w.ifSet(c.VpcConfig != nil, "VpcConfig")
+	w.ifSet(c.EnableNetworkIsolation != nil && *c.EnableNetworkIsolation, "EnableNetworkIsolation")
+	w.ifSet(c.MetricsConfig != nil, "MetricsConfig")
+	for _, v := range c.ProductionVariants {
+		in := " (production variant " + strconv.Quote(v.VariantName) + ")"
+		w.ifSet(v.VolumeSizeInGB != nil, "VolumeSizeInGB"+in)
+		w.ifSet(v.AcceleratorType != "", "AcceleratorType"+in)
+		w.ifSet(v.CoreDumpConfig != nil, "CoreDumpConfig"+in)
+		w.ifSet(v.EnableSSMAccess != nil && *v.EnableSSMAccess, "EnableSSMAccess"+in)
+		w.ifSet(present(v.ManagedInstanceScaling), "ManagedInstanceScaling"+in)
+		w.ifSet(v.InferenceAmiVersion != "", "InferenceAmiVersion"+in)
+		w.ifSet(present(v.InstancePools), "InstancePools"+in)
+		w.ifSet(v.VariantInstanceProvisionTimeoutInSeconds != nil, "VariantInstanceProvisionTimeoutInSeconds"+in)
+		w.ifSet(present(v.CapacityReservationConfig), "CapacityReservationConfig"+in)
+		w.ifSet(present(v.AcceleratorPartitionLayouts), "AcceleratorPartitionLayouts"+in)
+	}
+	return w.list
+}
+
+// Validate checks a CreateEndpoint request (§2.4). The error is a
+// *ValidationError.
+func (e *CreateEndpointInput) Validate() error {
+	var c checker
+	c.requiredStr("endpointName", e.EndpointName, maxNameLen, entityNameRe, entityNamePattern)
+	c.requiredStr("endpointConfigName", e.EndpointConfigName, maxNameLen, entityNameRe, entityNamePattern)
+	c.tags("tags", e.Tags)
+	return c.err()
+}
+
+// Warnings lists the members mce accepts but does not act on.
+func (e *CreateEndpointInput) Warnings() []string {
+	var w warnings
+	w.prefix = "endpoint " + strconv.Quote(e.EndpointName) + ": "
+	w.ifSet(len(e.Tags) > 0, "Tags")
+	w.ifSet(present(e.DeploymentConfig), "DeploymentConfig")
+	return w.list
+}

@@ -1,0 +1,467 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// directModel is a valid two-container Direct model; tests mutate copies.
+func directModel() CreateModelInput {
+	return CreateModelInput{
+		ModelName: "ab-model",
+		Containers: []ContainerDefinition{
+			{ContainerHostname: "english", Image: "mce-example/sentiment:latest", ModelDataURL: "file://../models/en.tar.gz"},
+			{ContainerHostname: "german", Image: "mce-example/sentiment:latest", ModelDataURL: "s3://bucket/de.tar.gz"},
+		},
+		InferenceExecutionConfig: &InferenceExecutionConfig{Mode: ModeDirect},
+	}
+}
+
+func env(n, valueLen int) map[string]string {
+	m := make(map[string]string, n)
+	for i := range n {
+		m[fmt.Sprintf("K%02d", i)] = strings.Repeat("v", valueLen)
+	}
+	return m
+}
+
+// validationMessage runs validate and returns the ValidationException text,
+// "" for success; any other error type fails the test.
+func validationMessage(t *testing.T, err error) string {
+	t.Helper()
+	if err == nil {
+		return ""
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %T is not a *ValidationError: %v", err, err)
+	}
+	return ve.Message()
+}
+
+func TestCreateModelValidate(t *testing.T) {
+	const prefix1 = "1 validation error detected: "
+	long64 := strings.Repeat("a", 63) + "_"
+	tests := []struct {
+		name   string
+		mutate func(m *CreateModelInput)
+		want   string
+	}{
+		{"valid Direct model", func(m *CreateModelInput) {}, ""},
+		{"valid Serial model with automatic hostnames", func(m *CreateModelInput) {
+			m.InferenceExecutionConfig = nil
+			m.Containers[0].ContainerHostname, m.Containers[1].ContainerHostname = "", ""
+		}, ""},
+		{"valid PrimaryContainer with empty Containers", func(m *CreateModelInput) {
+			m.PrimaryContainer = &m.Containers[0]
+			m.Containers = []ContainerDefinition{}
+			m.InferenceExecutionConfig = nil
+		}, ""},
+		{"valid file:// URL forms", func(m *CreateModelInput) {
+			m.Containers[0].ModelDataURL = "file:///srv/models/m.tar.gz"
+			m.Containers[1].ModelDataURL = "https://example.com/m.tar.gz"
+		}, ""},
+		{"hostname pattern", func(m *CreateModelInput) { m.Containers[1].ContainerHostname = "x y" },
+			prefix1 + "Value 'x y' at 'containers.2.member.containerHostname' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"},
+		{"PrimaryContainer hostname pattern", func(m *CreateModelInput) {
+			m.PrimaryContainer = &ContainerDefinition{ContainerHostname: "-a", Image: "i"}
+			m.Containers = nil
+			m.InferenceExecutionConfig = nil
+		}, prefix1 + "Value '-a' at 'primaryContainer.containerHostname' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"},
+		{"missing ModelName", func(m *CreateModelInput) { m.ModelName = "" },
+			prefix1 + "Value null at 'modelName' failed to satisfy constraint: Member must not be null"},
+		{"ModelName too long and malformed", func(m *CreateModelInput) { m.ModelName = long64 },
+			"2 validation errors detected: Value '" + long64 + "' at 'modelName' failed to satisfy constraint: Member must have length less than or equal to 63; " +
+				"Value '" + long64 + "' at 'modelName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9])*"},
+		{"16 containers", func(m *CreateModelInput) {
+			m.InferenceExecutionConfig = nil
+			m.Containers = make([]ContainerDefinition, 16)
+			for i := range m.Containers {
+				m.Containers[i].Image = "i"
+			}
+		}, prefix1 + "Value at 'containers' failed to satisfy constraint: Member must have length less than or equal to 15"},
+		{"unknown execution mode", func(m *CreateModelInput) { m.InferenceExecutionConfig.Mode = "Parallel" },
+			prefix1 + "Value 'Parallel' at 'inferenceExecutionConfig.mode' failed to satisfy constraint: Member must satisfy enum value set: [Serial, Direct]"},
+		{"execution config without mode", func(m *CreateModelInput) { m.InferenceExecutionConfig.Mode = "" },
+			prefix1 + "Value null at 'inferenceExecutionConfig.mode' failed to satisfy constraint: Member must not be null"},
+		{"image with a space", func(m *CreateModelInput) { m.Containers[0].Image = "my image" },
+			prefix1 + "Value 'my image' at 'containers.1.member.image' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\S]+"},
+		{"image too long", func(m *CreateModelInput) { m.Containers[0].Image = strings.Repeat("i", 256) },
+			prefix1 + "Value '" + strings.Repeat("i", 256) + "' at 'containers.1.member.image' failed to satisfy constraint: Member must have length less than or equal to 255"},
+		{"ModelDataUrl scheme", func(m *CreateModelInput) { m.Containers[1].ModelDataURL = "ftp://host/m.tar.gz" },
+			prefix1 + "Value 'ftp://host/m.tar.gz' at 'containers.2.member.modelDataUrl' failed to satisfy constraint: Member must satisfy regular expression pattern: ^(https|s3)://([^/]+)/?(.*)$|^file://(.+)$"},
+		{"ModelDataUrl too long", func(m *CreateModelInput) { m.Containers[1].ModelDataURL = "s3://b/" + strings.Repeat("k", 1018) },
+			prefix1 + "Value 's3://b/" + strings.Repeat("k", 1018) + "' at 'containers.2.member.modelDataUrl' failed to satisfy constraint: Member must have length less than or equal to 1024"},
+		{"container mode", func(m *CreateModelInput) { m.Containers[0].Mode = "Multi" },
+			prefix1 + "Value 'Multi' at 'containers.1.member.mode' failed to satisfy constraint: Member must satisfy enum value set: [SingleModel, MultiModel]"},
+		{"model cache setting", func(m *CreateModelInput) {
+			m.Containers[0].Mode = ModeMultiModel
+			m.Containers[0].MultiModelConfig = &MultiModelConfig{ModelCacheSetting: "On"}
+		}, prefix1 + "Value 'On' at 'containers.1.member.multiModelConfig.modelCacheSetting' failed to satisfy constraint: Member must satisfy enum value set: [Enabled, Disabled]"},
+		{"image config without access mode", func(m *CreateModelInput) { m.Containers[0].ImageConfig = &ImageConfig{} },
+			prefix1 + "Value null at 'containers.1.member.imageConfig.repositoryAccessMode' failed to satisfy constraint: Member must not be null"},
+		{"image config access mode", func(m *CreateModelInput) { m.Containers[0].ImageConfig = &ImageConfig{RepositoryAccessMode: "Private"} },
+			prefix1 + "Value 'Private' at 'containers.1.member.imageConfig.repositoryAccessMode' failed to satisfy constraint: Member must satisfy enum value set: [Platform, Vpc]"},
+		{"101 environment entries", func(m *CreateModelInput) { m.Containers[0].Environment = env(101, 1) },
+			prefix1 + "Value at 'containers.1.member.environment' failed to satisfy constraint: Member must have length less than or equal to 100"},
+		{"environment keys", func(m *CreateModelInput) {
+			m.Containers[1].Environment = map[string]string{"bad-key": "v", "1ST": "v", "GOOD": "v"}
+		}, "2 validation errors detected: " +
+			"Value '1ST' at 'containers.2.member.environment' failed to satisfy constraint: Map keys must satisfy constraint: [Member must have length less than or equal to 1024, Member must satisfy regular expression pattern: [a-zA-Z_][a-zA-Z0-9_]*]; " +
+			"Value 'bad-key' at 'containers.2.member.environment' failed to satisfy constraint: Map keys must satisfy constraint: [Member must have length less than or equal to 1024, Member must satisfy regular expression pattern: [a-zA-Z_][a-zA-Z0-9_]*]"},
+		{"environment key too long", func(m *CreateModelInput) {
+			m.Containers[0].Environment = map[string]string{strings.Repeat("K", 1025): "v"}
+		}, prefix1 + "Value '" + strings.Repeat("K", 1025) + "' at 'containers.1.member.environment' failed to satisfy constraint: Map keys must satisfy constraint: [Member must have length less than or equal to 1024, Member must satisfy regular expression pattern: [a-zA-Z_][a-zA-Z0-9_]*]"},
+		{"environment value too long", func(m *CreateModelInput) {
+			m.Containers[0].Environment = map[string]string{"BIG": strings.Repeat("v", 1025), "OK": strings.Repeat("v", 1024)}
+		}, prefix1 + "Value 'BIG' at 'containers.1.member.environment' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 1024, Member must satisfy regular expression pattern: [\\S\\s]*]"},
+		{"mce resources", func(m *CreateModelInput) {
+			m.Containers[0].Resources = &Resources{Gpus: "lots", Cpus: -1, MemoryMiB: -5}
+		}, "3 validation errors detected: " +
+			`Value 'lots' at 'containers.1.member.resources.gpus' failed to satisfy constraint: Member must be "all", "none", a GPU count, or GPU device IDs such as "device=0,1" (mce); ` +
+			"Value '-1.0' at 'containers.1.member.resources.cpus' failed to satisfy constraint: Member must have value greater than or equal to 0; " +
+			"Value '-5' at 'containers.1.member.resources.memoryMiB' failed to satisfy constraint: Member must have value greater than or equal to 0"},
+		{"execution role ARN", func(m *CreateModelInput) { m.ExecutionRoleARN = "my-role" },
+			"2 validation errors detected: " +
+				"Value 'my-role' at 'executionRoleArn' failed to satisfy constraint: Member must have length greater than or equal to 20; " +
+				"Value 'my-role' at 'executionRoleArn' failed to satisfy constraint: Member must satisfy regular expression pattern: ^arn:aws[a-z\\-]*:iam::\\d{12}:role/?[a-zA-Z_0-9+=,.@\\-_/]+$"},
+		{"51 tags", func(m *CreateModelInput) { m.Tags = make([]Tag, 51); fillTags(m.Tags) },
+			prefix1 + "Value at 'tags' failed to satisfy constraint: Member must have length less than or equal to 50"},
+		{"tag without key", func(m *CreateModelInput) { m.Tags = []Tag{{Key: "team", Value: "nlp"}, {Value: "x"}} },
+			prefix1 + "Value null at 'tags.2.member.key' failed to satisfy constraint: Member must not be null"},
+		{"constraint failures hide rule failures", func(m *CreateModelInput) {
+			m.ModelName = ""
+			m.PrimaryContainer = &ContainerDefinition{Image: "i"} // both: a rule failure
+		}, prefix1 + "Value null at 'modelName' failed to satisfy constraint: Member must not be null"},
+
+		// Rule (semantic) failures: one sentence each.
+		{"both PrimaryContainer and Containers", func(m *CreateModelInput) { m.PrimaryContainer = &ContainerDefinition{Image: "i"} },
+			"Specify either PrimaryContainer or Containers, not both."},
+		{"no container", func(m *CreateModelInput) { m.Containers = nil },
+			"Either PrimaryContainer or Containers must be specified."},
+		{"Direct with PrimaryContainer", func(m *CreateModelInput) {
+			m.PrimaryContainer = &m.Containers[0]
+			m.Containers = nil
+		}, "InferenceExecutionConfig Mode Direct requires Containers; a PrimaryContainer cannot be invoked directly."},
+		{"Direct needs every hostname", func(m *CreateModelInput) { m.Containers[1].ContainerHostname = "" },
+			"ContainerHostname must be specified for every container when InferenceExecutionConfig Mode is Direct; container 2 has none."},
+		{"one hostname means all", func(m *CreateModelInput) {
+			m.InferenceExecutionConfig = nil
+			m.Containers[0].ContainerHostname = ""
+		}, "If ContainerHostname is specified for one container it must be specified for all containers; container 1 has none."},
+		{"duplicate hostnames ignore case", func(m *CreateModelInput) {
+			m.Containers = append(m.Containers, ContainerDefinition{ContainerHostname: "English", Image: "i"})
+		}, `ContainerHostname must be unique within a model; "English" is used by containers 1 and 3.`},
+		{"two MultiModel containers", func(m *CreateModelInput) {
+			for i := range m.Containers {
+				m.Containers[i].Mode = ModeMultiModel
+			}
+		}, "More than one container in MultiModel mode is not supported with inference pipeline."},
+		{"MultiModel without a prefix", func(m *CreateModelInput) {
+			m.Containers[0].Mode = ModeMultiModel
+			m.Containers[0].ModelDataURL = ""
+		}, `Container "english" is in MultiModel mode and needs a ModelDataUrl: the prefix under which the TargetModel artifacts live.`},
+		{"several rule failures in one message", func(m *CreateModelInput) {
+			m.InferenceExecutionConfig = nil
+			m.Containers = []ContainerDefinition{{Mode: ModeMultiModel, Image: "i"}, {Mode: ModeMultiModel, Image: "i"}}
+		}, `Container "container-1" is in MultiModel mode and needs a ModelDataUrl: the prefix under which the TargetModel artifacts live. ` +
+			`Container "container-2" is in MultiModel mode and needs a ModelDataUrl: the prefix under which the TargetModel artifacts live. ` +
+			"More than one container in MultiModel mode is not supported with inference pipeline."},
+		{"environment over 32 KB across the model", func(m *CreateModelInput) {
+			// 20 entries of 3 + 1000 bytes per container: 20060 each, 40120 in all.
+			m.Containers[0].Environment = env(20, 1000)
+			m.Containers[1].Environment = env(20, 1000)
+		}, `The Environment of all containers of a model may hold at most 32768 bytes of keys and values; model "ab-model" has 40120.`},
+		{"environment at 32 KB passes", func(m *CreateModelInput) {
+			m.Containers[0].Environment = map[string]string{"A": strings.Repeat("v", 1023)} // 1024 bytes
+			m.Containers[1].Environment = env(31, 1021)                                     // 31 * 1024 bytes
+			m.Containers = append(m.Containers, ContainerDefinition{ContainerHostname: "c", Image: "i"})
+		}, ""},
+		{"environment one byte over 32 KB", func(m *CreateModelInput) {
+			m.Containers[0].Environment = map[string]string{"A": strings.Repeat("v", 1023)}
+			m.Containers[1].Environment = env(31, 1021)
+			m.Containers = append(m.Containers, ContainerDefinition{ContainerHostname: "c", Image: "i", Environment: map[string]string{"B": ""}})
+		}, `The Environment of all containers of a model may hold at most 32768 bytes of keys and values; model "ab-model" has 32769.`},
+		{"missing image", func(m *CreateModelInput) { m.Containers[1].Image = "" },
+			`Container "german" has no Image; mce runs every container from its Image.`},
+		{"model packages are refused", func(m *CreateModelInput) {
+			m.Containers[0].ModelPackageName = "arn:aws:sagemaker:us-east-1:123456789012:model-package/p/1"
+		}, `ModelPackageName is not supported by mce (container "english"): give the container's Image, and its ModelDataUrl when it needs artifacts.`},
+		{"model data sources are refused", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{}}`)
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[]`)
+		}, `ModelDataSource is not supported by mce (container "german"): give the container's Image, and its ModelDataUrl when it needs artifacts. ` +
+			`AdditionalModelDataSources is not supported by mce (container "german"): give the container's Image, and its ModelDataUrl when it needs artifacts.`},
+		{"null kept-raw members count as absent", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataSource = json.RawMessage(`null`)
+		}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := directModel()
+			tt.mutate(&m)
+			if got := validationMessage(t, m.Validate()); got != tt.want {
+				t.Errorf("Validate()\n got: %s\nwant: %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func fillTags(tags []Tag) {
+	for i := range tags {
+		tags[i] = Tag{Key: fmt.Sprintf("k%d", i), Value: "v"}
+	}
+}
+
+// oneVariantConfig is a valid endpoint configuration; tests mutate copies.
+func oneVariantConfig() CreateEndpointConfigInput {
+	return CreateEndpointConfigInput{
+		EndpointConfigName: "ab-config",
+		ProductionVariants: []ProductionVariant{{
+			VariantName: "AllTraffic", ModelName: "ab-model", InitialInstanceCount: ptr[int32](1), InstanceType: "ml.m5.large",
+		}},
+	}
+}
+
+func TestCreateEndpointConfigValidate(t *testing.T) {
+	const prefix1 = "1 validation error detected: "
+	const pv = "productionVariants.1.member."
+	tests := []struct {
+		name   string
+		mutate func(c *CreateEndpointConfigInput)
+		want   string
+	}{
+		{"valid", func(c *CreateEndpointConfigInput) {}, ""},
+		{"valid with every honoured member", func(c *CreateEndpointConfigInput) {
+			v := &c.ProductionVariants[0]
+			v.InitialVariantWeight = ptr(0.0)
+			v.ContainerStartupHealthCheckTimeoutInSeconds = ptr[int32](3600)
+			v.ModelDataDownloadTimeoutInSeconds = ptr[int32](60)
+			v.RoutingConfig = &RoutingConfig{RoutingStrategy: RoutingRandom}
+			v.InstanceType = InstanceTypeLocalGPU
+		}, ""},
+		{"model name as SageMaker reports it", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].ModelName = "ENTER MODEL NAME" },
+			// The exact text a real CreateEndpointConfig returned (contracts doc §2.1).
+			prefix1 + "Value 'ENTER MODEL NAME' at 'productionVariants.1.member.modelName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9])*"},
+		{"missing model name", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].ModelName = "" },
+			prefix1 + "Value null at '" + pv + "modelName' failed to satisfy constraint: Member must not be null"},
+		{"missing variant name", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].VariantName = "" },
+			prefix1 + "Value null at '" + pv + "variantName' failed to satisfy constraint: Member must not be null"},
+		{"config name pattern", func(c *CreateEndpointConfigInput) { c.EndpointConfigName = "ab_config" },
+			prefix1 + "Value 'ab_config' at 'endpointConfigName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"},
+		{"no variants list", func(c *CreateEndpointConfigInput) { c.ProductionVariants = nil },
+			prefix1 + "Value null at 'productionVariants' failed to satisfy constraint: Member must not be null"},
+		{"empty variants list", func(c *CreateEndpointConfigInput) { c.ProductionVariants = []ProductionVariant{} },
+			prefix1 + "Value at 'productionVariants' failed to satisfy constraint: Member must have length greater than or equal to 1"},
+		{"11 variants", func(c *CreateEndpointConfigInput) {
+			for i := range 10 {
+				v := c.ProductionVariants[0]
+				v.VariantName = fmt.Sprintf("v%d", i)
+				c.ProductionVariants = append(c.ProductionVariants, v)
+			}
+		}, prefix1 + "Value at 'productionVariants' failed to satisfy constraint: Member must have length less than or equal to 10"},
+		{"zero instances", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].InitialInstanceCount = ptr[int32](0) },
+			prefix1 + "Value '0' at '" + pv + "initialInstanceCount' failed to satisfy constraint: Member must have value greater than or equal to 1"},
+		{"negative weight", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].InitialVariantWeight = ptr(-1.0) },
+			prefix1 + "Value '-1.0' at '" + pv + "initialVariantWeight' failed to satisfy constraint: Member must have value greater than or equal to 0"},
+		{"health check timeout too short", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].ContainerStartupHealthCheckTimeoutInSeconds = ptr[int32](59)
+		}, prefix1 + "Value '59' at '" + pv + "containerStartupHealthCheckTimeoutInSeconds' failed to satisfy constraint: Member must have value greater than or equal to 60"},
+		{"health check timeout too long", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].ContainerStartupHealthCheckTimeoutInSeconds = ptr[int32](3601)
+		}, prefix1 + "Value '3601' at '" + pv + "containerStartupHealthCheckTimeoutInSeconds' failed to satisfy constraint: Member must have value less than or equal to 3600"},
+		{"other integer ranges", func(c *CreateEndpointConfigInput) {
+			v := &c.ProductionVariants[0]
+			v.ModelDataDownloadTimeoutInSeconds = ptr[int32](30)
+			v.VolumeSizeInGB = ptr[int32](513)
+			v.VariantInstanceProvisionTimeoutInSeconds = ptr[int32](299)
+		}, "3 validation errors detected: " +
+			"Value '30' at '" + pv + "modelDataDownloadTimeoutInSeconds' failed to satisfy constraint: Member must have value greater than or equal to 60; " +
+			"Value '513' at '" + pv + "volumeSizeInGB' failed to satisfy constraint: Member must have value less than or equal to 512; " +
+			"Value '299' at '" + pv + "variantInstanceProvisionTimeoutInSeconds' failed to satisfy constraint: Member must have value greater than or equal to 300"},
+		{"instance type", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].InstanceType = "m5.large" },
+			prefix1 + "Value 'm5.large' at '" + pv + "instanceType' failed to satisfy constraint: Member must satisfy enum value set: [local, local_gpu, ml.<family>.<size>]"},
+		{"routing strategy", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].RoutingConfig = &RoutingConfig{RoutingStrategy: "ROUND_ROBIN"}
+		}, prefix1 + "Value 'ROUND_ROBIN' at '" + pv + "routingConfig.routingStrategy' failed to satisfy constraint: Member must satisfy enum value set: [LEAST_OUTSTANDING_REQUESTS, RANDOM]"},
+		{"KMS key too long", func(c *CreateEndpointConfigInput) { c.KMSKeyID = strings.Repeat("k", 2049) },
+			prefix1 + "Value '" + strings.Repeat("k", 2049) + "' at 'kmsKeyId' failed to satisfy constraint: Member must have length less than or equal to 2048"},
+
+		{"serverless is refused", func(c *CreateEndpointConfigInput) {
+			v := &c.ProductionVariants[0]
+			v.ServerlessConfig = json.RawMessage(`{"MemorySizeInMB":2048,"MaxConcurrency":5}`)
+			v.InstanceType, v.InitialInstanceCount = "", nil
+		}, `ServerlessConfig is not supported by mce (production variant "AllTraffic"): give InstanceType and InitialInstanceCount instead.`},
+		{"async, capture, explainer and shadows are refused", func(c *CreateEndpointConfigInput) {
+			c.AsyncInferenceConfig = json.RawMessage(`{"OutputConfig":{}}`)
+			c.DataCaptureConfig = json.RawMessage(`{"EnableCapture":true}`)
+			c.ExplainerConfig = json.RawMessage(`{}`)
+			c.ShadowProductionVariants = c.ProductionVariants
+		}, "AsyncInferenceConfig is not supported by mce: asynchronous inference needs SageMaker's managed queue and S3 output. " +
+			"DataCaptureConfig is not supported by mce: data capture writes to S3 from SageMaker's front end. " +
+			"ExplainerConfig is not supported by mce: online explainability needs SageMaker Clarify. " +
+			"ShadowProductionVariants is not supported by mce: shadow testing is not emulated."},
+		{"missing instance type", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].InstanceType = "" },
+			`Production variant "AllTraffic" needs an InstanceType: mce runs instance-based variants only.`},
+		{"missing instance count", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].InitialInstanceCount = nil },
+			`Production variant "AllTraffic" needs an InitialInstanceCount.`},
+		{"duplicate variant names", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants = append(c.ProductionVariants, c.ProductionVariants[0])
+		}, `VariantName must be unique within an endpoint configuration; "AllTraffic" appears more than once.`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := oneVariantConfig()
+			tt.mutate(&c)
+			if got := validationMessage(t, c.Validate()); got != tt.want {
+				t.Errorf("Validate()\n got: %s\nwant: %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCreateEndpointValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		in   CreateEndpointInput
+		want string
+	}{
+		{"valid", CreateEndpointInput{EndpointName: "ab-test", EndpointConfigName: "ab-config"}, ""},
+		{"missing both names", CreateEndpointInput{},
+			"2 validation errors detected: Value null at 'endpointName' failed to satisfy constraint: Member must not be null; " +
+				"Value null at 'endpointConfigName' failed to satisfy constraint: Member must not be null"},
+		{"name pattern", CreateEndpointInput{EndpointName: "ab test", EndpointConfigName: "c"},
+			"1 validation error detected: Value 'ab test' at 'endpointName' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"},
+		{"tag value too long", CreateEndpointInput{EndpointName: "e", EndpointConfigName: "c", Tags: []Tag{{Key: "k", Value: strings.Repeat("v", 257)}}},
+			"1 validation error detected: Value '" + strings.Repeat("v", 257) + "' at 'tags.1.member.value' failed to satisfy constraint: Member must have length less than or equal to 256"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := validationMessage(t, tt.in.Validate()); got != tt.want {
+				t.Errorf("Validate()\n got: %s\nwant: %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	m := directModel()
+	m.ExecutionRoleARN = "arn:aws:iam::123456789012:role/SageMakerRole"
+	m.Tags = []Tag{{Key: "k"}}
+	m.VpcConfig = &VpcConfig{Subnets: []string{"subnet-1"}}
+	m.EnableNetworkIsolation = ptr(true)
+	m.Containers[0].ImageConfig = &ImageConfig{RepositoryAccessMode: "Platform"}
+	m.Containers[1].MultiModelConfig = &MultiModelConfig{ModelCacheSetting: "Disabled"}
+
+	primary := CreateModelInput{ModelName: "p", PrimaryContainer: &ContainerDefinition{ContainerHostname: "named", Image: "i"}}
+
+	c := oneVariantConfig()
+	c.KMSKeyID = "key"
+	c.MetricsConfig = &MetricsConfig{EnableEnhancedMetrics: ptr(true)}
+	c.ProductionVariants[0].VolumeSizeInGB = ptr[int32](30)
+	c.ProductionVariants[0].ManagedInstanceScaling = json.RawMessage(`{"Status":"ENABLED"}`)
+	c.ProductionVariants[0].EnableSSMAccess = ptr(false) // false asks for nothing
+
+	plain := directModel()
+
+	e := CreateEndpointInput{EndpointName: "ab-test", EndpointConfigName: "ab-config", Tags: []Tag{{Key: "k"}}, DeploymentConfig: json.RawMessage(`{}`)}
+
+	tests := []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"model", m.Warnings(), []string{
+			`model "ab-model": ExecutionRoleArn ignored locally`,
+			`model "ab-model": Tags ignored locally`,
+			`model "ab-model": VpcConfig ignored locally`,
+			`model "ab-model": EnableNetworkIsolation ignored locally`,
+			`model "ab-model": ImageConfig (container "english") ignored locally`,
+			`model "ab-model": MultiModelConfig ignored (container "german"): the container is not in MultiModel mode`,
+		}},
+		{"primary container hostname", primary.Warnings(), []string{
+			`model "p": PrimaryContainer.ContainerHostname ignored: a PrimaryContainer is always named "primary"`,
+		}},
+		{"endpoint configuration", c.Warnings(), []string{
+			`endpoint configuration "ab-config": KmsKeyId ignored locally`,
+			`endpoint configuration "ab-config": MetricsConfig ignored locally`,
+			`endpoint configuration "ab-config": VolumeSizeInGB (production variant "AllTraffic") ignored locally`,
+			`endpoint configuration "ab-config": ManagedInstanceScaling (production variant "AllTraffic") ignored locally`,
+		}},
+		{"endpoint", e.Warnings(), []string{
+			`endpoint "ab-test": Tags ignored locally`,
+			`endpoint "ab-test": DeploymentConfig ignored locally`,
+		}},
+		{"nothing to say", plain.Warnings(), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !reflect.DeepEqual(tt.got, tt.want) {
+				t.Errorf("Warnings()\n got: %q\nwant: %q", tt.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrorTexts(t *testing.T) {
+	tests := []struct {
+		name        string
+		err         error
+		wantError   string
+		wantMessage string
+	}{
+		{"validation error with its source",
+			&ValidationError{Messages: []string{"a", "b"}, Constraints: true, File: "ab.yaml", Path: "Models[1]"},
+			"ab.yaml: Models[1]: 2 validation errors detected: a; b", "2 validation errors detected: a; b"},
+		{"rule failure from the API",
+			&ValidationError{Messages: []string{"One.", "Two."}}, "One. Two.", "One. Two."},
+		{"missing model",
+			&NotFoundError{Kind: KindModel, Name: "M", ARN: ARN("us-east-1", "123456789012", KindModel, "M"), File: "c.yaml", Path: "EndpointConfigs[0]"},
+			`c.yaml: EndpointConfigs[0]: Could not find model "arn:aws:sagemaker:us-east-1:123456789012:model/m".`,
+			`Could not find model "arn:aws:sagemaker:us-east-1:123456789012:model/m".`},
+		{"missing configuration",
+			&NotFoundError{Kind: KindEndpointConfig, Name: "c", ARN: ARN("eu-west-1", "123456789012", KindEndpointConfig, "c")},
+			`Could not find endpoint configuration "arn:aws:sagemaker:eu-west-1:123456789012:endpoint-config/c".`,
+			`Could not find endpoint configuration "arn:aws:sagemaker:eu-west-1:123456789012:endpoint-config/c".`},
+		{"existing endpoint",
+			&AlreadyExistsError{Kind: KindEndpoint, Name: "E", ARN: ARN("us-east-1", "123456789012", KindEndpoint, "E"), File: "b.yaml", Path: "Endpoints[0]", Previous: "a.yaml"},
+			`b.yaml: Endpoints[0]: Cannot create already existing endpoint "arn:aws:sagemaker:us-east-1:123456789012:endpoint/e". (first defined in a.yaml)`,
+			`Cannot create already existing endpoint "arn:aws:sagemaker:us-east-1:123456789012:endpoint/e".`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.err.Error(); got != tt.wantError {
+				t.Errorf("Error()\n got: %s\nwant: %s", got, tt.wantError)
+			}
+			msg := tt.err.(interface{ Message() string }).Message()
+			if msg != tt.wantMessage {
+				t.Errorf("Message()\n got: %s\nwant: %s", msg, tt.wantMessage)
+			}
+		})
+	}
+}
+
+func TestARN(t *testing.T) {
+	tests := []struct {
+		region, account string
+		kind            Kind
+		name, want      string
+	}{
+		{"us-east-1", "123456789012", KindEndpoint, "DEMO-ImageClassification", "arn:aws:sagemaker:us-east-1:123456789012:endpoint/demo-imageclassification"},
+		{"cn-north-1", "123456789012", KindModel, "m", "arn:aws-cn:sagemaker:cn-north-1:123456789012:model/m"},
+		{"us-gov-west-1", "123456789012", KindEndpointConfig, "C", "arn:aws-us-gov:sagemaker:us-gov-west-1:123456789012:endpoint-config/c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			if got := ARN(tt.region, tt.account, tt.kind, tt.name); got != tt.want {
+				t.Errorf("ARN() = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
