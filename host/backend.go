@@ -1,0 +1,99 @@
+package host
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/gpu"
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/pipeline"
+)
+
+// Backend brings an endpoint's containers up and down. The Docker backend is
+// the real one; tests of the HTTP front may use httptest servers instead.
+type Backend interface {
+	// Launch starts every container of the plan and returns once all are
+	// ready, or fails having removed whatever it started.
+	Launch(ctx context.Context, plan spec.EndpointPlan) (Launched, error)
+}
+
+// Launched is an endpoint's running containers.
+type Launched interface {
+	// Copies returns, for a variant, each copy of its container set in chain
+	// order.
+	Copies(variant string) [][]pipeline.Container
+	// Close stops and removes everything the launch created.
+	Close(ctx context.Context) error
+}
+
+// DockerBackend launches endpoints on the Docker engine through a
+// containers.Runtime.
+type DockerBackend struct {
+	Runtime *containers.Runtime
+}
+
+var _ Backend = (*DockerBackend)(nil)
+
+// Launch implements Backend.
+func (b *DockerBackend) Launch(ctx context.Context, plan spec.EndpointPlan) (Launched, error) {
+	es, err := EndpointSpec(plan)
+	if err != nil {
+		return nil, err
+	}
+	d, err := b.Runtime.Deploy(ctx, es)
+	if err != nil {
+		return nil, err
+	}
+	return dockerLaunched{d}, nil
+}
+
+// EndpointSpec translates a resolved SageMaker endpoint into what the Docker
+// runtime launches.
+func EndpointSpec(plan spec.EndpointPlan) (containers.EndpointSpec, error) {
+	es := containers.EndpointSpec{Name: plan.Name}
+	for _, v := range plan.Variants {
+		vs := containers.VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout}
+		for _, c := range v.Containers {
+			req, err := gpu.ParseRequest(c.GPUs)
+			if err != nil {
+				return es, fmt.Errorf("variant %q container %q: GPUs: %w", v.Name, c.Hostname, err)
+			}
+			vs.Containers = append(vs.Containers, containers.ContainerSpec{
+				Hostname:     c.Hostname,
+				Image:        c.Image,
+				Environment:  c.Environment,
+				ModelDataURL: c.ModelDataURL,
+				BaseDir:      c.BaseDir,
+				MultiModel:   c.Mode == "MultiModel",
+				GPUs:         req,
+				CPUs:         c.Resources.Cpus,
+				MemoryBytes:  c.Resources.MemoryMiB << 20,
+			})
+		}
+		es.Variants = append(es.Variants, vs)
+	}
+	return es, nil
+}
+
+type dockerLaunched struct{ d *containers.Deployment }
+
+func (l dockerLaunched) Copies(variant string) [][]pipeline.Container {
+	for _, v := range l.d.Variants() {
+		if v.Name != variant {
+			continue
+		}
+		out := make([][]pipeline.Container, len(v.Copies))
+		for i, cp := range v.Copies {
+			for _, c := range cp {
+				out[i] = append(out[i], c)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func (l dockerLaunched) Close(ctx context.Context) error { return l.d.Close(ctx) }
+
+var _ pipeline.Container = (*containers.Container)(nil)

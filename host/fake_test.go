@@ -1,0 +1,181 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/pipeline"
+)
+
+// fakeContainer stands in for a model container: it appends its tag to the
+// body, and obeys the probe container's switches in the custom attributes
+// (status=N, sleep=D, ct=T, attrs=V), so the host's tests need no Docker.
+type fakeContainer struct {
+	host  string
+	srv   *httptest.Server
+	calls atomic.Int64
+	ready atomic.Bool
+	mu    sync.Mutex
+	seen  []http.Header
+}
+
+func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {
+	f := &fakeContainer{host: hostname}
+	f.ready.Store(true)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.calls.Add(1)
+		f.mu.Lock()
+		f.seen = append(f.seen, r.Header.Clone())
+		f.mu.Unlock()
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 7<<20))
+		ct := r.Header.Get("Content-Type")
+		for _, kv := range strings.Split(r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"), ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "status":
+				code, _ := strconv.Atoi(v)
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(code)
+				fmt.Fprintf(w, "%s: forced status %d", hostname, code)
+				return
+			case "fail": // fail=<hostname>:<status>
+				h, code, _ := strings.Cut(v, ":")
+				if h == hostname {
+					n, _ := strconv.Atoi(code)
+					w.Header().Set("Content-Type", "text/plain")
+					w.WriteHeader(n)
+					fmt.Fprintf(w, "%s: forced status %d", hostname, n)
+					return
+				}
+			case "sleep":
+				d, _ := time.ParseDuration(v)
+				select {
+				case <-time.After(d):
+				case <-r.Context().Done():
+					return
+				}
+			case "ct":
+				ct = v
+			case "attrs":
+				w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", v)
+			}
+		}
+		w.Header().Set("Content-Type", ct)
+		w.Write(body)
+		io.WriteString(w, tag)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeContainer) Hostname() string { return f.host }
+func (f *fakeContainer) BaseURL() string  { return f.srv.URL }
+func (f *fakeContainer) Ready() bool      { return f.ready.Load() }
+
+func (f *fakeContainer) lastHeader() http.Header {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.seen) == 0 {
+		return nil
+	}
+	return f.seen[len(f.seen)-1]
+}
+
+// fakeBackend launches fake containers: each container plan's Image is its tag.
+type fakeBackend struct {
+	t        *testing.T
+	mu       sync.Mutex
+	byHost   map[string]*fakeContainer // "endpoint/variant/hostname" of copy 0
+	fail     error
+	delay    time.Duration
+	launches atomic.Int64
+	closed   atomic.Int64
+}
+
+func (b *fakeBackend) Launch(ctx context.Context, plan spec.EndpointPlan) (Launched, error) {
+	b.launches.Add(1)
+	if b.delay > 0 {
+		select {
+		case <-time.After(b.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if b.fail != nil {
+		return nil, b.fail
+	}
+	l := &fakeLaunched{b: b, copies: map[string][][]pipeline.Container{}}
+	for _, v := range plan.Variants {
+		for cp := range v.InstanceCount {
+			var chain []pipeline.Container
+			for _, c := range v.Containers {
+				fc := newFakeContainer(b.t, c.Hostname, c.Image)
+				if cp == 0 {
+					b.mu.Lock()
+					if b.byHost == nil {
+						b.byHost = map[string]*fakeContainer{}
+					}
+					b.byHost[plan.Name+"/"+v.Name+"/"+c.Hostname] = fc
+					b.mu.Unlock()
+				}
+				chain = append(chain, fc)
+			}
+			l.copies[v.Name] = append(l.copies[v.Name], chain)
+		}
+	}
+	return l, nil
+}
+
+func (b *fakeBackend) container(key string) *fakeContainer {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.byHost[key]
+}
+
+type fakeLaunched struct {
+	b      *fakeBackend
+	copies map[string][][]pipeline.Container
+}
+
+func (l *fakeLaunched) Copies(v string) [][]pipeline.Container { return l.copies[v] }
+func (l *fakeLaunched) Close(context.Context) error            { l.b.closed.Add(1); return nil }
+
+// plan builds an endpoint plan: one variant per entry of variants, each a
+// chain of containers given as "hostname:tag".
+func plan(name, mode string, variants map[string][]string) spec.EndpointPlan {
+	p := spec.EndpointPlan{Name: name, ConfigName: name, Mode: mode}
+	for _, vname := range sortedKeys(variants) {
+		v := spec.VariantPlan{Name: vname, InstanceCount: 1, Weight: 1}
+		for _, hc := range variants[vname] {
+			h, tag, _ := strings.Cut(hc, ":")
+			v.Containers = append(v.Containers, spec.ContainerPlan{Hostname: h, Image: tag, Mode: "SingleModel"})
+		}
+		p.Variants = append(p.Variants, v)
+	}
+	return p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,441 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/aws/smithy-go"
+	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/host/spec"
+)
+
+type harness struct {
+	t       *testing.T
+	srv     *Server
+	http    *httptest.Server
+	backend *fakeBackend
+	client  *sagemakerruntime.Client
+}
+
+func newHarness(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	b := &fakeBackend{t: t}
+	if cfg.Backend == nil {
+		cfg.Backend = b
+	}
+	cfg.Logger = zerolog.Nop()
+	s := New(cfg)
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		s.Close(context.Background())
+	})
+	client := sagemakerruntime.New(sagemakerruntime.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(hs.URL),
+		Credentials:  aws.AnonymousCredentials{},
+		HTTPClient:   hs.Client(),
+	})
+	return &harness{t: t, srv: s, http: hs, backend: b, client: client}
+}
+
+// deploy creates the endpoint and waits until its launch ends.
+func (h *harness) deploy(p spec.EndpointPlan) error {
+	h.t.Helper()
+	done := make(chan error, 1)
+	if err := h.srv.CreateEndpoint(p, func(err error) { done <- err }); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		h.t.Fatal("launch did not finish")
+		return nil
+	}
+}
+
+func (h *harness) invoke(in *sagemakerruntime.InvokeEndpointInput) (*sagemakerruntime.InvokeEndpointOutput, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return h.client.InvokeEndpoint(ctx, in)
+}
+
+func body(s string) []byte { return []byte(s) }
+
+func wantAPIError(t *testing.T, err error, code, msgPart string) {
+	t.Helper()
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("error = %v (%T), want API error %s", err, err, code)
+	}
+	if ae.ErrorCode() != code {
+		t.Fatalf("code = %q (%v), want %q", ae.ErrorCode(), err, code)
+	}
+	if !strings.Contains(ae.ErrorMessage(), msgPart) {
+		t.Fatalf("message = %q, want it to contain %q", ae.ErrorMessage(), msgPart)
+	}
+}
+
+func TestDirectInvocation(t *testing.T) {
+	h := newHarness(t, Config{})
+	if err := h.deploy(plan("ab", "Direct", map[string][]string{"AllTraffic": {"english:EN", "german:DE"}})); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{
+		EndpointName: aws.String("ab"), Body: body("hello "), ContentType: aws.String("text/plain"),
+		TargetContainerHostname: aws.String("german"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Body); got != "hello DE" {
+		t.Errorf("body = %q, want %q", got, "hello DE")
+	}
+	if got := aws.ToString(out.InvokedProductionVariant); got != "AllTraffic" {
+		t.Errorf("variant = %q", got)
+	}
+	if got := aws.ToString(out.ContentType); got != "text/plain" {
+		t.Errorf("content type = %q", got)
+	}
+	if out.CustomAttributes != nil {
+		t.Errorf("custom attributes = %q, want none (the container set none)", aws.ToString(out.CustomAttributes))
+	}
+	if n := h.backend.container("ab/AllTraffic/english").calls.Load(); n != 0 {
+		t.Errorf("english was called %d times; Direct must call only the target", n)
+	}
+
+	t.Run("missing hostname", func(t *testing.T) {
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ab"), Body: body("x")})
+		var ve *types.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("err = %v, want *types.ValidationError", err)
+		}
+	})
+	t.Run("unknown hostname", func(t *testing.T) {
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ab"), Body: body("x"),
+			TargetContainerHostname: aws.String("french")})
+		wantAPIError(t, err, "ValidationError", "french")
+	})
+	t.Run("bad hostname pattern", func(t *testing.T) {
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ab"), Body: body("x"),
+			TargetContainerHostname: aws.String("bad_name")})
+		wantAPIError(t, err, "ValidationError", "Value 'bad_name' at 'targetContainerHostname' failed to satisfy constraint")
+	})
+	t.Run("custom attributes round trip", func(t *testing.T) {
+		out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ab"), Body: body("x"),
+			TargetContainerHostname: aws.String("english"), CustomAttributes: aws.String("attrs=trace-7")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := aws.ToString(out.CustomAttributes); got != "trace-7" {
+			t.Errorf("custom attributes = %q, want trace-7", got)
+		}
+	})
+	t.Run("target model on a single-model endpoint", func(t *testing.T) {
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ab"), Body: body("x"),
+			TargetContainerHostname: aws.String("english"), TargetModel: aws.String("m.tar.gz")})
+		wantAPIError(t, err, "ValidationError", "Endpoint ab is not a multi-model endpoint and does not support target model header.")
+	})
+}
+
+func TestSerialInvocation(t *testing.T) {
+	h := newHarness(t, Config{})
+	if err := h.deploy(plan("chain", "Serial", map[string][]string{"AllTraffic": {"a:A", "b:B", "c:C"}})); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{
+		EndpointName: aws.String("chain"), Body: body("x"), ContentType: aws.String("text/csv"),
+		Accept: aws.String("application/json"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out.Body); got != "xABC" {
+		t.Errorf("body = %q, want xABC (order a, b, c)", got)
+	}
+	a, c := h.backend.container("chain/AllTraffic/a"), h.backend.container("chain/AllTraffic/c")
+	if got := a.lastHeader().Get("Accept"); got != "" {
+		t.Errorf("first container got Accept %q; only the last gets the client's", got)
+	}
+	if got := c.lastHeader().Get("Accept"); got != "application/json" {
+		t.Errorf("last container got Accept %q", got)
+	}
+
+	t.Run("content type chains", func(t *testing.T) {
+		// a answers text/csv; charset=utf-8 and b must receive exactly that.
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("chain"), Body: body("x"),
+			ContentType: aws.String("application/json"), CustomAttributes: aws.String("ct=text/csv; charset=utf-8")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.backend.container("chain/AllTraffic/b").lastHeader().Get("Content-Type"); got != "text/csv; charset=utf-8" {
+			t.Errorf("b got Content-Type %q", got)
+		}
+	})
+	t.Run("error at container b stops the chain", func(t *testing.T) {
+		before := c.calls.Load()
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("chain"), Body: body("x"),
+			CustomAttributes: aws.String("fail=b:503")})
+		var me *types.ModelError
+		if !errors.As(err, &me) {
+			t.Fatalf("err = %v, want *types.ModelError", err)
+		}
+		if got := aws.ToInt32(me.OriginalStatusCode); got != 503 {
+			t.Errorf("OriginalStatusCode = %d, want 503", got)
+		}
+		if got := aws.ToString(me.OriginalMessage); got != "b: forced status 503" {
+			t.Errorf("OriginalMessage = %q", got)
+		}
+		if !strings.Contains(aws.ToString(me.Message), "Received server error (503) from b") {
+			t.Errorf("Message = %q", aws.ToString(me.Message))
+		}
+		if c.calls.Load() != before {
+			t.Error("container c was called after b failed")
+		}
+	})
+	t.Run("hostname on a serial endpoint", func(t *testing.T) {
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("chain"), Body: body("x"),
+			TargetContainerHostname: aws.String("a")})
+		var ve *types.ValidationError
+		if !errors.As(err, &ve) {
+			t.Fatalf("err = %v, want *types.ValidationError", err)
+		}
+	})
+}
+
+func TestContainerTimeout(t *testing.T) {
+	h := newHarness(t, Config{ContainerTimeout: 200 * time.Millisecond})
+	if err := h.deploy(plan("slow", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("slow"), Body: body("x"),
+		CustomAttributes: aws.String("sleep=5s")})
+	var me *types.ModelError
+	if !errors.As(err, &me) {
+		t.Fatalf("err = %v, want *types.ModelError", err)
+	}
+	if got := aws.ToInt32(me.OriginalStatusCode); got != 0 {
+		t.Errorf("OriginalStatusCode = %d, want 0 on timeout", got)
+	}
+	if !strings.Contains(aws.ToString(me.Message), "timed out") {
+		t.Errorf("Message = %q", aws.ToString(me.Message))
+	}
+}
+
+func TestEndpointStates(t *testing.T) {
+	h := newHarness(t, Config{})
+	t.Run("unknown endpoint", func(t *testing.T) {
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("nope"), Body: body("x")})
+		wantAPIError(t, err, "ValidationError", "Endpoint nope of account 123456789012 not found.")
+	})
+	t.Run("creating", func(t *testing.T) {
+		h := newHarness(t, Config{})
+		h.backend.delay = 2 * time.Second
+		if err := h.srv.CreateEndpoint(plan("later", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("later"), Body: body("x")})
+		wantAPIError(t, err, "ValidationError", "is not InService: its status is Creating")
+	})
+	t.Run("failed", func(t *testing.T) {
+		h := newHarness(t, Config{})
+		h.backend.fail = errors.New("image missing")
+		if err := h.deploy(plan("broken", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})); err == nil {
+			t.Fatal("launch succeeded, want failure")
+		}
+		infos := h.srv.Endpoints()
+		var got *EndpointInfo
+		for i := range infos {
+			if infos[i].Name == "broken" {
+				got = &infos[i]
+			}
+		}
+		if got == nil || got.Status != StatusFailed || got.FailureReason != "image missing" {
+			t.Fatalf("endpoint info = %+v", got)
+		}
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("broken"), Body: body("x")})
+		wantAPIError(t, err, "ValidationError", "its status is Failed")
+	})
+	t.Run("duplicate name", func(t *testing.T) {
+		if err := h.deploy(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.srv.CreateEndpoint(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), nil); err == nil {
+			t.Fatal("a second endpoint with the same name was accepted")
+		}
+	})
+}
+
+func TestVariants(t *testing.T) {
+	h := newHarness(t, Config{})
+	p := plan("split", "Serial", map[string][]string{"one": {"primary:1"}, "two": {"primary:2"}})
+	p.Variants[0].Weight = 3
+	p.Variants[1].Weight = 1
+	if err := h.deploy(p); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for range 400 {
+		out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("split"), Body: body("x")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := aws.ToString(out.InvokedProductionVariant)
+		if want := "x" + map[string]string{"one": "1", "two": "2"}[v]; string(out.Body) != want {
+			t.Fatalf("variant %s answered %q", v, out.Body)
+		}
+		counts[v]++
+	}
+	// 3:1 split of 400 draws: "one" gets 300 on average, sd ~8.7.
+	if counts["one"] < 250 || counts["one"] > 350 {
+		t.Errorf("split = %v, want about 300:100", counts)
+	}
+	for _, target := range []string{"one", "two"} {
+		out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("split"), Body: body("x"),
+			TargetVariant: aws.String(target)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := aws.ToString(out.InvokedProductionVariant); got != target {
+			t.Errorf("TargetVariant %s answered by %s", target, got)
+		}
+	}
+	_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("split"), Body: body("x"),
+		TargetVariant: aws.String("three")})
+	wantAPIError(t, err, "ValidationError", "three")
+}
+
+func TestOversizeBody(t *testing.T) {
+	h := newHarness(t, Config{})
+	// The container echoes the body and adds nothing (empty tag).
+	if err := h.deploy(plan("big", "Serial", map[string][]string{"AllTraffic": {"primary:"}})); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("big"), Body: make([]byte, MaxPayload)})
+	if err != nil {
+		t.Fatalf("a body of exactly 6 MiB was refused: %v", err)
+	}
+	_, err = h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("big"), Body: make([]byte, MaxPayload+1)})
+	wantAPIError(t, err, "ValidationError", "exceeds the maximum of 6291456 bytes")
+
+	// Without a Content-Length (chunked), the cap still holds.
+	req, _ := http.NewRequest(http.MethodPost, h.http.URL+"/endpoints/big/invocations", io.MultiReader(bytes.NewReader(make([]byte, MaxPayload)), strings.NewReader("!")))
+	req.ContentLength = -1
+	resp, err := h.http.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get("X-Amzn-ErrorType") != "ValidationError" {
+		t.Errorf("chunked oversize: status %d, type %q", resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"))
+	}
+}
+
+// TestErrorShape checks the raw wire form of errors: JSON body with __type and
+// Message, the X-Amzn-ErrorType header, a request id — never an empty body.
+func TestErrorShape(t *testing.T) {
+	h := newHarness(t, Config{})
+	cases := []struct {
+		name, method, path, wantType string
+		wantStatus                   int
+	}{
+		{"unknown endpoint", "POST", "/endpoints/nope/invocations", "ValidationError", 400},
+		{"bad endpoint name", "POST", "/endpoints/bad_name/invocations", "ValidationError", 400},
+		{"unknown path", "GET", "/nothing/here", "UnknownOperationException", 404},
+		{"wrong method", "GET", "/endpoints/x/invocations", "UnknownOperationException", 405},
+		{"streaming not supported", "POST", "/endpoints/x/invocations-response-stream", "ValidationError", 400},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, h.http.URL+tc.path, strings.NewReader("x"))
+			resp, err := h.http.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var b struct {
+				Type    string `json:"__type"`
+				Message string
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+				t.Fatalf("body is not JSON: %v", err)
+			}
+			if resp.StatusCode != tc.wantStatus || b.Type != tc.wantType || b.Message == "" {
+				t.Errorf("got %d %+v, want %d %s", resp.StatusCode, b, tc.wantStatus, tc.wantType)
+			}
+			if got := resp.Header.Get("X-Amzn-ErrorType"); got != tc.wantType {
+				t.Errorf("X-Amzn-ErrorType = %q", got)
+			}
+			if resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("X-Amzn-RequestId") == "" {
+				t.Errorf("headers = %v", resp.Header)
+			}
+		})
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	h := newHarness(t, Config{})
+	if err := h.deploy(plan("m", "Serial", map[string][]string{"AllTraffic": {"a:A", "b:B"}})); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("m"), Body: body("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("m"), Body: body("x"), CustomAttributes: aws.String("fail=b:404")})
+	resp, err := h.http.Client().Get(h.http.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{
+		`Invocations{EndpointName="m",VariantName="AllTraffic"} 4`,
+		`Invocation4XXErrors{EndpointName="m",VariantName="AllTraffic"} 1`,
+		`InvocationModelErrors{EndpointName="m",VariantName="AllTraffic"} 1`,
+		`ModelLatency_count{EndpointName="m",VariantName="AllTraffic"} 3`,
+		`OverheadLatency_count{EndpointName="m",VariantName="AllTraffic"} 3`,
+		`ContainerLatency_count{ContainerName="a",EndpointName="m",VariantName="AllTraffic"} 4`,
+		`ContainerLatency_count{ContainerName="b",EndpointName="m",VariantName="AllTraffic"} 4`,
+		`ContainerInvocation4XXErrors{ContainerName="b",EndpointName="m",VariantName="AllTraffic"} 1`,
+	} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+func TestCloseTearsDown(t *testing.T) {
+	b := &fakeBackend{t: t}
+	s := New(Config{Backend: b, Logger: zerolog.Nop()})
+	for _, name := range []string{"e1", "e2"} {
+		done := make(chan error, 1)
+		s.CreateEndpoint(plan(name, "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), func(err error) { done <- err })
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.closed.Load(); got != 2 {
+		t.Errorf("closed %d launches, want 2", got)
+	}
+	if n := len(s.Endpoints()); n != 0 {
+		t.Errorf("%d endpoints left after Close", n)
+	}
+}

@@ -1,0 +1,140 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/pipeline"
+)
+
+// MaxPayload is SageMaker's 6 MiB limit on request and response bodies
+// (contracts doc §1.3).
+const MaxPayload = 6 << 20
+
+// Config configures a Server. Zero values are defaults.
+type Config struct {
+	Region  string // default us-east-1
+	Account string // default 123456789012
+	// ContainerTimeout bounds each container call; default 60 s, SageMaker's
+	// limit (contracts doc §3.1).
+	ContainerTimeout time.Duration
+	Backend          Backend
+	Logger           zerolog.Logger
+}
+
+// Server is the HTTP front. Create it with New; it is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	log     zerolog.Logger
+	echo    *echo.Echo
+	invoker *pipeline.Invoker
+	metrics *metrics
+	reg     registry
+	ids     *requestIDs
+
+	ctx    context.Context // cancelled by Close: aborts launches in progress
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds the server and its routes.
+func New(cfg Config) *Server {
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if cfg.Account == "" {
+		cfg.Account = "123456789012"
+	}
+	if cfg.ContainerTimeout <= 0 {
+		cfg.ContainerTimeout = 60 * time.Second
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.invoker = pipeline.NewInvoker(pipeline.Options{
+		Timeout:    cfg.ContainerTimeout,
+		MaxPayload: MaxPayload,
+		Observer:   s.metrics,
+	})
+
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.echoError
+	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
+	e.POST("/endpoints/:name/invocations-response-stream", s.unsupported("InvokeEndpointWithResponseStream"))
+	e.POST("/endpoints/:name/async-invocations", s.unsupported("InvokeEndpointAsync"))
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	e.GET("/ping", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
+	e.GET("/mce/endpoints", func(c echo.Context) error { return c.JSON(http.StatusOK, s.Endpoints()) })
+	s.echo = e
+	return s
+}
+
+// Handler is the server's http.Handler.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Invoker is the server's router to containers (for dropping pooled
+// connections to containers that moved).
+func (s *Server) Invoker() *pipeline.Invoker { return s.invoker }
+
+// Close aborts launches in progress, tears down every endpoint and closes
+// idle connections. Stop the HTTP server (http.Server.Shutdown drains
+// in-flight requests) before calling it.
+func (s *Server) Close(ctx context.Context) error {
+	s.cancel()
+	s.wg.Wait()
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, e := range s.reg.all() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.DeleteEndpoint(ctx, e.Name); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	s.invoker.Close()
+	return errors.Join(errs...)
+}
+
+// echoError writes router-level failures (unknown path, wrong method) in the
+// same JSON shape as every other error.
+func (s *Server) echoError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	api := &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce."}
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			api = &APIError{Status: http.StatusNotFound, Code: CodeUnknownOperation,
+				Message: "mce has no operation at " + c.Request().Method + " " + c.Request().URL.Path}
+		case http.StatusMethodNotAllowed:
+			api = &APIError{Status: http.StatusMethodNotAllowed, Code: CodeUnknownOperation,
+				Message: "method " + c.Request().Method + " is not allowed on " + c.Request().URL.Path}
+		}
+	}
+	c.Response().Header().Set(hdrRequestID, s.ids.next())
+	writeError(c.Response(), api)
+}
+
+func (s *Server) unsupported(op string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(hdrRequestID, s.ids.next())
+		writeError(c.Response(), validationError("%s is not supported by mce; use InvokeEndpoint.", op))
+		return nil
+	}
+}

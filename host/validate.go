@@ -1,0 +1,116 @@
+package host
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+// Header names of InvokeEndpoint (contracts doc §1.3). Lookups go through
+// http.Header, which canonicalises, so the Go SDK's canonical spelling and
+// boto3's mixed case both match.
+const (
+	hdrContentType       = "Content-Type"
+	hdrAccept            = "Accept"
+	hdrCustomAttributes  = "X-Amzn-SageMaker-Custom-Attributes"
+	hdrTargetModel       = "X-Amzn-SageMaker-Target-Model"
+	hdrTargetVariant     = "X-Amzn-SageMaker-Target-Variant"
+	hdrTargetContainer   = "X-Amzn-SageMaker-Target-Container-Hostname"
+	hdrInferenceID       = "X-Amzn-SageMaker-Inference-Id"
+	hdrEnableExplain     = "X-Amzn-SageMaker-Enable-Explanations"
+	hdrInferenceComp     = "X-Amzn-SageMaker-Inference-Component"
+	hdrSessionID         = "X-Amzn-SageMaker-Session-Id"
+	hdrInvokedVariant    = "X-Amzn-Invoked-Production-Variant"
+	hdrRequestID         = "X-Amzn-RequestId"
+	defaultContentType   = "application/octet-stream"
+	namePatternText      = `^[a-zA-Z0-9](-*[a-zA-Z0-9])*`
+	printPatternText     = `\A\S[\p{Print}]*\z`
+	componentPatternText = `^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$`
+	sessionPatternText   = `^(NEW_SESSION)$|^[a-zA-Z0-9](-*[a-zA-Z0-9])*$`
+)
+
+var (
+	namePattern = regexp.MustCompile(namePatternText + "$")
+	// Java's \p{Print} (the service's regex dialect) is ASCII [ -~]: Go's [[:print:]].
+	printPattern     = regexp.MustCompile(`\A\S[[:print:]]*\z`)
+	componentPattern = regexp.MustCompile(componentPatternText)
+	sessionPattern   = regexp.MustCompile(sessionPatternText)
+)
+
+// headerRule is one member's constraints as the service model states them.
+type headerRule struct {
+	header  string
+	member  string // the member name in validation messages (lower camel case)
+	min     int
+	max     int
+	ascii   bool
+	pattern *regexp.Regexp
+	shown   string // the pattern as SageMaker prints it
+}
+
+var invokeRules = []headerRule{
+	{header: hdrContentType, member: "contentType", max: 1024, ascii: true},
+	{header: hdrAccept, member: "accept", max: 1024, ascii: true},
+	{header: hdrCustomAttributes, member: "customAttributes", max: 1024, ascii: true},
+	{header: hdrTargetModel, member: "targetModel", min: 1, max: 1024, pattern: printPattern, shown: printPatternText},
+	{header: hdrTargetVariant, member: "targetVariant", max: 63, pattern: namePattern, shown: namePatternText},
+	{header: hdrTargetContainer, member: "targetContainerHostname", max: 63, pattern: namePattern, shown: namePatternText},
+	{header: hdrInferenceID, member: "inferenceId", min: 1, max: 64, pattern: printPattern, shown: printPatternText},
+	{header: hdrEnableExplain, member: "enableExplanations", min: 1, max: 64, pattern: printPattern, shown: printPatternText},
+	{header: hdrInferenceComp, member: "inferenceComponentName", max: 63, pattern: componentPattern, shown: componentPatternText},
+	{header: hdrSessionID, member: "sessionId", max: 256, pattern: sessionPattern, shown: sessionPatternText},
+}
+
+// validateInvokeHeaders checks every InvokeEndpoint header that is present and
+// reports all violations at once, in SageMaker's wording.
+func validateInvokeHeaders(endpoint string, h http.Header) *APIError {
+	var problems []string
+	if len(endpoint) > 63 {
+		problems = append(problems, constraint(endpoint, "endpointName", "Member must have length less than or equal to 63"))
+	} else if !namePattern.MatchString(endpoint) {
+		problems = append(problems, constraint(endpoint, "endpointName", "Member must satisfy regular expression pattern: "+namePatternText))
+	}
+	for _, r := range invokeRules {
+		vs := h.Values(r.header)
+		if len(vs) == 0 {
+			continue
+		}
+		v := strings.Join(vs, ",")
+		switch {
+		case len(v) > r.max:
+			problems = append(problems, constraint(v, r.member, fmt.Sprintf("Member must have length less than or equal to %d", r.max)))
+		case len(v) < r.min:
+			problems = append(problems, constraint(v, r.member, fmt.Sprintf("Member must have length greater than or equal to %d", r.min)))
+		case r.ascii && !isASCII(v):
+			problems = append(problems, constraint(v, r.member, `Member must satisfy regular expression pattern: \p{ASCII}*`))
+		case r.pattern != nil && v != "" && !r.pattern.MatchString(v):
+			problems = append(problems, constraint(v, r.member, "Member must satisfy regular expression pattern: "+r.shown))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	noun := "error"
+	if len(problems) > 1 {
+		noun = "errors"
+	}
+	return validationError("%d validation %s detected: %s", len(problems), noun, strings.Join(problems, "; "))
+}
+
+func constraint(value, member, rule string) string {
+	const maxShown = 128
+	if len(value) > maxShown {
+		value = truncate(value, maxShown) + "..."
+	}
+	return fmt.Sprintf("Value '%s' at '%s' failed to satisfy constraint: %s", value, member, rule)
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
