@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/aws/smithy-go"
+	"github.com/spf13/cobra"
+)
+
+type invokeFlags struct {
+	endpointURL      string
+	region           string
+	targetContainer  string
+	targetVariant    string
+	targetModel      string
+	contentType      string
+	accept           string
+	customAttributes string
+	inferenceID      string
+	timeout          time.Duration
+	verbose          bool
+}
+
+func newInvokeCmd() *cobra.Command {
+	var f invokeFlags
+	cmd := &cobra.Command{
+		Use:   "invoke ENDPOINT [BODY | @file | -]",
+		Short: "Call InvokeEndpoint through the AWS SDK for Go and print the answer",
+		Long: `invoke calls InvokeEndpoint on an mce host (or any SageMaker Runtime endpoint) with
+aws-sdk-go-v2's sagemakerruntime client, so the call is exactly what an application makes.
+The body is the argument itself, @file for a file's contents, or - (or nothing) for
+standard input. The answer's body goes to standard output; with -v the invoked variant,
+content type and custom attributes go to standard error.
+
+Credentials come from the usual AWS environment variables or profile when present;
+otherwise the request is sent unsigned (mce treats it as anonymous).`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return invoke(cmd.Context(), f, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.endpointURL, "endpoint-url", envOr("MCE_ENDPOINT_URL", "http://127.0.0.1:8080"), "URL of the mce host (env MCE_ENDPOINT_URL)")
+	fl.StringVar(&f.region, "region", envOr("AWS_REGION", "us-east-1"), "region to sign for")
+	fl.StringVar(&f.targetContainer, "target-container", "", "TargetContainerHostname (Direct mode)")
+	fl.StringVar(&f.targetVariant, "target-variant", "", "TargetVariant")
+	fl.StringVar(&f.targetModel, "target-model", "", "TargetModel (multi-model endpoints)")
+	fl.StringVar(&f.contentType, "content-type", "", "ContentType of the body (the SDK sends application/octet-stream when empty)")
+	fl.StringVar(&f.accept, "accept", "", "Accept")
+	fl.StringVar(&f.customAttributes, "custom-attributes", "", "CustomAttributes")
+	fl.StringVar(&f.inferenceID, "inference-id", "", "InferenceId")
+	fl.DurationVar(&f.timeout, "timeout", 70*time.Second, "time limit of the call (SageMaker advises 70 s)")
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print the invoked variant and response headers to standard error")
+	return cmd
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func readBodyArg(args []string, stdin io.Reader) ([]byte, error) {
+	const limit = 6 << 20
+	var r io.Reader
+	switch {
+	case len(args) < 2 || args[1] == "-":
+		r = stdin
+	case strings.HasPrefix(args[1], "@"):
+		f, err := os.Open(args[1][1:])
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	default:
+		return []byte(args[1]), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("the body is over SageMaker's 6 MiB limit")
+	}
+	return b, nil
+}
+
+func newRuntimeClient(ctx context.Context, endpointURL, region string) (*sagemakerruntime.Client, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithRegion(region),
+		// Never ask the EC2 metadata service for credentials: mce runs on
+		// laptops and servers where that address is not ours to dial.
+		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
+	}
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) {
+		o.BaseEndpoint = aws.String(endpointURL)
+	}), nil
+}
+
+func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	body, err := readBodyArg(args, stdin)
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	cli, err := newRuntimeClient(ctx, f.endpointURL, f.region)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	in := &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(args[0]), Body: body}
+	set := func(dst **string, v string) {
+		if v != "" {
+			*dst = aws.String(v)
+		}
+	}
+	set(&in.TargetContainerHostname, f.targetContainer)
+	set(&in.TargetVariant, f.targetVariant)
+	set(&in.TargetModel, f.targetModel)
+	set(&in.ContentType, f.contentType)
+	set(&in.Accept, f.accept)
+	set(&in.CustomAttributes, f.customAttributes)
+	set(&in.InferenceId, f.inferenceID)
+	out, err := cli.InvokeEndpoint(ctx, in)
+	if err != nil {
+		return &exitError{code: 1, msg: describeInvokeError(err)}
+	}
+	if f.verbose {
+		fmt.Fprintf(stderr, "InvokedProductionVariant: %s\nContentType: %s\n", aws.ToString(out.InvokedProductionVariant), aws.ToString(out.ContentType))
+		if out.CustomAttributes != nil {
+			fmt.Fprintf(stderr, "CustomAttributes: %s\n", aws.ToString(out.CustomAttributes))
+		}
+	}
+	stdout.Write(out.Body)
+	if len(out.Body) > 0 && out.Body[len(out.Body)-1] != '\n' {
+		fmt.Fprintln(stdout)
+	}
+	return nil
+}
+
+// describeInvokeError prints the SDK's typed error with its SageMaker fields.
+func describeInvokeError(err error) string {
+	var me *types.ModelError
+	if errors.As(err, &me) {
+		return fmt.Sprintf("ModelError: %s (OriginalStatusCode %d, OriginalMessage %q)",
+			aws.ToString(me.Message), aws.ToInt32(me.OriginalStatusCode), aws.ToString(me.OriginalMessage))
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode() + ": " + ae.ErrorMessage()
+	}
+	return err.Error()
+}

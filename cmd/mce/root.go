@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mce",
+		Short: "Run SageMaker-style multi-container and multi-model endpoints on your own Docker engine",
+		Long: `mce runs Amazon SageMaker-style endpoints on the local Docker engine: multi-container
+endpoints (up to 15 containers, invoked directly by TargetContainerHostname or serially
+as a chain) behind the SageMaker Runtime API. boto3, the aws CLI and every AWS SDK work
+against it with only the endpoint URL changed.
+
+Start with:  mce serve -f examples/ab-test/endpoint.yaml
+Then:        mce invoke ab-test --target-container english 'what a lovely day'`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.AddCommand(newServeCmd(), newInvokeCmd())
+	return root
+}
+
+// logFlags are shared by commands that log.
+type logFlags struct {
+	format string
+	level  string
+}
+
+func (f *logFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.format, "log-format", "auto", "log format: json, console, or auto (console on a terminal, else json)")
+	cmd.Flags().StringVar(&f.level, "log-level", "info", "log level: debug, info, warn, error")
+}
+
+func (f *logFlags) logger(w io.Writer) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(f.level))
+	if err != nil || lvl == zerolog.NoLevel {
+		return zerolog.Logger{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.level)
+	}
+	format := f.format
+	if format == "auto" {
+		format = "json"
+		if file, ok := w.(*os.File); ok && isatty.IsTerminal(file.Fd()) {
+			format = "console"
+		}
+	}
+	switch format {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	default:
+		return zerolog.Logger{}, fmt.Errorf("--log-format %q: want json, console or auto", f.format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}

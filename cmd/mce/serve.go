@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/spec"
+)
+
+type serveFlags struct {
+	files            []string
+	listen           string
+	region           string
+	account          string
+	instance         string
+	stateDir         string
+	networkMode      string
+	pull             bool
+	containerTimeout time.Duration
+	stopGrace        time.Duration
+	drain            time.Duration
+	s3Endpoint       string
+	s3PathStyle      bool
+	log              logFlags
+}
+
+func newServeCmd() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve [-f endpoint.yaml ...]",
+		Short: "Start the host, deploy the endpoints in the files, serve until SIGINT/SIGTERM",
+		Long: `serve starts the SageMaker Runtime API on --listen, deploys every endpoint described in
+the -f files (SageMaker's CreateModel, CreateEndpointConfig and CreateEndpoint request
+shapes, in YAML or JSON) and serves until SIGINT or SIGTERM. Then it stops taking
+requests, drains those in flight, and removes every container, network and extracted
+artifact it created.
+
+If an endpoint from the files fails to start, serve removes everything and exits 1,
+naming the container and the cause.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.files, "file", "f", nil, "endpoint file (YAML or JSON); repeatable")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the SageMaker API on")
+	fl.StringVar(&f.region, "region", "us-east-1", "region shown in ARNs and messages")
+	fl.StringVar(&f.account, "account", "123456789012", "account ID shown in ARNs and messages")
+	fl.StringVar(&f.instance, "instance", "default", "name of this mce instance; its containers carry it in a label, and a restarted instance removes what it left behind")
+	fl.StringVar(&f.stateDir, "state-dir", "", "folder for the instance lock and extracted model artifacts (default $XDG_STATE_HOME/mce or ~/.local/state/mce)")
+	fl.StringVar(&f.networkMode, "network-mode", "auto", "how mce reaches containers: address (their address on the endpoint network), published (a port on 127.0.0.1), or auto")
+	fl.BoolVar(&f.pull, "pull", false, "pull images that are not present (the engine contacts their registry)")
+	fl.DurationVar(&f.containerTimeout, "container-timeout", 60*time.Second, "time limit of one container call")
+	fl.DurationVar(&f.stopGrace, "stop-grace", 30*time.Second, "time between SIGTERM and SIGKILL when containers are stopped")
+	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for requests in flight")
+	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store for s3:// model data (e.g. http://127.0.0.1:9000)")
+	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
+	f.log.register(cmd)
+	return cmd
+}
+
+func serve(ctx context.Context, f serveFlags) error {
+	log, err := f.log.logger(os.Stderr)
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+
+	// Validate the files before touching Docker.
+	var plans []spec.EndpointPlan
+	if len(f.files) > 0 {
+		b, err := spec.LoadFiles(f.files...)
+		if err != nil {
+			return &exitError{code: 2, msg: err.Error()}
+		}
+		var warnings []string
+		plans, warnings, err = b.Plans(f.region, f.account)
+		if err != nil {
+			return &exitError{code: 2, msg: err.Error()}
+		}
+		for _, w := range warnings {
+			log.Warn().Msg(w)
+		}
+	}
+
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", f.listen, err)
+	}
+	defer ln.Close()
+
+	cli, err := containers.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	fetcher, err := artifact.NewFetcher(artifact.Options{S3: artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle}})
+	if err != nil {
+		return err
+	}
+	rt, err := containers.New(ctx, containers.Options{
+		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
+		Network: containers.NetworkMode(f.networkMode), Pull: f.pull,
+		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace,
+	})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	srv := host.New(host.Config{
+		Region: f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
+		Backend: &host.DockerBackend{Runtime: rt}, Logger: log,
+	})
+	rt.OnAddressChange(srv.Invoker().Forget)
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	log.Info().Str("listen", ln.Addr().String()).Str("instance", f.instance).Msg("mce is serving the SageMaker API")
+
+	// Deploy the files' endpoints; the first failure ends serve.
+	failed := make(chan error, len(plans))
+	for _, p := range plans {
+		if err := srv.CreateEndpoint(p, func(err error) {
+			if err != nil {
+				failed <- fmt.Errorf("endpoint %q failed: %w", p.Name, err)
+			}
+		}); err != nil {
+			failed <- err
+		}
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("shutting down: draining requests in flight")
+	case runErr = <-failed:
+	case err := <-serveErr:
+		runErr = fmt.Errorf("serving: %w", err)
+	}
+
+	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
+	if err := hs.Shutdown(dctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn().Err(err).Msg("requests still in flight after the drain period")
+	}
+	cancel()
+	tctx, cancel := context.WithTimeout(context.Background(), f.stopGrace+time.Minute)
+	defer cancel()
+	if err := srv.Close(tctx); err != nil {
+		log.Error().Err(err).Msg("teardown")
+		if runErr == nil {
+			runErr = err
+		}
+	}
+	log.Info().Msg("mce stopped; containers, networks and artifacts removed")
+	return runErr
+}
