@@ -519,3 +519,43 @@ func childHost() {
 	fmt.Println("READY")
 	time.Sleep(10 * time.Minute)
 }
+
+// TestPublishedFallback reaches containers through ports published on
+// 127.0.0.1, the fallback for engines whose container addresses mce cannot
+// route to, and checks nothing is published on another interface.
+func TestPublishedFallback(t *testing.T) {
+	cli := testenv.Docker(t)
+	instance := testenv.Instance(t)
+	rt, err := containers.New(context.Background(), containers.Options{
+		Engine: cli, Instance: instance, StateDir: t.TempDir(), Network: containers.NetworkPublished,
+		Logger: zerolog.Nop(), StopGrace: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	d, err := rt.Deploy(context.Background(), probeSpec(testenv.Image(t, "probe"), 2, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	for _, c := range d.Containers() {
+		if !strings.HasPrefix(c.BaseURL(), "http://127.0.0.1:") {
+			t.Errorf("%s reached at %s, want a port on 127.0.0.1", c.Hostname(), c.BaseURL())
+		}
+		if code, body := call(t, c, "", "hello"); code != 200 || body != "hello" {
+			t.Errorf("%s: %d %q", c.Hostname(), code, body)
+		}
+		res, err := cli.ContainerInspect(context.Background(), c.ID(), client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for port, bindings := range res.Container.HostConfig.PortBindings {
+			for _, b := range bindings {
+				if b.HostIP.String() != "127.0.0.1" {
+					t.Errorf("%s publishes %v on %v", c.Hostname(), port, b.HostIP)
+				}
+			}
+		}
+	}
+}

@@ -21,12 +21,13 @@ import (
 // body, and obeys the probe container's switches in the custom attributes
 // (status=N, sleep=D, ct=T, attrs=V), so the host's tests need no Docker.
 type fakeContainer struct {
-	host  string
-	srv   *httptest.Server
-	calls atomic.Int64
-	ready atomic.Bool
-	mu    sync.Mutex
-	seen  []http.Header
+	host      string
+	srv       *httptest.Server
+	calls     atomic.Int64
+	cancelled atomic.Int64 // requests whose context ended while the container was working
+	ready     atomic.Bool
+	mu        sync.Mutex
+	seen      []http.Header
 }
 
 func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {
@@ -62,6 +63,7 @@ func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {
 				select {
 				case <-time.After(d):
 				case <-r.Context().Done():
+					f.cancelled.Add(1)
 					return
 				}
 			case "ct":

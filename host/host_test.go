@@ -439,3 +439,27 @@ func TestCloseTearsDown(t *testing.T) {
 		t.Errorf("%d endpoints left after Close", n)
 	}
 }
+
+// TestClientHangUpCancelsContainerCall: when the client goes away, the call
+// into the container is cancelled rather than left running.
+func TestClientHangUpCancelsContainerCall(t *testing.T) {
+	h := newHarness(t, Config{})
+	if err := h.deploy(plan("hang", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := h.client.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("hang"), Body: body("x"),
+		CustomAttributes: aws.String("sleep=10s")})
+	if err == nil {
+		t.Fatal("the call succeeded; want the client's deadline")
+	}
+	c := h.backend.container("hang/AllTraffic/primary")
+	deadline := time.Now().Add(5 * time.Second)
+	for c.cancelled.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.cancelled.Load() != 1 {
+		t.Error("the container's request was not cancelled when the client hung up")
+	}
+}

@@ -100,6 +100,7 @@ func validateInvokeHeaders(endpoint string, h http.Header) *APIError {
 
 func constraint(value, member, rule string) string {
 	const maxShown = 128
+	value = strings.ToValidUTF8(value, "\uFFFD") // the value is echoed into a JSON message
 	if len(value) > maxShown {
 		value = truncate(value, maxShown) + "..."
 	}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mce-run/mce/internal/testenv"
+)
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func endpointFile(t *testing.T, env string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "ep.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: m
+    PrimaryContainer: {Image: mce-example/probe:latest, Environment: {`+env+`}}
+EndpointConfigs:
+  - EndpointConfigName: c
+    ProductionVariants: [{VariantName: AllTraffic, ModelName: m, InitialInstanceCount: 1, InstanceType: ml.c5.large, ContainerStartupHealthCheckTimeoutInSeconds: 60}]
+Endpoints:
+  - {EndpointName: ep, EndpointConfigName: c}
+`), 0o644)
+	return file
+}
+
+func serveFlagsFor(t *testing.T, listen, file string) serveFlags {
+	return serveFlags{
+		files: []string{file}, listen: listen, region: "us-east-1", account: "123456789012",
+		instance: testenv.Instance(t), stateDir: t.TempDir(), networkMode: "auto",
+		containerTimeout: 10 * time.Second, stopGrace: 2 * time.Second, drain: 10 * time.Second,
+		log: logFlags{format: "json", level: "warn"},
+	}
+}
+
+// TestServeDrainsInFlightRequests stops serve while a request is inside a
+// container: the request completes, then everything is removed.
+func TestServeDrainsInFlightRequests(t *testing.T) {
+	cli := testenv.Docker(t)
+	testenv.Image(t, "probe")
+	listen := freePort(t)
+	f := serveFlagsFor(t, listen, endpointFile(t, ""))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, f) }()
+
+	base := "http://" + listen
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(base + "/mce/endpoints")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"InService"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("endpoint never InService")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	inflight := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, base+"/endpoints/ep/invocations", strings.NewReader("still here"))
+		req.Header.Set("X-Amzn-SageMaker-Custom-Attributes", "sleep=1500ms")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			inflight <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		inflight <- result{code: resp.StatusCode, body: string(b)}
+	}()
+	time.Sleep(400 * time.Millisecond)
+	cancel() // what SIGTERM does
+
+	r := <-inflight
+	if r.err != nil || r.code != 200 || r.body != "still here" {
+		t.Errorf("in-flight request: %d %q %v; want it answered", r.code, r.body, r.err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	if _, err := http.Get(base + "/ping"); err == nil {
+		t.Error("still taking requests after shutdown")
+	}
+	if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
+		t.Errorf("left behind %d containers, %d networks", c, n)
+	}
+}
+
+func TestServeRefusesBadFiles(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(file, []byte("Models:\n  - ModelName: m\n    PrimaryContainer: {Imagee: x}\n"), 0o644)
+	err := serve(context.Background(), serveFlagsFor(t, freePort(t), file))
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "Imagee") {
+		t.Fatalf("err = %v, want exit 2 naming the field", err)
+	}
+}
+
+func TestServeExitsWhenAnEndpointFails(t *testing.T) {
+	cli := testenv.Docker(t)
+	testenv.Image(t, "probe")
+	f := serveFlagsFor(t, freePort(t), endpointFile(t, "PROBE_EXIT_AFTER: 200ms, PROBE_READY_AFTER: 1m, PROBE_EXIT_CODE: '5'"))
+	err := serve(context.Background(), f)
+	if err == nil || !strings.Contains(err.Error(), "exited with code 5") || !strings.Contains(err.Error(), `"primary"`) {
+		t.Fatalf("err = %v, want the failing container named with its exit code", err)
+	}
+	if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
+		t.Errorf("left behind %d containers, %d networks", c, n)
+	}
+}

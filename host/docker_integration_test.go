@@ -1,0 +1,172 @@
+package host_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/internal/testenv"
+)
+
+// dockerHost serves the endpoints of the given files on real containers and
+// returns an aws-sdk-go-v2 client pointed at it.
+func dockerHost(t *testing.T, files ...string) *sagemakerruntime.Client {
+	t.Helper()
+	cli := testenv.Docker(t)
+	for _, img := range []string{"probe", "sentiment", "featurizer", "classifier"} {
+		testenv.Image(t, img)
+	}
+	testenv.Models(t)
+	instance := testenv.Instance(t)
+	rt, err := containers.New(context.Background(), containers.Options{
+		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: zerolog.Nop(),
+		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Logger: zerolog.Nop(), ContainerTimeout: 5 * time.Second})
+	rt.OnAddressChange(srv.Invoker().Forget)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		if err := srv.Close(context.Background()); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+		rt.Close()
+		if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
+			t.Errorf("left behind %d containers, %d networks", c, n)
+		}
+	})
+	b, err := spec.LoadFiles(files...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, _, err := b.Plans("us-east-1", "123456789012")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(plans))
+	for _, p := range plans {
+		wg.Add(1)
+		if err := srv.CreateEndpoint(p, func(err error) { errs <- err; wg.Done() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sagemakerruntime.New(sagemakerruntime.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}, HTTPClient: hs.Client(),
+	})
+}
+
+func invoke(t *testing.T, c *sagemakerruntime.Client, in *sagemakerruntime.InvokeEndpointInput) (*sagemakerruntime.InvokeEndpointOutput, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return c.InvokeEndpoint(ctx, in)
+}
+
+func TestExamplesOnDocker(t *testing.T) {
+	root := testenv.RepoRoot(t)
+	c := dockerHost(t, filepath.Join(root, "examples/ab-test/endpoint.yaml"), filepath.Join(root, "examples/preprocess-inference/endpoint.yaml"))
+
+	for _, tc := range []struct{ host, text, label string }{
+		{"english", "What a wonderful, helpful service", "POSITIVE"},
+		{"english", "This was terrible and slow", "NEGATIVE"},
+		{"german", "Das ist wunderbar, vielen Dank", "POSITIVE"},
+		{"german", "Das war leider furchtbar", "NEGATIVE"},
+	} {
+		out, err := invoke(t, c, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ab-test"),
+			TargetContainerHostname: aws.String(tc.host), ContentType: aws.String("text/plain"), Body: []byte(tc.text)})
+		if err != nil {
+			t.Fatalf("%s %q: %v", tc.host, tc.text, err)
+		}
+		var got struct{ Label, Language string }
+		if err := json.Unmarshal(out.Body, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Label != tc.label || got.Language != map[string]string{"english": "en", "german": "de"}[tc.host] {
+			t.Errorf("%s %q: %s", tc.host, tc.text, out.Body)
+		}
+	}
+
+	out, err := invoke(t, c, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("preprocess-inference"),
+		ContentType: aws.String("text/plain"), Accept: aws.String("text/csv"),
+		Body: []byte("I was charged twice this month\nThe app crashes on start\nWhere is my parcel")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(out.Body)); strings.Join(got, ",") != "billing,technical,shipping" {
+		t.Errorf("chain labels = %q", out.Body)
+	}
+	if aws.ToString(out.ContentType) != "text/csv" {
+		t.Errorf("chain content type = %q", aws.ToString(out.ContentType))
+	}
+
+	// A content type the sentiment container does not take: its 415 comes
+	// back as a ModelError naming it.
+	_, err = invoke(t, c, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ab-test"),
+		TargetContainerHostname: aws.String("german"), ContentType: aws.String("image/png"), Body: []byte("x")})
+	var me *types.ModelError
+	if !errors.As(err, &me) || aws.ToInt32(me.OriginalStatusCode) != 415 || !strings.Contains(aws.ToString(me.Message), "german") {
+		t.Errorf("err = %v, want ModelError 415 from german", err)
+	}
+}
+
+// TestCopiesFailOver runs two copies of a variant, crashes one, and checks
+// that every following request is answered by the healthy copy.
+func TestCopiesFailOver(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "copies.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: twice
+    PrimaryContainer: {Image: mce-example/probe:latest}
+EndpointConfigs:
+  - EndpointConfigName: twice
+    ProductionVariants:
+      - {VariantName: AllTraffic, ModelName: twice, InitialInstanceCount: 2, InstanceType: ml.c5.large}
+Endpoints:
+  - {EndpointName: twice, EndpointConfigName: twice}
+`), 0o644)
+	c := dockerHost(t, file)
+	// The crash request itself gets no answer: a ModelError.
+	_, err := invoke(t, c, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("twice"), Body: []byte("x"),
+		CustomAttributes: aws.String("crash=4")})
+	var me *types.ModelError
+	if !errors.As(err, &me) {
+		t.Fatalf("crash request: err = %v, want ModelError", err)
+	}
+	for i := range 100 {
+		out, err := invoke(t, c, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("twice"), Body: []byte(fmt.Sprint(i))})
+		if err != nil {
+			t.Fatalf("request %d after the crash: %v", i, err)
+		}
+		if string(out.Body) != fmt.Sprint(i) {
+			t.Fatalf("request %d: %q", i, out.Body)
+		}
+	}
+}
