@@ -18,6 +18,7 @@ type Container struct {
 	id       string
 	name     string
 	endpoint string
+	gen      int
 	variant  string
 	copy     int
 	spec     ContainerSpec

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -32,40 +33,72 @@ const (
 // launchParallelism bounds concurrent create/start calls to the engine.
 const launchParallelism = 8
 
-// Deployment is one endpoint's running containers: its network, its model
-// artifacts and every copy of every variant's container set.
+// Deployment is one generation of an endpoint's running containers: every
+// copy of every variant's container set, with their model artifacts. During an
+// update two generations of one endpoint run side by side on the endpoint's
+// network; the network goes with the last of them.
 type Deployment struct {
 	rt       *Runtime
 	endpoint string
-	netID    string
+	gen      int
+	spec     EndpointSpec
 	netName  string
 	workDir  string
+
+	mu       sync.Mutex
 	variants []*VariantDeployment
+	models   map[modelKey]string // model folder per variant container, shared by copies
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// VariantDeployment holds a variant's running copies, each an ordered
-// container set (the chain order of the model's Containers).
+// VariantDeployment is a snapshot of a variant's running copies, each an
+// ordered container set (the chain order of the model's Containers).
 type VariantDeployment struct {
 	Name   string
 	Copies [][]*Container
 }
 
+type deploymentKey struct {
+	endpoint string
+	gen      int
+}
+
 // Endpoint is the endpoint's name.
 func (d *Deployment) Endpoint() string { return d.endpoint }
+
+// Generation tells this deployment from others of the same endpoint.
+func (d *Deployment) Generation() int { return d.gen }
 
 // Network is the name of the endpoint's bridge network.
 func (d *Deployment) Network() string { return d.netName }
 
-// Variants returns the running variants in spec order.
-func (d *Deployment) Variants() []*VariantDeployment { return d.variants }
+// Variants returns a snapshot of the running variants in spec order.
+func (d *Deployment) Variants() []*VariantDeployment {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*VariantDeployment, len(d.variants))
+	for i, v := range d.variants {
+		out[i] = &VariantDeployment{Name: v.Name, Copies: append([][]*Container(nil), v.Copies...)}
+	}
+	return out
+}
+
+// Copies returns a snapshot of a variant's copies; nil for an unknown variant.
+func (d *Deployment) Copies(variant string) [][]*Container {
+	for _, v := range d.Variants() {
+		if v.Name == variant {
+			return v.Copies
+		}
+	}
+	return nil
+}
 
 // Containers returns every container of the deployment.
 func (d *Deployment) Containers() []*Container {
 	var out []*Container
-	for _, v := range d.variants {
+	for _, v := range d.Variants() {
 		for _, cp := range v.Copies {
 			out = append(out, cp...)
 		}
@@ -107,24 +140,46 @@ func (rt *Runtime) Deploy(ctx context.Context, spec EndpointSpec) (*Deployment, 
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	rt.mu.Lock()
-	_, taken := rt.deployment[spec.Name]
-	if !taken {
-		rt.deployment[spec.Name] = nil // reserve the name
-	}
-	rt.mu.Unlock()
-	if taken {
-		return nil, fmt.Errorf("endpoint %q is already deployed", spec.Name)
+	key := deploymentKey{spec.Name, spec.Generation}
+	if !rt.reserve(key) {
+		return nil, fmt.Errorf("endpoint %q generation %d is already deployed", spec.Name, spec.Generation)
 	}
 	d, err := rt.deploy(ctx, spec)
-	rt.mu.Lock()
-	if err != nil {
-		delete(rt.deployment, spec.Name)
-	} else {
-		rt.deployment[spec.Name] = d
-	}
-	rt.mu.Unlock()
+	rt.settle(key, d, err)
 	return d, err
+}
+
+// reserve claims a deployment key; settle records the outcome.
+func (rt *Runtime) reserve(key deploymentKey) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if _, taken := rt.deployments[key]; taken {
+		return false
+	}
+	rt.deployments[key] = nil
+	return true
+}
+
+func (rt *Runtime) settle(key deploymentKey, d *Deployment, err error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if err != nil {
+		delete(rt.deployments, key)
+	} else {
+		rt.deployments[key] = d
+	}
+}
+
+func (rt *Runtime) newDeployment(spec EndpointSpec) *Deployment {
+	return &Deployment{
+		rt:       rt,
+		endpoint: spec.Name,
+		gen:      spec.Generation,
+		spec:     spec,
+		netName:  rt.resourceName(spec.Name),
+		workDir:  filepath.Join(rt.artifactsDir(), spec.Name, "g"+strconv.Itoa(spec.Generation)),
+		models:   map[modelKey]string{},
+	}
 }
 
 func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, error) {
@@ -139,57 +194,65 @@ func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, 
 		}
 	}
 
-	d := &Deployment{
-		rt:       rt,
-		endpoint: spec.Name,
-		netName:  rt.resourceName(spec.Name),
-		workDir:  filepath.Join(rt.artifactsDir(), spec.Name),
-	}
+	d := rt.newDeployment(spec)
 	ok := false
 	defer func() {
 		if !ok {
 			// Tear down with a fresh context: ctx may be what failed.
 			cctx, cancel := context.WithTimeout(context.Background(), rt.opts.StopGrace+time.Minute)
 			defer cancel()
-			d.teardown(cctx, 0)
+			d.teardown(cctx, 0, true)
 		}
 	}()
 
-	if err := d.createNetwork(ctx); err != nil {
+	if err := rt.ensureNetwork(ctx, spec.Name); err != nil {
 		return nil, err
 	}
-	models, err := d.prepareArtifacts(ctx, spec)
-	if err != nil {
+	if err := d.prepareArtifacts(ctx, spec); err != nil {
 		return nil, err
 	}
+	for _, v := range spec.Variants {
+		d.variants = append(d.variants, &VariantDeployment{Name: v.Name})
+	}
+	for i, v := range spec.Variants {
+		copies, err := d.launchCopies(ctx, v, 0, v.Copies)
+		if err != nil {
+			return nil, err
+		}
+		d.variants[i].Copies = copies
+	}
+	ok = true
+	rt.log.Info().Str("endpoint", spec.Name).Int("generation", spec.Generation).
+		Int("containers", len(d.Containers())).Str("network", d.netName).Msg("endpoint containers ready")
+	return d, nil
+}
 
-	// Create and start every container, then wait for all of them to pass
-	// /ping; the first failure cancels the rest.
+// launchCopies starts copies [from, to) of a variant in parallel and waits
+// until all of their containers pass /ping; on failure the containers it
+// started are removed by the caller's teardown (they are tracked).
+func (d *Deployment) launchCopies(ctx context.Context, v VariantSpec, from, to int) ([][]*Container, error) {
+	health := v.HealthTimeout
+	if health == 0 {
+		health = DefaultHealthTimeout
+	}
+	copies := make([][]*Container, to-from)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(launchParallelism)
 	var mu sync.Mutex
 	var all []*Container
-	for _, v := range spec.Variants {
-		vd := &VariantDeployment{Name: v.Name, Copies: make([][]*Container, v.Copies)}
-		d.variants = append(d.variants, vd)
-		health := v.HealthTimeout
-		if health == 0 {
-			health = DefaultHealthTimeout
-		}
-		for cp := range v.Copies {
-			vd.Copies[cp] = make([]*Container, len(v.Containers))
-			for i, cs := range v.Containers {
-				g.Go(func() error {
-					c, err := d.startContainer(gctx, v.Name, cp, i, cs, models[modelKey{v.Name, cs.Hostname}], health)
-					if c != nil {
-						mu.Lock()
-						vd.Copies[cp][i] = c
-						all = append(all, c)
-						mu.Unlock()
-					}
-					return err
-				})
-			}
+	for cp := from; cp < to; cp++ {
+		copies[cp-from] = make([]*Container, len(v.Containers))
+		for i, cs := range v.Containers {
+			g.Go(func() error {
+				c, err := d.startContainer(gctx, v, cp, i, cs, d.modelDir(v.Name, cs.Hostname), health)
+				if c != nil {
+					mu.Lock()
+					copies[cp-from][i] = c
+					all = append(all, c)
+					mu.Unlock()
+				}
+				return err
+			})
 		}
 	}
 	if err := g.Wait(); err != nil {
@@ -207,9 +270,84 @@ func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, 
 		c.wg.Add(1)
 		go c.supervise()
 	}
-	ok = true
-	rt.log.Info().Str("endpoint", spec.Name).Int("containers", len(all)).Str("network", d.netName).Msg("endpoint containers ready")
-	return d, nil
+	return copies, nil
+}
+
+func (d *Deployment) modelDir(variant, hostname string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.models[modelKey{variant, hostname}]
+}
+
+// Scale changes the number of copies of a variant: new copies are started and
+// must pass /ping before Scale returns; surplus copies (the highest-numbered)
+// are stopped and removed. Take surplus copies out of routing before scaling
+// down.
+func (d *Deployment) Scale(ctx context.Context, variant string, copies int) error {
+	if copies < 1 {
+		return fmt.Errorf("%w: variant %q needs at least one copy", ErrInvalidSpec, variant)
+	}
+	var vs *VariantSpec
+	for i := range d.spec.Variants {
+		if d.spec.Variants[i].Name == variant {
+			vs = &d.spec.Variants[i]
+		}
+	}
+	if vs == nil {
+		return fmt.Errorf("endpoint %q has no variant %q", d.endpoint, variant)
+	}
+	current := d.Copies(variant)
+	switch {
+	case copies > len(current):
+		added, err := d.launchCopies(ctx, *vs, len(current), copies)
+		if err != nil {
+			cctx, cancel := context.WithTimeout(context.Background(), d.rt.opts.StopGrace+time.Minute)
+			defer cancel()
+			for _, c := range d.rt.containersOf(d.endpoint, d.gen) {
+				if c.variant == variant && c.copy >= len(current) {
+					c.remove(cctx, 0)
+				}
+			}
+			return err
+		}
+		d.setCopies(variant, append(current, added...))
+	case copies < len(current):
+		d.setCopies(variant, current[:copies])
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		for _, cp := range current[copies:] {
+			for _, c := range cp {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := c.remove(ctx, d.rt.opts.StopGrace); err != nil {
+						mu.Lock()
+						errs = append(errs, err)
+						mu.Unlock()
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+	}
+	d.mu.Lock()
+	vs.Copies = copies
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Deployment) setCopies(variant string, copies [][]*Container) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, v := range d.variants {
+		if v.Name == variant {
+			v.Copies = copies
+		}
+	}
 }
 
 // resourceName is the Docker name of the endpoint's network and the prefix of
@@ -224,6 +362,63 @@ func (rt *Runtime) labels(endpoint string) map[string]string {
 		LabelInstance: rt.opts.Instance,
 		LabelEndpoint: endpoint,
 	}
+}
+
+// ensureNetwork finds the endpoint's network or creates it. Generations of
+// one endpoint share it.
+func (rt *Runtime) ensureNetwork(ctx context.Context, endpoint string) error {
+	name := rt.resourceName(endpoint)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	f := client.Filters{}.Add("label", LabelInstance+"="+rt.opts.Instance).Add("label", LabelEndpoint+"="+endpoint)
+	list, err := rt.engine.NetworkList(cctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return classify("list networks", err)
+	}
+	for _, n := range list.Items {
+		if n.Name == name {
+			return nil
+		}
+	}
+	_, err = rt.engine.NetworkCreate(cctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: rt.labels(endpoint)})
+	if err != nil && !cerrdefs.IsConflict(err) { // conflict: a concurrent generation made it
+		return classify("create network "+name, err)
+	}
+	return nil
+}
+
+// removeNetworkIfUnused removes the endpoint's network once no deployment of
+// the endpoint but except is left.
+func (rt *Runtime) removeNetworkIfUnused(ctx context.Context, endpoint string, except deploymentKey) error {
+	rt.mu.Lock()
+	for k := range rt.deployments {
+		if k.endpoint == endpoint && k != except {
+			rt.mu.Unlock()
+			return nil
+		}
+	}
+	rt.mu.Unlock()
+	name := rt.resourceName(endpoint)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	_, err := rt.engine.NetworkRemove(cctx, name, client.NetworkRemoveOptions{})
+	if !gone(err) {
+		return classify("remove network "+name, err)
+	}
+	return nil
+}
+
+// containersOf returns the tracked containers of one deployment.
+func (rt *Runtime) containersOf(endpoint string, gen int) []*Container {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	var out []*Container
+	for _, c := range rt.byID {
+		if c.endpoint == endpoint && c.gen == gen {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // checkImages makes sure every image is present (pulling it only when the
@@ -286,27 +481,11 @@ func (rt *Runtime) pull(ctx context.Context, ref string) error {
 	return nil
 }
 
-func (d *Deployment) createNetwork(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	res, err := d.rt.engine.NetworkCreate(cctx, d.netName, client.NetworkCreateOptions{
-		Driver: "bridge",
-		Labels: d.rt.labels(d.endpoint),
-	})
-	if err != nil {
-		return classify("create network "+d.netName, err)
-	}
-	d.netID = res.ID
-	return nil
-}
-
 type modelKey struct{ variant, hostname string }
 
 // prepareArtifacts fetches and extracts each container's model once per
 // variant; the copies of a variant share the read-only directory.
-func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) (map[modelKey]string, error) {
-	out := map[modelKey]string{}
-	var mu sync.Mutex
+func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, v := range spec.Variants {
@@ -328,14 +507,14 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) (m
 					return &LaunchError{Endpoint: d.endpoint, Variant: v.Name, Container: c.Hostname,
 						Reason: fmt.Sprintf("could not get its model data from %q", c.ModelDataURL), Err: err}
 				}
-				mu.Lock()
-				out[modelKey{v.Name, c.Hostname}] = dir
-				mu.Unlock()
+				d.mu.Lock()
+				d.models[modelKey{v.Name, c.Hostname}] = dir
+				d.mu.Unlock()
 				return nil
 			})
 		}
 	}
-	return out, g.Wait()
+	return g.Wait()
 }
 
 // environment is what the container sees: its definition's Environment, then
@@ -360,14 +539,17 @@ func environment(cs ContainerSpec, index int) []string {
 // startContainer creates and starts one container and begins following its
 // logs. The returned container is tracked even when an error is returned, so
 // teardown removes it.
-func (d *Deployment) startContainer(ctx context.Context, variant string, cp, index int, cs ContainerSpec, modelDir string, health time.Duration) (*Container, error) {
+func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, index int, cs ContainerSpec, modelDir string, health time.Duration) (*Container, error) {
 	rt := d.rt
+	variant := v.Name
 	port := basePort + index
-	name := fmt.Sprintf("%s-%s-%d-%s", d.netName, variant, cp, cs.Hostname)
+	name := containerName(d.netName, d.gen, variant, cp, cs.Hostname)
 	labels := rt.labels(d.endpoint)
 	labels[LabelVariant] = variant
 	labels[LabelCopy] = strconv.Itoa(cp)
 	labels[LabelContainer] = cs.Hostname
+	labels[LabelGeneration] = strconv.Itoa(d.gen)
+	labels[LabelSpec] = v.fingerprint()
 
 	cport, err := network.ParsePort(strconv.Itoa(port) + "/tcp")
 	if err != nil {
@@ -408,17 +590,7 @@ func (d *Deployment) startContainer(ctx context.Context, variant string, cp, ind
 		return nil, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
 			Reason: "could not be created", Err: classify("create container "+name, err)}
 	}
-	c := &Container{
-		rt: rt, id: res.ID, name: name, endpoint: d.endpoint, variant: variant, copy: cp,
-		spec: cs, port: port, health: health,
-		log: rt.log.With().Str("endpoint", d.endpoint).Str("variant", variant).
-			Str("container", cs.Hostname).Int("copy", cp).Logger(),
-		tail: newLineRing(tailLines),
-		died: make(chan int, 4),
-	}
-	c.lastExit.Store(-1)
-	c.ctx, c.cancel = context.WithCancel(rt.ctx)
-	rt.track(c)
+	c := d.newContainer(res.ID, name, variant, cp, cs, port, health)
 
 	started := time.Now()
 	cctx, cancel = context.WithTimeout(ctx, callTimeout)
@@ -438,6 +610,27 @@ func (d *Deployment) startContainer(ctx context.Context, variant string, cp, ind
 }
 
 const loopback = "127.0.0.1"
+
+// containerName is the Docker name of one container of a deployment.
+func containerName(network string, gen int, variant string, cp int, hostname string) string {
+	return fmt.Sprintf("%s-g%d-%s-%d-%s", network, gen, variant, cp, hostname)
+}
+
+// newContainer makes and tracks the Container for a created Docker container.
+func (d *Deployment) newContainer(id, name, variant string, cp int, cs ContainerSpec, port int, health time.Duration) *Container {
+	c := &Container{
+		rt: d.rt, id: id, name: name, endpoint: d.endpoint, gen: d.gen, variant: variant, copy: cp,
+		spec: cs, port: port, health: health,
+		log: d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", variant).
+			Str("container", cs.Hostname).Int("copy", cp).Logger(),
+		tail: newLineRing(tailLines),
+		died: make(chan int, 4),
+	}
+	c.lastExit.Store(-1)
+	c.ctx, c.cancel = context.WithCancel(d.rt.ctx)
+	d.rt.track(c)
+	return c
+}
 
 // refreshAddress reads the container's address (it may change on restart).
 func (c *Container) refreshAddress(ctx context.Context) error {
@@ -475,28 +668,21 @@ func (c *Container) refreshAddress(ctx context.Context) error {
 	return nil
 }
 
-// Close stops and removes every container (SIGTERM, the grace period, then
-// SIGKILL), the network and the extracted artifacts. It is safe to call more
-// than once; later calls return the first call's result.
+// Close stops and removes every container of the deployment (SIGTERM, the
+// grace period, then SIGKILL) and its extracted artifacts, and the endpoint's
+// network when no other generation of the endpoint runs. It is safe to call
+// more than once; later calls return the first call's result.
 func (d *Deployment) Close(ctx context.Context) error {
 	d.closeOnce.Do(func() {
-		d.closeErr = d.teardown(ctx, d.rt.opts.StopGrace)
-		d.rt.mu.Lock()
-		delete(d.rt.deployment, d.endpoint)
-		d.rt.mu.Unlock()
+		d.closeErr = d.teardown(ctx, d.rt.opts.StopGrace, false)
 	})
 	return d.closeErr
 }
 
-func (d *Deployment) teardown(ctx context.Context, grace time.Duration) error {
-	var cs []*Container
-	d.rt.mu.Lock()
-	for _, c := range d.rt.byID {
-		if c.endpoint == d.endpoint {
-			cs = append(cs, c)
-		}
-	}
-	d.rt.mu.Unlock()
+// teardown removes the deployment's containers and artifacts, forgets it, and
+// removes the network if it was the endpoint's last deployment.
+func (d *Deployment) teardown(ctx context.Context, grace time.Duration, failed bool) error {
+	cs := d.rt.containersOf(d.endpoint, d.gen)
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -512,17 +698,16 @@ func (d *Deployment) teardown(ctx context.Context, grace time.Duration) error {
 		}()
 	}
 	wg.Wait()
-	if d.netID != "" {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := d.rt.engine.NetworkRemove(cctx, d.netID, client.NetworkRemoveOptions{})
-		cancel()
-		if !gone(err) {
-			errs = append(errs, classify("remove network "+d.netName, err))
-		}
-	}
 	if err := os.RemoveAll(d.workDir); err != nil {
 		errs = append(errs, fmt.Errorf("remove artifacts: %w", err))
 	}
+	self := deploymentKey{d.endpoint, d.gen}
+	if !failed { // a failed Deploy's reservation is released by settle
+		d.rt.mu.Lock()
+		delete(d.rt.deployments, self)
+		d.rt.mu.Unlock()
+	}
+	errs = append(errs, d.rt.removeNetworkIfUnused(ctx, d.endpoint, self))
 	return errors.Join(errs...)
 }
 

@@ -10,6 +10,12 @@ const (
 	LabelVariant   = "io.mce.variant"   // VariantName
 	LabelCopy      = "io.mce.copy"      // which copy of the variant's container set, from 0
 	LabelContainer = "io.mce.container" // ContainerHostname
+	// LabelGeneration tells the container sets of one endpoint apart while an
+	// update runs the new set beside the old.
+	LabelGeneration = "io.mce.generation"
+	// LabelSpec fingerprints the variant's container definitions; a restarted
+	// mce adopts a running container only when its fingerprint matches.
+	LabelSpec = "io.mce.spec"
 )
 
 // LabelBindToPort is the image label SageMaker requires of containers that

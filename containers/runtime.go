@@ -51,7 +51,11 @@ type Options struct {
 	Fetcher  *artifact.Fetcher // nil: one with default options is made on first use
 	GPUs     *gpu.Inventory    // nil: NVML is loaded on the first GPU request
 	Pull     bool              // pull missing images (the engine dials a registry)
-	Logger   zerolog.Logger
+	// Adopt keeps what an earlier run of this instance left running: New does
+	// not remove it; the caller Adopts the endpoints it knows, then calls
+	// Reconcile to remove the rest.
+	Adopt  bool
+	Logger zerolog.Logger
 	// StopGrace is how long a container gets between SIGTERM and SIGKILL at
 	// teardown; default 30 s, as SageMaker does.
 	StopGrace time.Duration
@@ -79,13 +83,13 @@ type Runtime struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu         sync.Mutex
-	byID       map[string]*Container // every live container, by Docker ID
-	fetcher    *artifact.Fetcher
-	gpus       *gpu.Inventory
-	rtInfo     *gpu.RuntimeInfo
-	deployment map[string]*Deployment // by endpoint name
-	onAddr     []func(oldURL string)
+	mu          sync.Mutex
+	byID        map[string]*Container // every live container, by Docker ID
+	fetcher     *artifact.Fetcher
+	gpus        *gpu.Inventory
+	rtInfo      *gpu.RuntimeInfo
+	deployments map[deploymentKey]*Deployment // nil while a Deploy is under way
+	onAddr      []func(oldURL string)
 }
 
 // New connects the runtime to its engine, takes the instance lock (one mce per
@@ -124,13 +128,13 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		opts.Network = NetworkAuto
 	}
 	rt := &Runtime{
-		engine:     opts.Engine,
-		opts:       opts,
-		log:        opts.Logger,
-		fetcher:    opts.Fetcher,
-		gpus:       opts.GPUs,
-		byID:       map[string]*Container{},
-		deployment: map[string]*Deployment{},
+		engine:      opts.Engine,
+		opts:        opts,
+		log:         opts.Logger,
+		fetcher:     opts.Fetcher,
+		gpus:        opts.GPUs,
+		byID:        map[string]*Container{},
+		deployments: map[deploymentKey]*Deployment{},
 		pinger: &http.Client{Transport: &http.Transport{
 			Proxy:               nil,
 			DisableCompression:  true,
@@ -155,11 +159,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.network = mode
 	rt.log.Info().Str("network_mode", string(mode)).Msg(why)
 
-	if err := rt.Reconcile(ctx); err != nil {
-		rt.unlock()
-		return nil, err
-	}
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
+	if !opts.Adopt {
+		if err := rt.Reconcile(ctx); err != nil {
+			rt.cancel()
+			rt.unlock()
+			return nil, err
+		}
+	}
 	rt.wg.Add(1)
 	go rt.watchEvents()
 	return rt, nil

@@ -1,6 +1,9 @@
 package containers
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -45,8 +48,21 @@ type VariantSpec struct {
 
 // EndpointSpec is everything needed to bring up one endpoint's containers.
 type EndpointSpec struct {
-	Name     string
-	Variants []VariantSpec
+	Name string
+	// Generation tells apart container sets of the same endpoint: an update
+	// starts generation n+1 beside n and removes n once n+1 is ready.
+	Generation int
+	Variants   []VariantSpec
+}
+
+// fingerprint identifies the variant's container definitions (not its copy
+// count, which scaling changes).
+func (v VariantSpec) fingerprint() string {
+	c := v
+	c.Copies = 0
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
 }
 
 // DefaultHealthTimeout is SageMaker's documented window for a container to
