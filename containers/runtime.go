@@ -190,6 +190,10 @@ func (rt *Runtime) NetworkMode() NetworkMode { return rt.network }
 // Instance is the instance name in this runtime's labels.
 func (rt *Runtime) Instance() string { return rt.opts.Instance }
 
+// InstanceDir is this instance's folder in the state folder (the lock, the
+// artifacts, and room for the caller's own state).
+func (rt *Runtime) InstanceDir() string { return rt.instanceDir() }
+
 func (rt *Runtime) instanceDir() string {
 	return filepath.Join(rt.opts.StateDir, "instances", rt.opts.Instance)
 }

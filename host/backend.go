@@ -13,16 +13,23 @@ import (
 // Backend brings an endpoint's containers up and down. The Docker backend is
 // the real one; tests of the HTTP front may use httptest servers instead.
 type Backend interface {
-	// Launch starts every container of the plan and returns once all are
-	// ready, or fails having removed whatever it started.
-	Launch(ctx context.Context, plan spec.EndpointPlan) (Launched, error)
+	// Launch starts every container of the plan as generation gen and
+	// returns once all are ready, or fails having removed whatever it started.
+	Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error)
+	// Adopt takes over generation gen of the plan left running by an earlier
+	// run of mce, if it matches the plan and is healthy.
+	Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error)
+	// Reconcile removes whatever runs that no Launched owns.
+	Reconcile(ctx context.Context) error
 }
 
-// Launched is an endpoint's running containers.
+// Launched is one generation of an endpoint's running containers.
 type Launched interface {
 	// Copies returns, for a variant, each copy of its container set in chain
 	// order.
 	Copies(variant string) [][]pipeline.Container
+	// Scale starts or removes copies of a variant until it has n.
+	Scale(ctx context.Context, variant string, n int) error
 	// Close stops and removes everything the launch created.
 	Close(ctx context.Context) error
 }
@@ -36,17 +43,35 @@ type DockerBackend struct {
 var _ Backend = (*DockerBackend)(nil)
 
 // Launch implements Backend.
-func (b *DockerBackend) Launch(ctx context.Context, plan spec.EndpointPlan) (Launched, error) {
+func (b *DockerBackend) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error) {
 	es, err := EndpointSpec(plan)
 	if err != nil {
 		return nil, err
 	}
+	es.Generation = gen
 	d, err := b.Runtime.Deploy(ctx, es)
 	if err != nil {
 		return nil, err
 	}
 	return dockerLaunched{d}, nil
 }
+
+// Adopt implements Backend.
+func (b *DockerBackend) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error) {
+	es, err := EndpointSpec(plan)
+	if err != nil {
+		return nil, err
+	}
+	es.Generation = gen
+	d, err := b.Runtime.Adopt(ctx, es)
+	if err != nil {
+		return nil, err
+	}
+	return dockerLaunched{d}, nil
+}
+
+// Reconcile implements Backend.
+func (b *DockerBackend) Reconcile(ctx context.Context) error { return b.Runtime.Reconcile(ctx) }
 
 // EndpointSpec translates a resolved SageMaker endpoint into what the Docker
 // runtime launches.
@@ -79,19 +104,18 @@ func EndpointSpec(plan spec.EndpointPlan) (containers.EndpointSpec, error) {
 type dockerLaunched struct{ d *containers.Deployment }
 
 func (l dockerLaunched) Copies(variant string) [][]pipeline.Container {
-	for _, v := range l.d.Variants() {
-		if v.Name != variant {
-			continue
+	copies := l.d.Copies(variant)
+	out := make([][]pipeline.Container, len(copies))
+	for i, cp := range copies {
+		for _, c := range cp {
+			out[i] = append(out[i], c)
 		}
-		out := make([][]pipeline.Container, len(v.Copies))
-		for i, cp := range v.Copies {
-			for _, c := range cp {
-				out[i] = append(out[i], c)
-			}
-		}
-		return out
 	}
-	return nil
+	return out
+}
+
+func (l dockerLaunched) Scale(ctx context.Context, variant string, n int) error {
+	return l.d.Scale(ctx, variant, n)
 }
 
 func (l dockerLaunched) Close(ctx context.Context) error { return l.d.Close(ctx) }

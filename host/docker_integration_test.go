@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -34,14 +34,26 @@ func dockerHost(t *testing.T, files ...string) *sagemakerruntime.Client {
 	}
 	testenv.Models(t)
 	instance := testenv.Instance(t)
+	logs := &testenv.SyncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("mce log:\n%s", logs.String())
+		}
+	})
+	log := zerolog.New(logs).With().Timestamp().Logger()
 	rt, err := containers.New(context.Background(), containers.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: zerolog.Nop(),
+		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log,
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Logger: zerolog.Nop(), ContainerTimeout: 5 * time.Second})
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
@@ -58,22 +70,14 @@ func dockerHost(t *testing.T, files ...string) *sagemakerruntime.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plans, _, err := b.Plans("us-east-1", "123456789012")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	names, err := srv.Apply(ctx, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, len(plans))
-	for _, p := range plans {
-		wg.Add(1)
-		if err := srv.CreateEndpoint(p, func(err error) { errs <- err; wg.Done() }); err != nil {
-			t.Fatal(err)
-		}
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
+	for _, name := range names {
+		if err := srv.WaitEndpoint(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -104,7 +105,13 @@ type fakeBackend struct {
 	closed   atomic.Int64
 }
 
-func (b *fakeBackend) Launch(ctx context.Context, plan spec.EndpointPlan) (Launched, error) {
+func (b *fakeBackend) Adopt(context.Context, spec.EndpointPlan, int) (Launched, error) {
+	return nil, errors.New("fake containers do not outlive their test server")
+}
+
+func (b *fakeBackend) Reconcile(context.Context) error { return nil }
+
+func (b *fakeBackend) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error) {
 	b.launches.Add(1)
 	if b.delay > 0 {
 		select {
@@ -116,7 +123,7 @@ func (b *fakeBackend) Launch(ctx context.Context, plan spec.EndpointPlan) (Launc
 	if b.fail != nil {
 		return nil, b.fail
 	}
-	l := &fakeLaunched{b: b, copies: map[string][][]pipeline.Container{}}
+	l := &fakeLaunched{b: b, plan: plan, copies: map[string][][]pipeline.Container{}}
 	for _, v := range plan.Variants {
 		for cp := range v.InstanceCount {
 			var chain []pipeline.Container
@@ -146,11 +153,37 @@ func (b *fakeBackend) container(key string) *fakeContainer {
 
 type fakeLaunched struct {
 	b      *fakeBackend
+	plan   spec.EndpointPlan
+	mu     sync.Mutex
 	copies map[string][][]pipeline.Container
 }
 
-func (l *fakeLaunched) Copies(v string) [][]pipeline.Container { return l.copies[v] }
-func (l *fakeLaunched) Close(context.Context) error            { l.b.closed.Add(1); return nil }
+func (l *fakeLaunched) Copies(v string) [][]pipeline.Container {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([][]pipeline.Container(nil), l.copies[v]...)
+}
+
+func (l *fakeLaunched) Scale(_ context.Context, variant string, n int) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, v := range l.plan.Variants {
+		if v.Name != variant {
+			continue
+		}
+		for len(l.copies[variant]) < n {
+			var chain []pipeline.Container
+			for _, c := range v.Containers {
+				chain = append(chain, newFakeContainer(l.b.t, c.Hostname, c.Image))
+			}
+			l.copies[variant] = append(l.copies[variant], chain)
+		}
+		l.copies[variant] = l.copies[variant][:n]
+		return nil
+	}
+	return fmt.Errorf("no variant %q", variant)
+}
+func (l *fakeLaunched) Close(context.Context) error { l.b.closed.Add(1); return nil }
 
 // plan builds an endpoint plan: one variant per entry of variants, each a
 // chain of containers given as "hostname:tag".

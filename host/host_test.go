@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
 )
 
 type harness struct {
@@ -36,6 +38,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		cfg.Backend = b
 	}
 	cfg.Logger = zerolog.Nop()
+	cfg.Store = openStore(t)
 	s := New(cfg)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
@@ -51,20 +54,25 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	return &harness{t: t, srv: s, http: hs, backend: b, client: client}
 }
 
-// deploy creates the endpoint and waits until its launch ends.
+// deploy creates the endpoint from a plan and waits until its launch ends.
 func (h *harness) deploy(p spec.EndpointPlan) error {
 	h.t.Helper()
-	done := make(chan error, 1)
-	if err := h.srv.CreateEndpoint(p, func(err error) { done <- err }); err != nil {
+	if _, err := h.srv.startEndpoint(p, p.ConfigName); err != nil {
 		return err
 	}
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		h.t.Fatal("launch did not finish")
-		return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return h.srv.WaitEndpoint(ctx, p.Name)
+}
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 func (h *harness) invoke(in *sagemakerruntime.InvokeEndpointInput) (*sagemakerruntime.InvokeEndpointOutput, error) {
@@ -244,7 +252,7 @@ func TestEndpointStates(t *testing.T) {
 	t.Run("creating", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		h.backend.delay = 2 * time.Second
-		if err := h.srv.CreateEndpoint(plan("later", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), nil); err != nil {
+		if _, err := h.srv.startEndpoint(plan("later", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "later"); err != nil {
 			t.Fatal(err)
 		}
 		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("later"), Body: body("x")})
@@ -273,7 +281,7 @@ func TestEndpointStates(t *testing.T) {
 		if err := h.deploy(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.srv.CreateEndpoint(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), nil); err == nil {
+		if _, err := h.srv.startEndpoint(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "twice"); err == nil {
 			t.Fatal("a second endpoint with the same name was accepted")
 		}
 	})
@@ -419,13 +427,17 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-func TestCloseTearsDown(t *testing.T) {
+// TestCloseStopsContainersKeepsEndpoints: shutting down stops every
+// endpoint's containers but keeps the endpoints' records for the next start.
+func TestCloseStopsContainersKeepsEndpoints(t *testing.T) {
 	b := &fakeBackend{t: t}
-	s := New(Config{Backend: b, Logger: zerolog.Nop()})
+	st := openStore(t)
+	s := New(Config{Backend: b, Logger: zerolog.Nop(), Store: st})
 	for _, name := range []string{"e1", "e2"} {
-		done := make(chan error, 1)
-		s.CreateEndpoint(plan(name, "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), func(err error) { done <- err })
-		if err := <-done; err != nil {
+		if _, err := s.startEndpoint(plan(name, "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), name); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WaitEndpoint(context.Background(), name); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -435,8 +447,10 @@ func TestCloseTearsDown(t *testing.T) {
 	if got := b.closed.Load(); got != 2 {
 		t.Errorf("closed %d launches, want 2", got)
 	}
-	if n := len(s.Endpoints()); n != 0 {
-		t.Errorf("%d endpoints left after Close", n)
+	var recs []EndpointRecord
+	store.List(st, store.Endpoints, func(r EndpointRecord) error { recs = append(recs, r); return nil })
+	if len(recs) != 2 || recs[0].Status != StatusInService {
+		t.Errorf("records after Close: %+v", recs)
 	}
 }
 

@@ -36,16 +36,14 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		writeError(w, validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
 		return nil
 	}
-	if st := e.Status(); st != StatusInService {
-		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, st))
-		return nil
-	}
+	// An endpoint serves while it has a route: InService, and also while an
+	// update brings up its next generation (as SageMaker keeps serving).
 	route := e.route.Load()
-	if route == nil { // deleted between the status read and here
-		writeError(w, validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
+	if route == nil {
+		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 		return nil
 	}
-	if h.Get(hdrTargetModel) != "" && !e.multiModel {
+	if h.Get(hdrTargetModel) != "" && !e.multiModel.Load() {
 		writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
 		return nil
 	}

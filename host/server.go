@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -26,7 +27,15 @@ type Config struct {
 	// limit (contracts doc §3.1).
 	ContainerTimeout time.Duration
 	Backend          Backend
-	Logger           zerolog.Logger
+	// Store holds models, endpoint configs and endpoints durably. Required.
+	Store *store.Store
+	// BaseDir is where relative file:// model data URLs of models created
+	// through the API resolve; default the working directory.
+	BaseDir string
+	// MaxContainers caps the containers of all endpoints together
+	// (ResourceLimitExceeded beyond it); 0 means no cap.
+	MaxContainers int
+	Logger        zerolog.Logger
 }
 
 // Server is the HTTP front. Create it with New; it is safe for concurrent use.
@@ -37,6 +46,7 @@ type Server struct {
 	invoker *pipeline.Invoker
 	metrics *metrics
 	reg     registry
+	store   *store.Store
 	ids     *requestIDs
 
 	ctx    context.Context // cancelled by Close: aborts launches in progress
@@ -55,7 +65,7 @@ func New(cfg Config) *Server {
 	if cfg.ContainerTimeout <= 0 {
 		cfg.ContainerTimeout = 60 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs()}
+	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
 		Timeout:    cfg.ContainerTimeout,
@@ -67,6 +77,7 @@ func New(cfg Config) *Server {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.echoError
+	e.POST("/", s.controlPlane)
 	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
 	e.POST("/endpoints/:name/invocations-response-stream", s.unsupported("InvokeEndpointWithResponseStream"))
 	e.POST("/endpoints/:name/async-invocations", s.unsupported("InvokeEndpointAsync"))
@@ -84,9 +95,9 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // connections to containers that moved).
 func (s *Server) Invoker() *pipeline.Invoker { return s.invoker }
 
-// Close aborts launches in progress, tears down every endpoint and closes
-// idle connections. Stop the HTTP server (http.Server.Shutdown drains
-// in-flight requests) before calling it.
+// Close aborts launches in progress and stops every endpoint's containers,
+// keeping the endpoints' records: the next start relaunches them. Stop the
+// HTTP server first (http.Server.Shutdown drains requests in flight).
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.wg.Wait()
@@ -94,10 +105,18 @@ func (s *Server) Close(ctx context.Context) error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, e := range s.reg.all() {
+		e.route.Store(nil)
+		e.mu.Lock()
+		l := e.launched
+		e.launched = nil
+		e.mu.Unlock()
+		if l == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := s.DeleteEndpoint(ctx, e.Name); err != nil {
+			if err := l.Close(ctx); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ import (
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
 )
 
 type serveFlags struct {
@@ -31,6 +33,7 @@ type serveFlags struct {
 	drain            time.Duration
 	s3Endpoint       string
 	s3PathStyle      bool
+	maxContainers    int
 	log              logFlags
 }
 
@@ -39,11 +42,13 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [-f endpoint.yaml ...]",
 		Short: "Start the host, deploy the endpoints in the files, serve until SIGINT/SIGTERM",
-		Long: `serve starts the SageMaker Runtime API on --listen, deploys every endpoint described in
-the -f files (SageMaker's CreateModel, CreateEndpointConfig and CreateEndpoint request
-shapes, in YAML or JSON) and serves until SIGINT or SIGTERM. Then it stops taking
+		Long: `serve starts the SageMaker Runtime API and control-plane API on --listen, brings back
+the endpoints kept in its state folder (adopting their containers if they still run,
+relaunching them otherwise), applies the -f files (SageMaker's CreateModel,
+CreateEndpointConfig and CreateEndpoint request shapes, in YAML or JSON, through the same
+operations as the API) and serves until SIGINT or SIGTERM. Then it stops taking
 requests, drains those in flight, and removes every container, network and extracted
-artifact it created.
+artifact it created; the endpoints stay in the state for the next start.
 
 If an endpoint from the files fails to start, serve removes everything and exits 1,
 naming the container and the cause.`,
@@ -63,6 +68,7 @@ naming the container and the cause.`,
 	fl.DurationVar(&f.stopGrace, "stop-grace", 30*time.Second, "time between SIGTERM and SIGKILL when containers are stopped")
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for requests in flight")
 	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store for s3:// model data (e.g. http://127.0.0.1:9000)")
+	fl.IntVar(&f.maxContainers, "max-containers", 200, "the most containers all endpoints may run together (ResourceLimitExceeded beyond); 0 for no limit")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
 	f.log.register(cmd)
 	return cmd
@@ -75,19 +81,23 @@ func serve(ctx context.Context, f serveFlags) error {
 	}
 
 	// Validate the files before touching Docker.
-	var plans []spec.EndpointPlan
+	var bundle *spec.Bundle
 	if len(f.files) > 0 {
-		b, err := spec.LoadFiles(f.files...)
+		bundle, err = spec.LoadFiles(f.files...)
 		if err != nil {
 			return &exitError{code: 2, msg: err.Error()}
 		}
-		var warnings []string
-		plans, warnings, err = b.Plans(f.region, f.account)
+		_, warnings, err := bundle.Plans(f.region, f.account)
 		if err != nil {
 			return &exitError{code: 2, msg: err.Error()}
 		}
 		for _, w := range warnings {
 			log.Warn().Msg(w)
+		}
+	}
+	if f.stateDir == "" {
+		if f.stateDir, err = containers.DefaultStateDir(); err != nil {
+			return err
 		}
 	}
 
@@ -109,18 +119,29 @@ func serve(ctx context.Context, f serveFlags) error {
 	rt, err := containers.New(ctx, containers.Options{
 		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
 		Network: containers.NetworkMode(f.networkMode), Pull: f.pull,
-		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace,
+		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace, Adopt: true,
 	})
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-
+	st, err := store.Open(filepath.Join(rt.InstanceDir(), "state.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	cwd, _ := os.Getwd()
 	srv := host.New(host.Config{
 		Region: f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
-		Backend: &host.DockerBackend{Runtime: rt}, Logger: log,
+		Backend: &host.DockerBackend{Runtime: rt}, Store: st, BaseDir: cwd,
+		MaxContainers: f.maxContainers, Logger: log,
 	})
 	rt.OnAddressChange(srv.Invoker().Forget)
+	// Endpoints of the durable state come back first: adopted if their
+	// containers still run, relaunched otherwise.
+	if err := srv.Recover(ctx); err != nil {
+		return err
+	}
 	hs := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -131,15 +152,23 @@ func serve(ctx context.Context, f serveFlags) error {
 	go func() { serveErr <- hs.Serve(ln) }()
 	log.Info().Str("listen", ln.Addr().String()).Str("instance", f.instance).Msg("mce is serving the SageMaker API")
 
-	// Deploy the files' endpoints; the first failure ends serve.
-	failed := make(chan error, len(plans))
-	for _, p := range plans {
-		if err := srv.CreateEndpoint(p, func(err error) {
-			if err != nil {
-				failed <- fmt.Errorf("endpoint %q failed: %w", p.Name, err)
-			}
-		}); err != nil {
+	// The files' definitions go through the same operations as API calls;
+	// the first endpoint that fails ends serve.
+	failed := make(chan error, 1)
+	if bundle != nil {
+		names, err := srv.Apply(ctx, bundle)
+		if err != nil {
 			failed <- err
+		}
+		for _, name := range names {
+			go func() {
+				if err := srv.WaitEndpoint(ctx, name); err != nil && ctx.Err() == nil {
+					select {
+					case failed <- err:
+					default:
+					}
+				}
+			}()
 		}
 	}
 
@@ -165,6 +194,6 @@ func serve(ctx context.Context, f serveFlags) error {
 			runErr = err
 		}
 	}
-	log.Info().Msg("mce stopped; containers, networks and artifacts removed")
+	log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
 	return runErr
 }

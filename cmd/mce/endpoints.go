@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/spf13/cobra"
+)
+
+// clientFlags are the connection flags of the commands that call mce's API.
+type clientFlags struct {
+	endpointURL string
+	region      string
+	timeout     time.Duration
+}
+
+func (f *clientFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.endpointURL, "endpoint-url", envOr("MCE_ENDPOINT_URL", "http://127.0.0.1:8080"), "URL of the mce host (env MCE_ENDPOINT_URL)")
+	cmd.Flags().StringVar(&f.region, "region", envOr("AWS_REGION", "us-east-1"), "region to sign for")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 30*time.Second, "time limit of the call")
+}
+
+func (f *clientFlags) sagemaker(ctx context.Context) (*sagemaker.Client, error) {
+	opts := []func(*config.LoadOptions) error{
+		config.WithRegion(f.region),
+		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
+	}
+	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
+		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(f.endpointURL) }), nil
+}
+
+func newEndpointsCmd() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "endpoints",
+		Short: "List the endpoints and their status (ListEndpoints)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			cli, err := f.sagemaker(ctx)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tMODIFIED")
+			p := sagemaker.NewListEndpointsPaginator(cli, &sagemaker.ListEndpointsInput{SortBy: "Name", SortOrder: "Ascending"})
+			for p.HasMorePages() {
+				page, err := p.NextPage(ctx)
+				if err != nil {
+					return &exitError{code: 1, msg: describeInvokeError(err)}
+				}
+				for _, e := range page.Endpoints {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", aws.ToString(e.EndpointName), e.EndpointStatus,
+						aws.ToTime(e.CreationTime).Local().Format(time.DateTime), aws.ToTime(e.LastModifiedTime).Local().Format(time.DateTime))
+				}
+			}
+			return tw.Flush()
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+func newDescribeCmd() *cobra.Command {
+	var f clientFlags
+	cmd := &cobra.Command{
+		Use:   "describe ENDPOINT",
+		Short: "Show an endpoint as DescribeEndpoint returns it (JSON)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			cli, err := f.sagemaker(ctx)
+			if err != nil {
+				return err
+			}
+			out, err := cli.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(args[0])})
+			if err != nil {
+				return &exitError{code: 1, msg: describeInvokeError(err)}
+			}
+			return printJSON(cmd.OutOrStdout(), out)
+		},
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// printJSON prints an SDK output as indented JSON, without the SDK's result
+// metadata.
+func printJSON(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	delete(m, "ResultMetadata")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(m)
+}
+
+func newDeleteCmd() *cobra.Command {
+	var f clientFlags
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "delete ENDPOINT",
+		Short: "Delete an endpoint (DeleteEndpoint), waiting until it is gone with --wait",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+			defer cancel()
+			cli, err := f.sagemaker(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := cli.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(args[0])}); err != nil {
+				return &exitError{code: 1, msg: describeInvokeError(err)}
+			}
+			if wait {
+				w := sagemaker.NewEndpointDeletedWaiter(cli, func(o *sagemaker.EndpointDeletedWaiterOptions) {
+					o.MinDelay, o.MaxDelay = 200*time.Millisecond, time.Second
+				})
+				if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(args[0])}, f.timeout); err != nil {
+					return &exitError{code: 1, msg: err.Error()}
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])
+			return nil
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the endpoint is gone")
+	return cmd
+}

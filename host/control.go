@@ -1,0 +1,796 @@
+package host
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
+)
+
+// The SageMaker control plane, awsJson1_1 (contracts doc §2): every
+// operation is POST / with X-Amz-Target: SageMaker.<Operation> and a JSON
+// body; errors are HTTP 400 with __type and Message.
+
+const (
+	codeValidationException = "ValidationException"
+	codeResourceNotFound    = "ResourceNotFound"
+	codeResourceInUse       = "ResourceInUse"
+	jsonContentType         = "application/x-amz-json-1.1"
+	maxControlBody          = 1 << 20
+)
+
+func validationException(format string, args ...any) *APIError {
+	return &APIError{Status: http.StatusBadRequest, Code: codeValidationException, Message: fmt.Sprintf(format, args...)}
+}
+
+type operation func(s *Server, ctx context.Context, body []byte) (any, error)
+
+var operations = map[string]operation{
+	"CreateModel":                        opCreateModel,
+	"DescribeModel":                      opDescribeModel,
+	"ListModels":                         opListModels,
+	"DeleteModel":                        opDeleteModel,
+	"CreateEndpointConfig":               opCreateEndpointConfig,
+	"DescribeEndpointConfig":             opDescribeEndpointConfig,
+	"ListEndpointConfigs":                opListEndpointConfigs,
+	"DeleteEndpointConfig":               opDeleteEndpointConfig,
+	"CreateEndpoint":                     opCreateEndpoint,
+	"DescribeEndpoint":                   opDescribeEndpoint,
+	"ListEndpoints":                      opListEndpoints,
+	"UpdateEndpoint":                     opUpdateEndpoint,
+	"UpdateEndpointWeightsAndCapacities": opUpdateWeightsAndCapacities,
+	"DeleteEndpoint":                     opDeleteEndpoint,
+}
+
+// controlPlane serves POST /.
+func (s *Server) controlPlane(c echo.Context) error {
+	r, w := c.Request(), c.Response()
+	w.Header().Set(hdrRequestID, s.ids.next())
+	target := r.Header.Get("X-Amz-Target")
+	service, opName, ok := strings.Cut(target, ".")
+	op := operations[opName]
+	if !ok || service != "SageMaker" || op == nil {
+		writeError(w, &APIError{Status: http.StatusBadRequest, Code: CodeUnknownOperation,
+			Message: fmt.Sprintf("mce does not implement the operation %q (X-Amz-Target).", target)})
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody+1))
+	if err != nil {
+		writeError(w, validationException("Could not read the request body: %v", err))
+		return nil
+	}
+	if len(body) > maxControlBody {
+		writeError(w, validationException("The request body exceeds %d bytes.", maxControlBody))
+		return nil
+	}
+	out, err := op(s, r.Context(), body)
+	if err != nil {
+		writeError(w, s.controlError(err))
+		return nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		writeError(w, &APIError{Status: 500, Code: CodeInternalFailure, Message: "encoding the answer failed: " + err.Error()})
+		return nil
+	}
+	w.Header().Set("Content-Type", jsonContentType)
+	w.WriteHeader(http.StatusOK)
+	w.Write(b)
+	s.log.Info().Str("operation", opName).Msg("control-plane call")
+	return nil
+}
+
+// controlError maps errors to the control plane's shapes: everything a
+// caller did wrong is a 400 with its code; SageMaker reports missing and
+// existing resources as ValidationException.
+func (s *Server) controlError(err error) *APIError {
+	var api *APIError
+	var vErr *spec.ValidationError
+	var dErr *spec.DecodeError
+	var nf *spec.NotFoundError
+	var ae *spec.AlreadyExistsError
+	switch {
+	case errors.As(err, &api):
+		return api
+	case errors.As(err, &vErr):
+		return validationException("%s", vErr.Message())
+	case errors.As(err, &dErr):
+		return validationException("%s", dErr.Error())
+	case errors.As(err, &nf):
+		return validationException("%s", nf.Message())
+	case errors.As(err, &ae):
+		return validationException("%s", ae.Message())
+	}
+	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce: " + err.Error()}
+}
+
+func decode(body []byte, v any) error {
+	if len(strings.TrimSpace(string(body))) == 0 {
+		body = []byte("{}")
+	}
+	return spec.DecodeJSON(body, v)
+}
+
+func (s *Server) arn(kind spec.Kind, name string) string {
+	return spec.ARN(s.cfg.Region, s.cfg.Account, kind, name)
+}
+
+func notFound(s *Server, kind spec.Kind, name string) error {
+	return &spec.NotFoundError{Kind: kind, Name: name, ARN: s.arn(kind, name)}
+}
+
+// requireName checks a name member of Describe/Delete inputs.
+func requireName(member, v string) error {
+	if v == "" {
+		return validationException("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", member)
+	}
+	if len(v) > 63 || !namePattern.MatchString(v) {
+		return validationException("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", v, member, namePatternText)
+	}
+	return nil
+}
+
+// ---- models
+
+// CreateModel stores a model; baseDir is where relative file:// URLs resolve.
+func (s *Server) CreateModel(in spec.CreateModelInput, baseDir string) (string, error) {
+	if err := in.Validate(); err != nil {
+		return "", err
+	}
+	rec := ModelRecord{Input: in, BaseDir: baseDir, ARN: s.arn(spec.KindModel, in.ModelName), Created: time.Now()}
+	ok, err := s.store.Create(store.Models, in.ModelName, rec)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", &spec.AlreadyExistsError{Kind: spec.KindModel, Name: in.ModelName, ARN: rec.ARN}
+	}
+	return rec.ARN, nil
+}
+
+func opCreateModel(s *Server, _ context.Context, body []byte) (any, error) {
+	var in spec.CreateModelInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	arn, err := s.CreateModel(in, s.cfg.BaseDir)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"ModelArn": arn}, nil
+}
+
+type describeModelOutput struct {
+	spec.CreateModelInput
+	ModelArn     string `json:"ModelArn"`
+	CreationTime epoch  `json:"CreationTime"`
+}
+
+func (s *Server) getModel(name string) (ModelRecord, error) {
+	var rec ModelRecord
+	err := s.store.Get(store.Models, name, &rec)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, notFound(s, spec.KindModel, name)
+	}
+	return rec, err
+}
+
+func opDescribeModel(s *Server, _ context.Context, body []byte) (any, error) {
+	var in struct{ ModelName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := requireName("modelName", in.ModelName); err != nil {
+		return nil, err
+	}
+	rec, err := s.getModel(in.ModelName)
+	if err != nil {
+		return nil, err
+	}
+	out := describeModelOutput{CreateModelInput: rec.Input, ModelArn: rec.ARN, CreationTime: epoch(rec.Created)}
+	out.Tags = nil // Tags are not part of DescribeModel's output
+	return out, nil
+}
+
+func opDeleteModel(s *Server, _ context.Context, body []byte) (any, error) {
+	var in struct{ ModelName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := requireName("modelName", in.ModelName); err != nil {
+		return nil, err
+	}
+	ok, err := s.store.Delete(store.Models, in.ModelName)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound(s, spec.KindModel, in.ModelName)
+	}
+	return struct{}{}, nil
+}
+
+// listInput is the common part of the List* operations.
+type listInput struct {
+	SortBy                 string
+	SortOrder              string
+	NextToken              string
+	MaxResults             *int
+	NameContains           string
+	CreationTimeBefore     *epoch
+	CreationTimeAfter      *epoch
+	LastModifiedTimeBefore *epoch
+	LastModifiedTimeAfter  *epoch
+	StatusEquals           string
+}
+
+type listItem struct {
+	name     string
+	created  time.Time
+	modified time.Time
+	status   string
+	out      any
+}
+
+// page filters, sorts and pages items as the List* operations do.
+func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, error) {
+	if in.SortBy == "" {
+		in.SortBy = "CreationTime"
+	}
+	if !contains(sortKeys, in.SortBy) {
+		return nil, "", validationException("1 validation error detected: Value '%s' at 'sortBy' failed to satisfy constraint: Member must satisfy enum value set: [%s]", in.SortBy, strings.Join(sortKeys, ", "))
+	}
+	if in.SortOrder == "" {
+		in.SortOrder = "Descending"
+	}
+	if in.SortOrder != "Ascending" && in.SortOrder != "Descending" {
+		return nil, "", validationException("1 validation error detected: Value '%s' at 'sortOrder' failed to satisfy constraint: Member must satisfy enum value set: [Ascending, Descending]", in.SortOrder)
+	}
+	max := 10
+	if in.MaxResults != nil {
+		if *in.MaxResults < 1 || *in.MaxResults > 100 {
+			return nil, "", validationException("1 validation error detected: Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 100", *in.MaxResults)
+		}
+		max = *in.MaxResults
+	}
+	var kept []listItem
+	for _, it := range items {
+		switch {
+		case in.NameContains != "" && !strings.Contains(strings.ToLower(it.name), strings.ToLower(in.NameContains)):
+		case in.CreationTimeBefore != nil && !it.created.Before(time.Time(*in.CreationTimeBefore)):
+		case in.CreationTimeAfter != nil && !it.created.After(time.Time(*in.CreationTimeAfter)):
+		case in.LastModifiedTimeBefore != nil && !it.modified.Before(time.Time(*in.LastModifiedTimeBefore)):
+		case in.LastModifiedTimeAfter != nil && !it.modified.After(time.Time(*in.LastModifiedTimeAfter)):
+		case in.StatusEquals != "" && it.status != in.StatusEquals:
+		default:
+			kept = append(kept, it)
+		}
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
+		a, b := kept[i], kept[j]
+		var less bool
+		switch in.SortBy {
+		case "Name":
+			less = a.name < b.name
+		case "Status":
+			less = a.status < b.status || (a.status == b.status && a.name < b.name)
+		default:
+			less = a.created.Before(b.created) || (a.created.Equal(b.created) && a.name < b.name)
+		}
+		if in.SortOrder == "Descending" {
+			return !less && !(a.name == b.name)
+		}
+		return less
+	})
+	start := 0
+	if in.NextToken != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(in.NextToken)
+		n, err2 := strconv.Atoi(string(raw))
+		if err != nil || err2 != nil || n < 0 || n > len(kept) {
+			return nil, "", validationException("The NextToken is not valid.")
+		}
+		start = n
+	}
+	end := min(start+max, len(kept))
+	out := make([]any, 0, end-start)
+	for _, it := range kept[start:end] {
+		out = append(out, it.out)
+	}
+	next := ""
+	if end < len(kept) {
+		next = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	}
+	return out, next, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func opListModels(s *Server, _ context.Context, body []byte) (any, error) {
+	var in listInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	var items []listItem
+	store.List(s.store, store.Models, func(r ModelRecord) error {
+		items = append(items, listItem{name: r.Input.ModelName, created: r.Created, modified: r.Created,
+			out: map[string]any{"ModelName": r.Input.ModelName, "ModelArn": r.ARN, "CreationTime": epoch(r.Created)}})
+		return nil
+	})
+	page, next, err := in.page(items, "Name", "CreationTime")
+	if err != nil {
+		return nil, err
+	}
+	return pageOutput("Models", page, next), nil
+}
+
+func pageOutput(key string, page []any, next string) map[string]any {
+	out := map[string]any{key: page}
+	if next != "" {
+		out["NextToken"] = next
+	}
+	return out
+}
+
+// ---- endpoint configs
+
+// CreateEndpointConfig stores an endpoint configuration; its models must exist.
+func (s *Server) CreateEndpointConfig(in spec.CreateEndpointConfigInput) (string, error) {
+	if err := in.Validate(); err != nil {
+		return "", err
+	}
+	for _, v := range in.ProductionVariants {
+		if _, err := s.getModel(v.ModelName); err != nil {
+			return "", err
+		}
+	}
+	rec := ConfigRecord{Input: in, ARN: s.arn(spec.KindEndpointConfig, in.EndpointConfigName), Created: time.Now()}
+	ok, err := s.store.Create(store.EndpointConfigs, in.EndpointConfigName, rec)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", &spec.AlreadyExistsError{Kind: spec.KindEndpointConfig, Name: in.EndpointConfigName, ARN: rec.ARN}
+	}
+	return rec.ARN, nil
+}
+
+func opCreateEndpointConfig(s *Server, _ context.Context, body []byte) (any, error) {
+	var in spec.CreateEndpointConfigInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	arn, err := s.CreateEndpointConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"EndpointConfigArn": arn}, nil
+}
+
+func (s *Server) getConfig(name string) (ConfigRecord, error) {
+	var rec ConfigRecord
+	err := s.store.Get(store.EndpointConfigs, name, &rec)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, notFound(s, spec.KindEndpointConfig, name)
+	}
+	return rec, err
+}
+
+func opDescribeEndpointConfig(s *Server, _ context.Context, body []byte) (any, error) {
+	var in struct{ EndpointConfigName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	rec, err := s.getConfig(in.EndpointConfigName)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		spec.CreateEndpointConfigInput
+		EndpointConfigArn string `json:"EndpointConfigArn"`
+		CreationTime      epoch  `json:"CreationTime"`
+	}{rec.Input, rec.ARN, epoch(rec.Created)}
+	out.Tags = nil
+	return out, nil
+}
+
+func opDeleteEndpointConfig(s *Server, _ context.Context, body []byte) (any, error) {
+	var in struct{ EndpointConfigName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	ok, err := s.store.Delete(store.EndpointConfigs, in.EndpointConfigName)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound(s, spec.KindEndpointConfig, in.EndpointConfigName)
+	}
+	return struct{}{}, nil
+}
+
+func opListEndpointConfigs(s *Server, _ context.Context, body []byte) (any, error) {
+	var in listInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	var items []listItem
+	store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {
+		items = append(items, listItem{name: r.Input.EndpointConfigName, created: r.Created, modified: r.Created,
+			out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": epoch(r.Created)}})
+		return nil
+	})
+	page, next, err := in.page(items, "Name", "CreationTime")
+	if err != nil {
+		return nil, err
+	}
+	return pageOutput("EndpointConfigs", page, next), nil
+}
+
+// ---- endpoints
+
+// planFor resolves an endpoint on a stored configuration and its models.
+func (s *Server) planFor(in spec.CreateEndpointInput) (spec.EndpointPlan, error) {
+	cfg, err := s.getConfig(in.EndpointConfigName)
+	if err != nil {
+		return spec.EndpointPlan{}, err
+	}
+	lookup := func(name string) (spec.CreateModelInput, string, bool) {
+		rec, err := s.getModel(name)
+		return rec.Input, rec.BaseDir, err == nil
+	}
+	plan, warns, err := spec.BuildPlan(s.cfg.Region, s.cfg.Account, in, cfg.Input, lookup)
+	for _, w := range warns {
+		s.log.Warn().Str("endpoint", in.EndpointName).Msg(w)
+	}
+	return plan, err
+}
+
+// CreateEndpoint creates an endpoint on a stored configuration. It answers at
+// once; the endpoint is Creating until its containers pass /ping.
+func (s *Server) CreateEndpoint(in spec.CreateEndpointInput) (string, error) {
+	if err := in.Validate(); err != nil {
+		return "", err
+	}
+	if e := s.reg.get(in.EndpointName); e != nil {
+		return "", &spec.AlreadyExistsError{Kind: spec.KindEndpoint, Name: in.EndpointName, ARN: s.arn(spec.KindEndpoint, in.EndpointName)}
+	}
+	plan, err := s.planFor(in)
+	if err != nil {
+		return "", err
+	}
+	e, err := s.startEndpoint(plan, in.EndpointConfigName)
+	if err != nil {
+		return "", err
+	}
+	return e.record().ARN, nil
+}
+
+func opCreateEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
+	var in spec.CreateEndpointInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	arn, err := s.CreateEndpoint(in)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"EndpointArn": arn}, nil
+}
+
+func (s *Server) getEndpoint(name string) (*Endpoint, error) {
+	if err := requireName("endpointName", name); err != nil {
+		return nil, err
+	}
+	e := s.reg.get(name)
+	if e == nil {
+		return nil, notFound(s, spec.KindEndpoint, name)
+	}
+	return e, nil
+}
+
+type deployedImage struct {
+	SpecifiedImage string `json:"SpecifiedImage"`
+	ResolvedImage  string `json:"ResolvedImage,omitempty"`
+	ResolutionTime epoch  `json:"ResolutionTime"`
+}
+
+type variantSummary struct {
+	VariantName          string          `json:"VariantName"`
+	DeployedImages       []deployedImage `json:"DeployedImages,omitempty"`
+	CurrentWeight        float64         `json:"CurrentWeight"`
+	DesiredWeight        float64         `json:"DesiredWeight"`
+	CurrentInstanceCount int             `json:"CurrentInstanceCount"`
+	DesiredInstanceCount int             `json:"DesiredInstanceCount"`
+}
+
+type describeEndpointOutput struct {
+	EndpointName       string           `json:"EndpointName"`
+	EndpointArn        string           `json:"EndpointArn"`
+	EndpointConfigName string           `json:"EndpointConfigName"`
+	ProductionVariants []variantSummary `json:"ProductionVariants,omitempty"`
+	EndpointStatus     Status           `json:"EndpointStatus"`
+	FailureReason      string           `json:"FailureReason,omitempty"`
+	CreationTime       epoch            `json:"CreationTime"`
+	LastModifiedTime   epoch            `json:"LastModifiedTime"`
+}
+
+// DescribeEndpoint is the endpoint as DescribeEndpoint shows it.
+func (s *Server) describe(e *Endpoint) describeEndpointOutput {
+	rec := e.record()
+	out := describeEndpointOutput{
+		EndpointName: rec.Name, EndpointArn: rec.ARN, EndpointConfigName: rec.ConfigName,
+		EndpointStatus: e.Status(), FailureReason: rec.FailureReason,
+		CreationTime: epoch(rec.Created), LastModifiedTime: epoch(rec.Modified),
+	}
+	if out.EndpointStatus == StatusCreating || out.EndpointStatus == StatusFailed {
+		return out // no variants run yet
+	}
+	for _, v := range rec.Plan.Variants {
+		vs := variantSummary{VariantName: v.Name, CurrentWeight: v.Weight, DesiredWeight: v.Weight,
+			CurrentInstanceCount: v.InstanceCount, DesiredInstanceCount: v.InstanceCount}
+		if t, ok := rec.Desired[v.Name]; ok {
+			vs.DesiredWeight, vs.DesiredInstanceCount = t.Weight, t.Count
+		}
+		for _, c := range v.Containers {
+			vs.DeployedImages = append(vs.DeployedImages, deployedImage{SpecifiedImage: c.Image, ResolvedImage: c.Image, ResolutionTime: epoch(rec.Modified)})
+		}
+		out.ProductionVariants = append(out.ProductionVariants, vs)
+	}
+	return out
+}
+
+func opDescribeEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
+	var in struct{ EndpointName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	e, err := s.getEndpoint(in.EndpointName)
+	if err != nil {
+		return nil, err
+	}
+	return s.describe(e), nil
+}
+
+func opListEndpoints(s *Server, _ context.Context, body []byte) (any, error) {
+	var in listInput
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	var items []listItem
+	for _, e := range s.reg.all() {
+		rec := e.record()
+		st := string(e.Status())
+		items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: st,
+			out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": epoch(rec.Created),
+				"LastModifiedTime": epoch(rec.Modified), "EndpointStatus": st}})
+	}
+	page, next, err := in.page(items, "Name", "CreationTime", "Status")
+	if err != nil {
+		return nil, err
+	}
+	return pageOutput("Endpoints", page, next), nil
+}
+
+func opUpdateEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
+	var in struct {
+		EndpointName                     string
+		EndpointConfigName               string
+		RetainAllVariantProperties       bool
+		ExcludeRetainedVariantProperties []struct{ VariantPropertyType string }
+		DeploymentConfig                 json.RawMessage
+		RetainDeploymentConfig           bool
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	e, err := s.getEndpoint(in.EndpointName)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	plan, err := s.planFor(spec.CreateEndpointInput{EndpointName: e.name, EndpointConfigName: in.EndpointConfigName})
+	if err != nil {
+		return nil, err
+	}
+	if in.RetainAllVariantProperties {
+		exclude := map[string]bool{}
+		for _, x := range in.ExcludeRetainedVariantProperties {
+			exclude[x.VariantPropertyType] = true
+		}
+		current := e.record().Plan
+		for i, v := range plan.Variants {
+			for _, old := range current.Variants {
+				if old.Name == v.Name {
+					if !exclude["DesiredWeight"] {
+						plan.Variants[i].Weight = old.Weight
+					}
+					if !exclude["DesiredInstanceCount"] {
+						plan.Variants[i].InstanceCount = old.InstanceCount
+					}
+				}
+			}
+		}
+	}
+	if err := s.updateEndpoint(e, plan, in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	return map[string]string{"EndpointArn": e.record().ARN}, nil
+}
+
+func opUpdateWeightsAndCapacities(s *Server, _ context.Context, body []byte) (any, error) {
+	var in struct {
+		EndpointName                string
+		DesiredWeightsAndCapacities []struct {
+			VariantName            string
+			DesiredWeight          *float64
+			DesiredInstanceCount   *int
+			ServerlessUpdateConfig json.RawMessage
+		}
+	}
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	e, err := s.getEndpoint(in.EndpointName)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.DesiredWeightsAndCapacities) == 0 {
+		return nil, validationException("1 validation error detected: Value '[]' at 'desiredWeightsAndCapacities' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	current := e.record().Plan
+	targets := map[string]VariantTarget{}
+	for i, d := range in.DesiredWeightsAndCapacities {
+		var cur *spec.VariantPlan
+		for j := range current.Variants {
+			if current.Variants[j].Name == d.VariantName {
+				cur = &current.Variants[j]
+			}
+		}
+		if cur == nil {
+			return nil, validationException("The variant name(s) [%s] is/are not present in the endpoint %q.", d.VariantName, e.record().ARN)
+		}
+		t := VariantTarget{Weight: cur.Weight, Count: cur.InstanceCount}
+		if d.DesiredWeight != nil {
+			if *d.DesiredWeight < 0 {
+				return nil, validationException("1 validation error detected: Value '%v' at 'desiredWeightsAndCapacities.%d.member.desiredWeight' failed to satisfy constraint: Member must have value greater than or equal to 0", *d.DesiredWeight, i+1)
+			}
+			t.Weight = *d.DesiredWeight
+		}
+		if d.DesiredInstanceCount != nil {
+			if *d.DesiredInstanceCount < 1 {
+				return nil, validationException("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.%d.member.desiredInstanceCount' failed to satisfy constraint: Member must have value greater than or equal to 1", *d.DesiredInstanceCount, i+1)
+			}
+			t.Count = *d.DesiredInstanceCount
+		}
+		targets[d.VariantName] = t
+	}
+	if err := s.updateWeightsAndCapacities(e, targets); err != nil {
+		return nil, err
+	}
+	return map[string]string{"EndpointArn": e.record().ARN}, nil
+}
+
+func opDeleteEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
+	var in struct{ EndpointName string }
+	if err := decode(body, &in); err != nil {
+		return nil, err
+	}
+	e, err := s.getEndpoint(in.EndpointName)
+	if err != nil {
+		return nil, err
+	}
+	s.deleteEndpoint(e)
+	return struct{}{}, nil
+}
+
+// DeleteEndpoint deletes an endpoint (as the API does) and waits until its
+// containers are gone.
+func (s *Server) DeleteEndpoint(ctx context.Context, name string) error {
+	e := s.reg.get(name)
+	if e == nil {
+		return notFound(s, spec.KindEndpoint, name)
+	}
+	s.deleteEndpoint(e)
+	for s.reg.get(name) == e {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Apply makes the state match a bundle of endpoint files, through the same
+// operations as the API: missing models and configurations are created,
+// changed ones replaced (files are the source of truth for what they define);
+// a missing endpoint is created, one on a changed configuration updated, a
+// Failed one recreated. It returns the names of the files' endpoints.
+func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
+	for _, m := range b.Models {
+		old, err := s.getModel(m.ModelName)
+		if err == nil && reflect.DeepEqual(old.Input, m.CreateModelInput) && old.BaseDir == m.Dir {
+			continue
+		}
+		if err == nil {
+			s.store.Delete(store.Models, m.ModelName)
+		}
+		if _, err := s.CreateModel(m.CreateModelInput, m.Dir); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", m.File, m.Path, err)
+		}
+	}
+	changedConfigs := map[string]bool{}
+	for _, c := range b.EndpointConfigs {
+		old, err := s.getConfig(c.EndpointConfigName)
+		if err == nil && reflect.DeepEqual(old.Input, c.CreateEndpointConfigInput) {
+			continue
+		}
+		if err == nil {
+			s.store.Delete(store.EndpointConfigs, c.EndpointConfigName)
+		}
+		changedConfigs[strings.ToLower(c.EndpointConfigName)] = true
+		if _, err := s.CreateEndpointConfig(c.CreateEndpointConfigInput); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", c.File, c.Path, err)
+		}
+	}
+	var names []string
+	for _, ep := range b.Endpoints {
+		names = append(names, ep.EndpointName)
+		e := s.reg.get(ep.EndpointName)
+		if e != nil && e.Status() == StatusFailed {
+			if err := s.DeleteEndpoint(ctx, ep.EndpointName); err != nil {
+				return nil, err
+			}
+			e = nil
+		}
+		if e == nil {
+			if _, err := s.CreateEndpoint(ep.CreateEndpointInput); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", ep.File, ep.Path, err)
+			}
+			continue
+		}
+		plan, err := s.planFor(ep.CreateEndpointInput)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", ep.File, ep.Path, err)
+		}
+		rec := e.record()
+		if strings.EqualFold(rec.ConfigName, ep.EndpointConfigName) && !changedConfigs[strings.ToLower(ep.EndpointConfigName)] && reflect.DeepEqual(rec.Plan.Variants, plan.Variants) {
+			continue // already what the file says (recovered at start)
+		}
+		if err := s.WaitEndpoint(ctx, ep.EndpointName); err != nil && e.Status() != StatusInService {
+			return nil, err
+		}
+		if err := s.updateEndpoint(e, plan, ep.EndpointConfigName); err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
+}

@@ -1,0 +1,524 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/pipeline"
+)
+
+// Status is an endpoint's lifecycle state, with SageMaker's names
+// (contracts doc §2.4).
+type Status string
+
+const (
+	StatusCreating       Status = "Creating"
+	StatusInService      Status = "InService"
+	StatusUpdating       Status = "Updating"
+	StatusSystemUpdating Status = "SystemUpdating" // relaunching after a restart of mce
+	StatusFailed         Status = "Failed"
+	StatusDeleting       Status = "Deleting"
+)
+
+// Endpoint is one endpoint known to the host. Invocations read its status
+// and route without locks; lifecycle operations run one at a time (ops) in
+// the background and publish their outcome to the durable record.
+type Endpoint struct {
+	name       string
+	status     atomic.Value // Status
+	route      atomic.Pointer[pipeline.Route]
+	multiModel atomic.Bool
+	deleting   atomic.Bool
+
+	ops      sync.Mutex // one lifecycle operation at a time
+	mu       sync.Mutex // guards rec and launched
+	rec      EndpointRecord
+	launched Launched
+}
+
+// Status is the endpoint's current state.
+func (e *Endpoint) Status() Status { return e.status.Load().(Status) }
+
+func (e *Endpoint) record() EndpointRecord {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.rec
+}
+
+// EndpointInfo is a snapshot of an endpoint for listings.
+type EndpointInfo struct {
+	Name          string `json:"EndpointName"`
+	Status        Status `json:"EndpointStatus"`
+	FailureReason string `json:"FailureReason,omitempty"`
+	Mode          string `json:"Mode"`
+	Variants      int    `json:"Variants"`
+}
+
+type registry struct {
+	mu sync.RWMutex
+	m  map[string]*Endpoint // by lower-cased name
+}
+
+func (r *registry) get(name string) *Endpoint {
+	r.mu.RLock()
+	e := r.m[strings.ToLower(name)]
+	r.mu.RUnlock()
+	return e
+}
+
+func (r *registry) add(e *Endpoint) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*Endpoint{}
+	}
+	k := strings.ToLower(e.name)
+	if _, ok := r.m[k]; ok {
+		return false
+	}
+	r.m[k] = e
+	return true
+}
+
+func (r *registry) remove(e *Endpoint) {
+	r.mu.Lock()
+	if r.m[strings.ToLower(e.name)] == e {
+		delete(r.m, strings.ToLower(e.name))
+	}
+	r.mu.Unlock()
+}
+
+func (r *registry) all() []*Endpoint {
+	r.mu.RLock()
+	out := make([]*Endpoint, 0, len(r.m))
+	for _, e := range r.m {
+		out = append(out, e)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// Endpoints lists the endpoints with their status.
+func (s *Server) Endpoints() []EndpointInfo {
+	var out []EndpointInfo
+	for _, e := range s.reg.all() {
+		rec := e.record()
+		out = append(out, EndpointInfo{Name: e.name, Status: e.Status(), FailureReason: rec.FailureReason,
+			Mode: rec.Plan.Mode, Variants: len(rec.Plan.Variants)})
+	}
+	return out
+}
+
+// WaitEndpoint waits until the endpoint is InService (nil) or Failed or gone
+// (an error saying why).
+func (s *Server) WaitEndpoint(ctx context.Context, name string) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		e := s.reg.get(name)
+		if e == nil {
+			return fmt.Errorf("endpoint %q does not exist", name)
+		}
+		switch e.Status() {
+		case StatusInService:
+			return nil
+		case StatusFailed:
+			return fmt.Errorf("endpoint %q failed: %s", name, e.record().FailureReason)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// setStatus publishes a new status and persists the record.
+func (s *Server) save(e *Endpoint, change func(*EndpointRecord)) {
+	e.mu.Lock()
+	change(&e.rec)
+	e.rec.Modified = time.Now()
+	rec := e.rec
+	e.status.Store(rec.Status)
+	e.mu.Unlock()
+	if err := s.store.Put(store.Endpoints, rec.Name, rec); err != nil {
+		s.log.Error().Err(err).Str("endpoint", rec.Name).Msg("could not persist the endpoint's state")
+	}
+}
+
+func (s *Server) newEndpoint(rec EndpointRecord) *Endpoint {
+	e := &Endpoint{name: rec.Name, rec: rec}
+	e.status.Store(rec.Status)
+	e.multiModel.Store(planIsMultiModel(rec.Plan))
+	return e
+}
+
+func planIsMultiModel(p spec.EndpointPlan) bool {
+	for _, v := range p.Variants {
+		for _, c := range v.Containers {
+			if c.Mode == "MultiModel" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func planContainers(p spec.EndpointPlan) int {
+	n := 0
+	for _, v := range p.Variants {
+		n += v.InstanceCount * len(v.Containers)
+	}
+	return n
+}
+
+// checkCapacity enforces Config.MaxContainers across all endpoints.
+func (s *Server) checkCapacity(delta int, except *Endpoint) error {
+	if s.cfg.MaxContainers <= 0 {
+		return nil
+	}
+	used := 0
+	for _, e := range s.reg.all() {
+		if e != except && e.Status() != StatusFailed {
+			used += planContainers(e.record().Plan)
+		}
+	}
+	if used+delta > s.cfg.MaxContainers {
+		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
+			"The account-level service limit 'total containers across all endpoints' is %d Containers, with current utilization of %d Containers and a request delta of %d Containers. Start mce with a higher --max-containers to raise it.",
+			s.cfg.MaxContainers, used, delta)}
+	}
+	return nil
+}
+
+// startEndpoint registers a new endpoint as Creating and launches it in the
+// background.
+func (s *Server) startEndpoint(plan spec.EndpointPlan, configName string) (*Endpoint, error) {
+	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	rec := EndpointRecord{
+		Name: plan.Name, ARN: spec.ARN(s.cfg.Region, s.cfg.Account, spec.KindEndpoint, plan.Name),
+		ConfigName: configName, Status: StatusCreating, Created: now, Modified: now, Generation: 1, Plan: plan,
+	}
+	e := s.newEndpoint(rec)
+	if !s.reg.add(e) {
+		return nil, &spec.AlreadyExistsError{Kind: spec.KindEndpoint, Name: plan.Name, ARN: rec.ARN}
+	}
+	if err := s.store.Put(store.Endpoints, rec.Name, rec); err != nil {
+		s.reg.remove(e)
+		return nil, err
+	}
+	s.background(func() { s.runLaunch(e, rec.Plan, rec.Generation, StatusCreating) })
+	return e, nil
+}
+
+// background runs fn as part of the server's lifetime (Close waits for it).
+func (s *Server) background(fn func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+}
+
+// runLaunch launches generation gen of the plan and puts the endpoint in
+// service, or marks it Failed.
+func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from Status) {
+	e.ops.Lock()
+	defer e.ops.Unlock()
+	log := s.log.With().Str("endpoint", e.name).Logger()
+	if e.deleting.Load() {
+		return
+	}
+	log.Info().Str("status", string(from)).Str("mode", plan.Mode).Int("generation", gen).Msg("launching endpoint")
+	start := time.Now()
+	l, err := s.cfg.Backend.Launch(s.ctx, plan, gen)
+	if err != nil {
+		if e.deleting.Load() || s.ctx.Err() != nil {
+			return
+		}
+		log.Error().Err(err).Msg("endpoint failed")
+		s.save(e, func(r *EndpointRecord) { r.Status, r.FailureReason = StatusFailed, truncate(err.Error(), 1024) })
+		return
+	}
+	if e.deleting.Load() {
+		l.Close(context.WithoutCancel(s.ctx))
+		return
+	}
+	s.install(e, plan, l)
+	s.save(e, func(r *EndpointRecord) {
+		r.Status, r.Generation, r.Plan = StatusInService, gen, plan
+		if from != StatusSystemUpdating {
+			r.FailureReason = ""
+		}
+	})
+	log.Info().Dur("took", time.Since(start)).Msg("endpoint InService")
+}
+
+// install points the endpoint's route at a launched generation.
+func (s *Server) install(e *Endpoint, plan spec.EndpointPlan, l Launched) {
+	mode := pipeline.Serial
+	if plan.Mode == "Direct" {
+		mode = pipeline.Direct
+	}
+	var vs []*pipeline.Variant
+	for _, v := range plan.Variants {
+		vs = append(vs, pipeline.NewVariant(v.Name, v.Weight, instances(l, v.Name)))
+	}
+	e.mu.Lock()
+	e.launched = l
+	e.mu.Unlock()
+	e.multiModel.Store(planIsMultiModel(plan))
+	e.route.Store(pipeline.NewRoute(e.name, mode, vs))
+}
+
+func instances(l Launched, variant string) []*pipeline.Instance {
+	var out []*pipeline.Instance
+	for _, cp := range l.Copies(variant) {
+		out = append(out, pipeline.NewInstance(cp))
+	}
+	return out
+}
+
+// drain waits until no request is in flight on the route's instances, or the
+// container timeout passes.
+func (s *Server) drain(r *pipeline.Route) {
+	if r == nil {
+		return
+	}
+	var insts []*pipeline.Instance
+	for _, v := range r.Variants() {
+		insts = append(insts, v.Instances()...)
+	}
+	s.drainInstances(insts)
+}
+
+func (s *Server) drainInstances(insts []*pipeline.Instance) {
+	deadline := time.Now().Add(s.cfg.ContainerTimeout)
+	for time.Now().Before(deadline) {
+		busy := false
+		for _, in := range insts {
+			if in.Outstanding() > 0 {
+				busy = true
+			}
+		}
+		if !busy {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// updateEndpoint moves an InService endpoint to a new configuration: the new
+// generation comes up beside the old, traffic moves to it, then the old one
+// drains and goes. If the new one fails, the old one keeps serving.
+func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName string) error {
+	if st := e.Status(); st != StatusInService {
+		return validationException("Cannot update in-progress endpoint %q.", e.record().ARN)
+	}
+	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
+		return err
+	}
+	s.save(e, func(r *EndpointRecord) { r.Status, r.Pending = StatusUpdating, configName })
+	s.background(func() {
+		e.ops.Lock()
+		defer e.ops.Unlock()
+		if e.deleting.Load() {
+			return
+		}
+		log := s.log.With().Str("endpoint", e.name).Logger()
+		rec := e.record()
+		gen := rec.Generation + 1
+		l, err := s.cfg.Backend.Launch(s.ctx, plan, gen)
+		if err != nil {
+			if e.deleting.Load() || s.ctx.Err() != nil {
+				return
+			}
+			log.Error().Err(err).Msg("update failed; the endpoint keeps its previous configuration")
+			s.save(e, func(r *EndpointRecord) {
+				r.Status, r.Pending = StatusInService, ""
+				r.FailureReason = truncate("Update to endpoint configuration "+configName+" failed: "+err.Error(), 1024)
+			})
+			return
+		}
+		oldRoute := e.route.Load()
+		e.mu.Lock()
+		old := e.launched
+		e.mu.Unlock()
+		s.install(e, plan, l)
+		s.save(e, func(r *EndpointRecord) {
+			r.Status, r.Generation, r.Plan, r.ConfigName, r.Pending, r.FailureReason = StatusInService, gen, plan, configName, "", ""
+		})
+		s.drain(oldRoute)
+		if old != nil {
+			if err := old.Close(context.WithoutCancel(s.ctx)); err != nil {
+				log.Warn().Err(err).Msg("removing the previous generation")
+			}
+		}
+		log.Info().Int("generation", gen).Str("config", configName).Msg("endpoint updated")
+	})
+	return nil
+}
+
+// updateWeightsAndCapacities changes variants' weights at once and their
+// instance counts by scaling (new copies ready before they take traffic;
+// surplus copies out of routing before they stop).
+func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]VariantTarget) error {
+	if st := e.Status(); st != StatusInService {
+		return validationException("Cannot update in-progress endpoint %q.", e.record().ARN)
+	}
+	rec := e.record()
+	delta := 0
+	for _, v := range rec.Plan.Variants {
+		if t, ok := targets[v.Name]; ok {
+			delta += (t.Count - v.InstanceCount) * len(v.Containers)
+		}
+	}
+	if err := s.checkCapacity(delta, nil); err != nil {
+		return err
+	}
+	s.save(e, func(r *EndpointRecord) { r.Status, r.Desired = StatusUpdating, targets })
+	s.background(func() {
+		e.ops.Lock()
+		defer e.ops.Unlock()
+		if e.deleting.Load() {
+			return
+		}
+		e.mu.Lock()
+		l := e.launched
+		plan := e.rec.Plan
+		e.mu.Unlock()
+		route := e.route.Load()
+		var errs []error
+		for i, v := range plan.Variants {
+			t, ok := targets[v.Name]
+			if !ok {
+				continue
+			}
+			var pv *pipeline.Variant
+			for _, x := range route.Variants() {
+				if x.Name() == v.Name {
+					pv = x
+				}
+			}
+			pv.SetWeight(t.Weight)
+			plan.Variants[i].Weight = t.Weight
+			switch {
+			case t.Count > v.InstanceCount:
+				if err := l.Scale(s.ctx, v.Name, t.Count); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				pv.SetInstances(instances(l, v.Name))
+			case t.Count < v.InstanceCount:
+				current := pv.Instances()
+				pv.SetInstances(current[:t.Count])
+				s.drainInstances(current[t.Count:])
+				if err := l.Scale(s.ctx, v.Name, t.Count); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			}
+			plan.Variants[i].InstanceCount = len(l.Copies(v.Name))
+		}
+		s.save(e, func(r *EndpointRecord) {
+			r.Status, r.Plan, r.Desired = StatusInService, plan, nil
+			if err := errors.Join(errs...); err != nil {
+				r.FailureReason = truncate("Updating weights and capacities failed: "+err.Error(), 1024)
+			}
+		})
+	})
+	return nil
+}
+
+// deleteEndpoint takes the endpoint out of service at once and removes its
+// containers and record in the background.
+func (s *Server) deleteEndpoint(e *Endpoint) {
+	if e.deleting.Swap(true) {
+		return
+	}
+	route := e.route.Swap(nil)
+	s.save(e, func(r *EndpointRecord) { r.Status = StatusDeleting })
+	s.background(func() { s.finishDelete(e, route) })
+}
+
+func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
+	e.ops.Lock() // wait for a launch or update in progress to notice
+	defer e.ops.Unlock()
+	s.drain(route)
+	e.mu.Lock()
+	l := e.launched
+	e.launched = nil
+	e.mu.Unlock()
+	if l != nil {
+		if err := l.Close(context.WithoutCancel(s.ctx)); err != nil {
+			s.log.Error().Err(err).Str("endpoint", e.name).Msg("removing the endpoint's containers")
+		}
+	}
+	if _, err := s.store.Delete(store.Endpoints, e.name); err != nil {
+		s.log.Error().Err(err).Str("endpoint", e.name).Msg("could not remove the endpoint's record")
+	}
+	s.reg.remove(e)
+	s.log.Info().Str("endpoint", e.name).Msg("endpoint deleted")
+}
+
+// Recover brings back every endpoint of the durable state after a restart:
+// containers an earlier run left running are adopted when they match and
+// answer /ping; everything else that runs is removed; endpoints that could not
+// be adopted are relaunched (SystemUpdating, then InService).
+func (s *Server) Recover(ctx context.Context) error {
+	var recs []EndpointRecord
+	if err := store.List(s.store, store.Endpoints, func(r EndpointRecord) error { recs = append(recs, r); return nil }); err != nil {
+		return fmt.Errorf("read endpoints from the state: %w", err)
+	}
+	var relaunch []*Endpoint
+	for _, rec := range recs {
+		switch rec.Status {
+		case StatusDeleting:
+			s.store.Delete(store.Endpoints, rec.Name) // its containers go with Reconcile
+			continue
+		case StatusFailed:
+			s.reg.add(s.newEndpoint(rec))
+			continue
+		case StatusUpdating:
+			rec.Pending, rec.Desired, rec.Status = "", nil, StatusInService
+			rec.FailureReason = "An update was interrupted by a restart of mce; the endpoint kept its previous configuration."
+		}
+		e := s.newEndpoint(rec)
+		s.reg.add(e)
+		l, err := s.cfg.Backend.Adopt(ctx, rec.Plan, rec.Generation)
+		if err == nil {
+			s.install(e, rec.Plan, l)
+			s.save(e, func(r *EndpointRecord) { *r = rec; r.Status = StatusInService })
+			s.log.Info().Str("endpoint", rec.Name).Msg("endpoint recovered: its running containers were adopted")
+			continue
+		}
+		s.log.Info().Str("endpoint", rec.Name).Str("why", err.Error()).Msg("endpoint will be relaunched")
+		relaunch = append(relaunch, e)
+	}
+	if err := s.cfg.Backend.Reconcile(ctx); err != nil {
+		return err
+	}
+	for _, e := range relaunch {
+		rec := e.record()
+		from := StatusSystemUpdating
+		if rec.Status == StatusCreating {
+			from = StatusCreating
+		}
+		gen := rec.Generation + 1
+		s.save(e, func(r *EndpointRecord) { r.Status, r.Generation = from, gen })
+		s.background(func() { s.runLaunch(e, rec.Plan, gen, from) })
+	}
+	return nil
+}

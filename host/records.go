@@ -1,0 +1,75 @@
+package host
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/mce-run/mce/host/spec"
+)
+
+// Durable records, one per model, endpoint config and endpoint, kept in the
+// state store. An endpoint's record holds the plan it runs (resolved when it
+// was created or updated), so it keeps running the same containers even if
+// its model or config is deleted, as on SageMaker.
+
+// ModelRecord is a created model.
+type ModelRecord struct {
+	Input   spec.CreateModelInput
+	BaseDir string // folder that relative file:// URLs resolve against
+	ARN     string
+	Created time.Time
+}
+
+// ConfigRecord is a created endpoint configuration.
+type ConfigRecord struct {
+	Input   spec.CreateEndpointConfigInput
+	ARN     string
+	Created time.Time
+}
+
+// EndpointRecord is an endpoint and what it runs.
+type EndpointRecord struct {
+	Name          string
+	ARN           string
+	ConfigName    string
+	Status        Status
+	FailureReason string
+	Created       time.Time
+	Modified      time.Time
+	// Generation numbers the container sets: an update launches Generation+1.
+	Generation int
+	// Plan is what runs now, with the current weights and instance counts.
+	Plan spec.EndpointPlan
+	// Pending is the configuration an update in progress moves to.
+	Pending string `json:",omitempty"`
+	// Desired holds weights and counts an UpdateEndpointWeightsAndCapacities
+	// in progress moves to, by variant.
+	Desired map[string]VariantTarget `json:",omitempty"`
+}
+
+// VariantTarget is a variant's desired weight and instance count.
+type VariantTarget struct {
+	Weight float64
+	Count  int
+}
+
+// epoch is a timestamp as awsJson1_1 encodes it: seconds since the epoch, a
+// JSON number with millisecond precision (contracts doc §2.1).
+type epoch time.Time
+
+func (t epoch) MarshalJSON() ([]byte, error) {
+	ms := time.Time(t).UnixMilli()
+	return []byte(strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)), nil
+}
+
+func (t *epoch) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	sec, frac := math.Modf(f)
+	*t = epoch(time.Unix(int64(sec), int64(frac*1e9)))
+	return nil
+}

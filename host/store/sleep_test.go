@@ -1,0 +1,5 @@
+package store
+
+import "time"
+
+func sleepMs(n int) { time.Sleep(time.Duration(n) * time.Millisecond) }
