@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the example container images mce-example/<name>:latest from examples/containers/<name>.
 #
-# Usage: scripts/images.sh [name...]      (default: featurizer classifier sentiment probe)
+# Usage: scripts/images.sh [name...]      (default: featurizer classifier sentiment probe modelserver)
 #
 # Each program is built on the host as a static binary (CGO_ENABLED=0, -trimpath, no build ID), copied into
 # build/images/<name>/ with its Dockerfile, and built FROM scratch with the classic builder. The binary is
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-all=(featurizer classifier sentiment probe)
+all=(featurizer classifier sentiment probe modelserver)
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${all[@]}")
 pkgs=()
