@@ -1,0 +1,100 @@
+package mme
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/mce-run/mce/containers/artifact"
+)
+
+// TestBadArtifactsAreRefusedHarmlessly: missing, corrupt and malicious
+// artifacts fail with typed errors, leave nothing on disk, write nothing
+// outside the cache, and do not disturb a loaded model.
+func TestBadArtifactsAreRefusedHarmlessly(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	e.put(t, "good.tar.gz", 100)
+	good, err := e.mgr.Acquire(context.Background(), "good.tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Release()
+	goodDir := filepath.Join(e.cacheDir, ModelID("good.tar.gz"), "model")
+	before, err := os.ReadFile(filepath.Join(goodDir, "1", "model.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Dir(e.cacheDir) // the parent of the cache folder
+
+	writeFile(t, e.prefixDir, "corrupt.tar.gz", []byte("\x1f\x8b\x08 this is not gzip"))
+	writeFile(t, e.prefixDir, "slip.tar.gz", buildTarGz(t,
+		tarEntry{name: "config.pbtxt", body: "x"}, tarEntry{name: "../../evil", body: "pwned"}))
+	writeFile(t, e.prefixDir, "abs.tar.gz", buildTarGz(t, tarEntry{name: "/tmp/evil-abs", body: "pwned"}))
+	writeFile(t, e.prefixDir, "link-out.tar.gz", buildTarGz(t,
+		tarEntry{name: "config.pbtxt", body: "x"},
+		tarEntry{name: "escape", typ: tar.TypeSymlink, link: "../../.."},
+		tarEntry{name: "escape/evil", body: "pwned"}))
+	writeFile(t, e.prefixDir, "link-abs.tar.gz", buildTarGz(t,
+		tarEntry{name: "config.pbtxt", body: "x"},
+		tarEntry{name: "passwd", typ: tar.TypeSymlink, link: "/etc/passwd"}))
+	writeFile(t, e.prefixDir, "hardlink-out.tar.gz", buildTarGz(t,
+		tarEntry{name: "config.pbtxt", body: "x"},
+		tarEntry{name: "h", typ: tar.TypeLink, link: "../../good/model/1/model.bin"}))
+	writeFile(t, e.prefixDir, "device.tar.gz", buildTarGz(t, tarEntry{name: "null", typ: tar.TypeChar}))
+	if err := os.MkdirAll(filepath.Join(e.prefixDir, "a-folder"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		target string
+		want   error
+	}{
+		{"missing.tar.gz", artifact.ErrNotFound},
+		{"corrupt.tar.gz", artifact.ErrInvalidArchive},
+		{"slip.tar.gz", artifact.ErrUnsafeArchive},
+		{"abs.tar.gz", artifact.ErrUnsafeArchive},
+		{"link-out.tar.gz", artifact.ErrUnsafeArchive},
+		{"link-abs.tar.gz", artifact.ErrUnsafeArchive},
+		{"hardlink-out.tar.gz", artifact.ErrUnsafeArchive},
+		{"device.tar.gz", artifact.ErrUnsafeArchive},
+		{"a-folder", errAny},
+		{"../good.tar.gz", ErrInvalidTargetModel},
+		{"/etc/passwd", ErrInvalidTargetModel},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			_, err := e.mgr.Acquire(context.Background(), tt.target)
+			if err == nil || (tt.want != errAny && !errors.Is(err, tt.want)) {
+				t.Fatalf("Acquire = %v, want %v", err, tt.want)
+			}
+			t.Log(err)
+			var nf *ModelNotFoundError
+			if errors.Is(tt.want, artifact.ErrNotFound) != errors.As(err, &nf) {
+				t.Errorf("ModelNotFoundError = %v for %v", errors.As(err, &nf), err)
+			}
+		})
+	}
+	if got := e.cacheEntries(t); !slices.Equal(got, []string{ModelID("good.tar.gz")}) {
+		t.Errorf("cache folder holds %v, want only the good model", got)
+	}
+	for _, p := range []string{filepath.Join(outside, "evil"), filepath.Join(filepath.Dir(outside), "evil"), "/tmp/evil-abs"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was written outside the cache", p)
+		}
+	}
+	after, err := os.ReadFile(filepath.Join(goodDir, "1", "model.bin"))
+	if err != nil || string(after) != string(before) {
+		t.Errorf("the good model's files changed: %v", err)
+	}
+	if got := e.mgr.Loaded(); !slices.Equal(got, []string{"good.tar.gz"}) {
+		t.Errorf("Loaded = %v", got)
+	}
+	if e.fake.loadCalls.Load() != 1 {
+		t.Errorf("load calls = %d; bad artifacts must not reach the container", e.fake.loadCalls.Load())
+	}
+	e.fake.check(t)
+}

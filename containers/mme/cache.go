@@ -1,0 +1,373 @@
+package mme
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mce-run/mce/containers/artifact"
+	"github.com/rs/zerolog"
+)
+
+// CacheOptions configure a [Cache].
+type CacheOptions struct {
+	// Dir is the host folder mounted read-only at /opt/ml/models in the
+	// container; model files go to Dir/<id>/model. Created if missing. The
+	// Cache owns it: NewCache removes the temporary, trash and model
+	// folders (64-hex names) an earlier run left there, and nothing else
+	// may write into it. Required.
+	Dir string
+	// Prefix is the variant's ModelDataUrl prefix; a model's artifact is
+	// Prefix + TargetModel, a tar or tar.gz archive. s3://bucket/prefix/ or
+	// file://dir/ (relative to BaseDir) or file:///abs/dir/. A missing
+	// trailing '/' is added. Required.
+	Prefix string
+	// BaseDir is the folder that relative file:// prefixes start from (the
+	// endpoint file's folder). Empty means the working directory.
+	BaseDir string
+	// Fetcher downloads and extracts artifacts, with its S3 settings and
+	// size limits. Nil means artifact.NewFetcher(artifact.Options{}).
+	Fetcher *artifact.Fetcher
+	// Capacity bounds the bytes of extracted model files on disk; 0 means
+	// unlimited. When a download takes the total over it, the files of
+	// models no Manager has loaded are deleted, least recently used first.
+	// Files of loaded models are never deleted, so the total may stay over
+	// Capacity until they are unloaded (then they go first).
+	Capacity int64
+	// Observer receives ModelDownloadingTime. Nil means none.
+	Observer Observer
+	// Logger receives download and deletion events.
+	Logger zerolog.Logger
+}
+
+// Cache keeps the model files of one ModelDataUrl prefix on disk, shared by
+// the Managers of a variant's container copies. It is safe for concurrent
+// use. Concurrent requests for one model's files share one download.
+type Cache struct {
+	dir      string
+	prefix   string
+	baseDir  string
+	fetcher  *artifact.Fetcher
+	capacity int64
+	obs      Observer
+	log      zerolog.Logger
+
+	mu      sync.Mutex
+	entries map[string]*cacheEntry    // by id: downloading or on disk
+	idle    *lru[string, *cacheEntry] // on disk and referenced by no Manager
+	used    int64                     // bytes of files on disk
+	trashN  uint64                    // names trash folders
+}
+
+// cacheEntry is one model's files. Fields after done are guarded by
+// Cache.mu, except err, written once before done is closed.
+type cacheEntry struct {
+	id, target string
+	done       chan struct{} // closed when the download ends
+	err        error         // the download's error
+
+	ready bool  // on disk
+	size  int64 // bytes of regular files
+	refs  int   // Managers holding the files (loaded, loading or waiting)
+}
+
+// NewCache validates o and prepares o.Dir.
+func NewCache(o CacheOptions) (*Cache, error) {
+	if o.Dir == "" {
+		return nil, errors.New("mme cache: Dir is required")
+	}
+	if o.Capacity < 0 {
+		return nil, errors.New("mme cache: Capacity must not be negative")
+	}
+	switch {
+	case strings.HasPrefix(o.Prefix, "s3://"):
+		if b, _, _ := strings.Cut(strings.TrimPrefix(o.Prefix, "s3://"), "/"); b == "" {
+			return nil, fmt.Errorf("mme cache: prefix %q names no bucket", o.Prefix)
+		}
+	case strings.HasPrefix(o.Prefix, "file://") && len(o.Prefix) > len("file://"):
+	default:
+		return nil, fmt.Errorf("mme cache: prefix %q must be s3://bucket/prefix/ or file://folder/", o.Prefix)
+	}
+	if !strings.HasSuffix(o.Prefix, "/") {
+		o.Prefix += "/"
+	}
+	dir, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("mme cache: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("mme cache: creating %s: %w", dir, err)
+	}
+	if o.Fetcher == nil {
+		if o.Fetcher, err = artifact.NewFetcher(artifact.Options{}); err != nil {
+			return nil, err
+		}
+	}
+	if o.Observer == nil {
+		o.Observer = NopObserver{}
+	}
+	c := &Cache{
+		dir: dir, prefix: o.Prefix, baseDir: o.BaseDir, fetcher: o.Fetcher, capacity: o.Capacity,
+		obs: o.Observer, log: o.Logger.With().Str("component", "mme-cache").Logger(),
+		entries: make(map[string]*cacheEntry), idle: newLRU[string, *cacheEntry](),
+	}
+	if err := c.clean(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Dir returns the absolute path of the cache folder.
+func (c *Cache) Dir() string { return c.dir }
+
+// Usage returns the bytes of model files on disk and the number of models
+// they belong to.
+func (c *Cache) Usage() (bytes int64, models int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.ready {
+			models++
+		}
+	}
+	return c.used, models
+}
+
+// clean removes what an earlier run left in the cache folder.
+func (c *Cache) clean() error {
+	des, err := os.ReadDir(c.dir)
+	if err != nil {
+		return fmt.Errorf("mme cache: %w", err)
+	}
+	for _, de := range des {
+		n := de.Name()
+		if strings.HasPrefix(n, ".tmp-") || strings.HasPrefix(n, ".trash-") || isModelID(n) {
+			if err := os.RemoveAll(filepath.Join(c.dir, n)); err != nil {
+				return fmt.Errorf("mme cache: removing a leftover: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func isModelID(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !('0' <= s[i] && s[i] <= '9' || 'a' <= s[i] && s[i] <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// acquire makes target's files present under Dir/<id>/model and takes a
+// reference on them, which the caller gives back with release. Concurrent
+// callers share one download, which runs on the first caller's ctx.
+func (c *Cache) acquire(ctx context.Context, target string) (*cacheEntry, error) {
+	id := ModelID(target)
+	for {
+		c.mu.Lock()
+		e, ok := c.entries[id]
+		if !ok {
+			e = &cacheEntry{id: id, target: target, done: make(chan struct{}), refs: 1}
+			c.entries[id] = e
+			c.mu.Unlock()
+			if err := c.download(ctx, e); err != nil {
+				return nil, err
+			}
+			return e, nil
+		}
+		e.refs++
+		if e.ready {
+			c.idle.remove(id)
+			c.mu.Unlock()
+			return e, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			c.release(e, false)
+			return nil, ctx.Err()
+		}
+		if e.err == nil {
+			return e, nil
+		}
+		// The first caller's context ended its download; try again on ours.
+		if ctx.Err() == nil && (errors.Is(e.err, context.Canceled) || errors.Is(e.err, context.DeadlineExceeded)) {
+			continue
+		}
+		return nil, e.err
+	}
+}
+
+// release gives back a reference taken by acquire. When no reference is
+// left the files become deletable; drop deletes them at once.
+func (c *Cache) release(e *cacheEntry, drop bool) {
+	var trash []string
+	c.mu.Lock()
+	if c.entries[e.id] != e || e.refs == 0 {
+		c.mu.Unlock()
+		return
+	}
+	e.refs--
+	if e.refs == 0 && e.ready {
+		if drop {
+			trash = append(trash, c.discardLocked(e))
+		} else {
+			c.idle.touch(e.id, e)
+			trash = c.trimLocked()
+		}
+	}
+	c.mu.Unlock()
+	c.removeAll(trash)
+}
+
+// download fetches e's artifact and publishes the outcome to e's waiters.
+func (c *Cache) download(ctx context.Context, e *cacheEntry) error {
+	start := time.Now()
+	size, err := c.fetch(ctx, e)
+	var trash []string
+	c.mu.Lock()
+	if err != nil {
+		delete(c.entries, e.id)
+		e.err = err
+	} else {
+		e.ready, e.size = true, size
+		c.used += size
+		if e.refs == 0 {
+			c.idle.touch(e.id, e)
+		}
+		trash = c.trimLocked()
+	}
+	close(e.done)
+	c.mu.Unlock()
+	c.removeAll(trash)
+	if err != nil {
+		c.log.Debug().Err(err).Str("model", e.target).Msg("model download failed")
+		return err
+	}
+	d := time.Since(start)
+	c.obs.ModelDownloadingTime(d)
+	c.log.Debug().Str("model", e.target).Int64("bytes", size).Dur("took", d).Msg("model downloaded")
+	return nil
+}
+
+// fetch downloads and extracts e's artifact into Dir/<id>/model through a
+// temporary folder, and returns the bytes of its files. On error nothing
+// is left behind.
+func (c *Cache) fetch(ctx context.Context, e *cacheEntry) (int64, error) {
+	url := c.prefix + e.target
+	tmp, err := os.MkdirTemp(c.dir, ".tmp-")
+	if err != nil {
+		return 0, fmt.Errorf("mme cache: creating a download folder: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			os.RemoveAll(tmp)
+		}
+	}()
+	dir, err := c.fetcher.Prepare(ctx, url, c.baseDir, tmp)
+	if err != nil {
+		if errors.Is(err, artifact.ErrNotFound) {
+			return 0, &ModelNotFoundError{TargetModel: e.target, URL: url, Err: err}
+		}
+		return 0, fmt.Errorf("model %q: %w", e.target, err)
+	}
+	if filepath.Dir(dir) != tmp {
+		return 0, fmt.Errorf("model %q: %s is a folder; multi-model artifacts must be tar or tar.gz archives", e.target, url)
+	}
+	model := filepath.Join(tmp, "model")
+	if err := os.Rename(dir, model); err != nil {
+		return 0, fmt.Errorf("mme cache: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return 0, fmt.Errorf("mme cache: %w", err)
+	}
+	size, err := dirSize(model)
+	if err != nil {
+		return 0, fmt.Errorf("mme cache: measuring model %q: %w", e.target, err)
+	}
+	dst := filepath.Join(c.dir, e.id)
+	if err := os.RemoveAll(dst); err != nil {
+		return 0, fmt.Errorf("mme cache: removing stale files: %w", err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return 0, fmt.Errorf("mme cache: %w", err)
+	}
+	committed = true
+	return size, nil
+}
+
+// trimLocked deletes unreferenced files, least recently used first, while
+// the cache is over capacity; it returns trash folders to remove.
+func (c *Cache) trimLocked() []string {
+	var trash []string
+	for c.capacity > 0 && c.used > c.capacity {
+		_, e, ok := c.idle.oldest()
+		if !ok {
+			c.log.Warn().Int64("bytes", c.used).Int64("capacity", c.capacity).
+				Msg("model cache over capacity; the rest belongs to loaded models")
+			break
+		}
+		trash = append(trash, c.discardLocked(e))
+	}
+	return trash
+}
+
+// discardLocked forgets e and moves its folder aside (an atomic rename, so
+// that a new download of the same model cannot collide with the deletion);
+// it returns the folder to remove, or "".
+func (c *Cache) discardLocked(e *cacheEntry) string {
+	c.idle.remove(e.id)
+	delete(c.entries, e.id)
+	c.used -= e.size
+	c.trashN++
+	trash := filepath.Join(c.dir, ".trash-"+strconv.FormatUint(c.trashN, 10)+"-"+e.id[:16])
+	if err := os.Rename(filepath.Join(c.dir, e.id), trash); err != nil {
+		c.log.Warn().Err(err).Str("model", e.target).Msg("could not delete cached model files")
+		return ""
+	}
+	c.log.Debug().Str("model", e.target).Int64("bytes", e.size).Msg("cached model files deleted")
+	return trash
+}
+
+func (c *Cache) removeAll(trash []string) {
+	for _, p := range trash {
+		if p == "" {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			c.log.Warn().Err(err).Str("path", p).Msg("could not remove deleted model files")
+		}
+	}
+}
+
+// dirSize sums the sizes of the regular files under dir.
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n, err
+}

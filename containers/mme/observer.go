@@ -1,0 +1,37 @@
+package mme
+
+import "time"
+
+// Observer receives SageMaker's multi-model metrics
+// (reference/sagemaker-contracts.md §6), to be published in microseconds
+// with dimensions EndpointName and VariantName. Methods must be cheap, safe
+// for concurrent use and must not call back into the Cache or Manager:
+// LoadedModelCount is called with the Manager's lock held so that values
+// arrive in order.
+type Observer interface {
+	// ModelLoadingWaitTime: how long a request that missed the cache waited
+	// for the download and load (whatever the outcome).
+	ModelLoadingWaitTime(d time.Duration)
+	// ModelDownloadingTime: one download and extraction (reported by the Cache).
+	ModelDownloadingTime(d time.Duration)
+	// ModelLoadingTime: one successful load call to the container.
+	ModelLoadingTime(d time.Duration)
+	// ModelUnloadingTime: one unload call to the container.
+	ModelUnloadingTime(d time.Duration)
+	// ModelCacheHit: once per Acquire; true when the model was already loaded.
+	ModelCacheHit(hit bool)
+	// LoadedModelCount: the models loaded in the container, after each change.
+	LoadedModelCount(n int)
+}
+
+// NopObserver discards every metric.
+type NopObserver struct{}
+
+func (NopObserver) ModelLoadingWaitTime(time.Duration) {}
+func (NopObserver) ModelDownloadingTime(time.Duration) {}
+func (NopObserver) ModelLoadingTime(time.Duration)     {}
+func (NopObserver) ModelUnloadingTime(time.Duration)   {}
+func (NopObserver) ModelCacheHit(bool)                 {}
+func (NopObserver) LoadedModelCount(int)               {}
+
+var _ Observer = NopObserver{}
