@@ -65,6 +65,9 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 		for _, c := range adopted { // forget them; Reconcile removes them
 			c.cancel()
 			c.wg.Wait()
+			if c.models != nil {
+				c.models.Close()
+			}
 			rt.untrack(c)
 		}
 		return nil, err
@@ -113,6 +116,15 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 				}
 				c := d.newContainer(id, name, v.Name, cp, cs, basePort+i, health)
 				adopted = append(adopted, c)
+				if cs.MultiModel {
+					cache, err := d.multiModelCache(ctx, v.Name, cs)
+					if err == nil {
+						err = d.attachModels(c, cache)
+					}
+					if err != nil {
+						return fail(fmt.Errorf("%w: %v", ErrNotAdoptable, err))
+					}
+				}
 				if err := c.refreshAddress(ctx); err != nil {
 					return fail(fmt.Errorf("%w: %v", ErrNotAdoptable, err))
 				}

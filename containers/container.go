@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/containers/mme"
 )
 
 // Container is one running model container. It satisfies pipeline.Container:
@@ -34,6 +36,9 @@ type Container struct {
 	lastExit atomic.Int64
 
 	died chan int // exit codes from the event watcher; buffered
+
+	models *mme.Manager // multi-model containers only
+	cpu    cpuSample    // the previous CPU reading, for Usage
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -73,6 +78,10 @@ func (c *Container) Restarts() int { return int(c.restarts.Load()) }
 
 // LastExitCode is the exit code of the container's last exit, or -1.
 func (c *Container) LastExitCode() int { return int(c.lastExit.Load()) }
+
+// Models is the multi-model manager of a container in MultiModel mode; nil
+// otherwise.
+func (c *Container) Models() *mme.Manager { return c.models }
 
 // LogTail returns the container's last output lines, oldest first.
 func (c *Container) LogTail() []string { return c.tail.lines() }

@@ -19,6 +19,8 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/mce-run/mce/containers/mme"
 )
 
 // Port numbers handed to containers. In SageMaker the containers of one
@@ -47,7 +49,8 @@ type Deployment struct {
 
 	mu       sync.Mutex
 	variants []*VariantDeployment
-	models   map[modelKey]string // model folder per variant container, shared by copies
+	models   map[modelKey]string     // model folder per variant container, shared by copies
+	caches   map[modelKey]*mme.Cache // model cache per multi-model container definition
 
 	closeOnce sync.Once
 	closeErr  error
@@ -179,7 +182,67 @@ func (rt *Runtime) newDeployment(spec EndpointSpec) *Deployment {
 		netName:  rt.resourceName(spec.Name),
 		workDir:  filepath.Join(rt.artifactsDir(), spec.Name, "g"+strconv.Itoa(spec.Generation)),
 		models:   map[modelKey]string{},
+		caches:   map[modelKey]*mme.Cache{},
 	}
+}
+
+// multiModelCache makes (once) the cache of a multi-model container
+// definition: the folder mounted read-only at /opt/ml/models in each copy.
+func (d *Deployment) multiModelCache(ctx context.Context, variant string, cs ContainerSpec) (*mme.Cache, error) {
+	key := modelKey{variant, cs.Hostname}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c := d.caches[key]; c != nil {
+		return c, nil
+	}
+	f, err := d.rt.artifactFetcher(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var obs mme.Observer
+	if fn := d.rt.opts.MultiModel.Observer; fn != nil {
+		obs = fn(d.endpoint, variant, cs.Hostname)
+	}
+	c, err := mme.NewCache(mme.CacheOptions{
+		Dir:      filepath.Join(d.workDir, variant, cs.Hostname, "models"),
+		Prefix:   cs.ModelDataURL,
+		BaseDir:  cs.BaseDir,
+		Fetcher:  f,
+		Capacity: d.rt.opts.MultiModel.DiskCapacity,
+		Observer: obs,
+		Logger:   d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", variant).Str("container", cs.Hostname).Logger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.caches[key] = c
+	return c, nil
+}
+
+// attachModels gives a multi-model container its manager.
+func (d *Deployment) attachModels(c *Container, cache *mme.Cache) error {
+	o := d.rt.opts.MultiModel
+	var obs mme.Observer
+	if o.Observer != nil {
+		obs = o.Observer(d.endpoint, c.variant, c.spec.Hostname)
+	}
+	opts := mme.ManagerOptions{
+		Cache: cache, BaseURL: c.BaseURL, LoadTimeout: o.LoadTimeout, IdleTTL: o.IdleTTL,
+		CacheDisabled: c.spec.ModelCacheDisabled, GPUThreshold: o.GPUThreshold, Observer: obs,
+		Logger:   c.log,
+		Endpoint: d.endpoint, Variant: c.variant, Container: c.spec.Hostname,
+	}
+	if !c.spec.GPUs.IsZero() {
+		if idx, inv := d.rt.gpuIndexes(c.spec.GPUs); len(idx) > 0 {
+			opts.GPU, opts.GPUIndexes = inv, idx
+		}
+	}
+	m, err := mme.NewManager(opts)
+	if err != nil {
+		return err
+	}
+	c.models = m
+	return nil
 }
 
 func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, error) {
@@ -570,7 +633,17 @@ func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, inde
 			DeviceRequests: cs.GPUs.DeviceRequests(),
 		},
 	}
-	if modelDir != "" {
+	var cache *mme.Cache
+	if cs.MultiModel {
+		var err error
+		if cache, err = d.multiModelCache(ctx, variant, cs); err != nil {
+			return nil, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
+				Reason: "has no model cache", Err: err}
+		}
+		// Models are extracted under Dir/<id>/model and appear live in the
+		// container at /opt/ml/models/<id>/model (contracts doc §4).
+		host.Binds = []string{cache.Dir() + ":/opt/ml/models:ro"}
+	} else if modelDir != "" {
 		host.Binds = []string{modelDir + ":/opt/ml/model:ro"}
 	}
 	if rt.network == NetworkPublished {
@@ -591,6 +664,11 @@ func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, inde
 			Reason: "could not be created", Err: classify("create container "+name, err)}
 	}
 	c := d.newContainer(res.ID, name, variant, cp, cs, port, health)
+	if cache != nil {
+		if err := d.attachModels(c, cache); err != nil {
+			return c, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname, Reason: "has no model manager", Err: err}
+		}
+	}
 
 	started := time.Now()
 	cctx, cancel = context.WithTimeout(ctx, callTimeout)
@@ -732,6 +810,9 @@ func (c *Container) remove(ctx context.Context, grace time.Duration) error {
 	}
 	c.cancel()
 	c.wg.Wait()
+	if c.models != nil {
+		c.models.Close()
+	}
 	c.rt.untrack(c)
 	return errors.Join(errs...)
 }

@@ -23,6 +23,7 @@ type Engine interface {
 	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
 	ContainerLogs(ctx context.Context, id string, options client.ContainerLogsOptions) (client.ContainerLogsResult, error)
+	ContainerStats(ctx context.Context, id string, options client.ContainerStatsOptions) (client.ContainerStatsResult, error)
 	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
 	NetworkRemove(ctx context.Context, id string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
 	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
@@ -56,6 +57,7 @@ var (
 	ErrEngineUnreachable = errors.New("Docker engine unreachable")
 	ErrNotFound          = errors.New("not found")
 	ErrConflict          = errors.New("conflict")
+	errNoGPUs            = errors.New("no GPU inventory")
 )
 
 // engineError keeps the engine's own error while adding a class and the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/gpu"
+	"github.com/mce-run/mce/containers/mme"
 )
 
 // callTimeout bounds every Docker call that is not a wait or a stop.
@@ -62,10 +64,23 @@ type Options struct {
 	// HealthInterval is the period of the liveness ping once a container is
 	// ready; default 5 s. Three failed pings in a row take it out of routing.
 	HealthInterval time.Duration
+	// MultiModel configures how multi-model containers load their models.
+	MultiModel MultiModelOptions
 	// RestartBackoff is the first wait before restarting a crashed container;
 	// it doubles up to RestartBackoffMax (defaults 500 ms and 30 s).
 	RestartBackoff    time.Duration
 	RestartBackoffMax time.Duration
+}
+
+// MultiModelOptions configure dynamic model loading (package mme) for
+// containers in MultiModel mode. Zero values are mme's defaults.
+type MultiModelOptions struct {
+	LoadTimeout  time.Duration // a load slower than this answers NotReady while it carries on (default 60 s)
+	DiskCapacity int64         // bytes of extracted models kept per container definition (0: unlimited)
+	IdleTTL      time.Duration // unload models nobody called for this long (0: never)
+	GPUThreshold float64       // share of GPU memory loads may fill (default 0.9)
+	// Observer, if set, gives the metrics sink of one container.
+	Observer func(endpoint, variant, container string) mme.Observer
 }
 
 // Runtime brings endpoints' containers up and down on one Docker engine. It is
@@ -347,4 +362,40 @@ func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
 	}
 	devs, derr := inv.Devices()
 	return gpu.Check(req, devs, derr, *ri)
+}
+
+// gpuIndexes resolves a GPU request to NVML device indexes, for the
+// multi-model manager's memory accounting; nil when NVML is unavailable.
+// A count takes the lowest indexes, as the NVIDIA runtime assigns them.
+func (rt *Runtime) gpuIndexes(req gpu.Request) ([]int, *gpu.Inventory) {
+	rt.mu.Lock()
+	if rt.gpus == nil {
+		rt.gpus = gpu.NewInventory(nil)
+	}
+	inv := rt.gpus
+	rt.mu.Unlock()
+	devs, err := inv.Devices()
+	if err != nil {
+		return nil, nil
+	}
+	var out []int
+	switch {
+	case req.All:
+		for _, d := range devs {
+			out = append(out, d.Index)
+		}
+	case req.Count > 0:
+		for _, d := range devs[:min(req.Count, len(devs))] {
+			out = append(out, d.Index)
+		}
+	default:
+		for _, id := range req.DeviceIDs {
+			for _, d := range devs {
+				if strings.EqualFold(id, d.UUID) || id == strconv.Itoa(d.Index) {
+					out = append(out, d.Index)
+				}
+			}
+		}
+	}
+	return out, inv
 }

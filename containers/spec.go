@@ -28,10 +28,13 @@ type ContainerSpec struct {
 	Environment  map[string]string // the definition's Environment
 	ModelDataURL string            // file:// or s3://; empty for none
 	BaseDir      string            // folder that relative file:// URLs are resolved against
-	MultiModel   bool              // Mode: MultiModel (adds SAGEMAKER_MULTI_MODEL=true)
-	GPUs         gpu.Request       // zero: no GPU
-	CPUs         float64           // 0: no limit
-	MemoryBytes  int64             // 0: no limit
+	MultiModel   bool              // Mode: MultiModel (adds SAGEMAKER_MULTI_MODEL=true); ModelDataURL is then a prefix
+	// ModelCacheDisabled unloads and deletes a multi-model container's model
+	// after each call (MultiModelConfig.ModelCacheSetting: Disabled).
+	ModelCacheDisabled bool
+	GPUs               gpu.Request // zero: no GPU
+	CPUs               float64     // 0: no limit
+	MemoryBytes        int64       // 0: no limit
 }
 
 // VariantSpec is one production variant: Copies copies of the same ordered

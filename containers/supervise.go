@@ -86,6 +86,9 @@ func (c *Container) restart(wait time.Duration) bool {
 			err = c.waitHealthy(c.ctx, c.health)
 		}
 		if err == nil {
+			if c.models != nil {
+				c.models.Reset() // a restarted container has no model loaded
+			}
 			c.restarts.Add(1)
 			c.ready.Store(true)
 			c.log.Info().Int64("restarts", c.restarts.Load()).Str("url", c.BaseURL()).Msg("container restarted and ready")

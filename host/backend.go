@@ -85,15 +85,16 @@ func EndpointSpec(plan spec.EndpointPlan) (containers.EndpointSpec, error) {
 				return es, fmt.Errorf("variant %q container %q: GPUs: %w", v.Name, c.Hostname, err)
 			}
 			vs.Containers = append(vs.Containers, containers.ContainerSpec{
-				Hostname:     c.Hostname,
-				Image:        c.Image,
-				Environment:  c.Environment,
-				ModelDataURL: c.ModelDataURL,
-				BaseDir:      c.BaseDir,
-				MultiModel:   c.Mode == "MultiModel",
-				GPUs:         req,
-				CPUs:         c.Resources.Cpus,
-				MemoryBytes:  c.Resources.MemoryMiB << 20,
+				Hostname:           c.Hostname,
+				Image:              c.Image,
+				Environment:        c.Environment,
+				ModelDataURL:       c.ModelDataURL,
+				BaseDir:            c.BaseDir,
+				MultiModel:         c.Mode == "MultiModel",
+				ModelCacheDisabled: c.ModelCacheSetting == "Disabled",
+				GPUs:               req,
+				CPUs:               c.Resources.Cpus,
+				MemoryBytes:        c.Resources.MemoryMiB << 20,
 			})
 		}
 		es.Variants = append(es.Variants, vs)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -27,6 +29,12 @@ import (
 // dockerHost serves the endpoints of the given files on real containers and
 // returns an aws-sdk-go-v2 client pointed at it.
 func dockerHost(t *testing.T, files ...string) *sagemakerruntime.Client {
+	c, _ := dockerHostURL(t, files...)
+	return c
+}
+
+// dockerHostURL is dockerHost, also returning the host's URL.
+func dockerHostURL(t *testing.T, files ...string) (*sagemakerruntime.Client, string) {
 	t.Helper()
 	cli := testenv.Docker(t)
 	for _, img := range []string{"probe", "sentiment", "featurizer", "classifier"} {
@@ -83,7 +91,7 @@ func dockerHost(t *testing.T, files ...string) *sagemakerruntime.Client {
 	}
 	return sagemakerruntime.New(sagemakerruntime.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}, HTTPClient: hs.Client(),
-	})
+	}), hs.URL
 }
 
 func invoke(t *testing.T, c *sagemakerruntime.Client, in *sagemakerruntime.InvokeEndpointInput) (*sagemakerruntime.InvokeEndpointOutput, error) {
@@ -95,7 +103,17 @@ func invoke(t *testing.T, c *sagemakerruntime.Client, in *sagemakerruntime.Invok
 
 func TestExamplesOnDocker(t *testing.T) {
 	root := testenv.RepoRoot(t)
-	c := dockerHost(t, filepath.Join(root, "examples/ab-test/endpoint.yaml"), filepath.Join(root, "examples/preprocess-inference/endpoint.yaml"))
+	c, url := dockerHostURL(t, filepath.Join(root, "examples/ab-test/endpoint.yaml"), filepath.Join(root, "examples/preprocess-inference/endpoint.yaml"))
+	scrape := func() string {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	scrape() // the first sample sets the CPU baseline
 
 	for _, tc := range []struct{ host, text, label string }{
 		{"english", "What a wonderful, helpful service", "POSITIVE"},
@@ -128,6 +146,18 @@ func TestExamplesOnDocker(t *testing.T) {
 	}
 	if aws.ToString(out.ContentType) != "text/csv" {
 		t.Errorf("chain content type = %q", aws.ToString(out.ContentType))
+	}
+
+	time.Sleep(6 * time.Second) // past the sampling interval
+	metrics := scrape()
+	for _, want := range []string{
+		`CPUUtilization{ContainerName="german",EndpointName="ab-test",VariantName="AllTraffic"}`,
+		`MemoryUtilization{ContainerName="classifier",EndpointName="preprocess-inference",VariantName="AllTraffic"}`,
+		`DiskUtilization{EndpointName="ab-test",VariantName="AllTraffic"}`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 
 	// A content type the sentiment container does not take: its 415 comes

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -95,9 +97,32 @@ func (s *Server) toAPIError(endpoint string, err error) *APIError {
 	var vErr *pipeline.ValidationError
 	var uErr *pipeline.UnavailableError
 	var sErr *spec.ValidationError
+	var notReady *mme.NotReadyError
+	var notFound *mme.ModelNotFoundError
+	var loadErr *mme.LoadError
 	switch {
 	case errors.As(err, &api):
 		return api
+	case errors.As(err, &notReady):
+		// ModelNotReadyException: the model is still downloading or
+		// loading; SDKs with legacy retries try again (contracts doc §1.5, §4.1).
+		return &APIError{Status: http.StatusTooManyRequests, Code: CodeModelNotReady, err: err,
+			Message: "Model " + notReady.TargetModel + " is still being loaded on endpoint " + endpoint + "; the load carries on. Wait and try your request again."}
+	case errors.As(err, &notFound):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, err: err,
+			Message: "Failed to download model data for TargetModel " + notFound.TargetModel + ": " + err.Error() + ". Make sure the artifact exists under the endpoint's ModelDataUrl prefix."}
+	case errors.Is(err, mme.ErrInvalidTargetModel), errors.Is(err, artifact.ErrUnsafeArchive),
+		errors.Is(err, artifact.ErrTooLarge), errors.Is(err, artifact.ErrInvalidArchive):
+		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, Message: err.Error(), err: err}
+	case errors.As(err, &loadErr):
+		code := loadErr.Status
+		return &APIError{Status: http.StatusFailedDependency, Code: CodeModelError, err: err,
+			Message: "The container refused to load model " + loadErr.TargetModel + ": " + err.Error(), OriginalStatusCode: &code,
+			OriginalMessage: loadErr.Message, LogStreamArn: s.logStreamARN(endpoint)}
+	case errors.Is(err, mme.ErrNoMemory):
+		code := http.StatusInsufficientStorage
+		return &APIError{Status: http.StatusFailedDependency, Code: CodeModelError, err: err,
+			Message: err.Error(), OriginalStatusCode: &code, OriginalMessage: err.Error(), LogStreamArn: s.logStreamARN(endpoint)}
 	case errors.As(err, &mErr):
 		code := mErr.OriginalStatusCode
 		return &APIError{

@@ -38,6 +38,8 @@ type metrics struct {
 	containerInvocations *prometheus.CounterVec
 	container4xx         *prometheus.CounterVec
 	container5xx         *prometheus.CounterVec
+
+	mme *mmeMetrics
 }
 
 func newMetrics() *metrics {
@@ -66,6 +68,7 @@ func newMetrics() *metrics {
 		m.modelLatency, m.overheadLatency, m.containerLatency,
 		m.containerInvocations, m.container4xx, m.container5xx,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.mme = newMMEMetrics(m.reg)
 	return m
 }
 

@@ -67,6 +67,9 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if src, ok := cfg.Backend.(UsageSource); ok {
+		s.metrics.reg.MustRegister(newUsageCollector(src))
+	}
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
 		Timeout:    cfg.ContainerTimeout,
 		MaxPayload: MaxPayload,

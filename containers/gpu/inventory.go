@@ -161,3 +161,29 @@ func (inv *Inventory) Close() error {
 	}
 	return nil
 }
+
+// Utilization reads the GPU's busy share and its memory's used share, each
+// 0–100, as SageMaker's GPUUtilization and GPUMemoryUtilization count them
+// per GPU.
+func (inv *Inventory) Utilization(index int) (gpuPercent, memoryPercent float64, err error) {
+	if index < 0 {
+		return 0, 0, fmt.Errorf("%w %d", ErrUnknownDevice, index)
+	}
+	if err := inv.begin(); err != nil {
+		return 0, 0, err
+	}
+	defer inv.mu.RUnlock()
+	h, ret := inv.lib.DeviceGetHandleByIndex(index)
+	if ret != nvml.SUCCESS {
+		return 0, 0, fmt.Errorf("%w %d: %w", ErrUnknownDevice, index, ret)
+	}
+	u, ret := h.GetUtilizationRates()
+	if ret != nvml.SUCCESS {
+		return 0, 0, fmt.Errorf("GPU %d: read utilization: %w", index, ret)
+	}
+	mem, ret := h.GetMemoryInfo()
+	if ret != nvml.SUCCESS || mem.Total == 0 {
+		return float64(u.Gpu), 0, nil
+	}
+	return float64(u.Gpu), 100 * float64(mem.Used) / float64(mem.Total), nil
+}

@@ -395,3 +395,32 @@ func TestNewInventoryNilUsesSystemLibrary(t *testing.T) {
 		t.Errorf("NewInventory(nil) lib is %s, want %s", got, want)
 	}
 }
+
+func TestUtilization(t *testing.T) {
+	dev := &mock.Device{
+		GetUtilizationRatesFunc: func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{Gpu: 73, Memory: 10}, nvml.SUCCESS },
+		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: 80 << 30, Used: 20 << 30, Free: 60 << 30}, nvml.SUCCESS
+		},
+	}
+	lib := &mock.Interface{
+		InitFunc:           func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
+		DeviceGetCountFunc: func() (int, nvml.Return) { return 1, nvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
+			if i != 0 {
+				return nil, nvml.ERROR_INVALID_ARGUMENT
+			}
+			return dev, nvml.SUCCESS
+		},
+	}
+	inv := NewInventory(lib)
+	defer inv.Close()
+	g, m, err := inv.Utilization(0)
+	if err != nil || g != 73 || m != 25 {
+		t.Errorf("Utilization(0) = %v, %v, %v; want 73, 25", g, m, err)
+	}
+	if _, _, err := inv.Utilization(3); !errors.Is(err, ErrUnknownDevice) {
+		t.Errorf("Utilization(3): %v", err)
+	}
+}
