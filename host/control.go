@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -74,6 +75,11 @@ func (s *Server) controlPlane(c echo.Context) error {
 	}
 	if len(body) > maxControlBody {
 		writeError(w, validationException("The request body exceeds %d bytes.", maxControlBody))
+		return nil
+	}
+	action, _ := authz.ControlPlaneAction(target)
+	if api := s.authorize(r.Context(), r, body, action, s.controlResource(body), nil); api != nil {
+		writeError(w, api)
 		return nil
 	}
 	out, err := op(s, r.Context(), body)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -31,27 +32,6 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		writeError(w, err)
 		return nil
 	}
-	e := s.reg.get(name)
-	if e == nil {
-		writeError(w, validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
-		return nil
-	}
-	// An endpoint serves while it has a route: InService, and also while an
-	// update brings up its next generation (as SageMaker keeps serving).
-	route := e.route.Load()
-	if route == nil {
-		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
-		return nil
-	}
-	if h.Get(hdrTargetModel) != "" && !e.multiModel.Load() {
-		writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
-		return nil
-	}
-	if api := unsupportedHeaders(h); api != nil {
-		writeError(w, api)
-		return nil
-	}
-
 	// The body: refused from its announced length when it is too big, and
 	// read with a cap when the length is not announced.
 	if r.ContentLength > MaxPayload {
@@ -73,6 +53,32 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		} else {
 			writeError(w, validationError("Could not read the request body: %v", err))
 		}
+		return nil
+	}
+
+	if api := s.authorize(r.Context(), r, body, "sagemaker:InvokeEndpoint",
+		authz.EndpointARN(s.cfg.Region, s.cfg.Account, name), authz.InvokeContext(h)); api != nil {
+		writeError(w, api)
+		return nil
+	}
+	e := s.reg.get(name)
+	if e == nil {
+		writeError(w, validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
+		return nil
+	}
+	// An endpoint serves while it has a route: InService, and also while an
+	// update brings up its next generation (as SageMaker keeps serving).
+	route := e.route.Load()
+	if route == nil {
+		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
+		return nil
+	}
+	if h.Get(hdrTargetModel) != "" && !e.multiModel.Load() {
+		writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
+		return nil
+	}
+	if api := unsupportedHeaders(h); api != nil {
+		writeError(w, api)
 		return nil
 	}
 

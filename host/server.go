@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -35,7 +36,9 @@ type Config struct {
 	// MaxContainers caps the containers of all endpoints together
 	// (ResourceLimitExceeded beyond it); 0 means no cap.
 	MaxContainers int
-	Logger        zerolog.Logger
+	// Authz authenticates callers and applies policies; nil allows all.
+	Authz  *authz.Authorizer
+	Logger zerolog.Logger
 }
 
 // Server is the HTTP front. Create it with New; it is safe for concurrent use.

@@ -7,11 +7,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/host"
@@ -34,6 +37,10 @@ type serveFlags struct {
 	s3Endpoint       string
 	s3PathStyle      bool
 	maxContainers    int
+	credentials      string
+	policies         string
+	rego             []string
+	insecure         bool
 	log              logFlags
 }
 
@@ -69,6 +76,10 @@ naming the container and the cause.`,
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for requests in flight")
 	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store for s3:// model data (e.g. http://127.0.0.1:9000)")
 	fl.IntVar(&f.maxContainers, "max-containers", 200, "the most containers all endpoints may run together (ResourceLimitExceeded beyond); 0 for no limit")
+	fl.StringVar(&f.credentials, "credentials", "", "credentials file: access keys -> principals and their IAM policies (SigV4 is verified when set)")
+	fl.StringVar(&f.policies, "policies", "", "policies file: named IAM policies and their attachments")
+	fl.StringArrayVar(&f.rego, "rego", nil, "custom Rego module file or folder (package mce.custom); repeatable")
+	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
 	f.log.register(cmd)
 	return cmd
@@ -100,6 +111,46 @@ func serve(ctx context.Context, f serveFlags) error {
 			return err
 		}
 	}
+
+	// Policies load before anything listens: a policy that does not parse
+	// or compile stops mce here, naming file and line.
+	az, err := authz.Load(ctx, authz.Config{
+		CredentialsFile: f.credentials, PoliciesFile: f.policies, RegoPaths: f.rego,
+		Region: f.region, Logger: log,
+	})
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	loopbackOnly, err := isLoopback(f.listen)
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	switch {
+	case az.Enabled():
+		log.Info().Msg("authorization: SigV4 identities and IAM/Rego policies are enforced on every request")
+	case loopbackOnly:
+		log.Warn().Msg("authorization: no policies configured, so every request is allowed (local development on loopback)")
+	case f.insecure:
+		log.Warn().Str("listen", f.listen).Msg("authorization: no policies and listening beyond loopback with --insecure: anyone who can reach mce may do anything")
+	default:
+		return &exitError{code: 2, msg: "refusing to listen on " + f.listen + " (beyond loopback) without policies: give --credentials/--policies/--rego, or --insecure to accept that anyone may do anything"}
+	}
+	go az.Watch(ctx)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := az.Reload(ctx); err != nil {
+					log.Error().Err(err).Msg("policy reload failed; the previous policies stay in force")
+				}
+			}
+		}
+	}()
 
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -134,7 +185,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	srv := host.New(host.Config{
 		Region: f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
 		Backend: &host.DockerBackend{Runtime: rt}, Store: st, BaseDir: cwd,
-		MaxContainers: f.maxContainers, Logger: log,
+		MaxContainers: f.maxContainers, Authz: az, Logger: log,
 	})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	// Endpoints of the durable state come back first: adopted if their
@@ -196,4 +247,17 @@ func serve(ctx context.Context, f serveFlags) error {
 	}
 	log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
 	return runErr
+}
+
+// isLoopback reports whether a listen address binds loopback only.
+func isLoopback(listen string) (bool, error) {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false, fmt.Errorf("--listen %q: %w", listen, err)
+	}
+	if host == "localhost" {
+		return true, nil
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback(), nil
 }

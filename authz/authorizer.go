@@ -1,0 +1,258 @@
+package authz
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Principal is who made a request. Anonymous callers (unsigned requests, or
+// every caller when no credentials file is configured) have Anonymous set
+// and no ARN.
+type Principal struct {
+	ARN         string
+	AccessKeyID string
+	Username    string // aws:username; IAM users only
+	Anonymous   bool
+}
+
+// Config says where the policies are. The zero value is allow-all with no
+// signature checks.
+type Config struct {
+	// CredentialsFile maps access keys to principals and their policies
+	// (format in doc.go). Empty: signatures are not verified and every
+	// caller is anonymous.
+	CredentialsFile string
+	// PoliciesFile holds named IAM policies and their attachments to
+	// principals (format in doc.go). Optional.
+	PoliciesFile string
+	// RegoPaths are custom Rego files or directories (package mce.custom;
+	// *_test.rego files are skipped). Optional.
+	RegoPaths []string
+	// Region, when set, is the only region a SigV4 credential scope may name.
+	Region string
+	// ClockSkew is the largest distance allowed between X-Amz-Date and now.
+	// Zero means 15 minutes, as AWS.
+	ClockSkew time.Duration
+	// Logger receives the decision log (info) and reloads. Zero: no logs.
+	Logger zerolog.Logger
+	// Now is the clock. Nil means time.Now.
+	Now func() time.Time
+	// DecisionCache is how many IAM decisions each policy generation
+	// remembers, keyed by everything the principal's statements can read
+	// (policy set, action, resource, the condition keys they name). Zero
+	// means 10,000; negative disables the cache. Decisions involving custom
+	// Rego are never cached. Every decision is logged, cached or not.
+	DecisionCache int
+}
+
+// Authorizer authenticates requests (SigV4) and decides whether a principal
+// may perform an action on a resource (IAM policies evaluated in embedded
+// Rego, then custom Rego).
+//
+// All methods are safe for concurrent use. Authenticate and Authorize read
+// one immutable generation of the policies; Reload swaps in a new
+// generation atomically and only when it loaded completely.
+type Authorizer struct {
+	cfg  Config
+	log  zerolog.Logger
+	now  func() time.Time
+	skew time.Duration
+
+	reloadMu sync.Mutex
+	st       atomic.Pointer[state]
+}
+
+// state is one generation of credentials and compiled policies.
+type state struct {
+	*loaded
+	*compiled
+	regoFiles []string
+	enabled   bool
+	// fingerprint of the files when this generation was read (see Watch).
+	fingerprint string
+}
+
+// Load reads and compiles everything cfg names. A file that does not parse
+// or a policy that does not validate or compile is an error naming the file
+// and line.
+func Load(ctx context.Context, cfg Config) (*Authorizer, error) {
+	a := &Authorizer{cfg: cfg, log: cfg.Logger, now: cfg.Now, skew: cfg.ClockSkew}
+	if a.now == nil {
+		a.now = time.Now
+	}
+	if a.skew <= 0 {
+		a.skew = 15 * time.Minute
+	}
+	st, err := a.build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.st.Store(st)
+	a.logGeneration(st, "authz policies loaded")
+	return a, nil
+}
+
+func (a *Authorizer) build(ctx context.Context) (*state, error) {
+	l, err := loadFiles(a.cfg.CredentialsFile, a.cfg.PoliciesFile)
+	if err != nil {
+		return nil, err
+	}
+	custom, files, err := loadCustomRego(a.cfg.RegoPaths, false)
+	if err != nil {
+		return nil, err
+	}
+	size := a.cfg.DecisionCache
+	if size == 0 {
+		size = 10_000
+	}
+	c, err := compile(ctx, l, custom, size)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{loaded: l, compiled: c, regoFiles: files, enabled: c.statements > 0 || c.custom > 0}
+	st.fingerprint = a.fingerprint(st)
+	return st, nil
+}
+
+func (a *Authorizer) logGeneration(st *state, msg string) {
+	a.log.Info().
+		Bool("enabled", st.enabled).
+		Int("access_keys", len(st.keys)).
+		Int("principals", len(st.setOf)).
+		Int("statements", st.statements).
+		Int("rego_modules", st.custom).
+		Msg(msg)
+}
+
+// Enabled reports whether any policy (IAM statement or custom Rego module)
+// is configured. When false, Authorize allows everything (development
+// mode).
+func (a *Authorizer) Enabled() bool { return a.st.Load().enabled }
+
+// Reload reads and compiles the configured files again and, only if that
+// succeeds, puts the new generation in force. On error the old one stays.
+func (a *Authorizer) Reload(ctx context.Context) error {
+	a.reloadMu.Lock()
+	defer a.reloadMu.Unlock()
+	st, err := a.build(ctx)
+	if err != nil {
+		a.log.Error().Err(err).Msg("authz reload failed; the previous policies stay in force")
+		return err
+	}
+	a.st.Store(st)
+	a.logGeneration(st, "authz policies reloaded")
+	return nil
+}
+
+// Watch reloads whenever one of the files in use (or a .rego file under a
+// configured directory) changes, polling every second, until ctx ends. It
+// blocks; run it in its own goroutine.
+func (a *Authorizer) Watch(ctx context.Context) {
+	a.watch(ctx, time.Second)
+}
+
+func (a *Authorizer) watch(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	failed := "" // fingerprint of files that failed to load; not retried until they change
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st := a.st.Load()
+		fp := a.fingerprint(st)
+		if fp == st.fingerprint || fp == failed {
+			continue
+		}
+		a.log.Info().Msg("authz policy files changed; reloading")
+		if err := a.Reload(ctx); err != nil { // Reload logs the outcome
+			failed = fp
+		}
+	}
+}
+
+// fingerprint summarizes the size and modification time of every file st
+// read, the configured files, and the .rego files under the configured
+// paths.
+func (a *Authorizer) fingerprint(st *state) string {
+	var b strings.Builder
+	stat := func(p string) {
+		b.WriteString(p)
+		if fi, err := os.Stat(p); err == nil {
+			b.WriteString(strconv.FormatInt(fi.ModTime().UnixNano(), 36))
+			b.WriteByte('.')
+			b.WriteString(strconv.FormatInt(fi.Size(), 36))
+		}
+		b.WriteByte('\n')
+	}
+	stat(a.cfg.CredentialsFile)
+	stat(a.cfg.PoliciesFile)
+	for _, f := range st.files {
+		stat(f)
+	}
+	for _, root := range a.cfg.RegoPaths {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".rego") {
+				stat(p)
+			}
+			return nil
+		})
+	}
+	return b.String()
+}
+
+// Authenticate verifies the request's AWS SigV4 signature (Authorization
+// header) over body, the whole request body, and returns the principal of
+// the access key. An unsigned request gives an anonymous Principal. Without
+// a credentials file nothing is verified and every caller is anonymous
+// (AccessKeyID is still filled in for logs). Failures are *AuthError.
+// Query-string (presigned) authentication is refused.
+func (a *Authorizer) Authenticate(r *http.Request, body []byte) (Principal, error) {
+	st := a.st.Load()
+	if presigned(r) {
+		return Principal{}, authErr(r, CodeIncompleteSignature,
+			"Query-string authentication (presigned URLs) is not supported by mce; sign requests with the Authorization header (AWS SigV4).")
+	}
+	auth := r.Header.Values("Authorization")
+	if len(auth) == 0 {
+		return Principal{Anonymous: true}, nil
+	}
+	if a.cfg.CredentialsFile == "" {
+		return Principal{Anonymous: true, AccessKeyID: accessKeyFromHeader(auth[0])}, nil
+	}
+	cred, aerr := verifySigV4(r, body, st.keys, a.now(), a.skew, a.cfg.Region)
+	if aerr != nil {
+		a.log.Info().Str("access_key_id", accessKeyFromHeader(auth[0])).Str("code", aerr.Code).
+			Str("remote_addr", r.RemoteAddr).Msg("authentication failed")
+		return Principal{}, aerr
+	}
+	return cred.principal, nil
+}
+
+// LookupAccessKey returns the principal of an access key in the credentials
+// file (for tools; the request path uses Authenticate).
+func (a *Authorizer) LookupAccessKey(accessKeyID string) (Principal, bool) {
+	c, ok := a.st.Load().keys[accessKeyID]
+	if !ok {
+		return Principal{}, false
+	}
+	return c.principal, true
+}
+
+// errorf wraps ErrEvaluation.
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrEvaluation, fmt.Sprintf(format, args...))
+}
