@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end test with the real AWS clients (make e2e, the last step of make test):
 # starts bin/mce with e2e/endpoints.yaml on a free 127.0.0.1 port, runs
-# e2e/test_runtime.py (boto3 and the aws CLI from Debian, endpoint URL changed,
-# nothing else), stops mce with SIGTERM and checks it left no container or
-# network behind. Builds nothing: it checks the prerequisites and names the make
-# target that makes each.
+# e2e/test_runtime.py (the runtime API) and then e2e/test_control.py (the
+# control plane: models, endpoint configs, endpoints) in the same mce session,
+# both with boto3 and the aws CLI from Debian (endpoint URL changed, nothing
+# else), stops mce with SIGTERM and checks it left no container or network
+# behind; its last line is the one summary "N passed, M failed" over both
+# scripts and those two checks. Builds nothing: it checks the prerequisites
+# and names the make target that makes each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,33 +83,67 @@ echo "e2e: all endpoints InService after $(($(date +%s) - started)) s"
 # --- the clients: Debian's python3/boto3 and aws CLI, fake credentials, nothing
 # from this machine's AWS configuration or Python environment.
 rc=0
-env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 \
-  AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY \
-  AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
-  AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER= \
-  /usr/bin/python3 -B -I e2e/test_runtime.py --url "$url" || rc=$?
+passed=0
+failed=0
+summary_re='^([0-9]+) passed, ([0-9]+) failed$'
+for t in test_runtime test_control; do
+  echo "e2e: e2e/${t}.py"
+  out="$(mktemp)"
+  t_started=$(date +%s)
+  # Each script ends with its own "N passed, M failed"; it is held back here
+  # and added into the one summary line at the end.
+  set +e
+  env -i PATH=/usr/bin:/bin HOME="$home" LANG=C.UTF-8 \
+    AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY \
+    AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+    AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER= \
+    /usr/bin/python3 -B -I "e2e/${t}.py" --url "$url" 2>&1 | tee "$out" | grep -Ev "$summary_re"
+  t_rc="${PIPESTATUS[0]}"
+  set -e
+  last="$(grep -E "$summary_re" "$out" | tail -1 || true)"
+  rm -f "$out"
+  if [[ "$last" =~ $summary_re ]]; then
+    passed=$((passed + BASH_REMATCH[1]))
+    failed=$((failed + BASH_REMATCH[2]))
+    echo "e2e: e2e/${t}.py: ${BASH_REMATCH[1]} passed, ${BASH_REMATCH[2]} failed in $(($(date +%s) - t_started)) s"
+  else
+    echo "e2e: e2e/${t}.py ended (status ${t_rc}) without its summary line" >&2
+    failed=$((failed + 1))
+  fi
+  [ "$t_rc" -eq 0 ] || rc=1
+done
 
 # --- stop mce and look for leftovers
 echo "e2e: stopping mce (SIGTERM)"
 kill -TERM "$pid"
 mce_rc=0
 wait "$pid" || mce_rc=$?
+# Two more checks, counted in the summary: mce stops cleanly, and leaves nothing.
 if [ "$mce_rc" -ne 0 ]; then
-  echo "e2e: mce exited with status ${mce_rc}; end of its log:" >&2
+  echo "FAIL [e2e] mce exited with status ${mce_rc} on SIGTERM; end of its log:"
   tail -30 "$log" >&2
+  failed=$((failed + 1))
   rc=1
+else
+  echo "PASS [e2e] mce stopped with status 0 on SIGTERM"
+  passed=$((passed + 1))
 fi
 left="$(docker ps -aq --filter "label=io.mce.instance=${instance}")"
 nets="$(docker network ls -q --filter "label=io.mce.instance=${instance}")"
 if [ -n "$left" ] || [ -n "$nets" ]; then
-  echo "e2e: mce left behind containers [${left//$'\n'/ }] networks [${nets//$'\n'/ }]" >&2
+  echo "FAIL [e2e] mce left behind containers [${left//$'\n'/ }] networks [${nets//$'\n'/ }]"
+  failed=$((failed + 1))
   rc=1
 else
-  echo "e2e: mce stopped with status 0; no containers or networks left"
+  echo "PASS [e2e] no containers or networks left"
+  passed=$((passed + 1))
 fi
+[ "$failed" -eq 0 ] || rc=1
 if [ "$rc" -ne 0 ]; then
-  echo "e2e: FAILED (mce log: ${log})" >&2
+  echo "e2e: FAILED in $(($(date +%s) - started)) s (mce log: ${log})" >&2
 else
   echo "e2e: OK in $(($(date +%s) - started)) s"
 fi
+# The one summary line, last: both scripts' checks and the two above.
+echo "${passed} passed, ${failed} failed"
 exit "$rc"

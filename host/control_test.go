@@ -325,3 +325,27 @@ func TestListPagingSortingFilters(t *testing.T) {
 		t.Errorf("NameContains a, newest first: %v", got)
 	}
 }
+
+// TestDeleteWhileCreating: deleting an endpoint whose containers are still
+// starting stops the launch instead of waiting for it.
+func TestDeleteWhileCreating(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.backend.delay = time.Minute
+	sm := h.sm()
+	ctx := context.Background()
+	if _, err := h.srv.startEndpoint(plan("slow", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "slow"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if _, err := sm.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String("slow")}); err != nil {
+		t.Fatal(err)
+	}
+	w := sagemaker.NewEndpointDeletedWaiter(sm, func(o *sagemaker.EndpointDeletedWaiterOptions) { o.MinDelay, o.MaxDelay = 20*time.Millisecond, 100*time.Millisecond })
+	if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("slow")}, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("deletion took %v; the launch was not cancelled", took)
+	}
+}

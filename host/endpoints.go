@@ -39,9 +39,20 @@ type Endpoint struct {
 	deleting   atomic.Bool
 
 	ops      sync.Mutex // one lifecycle operation at a time
-	mu       sync.Mutex // guards rec and launched
+	mu       sync.Mutex // guards rec, launched and cancelOp
 	rec      EndpointRecord
 	launched Launched
+	cancelOp context.CancelFunc // cancels the launch in progress, for DeleteEndpoint
+}
+
+// opContext is the context of a lifecycle operation: cancelled when the
+// server closes or the endpoint is deleted.
+func (s *Server) opContext(e *Endpoint) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	e.mu.Lock()
+	e.cancelOp = cancel
+	e.mu.Unlock()
+	return ctx, cancel
 }
 
 // Status is the endpoint's current state.
@@ -243,7 +254,9 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 	}
 	log.Info().Str("status", string(from)).Str("mode", plan.Mode).Int("generation", gen).Msg("launching endpoint")
 	start := time.Now()
-	l, err := s.cfg.Backend.Launch(s.ctx, plan, gen)
+	ctx, cancel := s.opContext(e)
+	defer cancel()
+	l, err := s.cfg.Backend.Launch(ctx, plan, gen)
 	if err != nil {
 		if e.deleting.Load() || s.ctx.Err() != nil {
 			return
@@ -340,7 +353,9 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 		log := s.log.With().Str("endpoint", e.name).Logger()
 		rec := e.record()
 		gen := rec.Generation + 1
-		l, err := s.cfg.Backend.Launch(s.ctx, plan, gen)
+		ctx, cancel := s.opContext(e)
+		defer cancel()
+		l, err := s.cfg.Backend.Launch(ctx, plan, gen)
 		if err != nil {
 			if e.deleting.Load() || s.ctx.Err() != nil {
 				return
@@ -398,6 +413,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 		e.mu.Lock()
 		l := e.launched
 		plan := e.rec.Plan
+		plan.Variants = append([]spec.VariantPlan(nil), plan.Variants...) // the record keeps its own until saved
 		e.mu.Unlock()
 		route := e.route.Load()
 		var errs []error
@@ -449,6 +465,11 @@ func (s *Server) deleteEndpoint(e *Endpoint) {
 		return
 	}
 	route := e.route.Swap(nil)
+	e.mu.Lock()
+	if e.cancelOp != nil {
+		e.cancelOp() // a launch in progress stops and removes what it started
+	}
+	e.mu.Unlock()
 	s.save(e, func(r *EndpointRecord) { r.Status = StatusDeleting })
 	s.background(func() { s.finishDelete(e, route) })
 }
