@@ -199,10 +199,7 @@ func (d *Deployment) multiModelCache(ctx context.Context, variant string, cs Con
 	if err != nil {
 		return nil, err
 	}
-	var obs mme.Observer
-	if fn := d.rt.opts.MultiModel.Observer; fn != nil {
-		obs = fn(d.endpoint, variant, cs.Hostname)
-	}
+	obs := d.rt.multiModelObserver(d.endpoint, variant, cs.Hostname)
 	c, err := mme.NewCache(mme.CacheOptions{
 		Dir:      filepath.Join(d.workDir, variant, cs.Hostname, "models"),
 		Prefix:   cs.ModelDataURL,
@@ -222,10 +219,7 @@ func (d *Deployment) multiModelCache(ctx context.Context, variant string, cs Con
 // attachModels gives a multi-model container its manager.
 func (d *Deployment) attachModels(c *Container, cache *mme.Cache) error {
 	o := d.rt.opts.MultiModel
-	var obs mme.Observer
-	if o.Observer != nil {
-		obs = o.Observer(d.endpoint, c.variant, c.spec.Hostname)
-	}
+	obs := d.rt.multiModelObserver(d.endpoint, c.variant, c.spec.Hostname)
 	opts := mme.ManagerOptions{
 		Cache: cache, BaseURL: c.BaseURL, LoadTimeout: o.LoadTimeout, IdleTTL: o.IdleTTL,
 		CacheDisabled: c.spec.ModelCacheDisabled, GPUThreshold: o.GPUThreshold, Observer: obs,

@@ -364,6 +364,24 @@ func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
 	return gpu.Check(req, devs, derr, *ri)
 }
 
+// SetMultiModelObserver sets the metrics sink factory of multi-model
+// containers deployed from now on (Options.MultiModel.Observer).
+func (rt *Runtime) SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer) {
+	rt.mu.Lock()
+	rt.opts.MultiModel.Observer = fn
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) multiModelObserver(endpoint, variant, container string) mme.Observer {
+	rt.mu.Lock()
+	fn := rt.opts.MultiModel.Observer
+	rt.mu.Unlock()
+	if fn == nil {
+		return nil
+	}
+	return fn(endpoint, variant, container)
+}
+
 // gpuIndexes resolves a GPU request to NVML device indexes, for the
 // multi-model manager's memory accounting; nil when NVML is unavailable.
 // A count takes the lowest indexes, as the NVIDIA runtime assigns them.

@@ -109,11 +109,30 @@ func (l dockerLaunched) Copies(variant string) [][]pipeline.Container {
 	out := make([][]pipeline.Container, len(copies))
 	for i, cp := range copies {
 		for _, c := range cp {
+			if c.Models() != nil {
+				out[i] = append(out[i], multiModelContainer{c})
+				continue
+			}
 			out[i] = append(out[i], c)
 		}
 	}
 	return out
 }
+
+// multiModelContainer lets the pipeline reach a MultiModel container's model
+// manager (Go has no covariant results: *mme.Lease is returned as a
+// pipeline.Lease here, and never as a typed nil).
+type multiModelContainer struct{ *containers.Container }
+
+func (m multiModelContainer) Acquire(ctx context.Context, target string) (pipeline.Lease, error) {
+	l, err := m.Models().Acquire(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+var _ pipeline.MultiModel = multiModelContainer{}
 
 func (l dockerLaunched) Scale(ctx context.Context, variant string, n int) error {
 	return l.d.Scale(ctx, variant, n)

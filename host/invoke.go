@@ -94,6 +94,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		TargetContainerHostname: h.Get(hdrTargetContainer),
 		TargetVariant:           h.Get(hdrTargetVariant),
 		InferenceID:             h.Get(hdrInferenceID),
+		TargetModel:             h.Get(hdrTargetModel),
 	}
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {

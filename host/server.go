@@ -70,6 +70,9 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if b, ok := cfg.Backend.(*DockerBackend); ok {
+		b.Runtime.SetMultiModelObserver(s.MultiModelObserver)
+	}
 	if src, ok := cfg.Backend.(UsageSource); ok {
 		s.metrics.reg.MustRegister(newUsageCollector(src))
 	}

@@ -50,11 +50,28 @@
 // variant (continuing a chain at the hop that failed), only when the
 // connection to the container could not be established (dial errors:
 // refused, unreachable, dial timeout). A request that may have reached a
-// container is never retried; Go's transport itself replays a request only
-// when a reused keep-alive connection failed before any byte was written.
+// container is never retried, with one exception: a request sent on a
+// reused keep-alive connection that fails before any byte of an answer came
+// back (the container closed the idle connection as the request went out) is
+// sent once more, on a new connection to the same container, as Go's
+// transport does for this race. Connections idle for more than a second are
+// checked before use, so that this is rare.
+//
+// Transport. Containers are called by the package's own small HTTP/1.1
+// client, which does the whole exchange on the calling goroutine: plain
+// http only, no proxy, one write for the request line, headers and
+// Content-Length-framed body (no chunked requests), and a response read
+// under caps (64 KiB of status line and headers, values without control
+// characters; Content-Length, chunked or until close; 1xx answers skipped;
+// HTTP/1.0 answers). Each container has its own pool of at most 256 idle
+// keep-alive connections, most recently used first, closed after 90 s idle
+// or by Forget and Close; a connection goes back to the pool only when its
+// answer was read whole and the container keeps it alive.
 //
 // Cancellation. The client going away (the context passed to Invoke is done)
-// cancels the call in flight and Invoke returns the context's error.
+// cancels the call in flight: its connection is cut at once, which the
+// container sees as its request cancelled, and Invoke returns the context's
+// error.
 //
 // Latency. Response.ModelLatency is the sum of the time spent inside container
 // calls; Observer.ObserveContainer is called once per container call,

@@ -2,9 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net"
 	"net/http"
 	"time"
 )
@@ -16,8 +13,6 @@ const (
 	hdrAccept           = "Accept"
 	hdrCustomAttributes = "X-Amzn-SageMaker-Custom-Attributes"
 	hdrInferenceID      = "X-Amzn-SageMaker-Inference-Id"
-	// respCustomAttributes is the canonical form Go gives the response header.
-	respCustomAttributes = "X-Amzn-Sagemaker-Custom-Attributes"
 )
 
 // errorBodyDrain bounds how much of an error body is read and thrown away so
@@ -52,108 +47,93 @@ type hopResult struct {
 
 // hopHeaders are the client headers a call forwards.
 type hopHeaders struct {
-	contentType, accept, customAttrs, inferenceID string
+	contentType, accept, customAttrs, inferenceID, targetModel string
+}
+
+// MultiModel is implemented by containers in MultiModel mode: Acquire makes
+// sure the target model is loaded (downloading and loading it, evicting
+// others, as needed) and holds it loaded until the lease is released
+// (contracts doc §4). Package host adapts the runtime's model manager to it.
+type MultiModel interface {
+	Acquire(ctx context.Context, targetModel string) (Lease, error)
+}
+
+// Lease keeps one model loaded for one call.
+type Lease interface {
+	// ModelID is the <id> of POST /models/<id>/invoke.
+	ModelID() string
+	// OutOfMemory is called when the container answered 507 to the invoke:
+	// it frees memory by unloading another idle model (nil: try again), or
+	// says nothing is left to free.
+	OutOfMemory(ctx context.Context) error
+	// Release ends the lease.
+	Release()
+}
+
+// maxMemoryRetries bounds how often one call evicts and retries after 507.
+const maxMemoryRetries = 8
+
+const hdrTargetModel = "X-Amzn-SageMaker-Target-Model"
+
+// hop calls one container: /invocations, or for a multi-model container the
+// target model's /models/<id>/invoke, retrying after a 507 once the lease
+// has freed memory. A non-nil error is a failure to get the model (typed by
+// the model manager); container answers are in the hopResult.
+func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer) (hopResult, error) {
+	mm, ok := c.(MultiModel)
+	if !ok {
+		return iv.call(ctx, c, body, h, out), nil
+	}
+	if h.targetModel == "" {
+		return hopResult{}, &ValidationError{Message: "Container " + c.Hostname() + " is a multi-model container: the call needs a TargetModel."}
+	}
+	lease, err := mm.Acquire(ctx, h.targetModel)
+	if err != nil {
+		return hopResult{}, err
+	}
+	defer lease.Release()
+	var hs [5]header
+	n := 0
+	for _, f := range [...]header{
+		{hdrContentType, h.contentType},
+		{hdrAccept, h.accept},
+		{hdrCustomAttributes, h.customAttrs},
+		{hdrInferenceID, h.inferenceID},
+		{hdrTargetModel, h.targetModel},
+	} {
+		if f.value != "" {
+			hs[n] = f
+			n++
+		}
+	}
+	path := "/models/" + lease.ModelID() + "/invoke"
+	for attempt := 0; ; attempt++ {
+		res := iv.exchange(ctx, c.BaseURL(), http.MethodPost, path, hs[:n], body, out)
+		if res.outcome != hopStatus || res.status != http.StatusInsufficientStorage || attempt == maxMemoryRetries {
+			return res, nil
+		}
+		if err := lease.OutOfMemory(ctx); err != nil {
+			return hopResult{}, err
+		}
+	}
 }
 
 // call POSTs body to c's /invocations with h under the per-hop timeout and
-// reads a 2xx response into out, capped at the payload limit. It never
-// returns before the transport has been cut off from body.
+// reads a 2xx response into out, capped at the payload limit. Headers the
+// client did not set are not sent. Nothing reads body once it returns.
 func (iv *Invoker) call(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer) hopResult {
-	res := hopResult{announced: -1}
-	t, err := iv.target(c.BaseURL())
-	if err != nil {
-		res.outcome, res.err = hopBroken, err
-		return res
-	}
-	hctx, cancel := context.WithTimeout(ctx, iv.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(hctx, http.MethodPost, t.url, nil)
-	if err != nil {
-		res.outcome, res.err = hopBroken, err
-		return res
-	}
-	vals := make([]string, 0, 4)
-	set := func(k, v string) {
-		if v != "" {
-			vals = append(vals, v)
-			req.Header[k] = vals[len(vals)-1:]
+	var hs [4]header
+	n := 0
+	for _, f := range [...]header{
+		{hdrContentType, h.contentType},
+		{hdrAccept, h.accept},
+		{hdrCustomAttributes, h.customAttrs},
+		{hdrInferenceID, h.inferenceID},
+	} {
+		if f.value != "" {
+			hs[n] = f
+			n++
 		}
 	}
-	set(hdrContentType, h.contentType)
-	set(hdrAccept, h.accept)
-	set(hdrCustomAttributes, h.customAttrs)
-	set(hdrInferenceID, h.inferenceID)
-	if len(body) > 0 {
-		p := newPayload(body)
-		defer p.detach()
-		req.Body = &p.first
-		req.GetBody = p.getBody
-		req.ContentLength = int64(len(body))
-	} else {
-		req.Body = http.NoBody
-	}
-
-	start := time.Now()
-	resp, err := t.rt.RoundTrip(req)
-	if err != nil {
-		res.elapsed = time.Since(start)
-		res.outcome, res.err = classify(ctx, hctx, err)
-		return res
-	}
-	res.status = resp.StatusCode
-	res.announced = resp.ContentLength
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		res.contentType = first(resp.Header, hdrContentType)
-		res.customAttrs = first(resp.Header, respCustomAttributes)
-		tooBig, rerr := readCapped(out, resp.Body, resp.ContentLength, iv.maxPayload)
-		resp.Body.Close()
-		res.elapsed = time.Since(start)
-		switch {
-		case rerr != nil:
-			res.outcome, res.err = classify(ctx, hctx, rerr)
-		case tooBig:
-			res.outcome = hopTooBig
-		}
-		return res
-	}
-	res.outcome = hopStatus
-	if bodyAllowed(resp.StatusCode) {
-		msg := make([]byte, maxOriginalMessage)
-		n, _ := io.ReadFull(resp.Body, msg)
-		res.errBody = clip(msg[:n])
-		_, _ = io.CopyN(io.Discard, resp.Body, errorBodyDrain)
-	}
-	resp.Body.Close()
-	res.elapsed = time.Since(start)
-	return res
-}
-
-// classify sorts a transport error: the caller's context first, then the
-// per-hop deadline, then failures to connect.
-func classify(ctx, hctx context.Context, err error) (outcome, error) {
-	if cerr := ctx.Err(); cerr != nil {
-		return hopCanceled, cerr
-	}
-	if hctx.Err() != nil {
-		return hopTimeout, err
-	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return hopDialFailed, err
-	}
-	return hopBroken, err
-}
-
-// bodyAllowed reports whether a response with status may carry a body worth
-// reading (not 1xx, 204 or 304).
-func bodyAllowed(status int) bool {
-	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
-}
-
-// first returns the first value of the canonical header key, or "".
-func first(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
+	return iv.exchange(ctx, c.BaseURL(), http.MethodPost, "/invocations", hs[:n], body, out)
 }

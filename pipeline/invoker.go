@@ -58,6 +58,9 @@ type Request struct {
 	TargetContainerHostname string
 	TargetVariant           string
 	InferenceID             string
+	// TargetModel names the model a MultiModel container serves the call
+	// with (X-Amzn-SageMaker-Target-Model); required when the chain has one.
+	TargetModel string
 }
 
 // Response is a successful invocation (contracts doc §1.4). Body lives in a
@@ -96,8 +99,8 @@ func (r *Response) Release() {
 	r.buf, r.Body = nil, nil
 }
 
-// Invoker sends invocations to containers. It keeps one tuned HTTP/1.1
-// transport per container base URL and pools body buffers. It is safe for
+// Invoker sends invocations to containers. It keeps a pool of keep-alive
+// HTTP/1.1 connections per container base URL and pools body buffers. It is safe for
 // concurrent use; create one per process with NewInvoker.
 type Invoker struct {
 	timeout     time.Duration
@@ -199,7 +202,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 	}
 	in := req.Body
 	var held *buffer // the buffer behind in, once in is a container's output
-	h := hopHeaders{contentType: req.ContentType, customAttrs: req.CustomAttributes, inferenceID: req.InferenceID}
+	h := hopHeaders{contentType: req.ContentType, customAttrs: req.CustomAttributes, inferenceID: req.InferenceID, targetModel: req.TargetModel}
 	var latency time.Duration
 	var last hopResult
 	retried := false
@@ -210,8 +213,13 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 			h.accept = req.Accept
 		}
 		out := iv.getBuffer()
-		res := iv.call(ctx, c, in, h, out)
+		res, err := iv.hop(ctx, c, in, h, out)
 		host := inst.hosts[k]
+		if err != nil { // a multi-model container could not get its model
+			iv.putBuffer(out)
+			iv.putBuffer(held)
+			return nil, err // typed by the model manager; the host words it for the client
+		}
 
 		if res.outcome == hopDialFailed && !retried {
 			// Instances of one variant share a container set; the length
@@ -245,7 +253,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 			return nil, err
 		}
 		iv.observe(r, v, host, res, nil)
-		iv.putBuffer(held) // its payload was detached when call returned
+		iv.putBuffer(held) // nothing reads it once call returned
 		held, in = out, out.b
 		h.contentType = res.contentType
 		last = res

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -73,30 +72,6 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
 	return n, err
-}
-
-func TestPayloadDetach(t *testing.T) {
-	data := []byte("0123456789")
-	p := newPayload(data)
-	buf := make([]byte, 4)
-	if n, err := p.first.Read(buf); n != 4 || err != nil || string(buf) != "0123" {
-		t.Fatalf("Read = %d, %v, %q; want 4, nil, 0123", n, err, buf)
-	}
-	again, _ := p.getBody()
-	all, err := io.ReadAll(again)
-	if err != nil || !bytes.Equal(all, data) {
-		t.Fatalf("GetBody reader read %q, %v; want the whole payload", all, err)
-	}
-	p.detach()
-	for name, r := range map[string]io.Reader{"first": &p.first, "replay": again} {
-		if n, err := r.Read(buf); n != 0 || !errors.Is(err, errPayloadReleased) {
-			t.Errorf("%s reader after detach: %d, %v; want 0, errPayloadReleased", name, n, err)
-		}
-	}
-	late, _ := p.getBody()
-	if _, err := late.Read(buf); !errors.Is(err, errPayloadReleased) {
-		t.Errorf("reader made after detach: %v, want errPayloadReleased", err)
-	}
 }
 
 func TestClip(t *testing.T) {

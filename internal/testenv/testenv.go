@@ -66,7 +66,22 @@ var (
 	builtImage = map[string]error{}
 	modelsOnce sync.Once
 	modelsErr  error
+	mmeOnce    sync.Once
+	mmeErr     error
 )
+
+// MMEModels generates the 200 multi-model artifacts and their manifest once
+// per test binary and returns their folder.
+func MMEModels(tb testing.TB) string {
+	tb.Helper()
+	root := RepoRoot(tb)
+	dir := filepath.Join(root, "build", "mme-models")
+	mmeOnce.Do(func() { mmeErr = run(tb, "scripts/mme-models.sh", dir) })
+	if mmeErr != nil {
+		tb.Fatalf("building multi-model artifacts: %v", mmeErr)
+	}
+	return dir
+}
 
 // Image makes sure mce-example/<name>:latest exists, building it with
 // scripts/images.sh once per test binary, and returns its reference.
