@@ -341,7 +341,9 @@ func TestDeleteWhileCreating(t *testing.T) {
 	if _, err := sm.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String("slow")}); err != nil {
 		t.Fatal(err)
 	}
-	w := sagemaker.NewEndpointDeletedWaiter(sm, func(o *sagemaker.EndpointDeletedWaiterOptions) { o.MinDelay, o.MaxDelay = 20*time.Millisecond, 100*time.Millisecond })
+	w := sagemaker.NewEndpointDeletedWaiter(sm, func(o *sagemaker.EndpointDeletedWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 100*time.Millisecond
+	})
 	if err := w.Wait(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("slow")}, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
