@@ -2,6 +2,7 @@ package host
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -33,6 +34,20 @@ func FuzzValidateInvokeHeaders(f *testing.F) {
 		}
 		if err != nil && !utf8.ValidString(truncate(err.Message, maxMessageLen)) {
 			t.Fatalf("message not valid UTF-8: %q", err.Message)
+		}
+	})
+}
+
+// FuzzValidName checks the hand-written name matcher against the service
+// model's regular expression it replaces.
+func FuzzValidName(f *testing.F) {
+	re := regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9])*$`)
+	for _, s := range []string{"", "a", "-", "a-", "-a", "a--b", "ab-c9", "a_b", "é", "A1-b2--C3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validName(s), re.MatchString(s); got != want {
+			t.Fatalf("validName(%q) = %v, the regexp says %v", s, got, want)
 		}
 	})
 }

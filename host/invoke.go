@@ -73,7 +73,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 		return nil
 	}
-	if h.Get(hdrTargetModel) != "" && !e.multiModel.Load() {
+	if header(h, hdrTargetModel) != "" && !e.multiModel.Load() {
 		writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
 		return nil
 	}
@@ -82,19 +82,19 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		return nil
 	}
 
-	ct := h.Get(hdrContentType)
+	ct := header(h, hdrContentType)
 	if ct == "" {
 		ct = defaultContentType
 	}
 	req := pipeline.Request{
 		Body:                    body,
 		ContentType:             ct,
-		Accept:                  h.Get(hdrAccept),
-		CustomAttributes:        h.Get(hdrCustomAttributes),
-		TargetContainerHostname: h.Get(hdrTargetContainer),
-		TargetVariant:           h.Get(hdrTargetVariant),
-		InferenceID:             h.Get(hdrInferenceID),
-		TargetModel:             h.Get(hdrTargetModel),
+		Accept:                  header(h, hdrAccept),
+		CustomAttributes:        header(h, hdrCustomAttributes),
+		TargetContainerHostname: header(h, hdrTargetContainer),
+		TargetVariant:           header(h, hdrTargetVariant),
+		InferenceID:             header(h, hdrInferenceID),
+		TargetModel:             header(h, hdrTargetModel),
 	}
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
@@ -148,11 +148,11 @@ func variantOf(err error) string {
 // than silently ignoring them.
 func unsupportedHeaders(h http.Header) *APIError {
 	switch {
-	case h.Get(hdrInferenceComp) != "":
+	case header(h, hdrInferenceComp) != "":
 		return validationError("Inference components (InferenceComponentName) are not supported by mce.")
-	case h.Get(hdrSessionID) != "":
+	case header(h, hdrSessionID) != "":
 		return validationError("Stateful sessions (SessionId) are not supported by mce.")
-	case h.Get(hdrEnableExplain) != "":
+	case header(h, hdrEnableExplain) != "":
 		return validationError("EnableExplanations needs a SageMaker Clarify explainer, which mce does not run.")
 	}
 	return nil

@@ -2,6 +2,7 @@ package host
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,71 @@ type metrics struct {
 	container5xx         *prometheus.CounterVec
 
 	mme *mmeMetrics
+
+	mu         sync.RWMutex
+	variants   map[[2]string]*variantMetrics
+	containers map[[3]string]*containerMetrics
+}
+
+// variantMetrics and containerMetrics are the children of the vectors for
+// one label set, looked up once and kept: WithLabelValues hashes its labels
+// on every call, which showed in the hot path's profile.
+type variantMetrics struct {
+	invocations, inv4xx, inv5xx, invModel prometheus.Counter
+	model, overhead                       prometheus.Observer
+}
+
+type containerMetrics struct {
+	invocations, c4xx, c5xx prometheus.Counter
+	latency                 prometheus.Observer
+}
+
+func (m *metrics) variant(endpoint, variant string) *variantMetrics {
+	k := [2]string{endpoint, variant}
+	m.mu.RLock()
+	v := m.variants[k]
+	m.mu.RUnlock()
+	if v != nil {
+		return v
+	}
+	v = &variantMetrics{
+		invocations: m.invocations.WithLabelValues(endpoint, variant),
+		inv4xx:      m.invocation4xx.WithLabelValues(endpoint, variant),
+		inv5xx:      m.invocation5xx.WithLabelValues(endpoint, variant),
+		invModel:    m.invocationModel.WithLabelValues(endpoint, variant),
+		model:       m.modelLatency.WithLabelValues(endpoint, variant),
+		overhead:    m.overheadLatency.WithLabelValues(endpoint, variant),
+	}
+	m.mu.Lock()
+	if m.variants == nil {
+		m.variants = map[[2]string]*variantMetrics{}
+	}
+	m.variants[k] = v
+	m.mu.Unlock()
+	return v
+}
+
+func (m *metrics) container(endpoint, variant, container string) *containerMetrics {
+	k := [3]string{endpoint, variant, container}
+	m.mu.RLock()
+	c := m.containers[k]
+	m.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	c = &containerMetrics{
+		invocations: m.containerInvocations.WithLabelValues(endpoint, variant, container),
+		c4xx:        m.container4xx.WithLabelValues(endpoint, variant, container),
+		c5xx:        m.container5xx.WithLabelValues(endpoint, variant, container),
+		latency:     m.containerLatency.WithLabelValues(endpoint, variant, container),
+	}
+	m.mu.Lock()
+	if m.containers == nil {
+		m.containers = map[[3]string]*containerMetrics{}
+	}
+	m.containers[k] = c
+	m.mu.Unlock()
+	return c
 }
 
 func newMetrics() *metrics {
@@ -76,15 +142,16 @@ func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsec
 
 // ObserveContainer implements pipeline.Observer: one container call.
 func (m *metrics) ObserveContainer(endpoint, variant, container string, d time.Duration, status int, err error) {
-	m.containerInvocations.WithLabelValues(endpoint, variant, container).Inc()
+	c := m.container(endpoint, variant, container)
+	c.invocations.Inc()
 	switch {
 	case status >= 500:
-		m.container5xx.WithLabelValues(endpoint, variant, container).Inc()
+		c.c5xx.Inc()
 	case status >= 400:
-		m.container4xx.WithLabelValues(endpoint, variant, container).Inc()
+		c.c4xx.Inc()
 	}
 	if status > 0 {
-		m.containerLatency.WithLabelValues(endpoint, variant, container).Observe(micros(d))
+		c.latency.Observe(micros(d))
 	}
 }
 
@@ -92,21 +159,21 @@ var _ pipeline.Observer = (*metrics)(nil)
 
 // observeInvocation records one InvokeEndpoint that reached a variant.
 func (m *metrics) observeInvocation(endpoint, variant string, total, model time.Duration, err error) {
-	m.invocations.WithLabelValues(endpoint, variant).Inc()
-	var mErr *pipeline.ModelError
-	if errors.As(err, &mErr) {
-		m.invocationModel.WithLabelValues(endpoint, variant).Inc()
-		switch s := mErr.OriginalStatusCode; {
-		case s >= 500:
-			m.invocation5xx.WithLabelValues(endpoint, variant).Inc()
-		case s >= 400:
-			m.invocation4xx.WithLabelValues(endpoint, variant).Inc()
+	v := m.variant(endpoint, variant)
+	v.invocations.Inc()
+	if err != nil {
+		var mErr *pipeline.ModelError
+		if errors.As(err, &mErr) {
+			v.invModel.Inc()
+			switch s := mErr.OriginalStatusCode; {
+			case s >= 500:
+				v.inv5xx.Inc()
+			case s >= 400:
+				v.inv4xx.Inc()
+			}
 		}
 		return
 	}
-	if err != nil {
-		return
-	}
-	m.modelLatency.WithLabelValues(endpoint, variant).Observe(micros(model))
-	m.overheadLatency.WithLabelValues(endpoint, variant).Observe(micros(max(total-model, 0)))
+	v.model.Observe(micros(model))
+	v.overhead.Observe(micros(max(total-model, 0)))
 }

@@ -7,20 +7,21 @@ import (
 	"strings"
 )
 
-// Header names of InvokeEndpoint (contracts doc §1.3). Lookups go through
-// http.Header, which canonicalises, so the Go SDK's canonical spelling and
-// boto3's mixed case both match.
+// Header names of InvokeEndpoint (contracts doc §1.3), spelled in Go's
+// canonical form: net/http canonicalises incoming names, so boto3's mixed
+// case and the Go SDK's spelling both arrive like this, and lookups can index
+// the map directly instead of canonicalising on every call (hot path).
 const (
 	hdrContentType       = "Content-Type"
 	hdrAccept            = "Accept"
-	hdrCustomAttributes  = "X-Amzn-SageMaker-Custom-Attributes"
-	hdrTargetModel       = "X-Amzn-SageMaker-Target-Model"
-	hdrTargetVariant     = "X-Amzn-SageMaker-Target-Variant"
-	hdrTargetContainer   = "X-Amzn-SageMaker-Target-Container-Hostname"
-	hdrInferenceID       = "X-Amzn-SageMaker-Inference-Id"
-	hdrEnableExplain     = "X-Amzn-SageMaker-Enable-Explanations"
-	hdrInferenceComp     = "X-Amzn-SageMaker-Inference-Component"
-	hdrSessionID         = "X-Amzn-SageMaker-Session-Id"
+	hdrCustomAttributes  = "X-Amzn-Sagemaker-Custom-Attributes"
+	hdrTargetModel       = "X-Amzn-Sagemaker-Target-Model"
+	hdrTargetVariant     = "X-Amzn-Sagemaker-Target-Variant"
+	hdrTargetContainer   = "X-Amzn-Sagemaker-Target-Container-Hostname"
+	hdrInferenceID       = "X-Amzn-Sagemaker-Inference-Id"
+	hdrEnableExplain     = "X-Amzn-Sagemaker-Enable-Explanations"
+	hdrInferenceComp     = "X-Amzn-Sagemaker-Inference-Component"
+	hdrSessionID         = "X-Amzn-Sagemaker-Session-Id"
 	hdrInvokedVariant    = "X-Amzn-Invoked-Production-Variant"
 	hdrRequestID         = "X-Amzn-RequestId"
 	defaultContentType   = "application/octet-stream"
@@ -30,8 +31,40 @@ const (
 	sessionPatternText   = `^(NEW_SESSION)$|^[a-zA-Z0-9](-*[a-zA-Z0-9])*$`
 )
 
+// header returns the first value of a header whose name is given in
+// canonical form, without canonicalising it again.
+func header(h http.Header, canonical string) string {
+	if v := h[canonical]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// validName matches ^[a-zA-Z0-9](-*[a-zA-Z0-9])*$ (endpoint, variant and
+// container names) without a regexp: alphanumerics and dashes, starting and
+// ending with an alphanumeric.
+func validName(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// nameMatcher adapts validName to the rule table.
+type nameMatcher struct{}
+
+func (nameMatcher) MatchString(s string) bool { return validName(s) }
+
+type matcher interface{ MatchString(string) bool }
+
 var (
-	namePattern = regexp.MustCompile(namePatternText + "$")
+	namePattern matcher = nameMatcher{}
 	// Java's \p{Print} (the service's regex dialect) is ASCII [ -~]: Go's [[:print:]].
 	printPattern     = regexp.MustCompile(`\A\S[[:print:]]*\z`)
 	componentPattern = regexp.MustCompile(componentPatternText)
@@ -45,7 +78,7 @@ type headerRule struct {
 	min     int
 	max     int
 	ascii   bool
-	pattern *regexp.Regexp
+	pattern matcher
 	shown   string // the pattern as SageMaker prints it
 }
 
@@ -72,7 +105,7 @@ func validateInvokeHeaders(endpoint string, h http.Header) *APIError {
 		problems = append(problems, constraint(endpoint, "endpointName", "Member must satisfy regular expression pattern: "+namePatternText))
 	}
 	for _, r := range invokeRules {
-		vs := h.Values(r.header)
+		vs := h[r.header]
 		if len(vs) == 0 {
 			continue
 		}
