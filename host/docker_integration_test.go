@@ -28,13 +28,13 @@ import (
 
 // dockerHost serves the endpoints of the given files on real containers and
 // returns an aws-sdk-go-v2 client pointed at it.
-func dockerHost(t *testing.T, files ...string) *sagemakerruntime.Client {
+func dockerHost(t testing.TB, files ...string) *sagemakerruntime.Client {
 	c, _ := dockerHostURL(t, files...)
 	return c
 }
 
 // dockerHostURL is dockerHost, also returning the host's URL.
-func dockerHostURL(t *testing.T, files ...string) (*sagemakerruntime.Client, string) {
+func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, string) {
 	t.Helper()
 	cli := testenv.Docker(t)
 	for _, img := range []string{"probe", "sentiment", "featurizer", "classifier"} {

@@ -42,7 +42,7 @@ type mmeManifest struct {
 	} `json:"models"`
 }
 
-func loadManifest(t *testing.T, dir string) mmeManifest {
+func loadManifest(t testing.TB, dir string) mmeManifest {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
@@ -57,7 +57,7 @@ func loadManifest(t *testing.T, dir string) mmeManifest {
 
 // mmeEndpointFile writes an MME endpoint on the given prefix folder, its
 // model server holding `fit` models of the generated size at once.
-func mmeEndpointFile(t *testing.T, prefix string, fit int) string {
+func mmeEndpointFile(t testing.TB, prefix string, fit int) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "mme.yaml")
 	os.WriteFile(file, []byte(fmt.Sprintf(`
