@@ -92,23 +92,11 @@ func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeade
 		return hopResult{}, err
 	}
 	defer lease.Release()
-	var hs [5]header
-	n := 0
-	for _, f := range [...]header{
-		{hdrContentType, h.contentType},
-		{hdrAccept, h.accept},
-		{hdrCustomAttributes, h.customAttrs},
-		{hdrInferenceID, h.inferenceID},
-		{hdrTargetModel, h.targetModel},
-	} {
-		if f.value != "" {
-			hs[n] = f
-			n++
-		}
-	}
+	var buf [5]header
+	hs := h.forward(buf[:0], true)
 	path := "/models/" + lease.ModelID() + "/invoke"
 	for attempt := 0; ; attempt++ {
-		res := iv.exchange(ctx, c.BaseURL(), http.MethodPost, path, hs[:n], body, out)
+		res := iv.exchange(ctx, c.BaseURL(), http.MethodPost, path, hs, body, out)
 		if res.outcome != hopStatus || res.status != http.StatusInsufficientStorage || attempt == maxMemoryRetries {
 			return res, nil
 		}
@@ -122,8 +110,13 @@ func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeade
 // reads a 2xx response into out, capped at the payload limit. Headers the
 // client did not set are not sent. Nothing reads body once it returns.
 func (iv *Invoker) call(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer) hopResult {
-	var hs [4]header
-	n := 0
+	var buf [5]header
+	return iv.exchange(ctx, c.BaseURL(), http.MethodPost, "/invocations", h.forward(buf[:0], false), body, out)
+}
+
+// forward appends the headers a container receives: those the client set,
+// and for a multi-model invoke the Target-Model (contracts doc §4.1).
+func (h hopHeaders) forward(dst []header, multiModel bool) []header {
 	for _, f := range [...]header{
 		{hdrContentType, h.contentType},
 		{hdrAccept, h.accept},
@@ -131,9 +124,11 @@ func (iv *Invoker) call(ctx context.Context, c Container, body []byte, h hopHead
 		{hdrInferenceID, h.inferenceID},
 	} {
 		if f.value != "" {
-			hs[n] = f
-			n++
+			dst = append(dst, f)
 		}
 	}
-	return iv.exchange(ctx, c.BaseURL(), http.MethodPost, "/invocations", hs[:n], body, out)
+	if multiModel && h.targetModel != "" {
+		dst = append(dst, header{hdrTargetModel, h.targetModel})
+	}
+	return dst
 }
