@@ -265,6 +265,9 @@ func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, 
 	if err := rt.ensureNetwork(ctx, spec.Name); err != nil {
 		return nil, err
 	}
+	if err := rt.joinNetwork(ctx, d.netName); err != nil { // NetworkJoin only (join.go)
+		return nil, err
+	}
 	if err := d.prepareArtifacts(ctx, spec); err != nil {
 		return nil, err
 	}
@@ -773,6 +776,7 @@ func (d *Deployment) teardown(ctx context.Context, grace time.Duration, failed b
 	if err := os.RemoveAll(d.workDir); err != nil {
 		errs = append(errs, fmt.Errorf("remove artifacts: %w", err))
 	}
+	os.Remove(filepath.Dir(d.workDir)) // the endpoint's folder, once no generation is left in it
 	self := deploymentKey{d.endpoint, d.gen}
 	if !failed { // a failed Deploy's reservation is released by settle
 		d.rt.mu.Lock()

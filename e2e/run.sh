@@ -5,9 +5,13 @@
 # control plane: models, endpoint configs, endpoints) in the same mce session,
 # both with boto3 and the aws CLI from Debian (endpoint URL changed, nothing
 # else), stops mce with SIGTERM and checks it left no container or network
-# behind; its last line is the one summary "N passed, M failed" over both
-# scripts and those two checks. Builds nothing: it checks the prerequisites
-# and names the make target that makes each.
+# behind. Then it starts a second mce with authorization on (--credentials and
+# --policies: copies of examples/authz's files in a temporary folder) and
+# e2e/authz-endpoints.yaml, runs e2e/test_authz.py (SigV4 identities, the IAM
+# policies, SIGHUP reloads) against it and stops it the same way. Its last
+# line is the one summary "N passed, M failed" over the three scripts and the
+# stop checks. Builds nothing: it checks the prerequisites and names the make
+# target that makes each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +23,7 @@ for m in featurizer classifier sentiment-en sentiment-de; do
   [ -f "build/models/$m.tar.gz" ] || fail "build/models/$m.tar.gz is missing: run 'make models'"
 done
 command -v docker >/dev/null 2>&1 || fail "docker is not installed"
-for i in featurizer classifier sentiment probe; do
+for i in featurizer classifier sentiment probe modelserver; do
   docker image inspect "mce-example/$i:latest" >/dev/null 2>&1 || fail "image mce-example/$i:latest is missing: run 'make images'"
 done
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import boto3' 2>/dev/null || fail "/usr/bin/python3 with boto3 (python3-boto3) is missing: run 'make deps'"
@@ -27,58 +31,85 @@ done
 command -v curl >/dev/null 2>&1 || fail "curl is missing: run 'make deps'"
 
 # --- start mce
+# start_mce PIDVAR INSTANCE PORT STATE LOG ENDPOINTS_FILE [mce serve flags...]:
+# starts mce (its process id in the variable PIDVAR) and waits until every
+# endpoint of ENDPOINTS_FILE is InService (60 s).
+start_mce() {
+  local pidvar="$1" inst="$2" p="$3" st="$4" lg="$5" file="$6" pid
+  shift 6
+  local u="http://127.0.0.1:${p}" eps status ready="" t0
+  mapfile -t eps < <(awk '/^Endpoints:/ { on = 1; next } /^[^ #]/ { on = 0 } on && /EndpointName:/ { print $NF }' "$file")
+  [ "${#eps[@]}" -gt 0 ] || fail "no endpoints found in ${file}"
+  t0=$(date +%s)
+  bin/mce serve --listen "127.0.0.1:${p}" --instance "$inst" --state-dir "$st" \
+    --container-timeout 2s --log-format json -f "$file" "$@" >"$lg" 2>&1 &
+  pid=$!
+  printf -v "$pidvar" '%s' "$pid"
+  echo "e2e: mce on ${u}, instance ${inst}, log ${lg}; waiting for ${#eps[@]} endpoints"
+  for _ in $(seq 1 240); do # 60 s
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "e2e: mce exited before the endpoints were InService; its log:" >&2
+      cat "$lg" >&2
+      exit 1
+    fi
+    status="$(curl -fsS --max-time 2 "${u}/mce/endpoints" 2>/dev/null || true)"
+    ready=yes
+    for e in "${eps[@]}"; do
+      grep -q "\"EndpointName\":\"${e}\",\"EndpointStatus\":\"InService\"" <<<"$status" || { ready=""; break; }
+    done
+    [ -n "$ready" ] && break
+    sleep 0.25
+  done
+  if [ -z "$ready" ]; then
+    echo "e2e: endpoints not InService after 60 s: ${status:-no answer}; mce log:" >&2
+    tail -50 "$lg" >&2
+    exit 1
+  fi
+  echo "e2e: all endpoints InService after $(($(date +%s) - t0)) s"
+}
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# remove_instance PID INSTANCE: stops mce if it still runs and removes what
+# is left of the instance (only after a failure is anything left).
+remove_instance() {
+  local p="$1" inst="$2" c n
+  [ -n "$p" ] || return 0
+  if kill -0 "$p" 2>/dev/null; then
+    kill -TERM "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  fi
+  c="$(docker ps -aq --filter "label=io.mce.instance=${inst}")"
+  [ -z "$c" ] || docker rm -f $c >/dev/null 2>&1 || true
+  n="$(docker network ls -q --filter "label=io.mce.instance=${inst}")"
+  [ -z "$n" ] || docker network rm $n >/dev/null 2>&1 || true
+}
+
 instance="e2e-$$"
-port="$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+port="$(free_port)"
 url="http://127.0.0.1:${port}"
 state="$(mktemp -d)"
 home="$(mktemp -d)"
 mkdir -p build
 log="build/e2e.log"
-mapfile -t endpoints < <(awk '/^Endpoints:/ { on = 1; next } /^[^ #]/ { on = 0 } on && /EndpointName:/ { print $NF }' e2e/endpoints.yaml)
-[ "${#endpoints[@]}" -gt 0 ] || fail "no endpoints found in e2e/endpoints.yaml"
+# The authorizing second mce (set when it starts).
+instance2="e2e-authz-$$"
+pid2=""
+state2=""
+authz=""
 
 started=$(date +%s)
-bin/mce serve --listen "127.0.0.1:${port}" --instance "$instance" --state-dir "$state" \
-  --container-timeout 2s --log-format json -f e2e/endpoints.yaml >"$log" 2>&1 &
-pid=$!
-
+pid1=""
 cleanup() {
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
-  # Only after a failure is anything of this instance left; remove it.
-  local c n
-  c="$(docker ps -aq --filter "label=io.mce.instance=${instance}")"
-  [ -z "$c" ] || docker rm -f $c >/dev/null 2>&1 || true
-  n="$(docker network ls -q --filter "label=io.mce.instance=${instance}")"
-  [ -z "$n" ] || docker network rm $n >/dev/null 2>&1 || true
-  rm -rf "$state" "$home"
+  remove_instance "$pid1" "$instance"
+  remove_instance "$pid2" "$instance2"
+  rm -rf "$state" "$home" ${state2:+"$state2"} ${authz:+"$authz"}
 }
 trap cleanup EXIT
 
-echo "e2e: mce on ${url}, instance ${instance}, log ${log}; waiting for ${#endpoints[@]} endpoints"
-ready=""
-for _ in $(seq 1 240); do # 60 s
-  if ! kill -0 "$pid" 2>/dev/null; then
-    echo "e2e: mce exited before the endpoints were InService; its log:" >&2
-    cat "$log" >&2
-    exit 1
-  fi
-  status="$(curl -fsS --max-time 2 "${url}/mce/endpoints" 2>/dev/null || true)"
-  ready=yes
-  for e in "${endpoints[@]}"; do
-    grep -q "\"EndpointName\":\"${e}\",\"EndpointStatus\":\"InService\"" <<<"$status" || { ready=""; break; }
-  done
-  [ -n "$ready" ] && break
-  sleep 0.25
-done
-if [ -z "$ready" ]; then
-  echo "e2e: endpoints not InService after 60 s: ${status:-no answer}; mce log:" >&2
-  tail -50 "$log" >&2
-  exit 1
-fi
-echo "e2e: all endpoints InService after $(($(date +%s) - started)) s"
+start_mce pid1 "$instance" "$port" "$state" "$log" e2e/endpoints.yaml
 
 # --- the clients: Debian's python3/boto3 and aws CLI, fake credentials, nothing
 # from this machine's AWS configuration or Python environment.
@@ -86,7 +117,10 @@ rc=0
 passed=0
 failed=0
 summary_re='^([0-9]+) passed, ([0-9]+) failed$'
-for t in test_runtime test_control; do
+# run_script NAME ARGS...: runs e2e/NAME.py and adds its summary to the totals.
+run_script() {
+  local t="$1" out t_started t_rc last
+  shift
   echo "e2e: e2e/${t}.py"
   out="$(mktemp)"
   t_started=$(date +%s)
@@ -97,7 +131,7 @@ for t in test_runtime test_control; do
     AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY \
     AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
     AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER= \
-    /usr/bin/python3 -B -I "e2e/${t}.py" --url "$url" 2>&1 | tee "$out" | grep -Ev "$summary_re"
+    /usr/bin/python3 -B -I "e2e/${t}.py" "$@" 2>&1 | tee "$out" | grep -Ev "$summary_re"
   t_rc="${PIPESTATUS[0]}"
   set -e
   last="$(grep -E "$summary_re" "$out" | tail -1 || true)"
@@ -111,39 +145,63 @@ for t in test_runtime test_control; do
     failed=$((failed + 1))
   fi
   [ "$t_rc" -eq 0 ] || rc=1
+}
+for t in test_runtime test_control; do
+  run_script "$t" --url "$url"
 done
 
 # --- stop mce and look for leftovers
-echo "e2e: stopping mce (SIGTERM)"
-kill -TERM "$pid"
-mce_rc=0
-wait "$pid" || mce_rc=$?
-# Two more checks, counted in the summary: mce stops cleanly, and leaves nothing.
-if [ "$mce_rc" -ne 0 ]; then
-  echo "FAIL [e2e] mce exited with status ${mce_rc} on SIGTERM; end of its log:"
-  tail -30 "$log" >&2
-  failed=$((failed + 1))
-  rc=1
-else
-  echo "PASS [e2e] mce stopped with status 0 on SIGTERM"
-  passed=$((passed + 1))
-fi
-left="$(docker ps -aq --filter "label=io.mce.instance=${instance}")"
-nets="$(docker network ls -q --filter "label=io.mce.instance=${instance}")"
-if [ -n "$left" ] || [ -n "$nets" ]; then
-  echo "FAIL [e2e] mce left behind containers [${left//$'\n'/ }] networks [${nets//$'\n'/ }]"
-  failed=$((failed + 1))
-  rc=1
-else
-  echo "PASS [e2e] no containers or networks left"
-  passed=$((passed + 1))
-fi
+# stop_mce PID INSTANCE LOG STATE: SIGTERM, then two checks, counted in the
+# summary: mce stops cleanly, and leaves nothing (containers, networks, files
+# under its artifacts folder; its state.db keeps the endpoints on purpose).
+stop_mce() {
+  local p="$1" inst="$2" lg="$3" st="$4" mce_rc=0 left nets files
+  echo "e2e: stopping mce ${inst} (SIGTERM)"
+  kill -TERM "$p"
+  wait "$p" || mce_rc=$?
+  if [ "$mce_rc" -ne 0 ]; then
+    echo "FAIL [e2e] mce ${inst} exited with status ${mce_rc} on SIGTERM; end of its log:"
+    tail -30 "$lg" >&2
+    failed=$((failed + 1))
+    rc=1
+  else
+    echo "PASS [e2e] mce ${inst} stopped with status 0 on SIGTERM"
+    passed=$((passed + 1))
+  fi
+  left="$(docker ps -aq --filter "label=io.mce.instance=${inst}")"
+  nets="$(docker network ls -q --filter "label=io.mce.instance=${inst}")"
+  files="$(find "${st}/instances/${inst}/artifacts" -mindepth 1 ! -type d 2>/dev/null | head -5)"
+  if [ -n "$left" ] || [ -n "$nets" ] || [ -n "$files" ]; then
+    echo "FAIL [e2e] mce ${inst} left behind containers [${left//$'\n'/ }] networks [${nets//$'\n'/ }] artifact files [${files//$'\n'/ }]"
+    failed=$((failed + 1))
+    rc=1
+  else
+    echo "PASS [e2e] mce ${inst}: no containers, networks or artifact files left"
+    passed=$((passed + 1))
+  fi
+}
+stop_mce "$pid1" "$instance" "$log" "$state"
+
+# --- authorization: a second mce with the example credentials and policies
+# (copies, which test_authz.py breaks and fixes to check SIGHUP reloads).
+authz="$(mktemp -d)"
+cp -r examples/authz/credentials.yaml examples/authz/policies.yaml examples/authz/policies "$authz/"
+state2="$(mktemp -d)"
+port2="$(free_port)"
+log2="build/e2e-authz.log"
+authz_started=$(date +%s)
+start_mce pid2 "$instance2" "$port2" "$state2" "$log2" e2e/authz-endpoints.yaml \
+  --credentials "$authz/credentials.yaml" --policies "$authz/policies.yaml"
+run_script test_authz --url "http://127.0.0.1:${port2}" --pid "$pid2" --log "$log2" --authz-dir "$authz"
+stop_mce "$pid2" "$instance2" "$log2" "$state2"
+echo "e2e: authorization part took $(($(date +%s) - authz_started)) s"
+
 [ "$failed" -eq 0 ] || rc=1
 if [ "$rc" -ne 0 ]; then
-  echo "e2e: FAILED in $(($(date +%s) - started)) s (mce log: ${log})" >&2
+  echo "e2e: FAILED in $(($(date +%s) - started)) s (mce logs: ${log}, build/e2e-authz.log)" >&2
 else
   echo "e2e: OK in $(($(date +%s) - started)) s"
 fi
-# The one summary line, last: both scripts' checks and the two above.
+# The one summary line, last: the three scripts' checks and the stop checks.
 echo "${passed} passed, ${failed} failed"
 exit "$rc"

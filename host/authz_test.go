@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,4 +117,32 @@ func TestAuthorizationDocPolicies(t *testing.T) {
 			t.Fatalf("ops DescribeEndpoint: %v", err)
 		}
 	})
+}
+
+// TestStatusPageNeedsListEndpoints: /mce/endpoints tells what ListEndpoints
+// tells, so an unsigned caller without that permission is refused.
+func TestStatusPageNeedsListEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "creds.yaml"), []byte(`
+Credentials:
+  - AccessKeyId: AKIAOPS00000EXAMPLE
+    SecretAccessKey: ops-secret
+    Arn: arn:aws:iam::123456789012:user/ops
+    Policies:
+      - Name: all
+        Document: {Version: "2012-10-17", Statement: [{Effect: Allow, Action: "sagemaker:*", Resource: "*"}]}
+`), 0o600)
+	a, err := authz.Load(context.Background(), authz.Config{CredentialsFile: filepath.Join(dir, "creds.yaml"), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Authz: a})
+	resp, err := h.http.Client().Get(h.http.URL + "/mce/endpoints")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 || resp.Header.Get("X-Amzn-ErrorType") != "AccessDeniedException" {
+		t.Errorf("unsigned /mce/endpoints: %d %s", resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"))
+	}
 }

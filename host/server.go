@@ -92,7 +92,14 @@ func New(cfg Config) *Server {
 	e.POST("/endpoints/:name/async-invocations", s.unsupported("InvokeEndpointAsync"))
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	e.GET("/ping", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
-	e.GET("/mce/endpoints", func(c echo.Context) error { return c.JSON(http.StatusOK, s.Endpoints()) })
+	e.GET("/mce/endpoints", func(c echo.Context) error {
+		// The same information as ListEndpoints, so the same permission.
+		if api := s.authorize(c.Request().Context(), c.Request(), nil, "sagemaker:ListEndpoints", "*", nil); api != nil {
+			writeError(c.Response(), api)
+			return nil
+		}
+		return c.JSON(http.StatusOK, s.Endpoints())
+	})
 	s.echo = e
 	return s
 }
