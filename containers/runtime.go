@@ -29,8 +29,9 @@ const callTimeout = 30 * time.Second
 type NetworkMode string
 
 const (
-	// NetworkAuto picks NetworkAddress on a Linux engine mce can route to and
-	// NetworkPublished on Docker Desktop or a non-Linux host.
+	// NetworkAuto picks NetworkJoin (join.go) when mce runs in a container
+	// of its engine, else NetworkAddress on a Linux engine mce can route to
+	// and NetworkPublished on Docker Desktop or a non-Linux host.
 	NetworkAuto NetworkMode = "auto"
 	// NetworkAddress reaches each container at its address on the endpoint's
 	// bridge network: the kernel routes it, no proxy in between.
@@ -91,6 +92,7 @@ type Runtime struct {
 	opts    Options
 	log     zerolog.Logger
 	network NetworkMode
+	self    string // NetworkJoin: the ID of the container mce joins to endpoint networks
 	pinger  *http.Client
 	lock    *os.File
 
@@ -173,6 +175,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	rt.network = mode
 	rt.log.Info().Str("network_mode", string(mode)).Msg(why)
+	if mode == NetworkJoin {
+		rt.startJoin(ctx)
+	}
 
 	rt.ctx, rt.cancel = context.WithCancel(context.Background())
 	if !opts.Adopt {
@@ -260,9 +265,9 @@ func (rt *Runtime) pickNetworkMode(ctx context.Context) (NetworkMode, string, er
 		return NetworkAddress, "reaching containers at their addresses on the endpoint networks (as configured)", nil
 	case NetworkPublished:
 		return NetworkPublished, "reaching containers through ports published on 127.0.0.1 (as configured)", nil
-	case NetworkAuto:
+	case NetworkJoin, NetworkAuto:
 	default:
-		return "", "", fmt.Errorf("unknown network mode %q (want auto, address or published)", rt.opts.Network)
+		return "", "", fmt.Errorf("unknown network mode %q (want auto, address, published or join)", rt.opts.Network)
 	}
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -271,6 +276,14 @@ func (rt *Runtime) pickNetworkMode(ctx context.Context) (NetworkMode, string, er
 		return "", "", classify("read Docker engine info", err)
 	}
 	rt.rtInfo = runtimeInfo(info)
+	// In a container of this engine (docker-compose) the endpoint networks are
+	// isolated from mce's own: join them (join.go).
+	if mode, why, ok, err := rt.pickJoin(ctx); err != nil || ok {
+		return mode, why, err
+	}
+	if rt.opts.Network == NetworkJoin {
+		return "", "", errors.New("network mode join: mce does not run in a container of this Docker engine (no /.dockerenv, or the engine knows no running container by this hostname)")
+	}
 	os := info.Info.OperatingSystem
 	switch {
 	case goruntime.GOOS != "linux":

@@ -3,6 +3,9 @@
 #
 # Usage: scripts/images.sh [name...]      (default: featurizer classifier sentiment probe modelserver)
 #
+# `scripts/images.sh mce` builds mce-example/mce:latest, mce itself for docker-compose (compose/README.md):
+# ./cmd/mce built with CGO_ENABLED=0 (no NVML, so no GPU endpoints) in a FROM scratch image (compose/Dockerfile).
+#
 # Each program is built on the host as a static binary (CGO_ENABLED=0, -trimpath, no build ID), copied into
 # build/images/<name>/ with its Dockerfile, and built FROM scratch with the classic builder. The binary is
 # byte-identical between runs and only copied when it changed, so a second run reuses Go's build cache and
@@ -13,13 +16,22 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 all=(featurizer classifier sentiment probe modelserver)
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${all[@]}")
+# src NAME: the package and the folder of the Dockerfile of image NAME.
+src() {
+	if [[ $1 == mce ]]; then
+		echo "./cmd/mce compose"
+	else
+		echo "./examples/containers/$1 examples/containers/$1"
+	fi
+}
 pkgs=()
 for n in "${names[@]}"; do
-	if [[ ! -f "examples/containers/$n/Dockerfile" ]]; then
-		echo "images.sh: unknown image '$n' (known: ${all[*]})" >&2
+	read -r pkg dir <<<"$(src "$n")"
+	if [[ ! -f "$dir/Dockerfile" ]]; then
+		echo "images.sh: unknown image '$n' (known: ${all[*]} mce)" >&2
 		exit 2
 	fi
-	pkgs+=("./examples/containers/$n")
+	pkgs+=("$pkg")
 done
 
 bin=build/images/.bin
@@ -33,7 +45,8 @@ for n in "${names[@]}"; do
 	ctx="build/images/$n"
 	mkdir -p "$ctx"
 	cmp -s "$bin/$n" "$ctx/$n" || cp "$bin/$n" "$ctx/$n"
-	cmp -s "examples/containers/$n/Dockerfile" "$ctx/Dockerfile" || cp "examples/containers/$n/Dockerfile" "$ctx/Dockerfile"
+	read -r _ dir <<<"$(src "$n")"
+	cmp -s "$dir/Dockerfile" "$ctx/Dockerfile" || cp "$dir/Dockerfile" "$ctx/Dockerfile"
 	# The classic builder (all that a FROM scratch + COPY image needs) prints a deprecation banner on
 	# stderr with newer CLIs; show stderr only when the build fails.
 	if ! id=$(DOCKER_BUILDKIT=0 docker build -q -t "mce-example/$n:latest" "$ctx" 2>"$errlog"); then
