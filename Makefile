@@ -1,7 +1,7 @@
 # mce — SageMaker-style multi-container endpoints on your own Docker engine.
 #
 #   make demo    a real endpoint with the example containers, invoked, printed, cleaned up
-#   make test    every test: unit, Docker integration, real AWS clients (Go SDK, boto3, aws CLI)
+#   make test    every test: unit, Docker integration, real AWS clients (Go SDK, boto3, aws CLI), compose
 #   make bench   mce vs straight-to-container vs nginx, at 1/50/200 clients
 #
 # Go builds the host with cgo (go-nvml); these flags silence go-nvml's warnings.
@@ -11,7 +11,7 @@ BIN       := bin/mce
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: all build images models deps demo test unit vet fmt-check e2e bench clean
+.PHONY: all build images models deps demo test unit vet fmt-check e2e compose-test bench clean
 
 all: build
 
@@ -46,7 +46,11 @@ unit: images models
 e2e: deps build images models
 	e2e/run.sh
 
-test: deps fmt-check vet unit e2e
+# mce itself as a docker-compose service (join mode, static image).
+compose-test: deps images models
+	compose/test.sh
+
+test: deps fmt-check vet unit e2e compose-test
 
 bench: deps build images
 	scripts/bench.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mce's tests, demo and benchmark use, when missing:
 # boto3 and the aws CLI (real AWS clients for the end-to-end script), wrk and
-# nginx (benchmark), curl.
+# nginx (benchmark), curl, docker-compose (the compose check).
 set -euo pipefail
 need=()
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import boto3' 2>/dev/null || need+=(python3-boto3)
@@ -9,6 +9,7 @@ need=()
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
