@@ -428,7 +428,10 @@ func (rt *Runtime) labels(endpoint string) map[string]string {
 // one endpoint share it.
 func (rt *Runtime) ensureNetwork(ctx context.Context, endpoint string) error {
 	name := rt.resourceName(endpoint)
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	// Not cut short by the caller: an engine that was asked to create a
+	// network creates it even if the client stops waiting, and an unseen
+	// network would be left behind by teardown. Cancellation is checked after.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	f := client.Filters{}.Add("label", LabelInstance+"="+rt.opts.Instance).Add("label", LabelEndpoint+"="+endpoint)
 	list, err := rt.engine.NetworkList(cctx, client.NetworkListOptions{Filters: f})
@@ -444,7 +447,7 @@ func (rt *Runtime) ensureNetwork(ctx context.Context, endpoint string) error {
 	if err != nil && !cerrdefs.IsConflict(err) { // conflict: a concurrent generation made it
 		return classify("create network "+name, err)
 	}
-	return nil
+	return ctx.Err()
 }
 
 // removeNetworkIfUnused removes the endpoint's network once no deployment of
@@ -651,7 +654,9 @@ func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, inde
 		d.netName: {Aliases: []string{cs.Hostname}},
 	}}
 
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	// As for networks: a create the engine carries out must be seen, so it is
+	// not cut short; the container is tracked before cancellation is honoured.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	res, err := rt.engine.ContainerCreate(cctx, client.ContainerCreateOptions{
 		Name: name, Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
 	})
@@ -667,6 +672,9 @@ func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, inde
 		}
 	}
 
+	if err := ctx.Err(); err != nil {
+		return c, err
+	}
 	started := time.Now()
 	cctx, cancel = context.WithTimeout(ctx, callTimeout)
 	_, err = rt.engine.ContainerStart(cctx, c.id, client.ContainerStartOptions{})

@@ -144,3 +144,23 @@ func TestAdoptAfterRestart(t *testing.T) {
 		t.Errorf("after Close: %d containers, %d networks", c, n)
 	}
 }
+
+// TestCancelledDeployLeavesNothing cancels deployments at moments spread over
+// their creation: whatever the engine had made is removed.
+func TestCancelledDeployLeavesNothing(t *testing.T) {
+	e := newEnv(t)
+	for _, after := range []time.Duration{0, 2 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 80 * time.Millisecond, 200 * time.Millisecond} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(after, cancel)
+		s := probeSpec(e.probe, 3, map[string]string{"PROBE_READY_AFTER": "5s"})
+		d, err := e.rt.Deploy(ctx, s)
+		cancel()
+		if err == nil {
+			d.Close(context.Background())
+			t.Fatalf("cancelled after %v: the deployment succeeded", after)
+		}
+		if c, n := testenv.Leftovers(t, e.cli, e.instance); c+n > 0 {
+			t.Errorf("cancelled after %v: %d containers and %d networks left (%v)", after, c, n, err)
+		}
+	}
+}

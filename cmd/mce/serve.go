@@ -245,6 +245,10 @@ func serve(ctx context.Context, f serveFlags) error {
 			runErr = err
 		}
 	}
+	// A last sweep: anything of this instance that no deployment owns any more.
+	if err := rt.Reconcile(tctx); err != nil {
+		log.Error().Err(err).Msg("final clean-up")
+	}
 	log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
 	return runErr
 }
