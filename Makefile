@@ -9,7 +9,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 GO        ?= go
 BIN       := bin/mce
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
-TESTFLAGS ?= -race -timeout 20m
+TESTFLAGS ?= -race -count=1 -timeout 20m
 
 .PHONY: all build images models deps demo test unit vet fmt-check e2e compose-test bench clean
 
