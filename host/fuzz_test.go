@@ -51,3 +51,17 @@ func FuzzValidName(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPrintMatcher checks the TargetModel/InferenceId matcher against the
+// regexp it replaces.
+func FuzzPrintMatcher(f *testing.F) {
+	re := regexp.MustCompile(`\A[^ \t\n\x0B\f\r][ -~]*\z`) // Java's \S and \p{Print}
+	for _, s := range []string{"", " a", "a", "model.tar.gz", "a\tb", "é", "\xff", "x\x7f", "a~ b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := (printMatcher{}).MatchString(s), re.MatchString(s); got != want {
+			t.Fatalf("printMatcher(%q) = %v, the regexp says %v", s, got, want)
+		}
+	})
+}

@@ -41,45 +41,43 @@ func newMMEMetrics(reg *prometheus.Registry) *mmeMetrics {
 // MultiModelObserver returns the metrics sink of one multi-model container
 // (one per Cache and one per Manager; each tracks its own loaded count).
 func (s *Server) MultiModelObserver(endpoint, variant, container string) mme.Observer {
-	return &mmeObserver{m: s.metrics.mme, labels: []string{endpoint, variant}, container: container}
+	m := s.metrics.mme
+	return &mmeObserver{
+		wait: m.wait.WithLabelValues(endpoint, variant), download: m.download.WithLabelValues(endpoint, variant),
+		load: m.load.WithLabelValues(endpoint, variant), unload: m.unload.WithLabelValues(endpoint, variant),
+		hit: m.hit.WithLabelValues(endpoint, variant), loaded: m.loaded.WithLabelValues(endpoint, variant, container),
+	}
 }
 
+// mmeObserver holds its metric children, looked up once: ModelCacheHit is
+// observed on every call.
 type mmeObserver struct {
-	m         *mmeMetrics
-	labels    []string
-	container string
-	mu        sync.Mutex
-	loaded    int
+	wait, download, load, unload, hit prometheus.Observer
+	loaded                            prometheus.Gauge
+	mu                                sync.Mutex
+	count                             int
 }
 
-func (o *mmeObserver) ModelLoadingWaitTime(d time.Duration) {
-	o.m.wait.WithLabelValues(o.labels...).Observe(micros(d))
-}
-func (o *mmeObserver) ModelDownloadingTime(d time.Duration) {
-	o.m.download.WithLabelValues(o.labels...).Observe(micros(d))
-}
-func (o *mmeObserver) ModelLoadingTime(d time.Duration) {
-	o.m.load.WithLabelValues(o.labels...).Observe(micros(d))
-}
-func (o *mmeObserver) ModelUnloadingTime(d time.Duration) {
-	o.m.unload.WithLabelValues(o.labels...).Observe(micros(d))
-}
+func (o *mmeObserver) ModelLoadingWaitTime(d time.Duration) { o.wait.Observe(micros(d)) }
+func (o *mmeObserver) ModelDownloadingTime(d time.Duration) { o.download.Observe(micros(d)) }
+func (o *mmeObserver) ModelLoadingTime(d time.Duration)     { o.load.Observe(micros(d)) }
+func (o *mmeObserver) ModelUnloadingTime(d time.Duration)   { o.unload.Observe(micros(d)) }
 func (o *mmeObserver) ModelCacheHit(hit bool) {
 	v := 0.0
 	if hit {
 		v = 1
 	}
-	o.m.hit.WithLabelValues(o.labels...).Observe(v)
+	o.hit.Observe(v)
 }
 
 // LoadedModelCount gets this manager's absolute count; the gauge sums the
 // copies of a container, so it moves by the difference.
 func (o *mmeObserver) LoadedModelCount(n int) {
 	o.mu.Lock()
-	delta := n - o.loaded
-	o.loaded = n
+	delta := n - o.count
+	o.count = n
 	o.mu.Unlock()
-	o.m.loaded.WithLabelValues(o.labels[0], o.labels[1], o.container).Add(float64(delta))
+	o.loaded.Add(float64(delta))
 }
 
 var _ mme.Observer = (*mmeObserver)(nil)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Header names of InvokeEndpoint (contracts doc §1.3), spelled in Go's
@@ -56,6 +57,28 @@ func validName(s string) bool {
 	return true
 }
 
+// printMatcher matches \A\S[\p{Print}]*\z without a regexp, in Java's
+// dialect (the service model's): \p{Print} is ASCII [ -~], and \S any
+// character but [ \t\n\x0B\f\r].
+type printMatcher struct{}
+
+func (printMatcher) MatchString(s string) bool {
+	if s == "" {
+		return false
+	}
+	switch s[0] { // Java's \s: [ \t\n\x0B\f\r]
+	case ' ', '\t', '\n', '\v', '\f', '\r':
+		return false
+	}
+	_, size := utf8.DecodeRuneInString(s)
+	for i := size; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
 // nameMatcher adapts validName to the rule table.
 type nameMatcher struct{}
 
@@ -64,11 +87,10 @@ func (nameMatcher) MatchString(s string) bool { return validName(s) }
 type matcher interface{ MatchString(string) bool }
 
 var (
-	namePattern matcher = nameMatcher{}
-	// Java's \p{Print} (the service's regex dialect) is ASCII [ -~]: Go's [[:print:]].
-	printPattern     = regexp.MustCompile(`\A\S[[:print:]]*\z`)
-	componentPattern = regexp.MustCompile(componentPatternText)
-	sessionPattern   = regexp.MustCompile(sessionPatternText)
+	namePattern      matcher = nameMatcher{}
+	printPattern     matcher = printMatcher{}
+	componentPattern         = regexp.MustCompile(componentPatternText)
+	sessionPattern           = regexp.MustCompile(sessionPatternText)
 )
 
 // headerRule is one member's constraints as the service model states them.
