@@ -185,24 +185,55 @@ type describeModelOutput struct {
 	CreationTime epoch  `json:"CreationTime"`
 }
 
-func (s *Server) getModel(name string) (ModelRecord, error) {
-	var rec ModelRecord
-	err := s.store.Get(store.Models, name, &rec)
+// getRecord reads a stored model or endpoint config; a missing one is
+// SageMaker's "Could not find …" ValidationException.
+func getRecord[T any](s *Server, bucket string, kind spec.Kind, name string) (T, error) {
+	var rec T
+	err := s.store.Get(bucket, name, &rec)
 	if errors.Is(err, store.ErrNotFound) {
-		return rec, notFound(s, spec.KindModel, name)
+		return rec, notFound(s, kind, name)
 	}
 	return rec, err
 }
 
-func opDescribeModel(s *Server, _ context.Context, body []byte) (any, error) {
-	var in struct{ ModelName string }
+// deleteRecord removes a stored model or endpoint config.
+func (s *Server) deleteRecord(bucket string, kind spec.Kind, name string) (any, error) {
+	ok, err := s.store.Delete(bucket, name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound(s, kind, name)
+	}
+	return struct{}{}, nil
+}
+
+// nameInput decodes the input of a Describe or Delete operation: one name
+// member, required and checked against the name pattern.
+func nameInput(body []byte, member string, pick func(*namedInput) string) (string, error) {
+	var in namedInput
 	if err := decode(body, &in); err != nil {
+		return "", err
+	}
+	name := pick(&in)
+	return name, requireName(member, name)
+}
+
+type namedInput struct{ ModelName, EndpointConfigName, EndpointName string }
+
+func (s *Server) getModel(name string) (ModelRecord, error) {
+	return getRecord[ModelRecord](s, store.Models, spec.KindModel, name)
+}
+
+func modelName(in *namedInput) string  { return in.ModelName }
+func configName(in *namedInput) string { return in.EndpointConfigName }
+
+func opDescribeModel(s *Server, _ context.Context, body []byte) (any, error) {
+	name, err := nameInput(body, "modelName", modelName)
+	if err != nil {
 		return nil, err
 	}
-	if err := requireName("modelName", in.ModelName); err != nil {
-		return nil, err
-	}
-	rec, err := s.getModel(in.ModelName)
+	rec, err := s.getModel(name)
 	if err != nil {
 		return nil, err
 	}
@@ -212,21 +243,11 @@ func opDescribeModel(s *Server, _ context.Context, body []byte) (any, error) {
 }
 
 func opDeleteModel(s *Server, _ context.Context, body []byte) (any, error) {
-	var in struct{ ModelName string }
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	if err := requireName("modelName", in.ModelName); err != nil {
-		return nil, err
-	}
-	ok, err := s.store.Delete(store.Models, in.ModelName)
+	name, err := nameInput(body, "modelName", modelName)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, notFound(s, spec.KindModel, in.ModelName)
-	}
-	return struct{}{}, nil
+	return s.deleteRecord(store.Models, spec.KindModel, name)
 }
 
 // listInput is the common part of the List* operations.
@@ -393,23 +414,15 @@ func opCreateEndpointConfig(s *Server, _ context.Context, body []byte) (any, err
 }
 
 func (s *Server) getConfig(name string) (ConfigRecord, error) {
-	var rec ConfigRecord
-	err := s.store.Get(store.EndpointConfigs, name, &rec)
-	if errors.Is(err, store.ErrNotFound) {
-		return rec, notFound(s, spec.KindEndpointConfig, name)
-	}
-	return rec, err
+	return getRecord[ConfigRecord](s, store.EndpointConfigs, spec.KindEndpointConfig, name)
 }
 
 func opDescribeEndpointConfig(s *Server, _ context.Context, body []byte) (any, error) {
-	var in struct{ EndpointConfigName string }
-	if err := decode(body, &in); err != nil {
+	name, err := nameInput(body, "endpointConfigName", configName)
+	if err != nil {
 		return nil, err
 	}
-	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
-		return nil, err
-	}
-	rec, err := s.getConfig(in.EndpointConfigName)
+	rec, err := s.getConfig(name)
 	if err != nil {
 		return nil, err
 	}
@@ -423,21 +436,11 @@ func opDescribeEndpointConfig(s *Server, _ context.Context, body []byte) (any, e
 }
 
 func opDeleteEndpointConfig(s *Server, _ context.Context, body []byte) (any, error) {
-	var in struct{ EndpointConfigName string }
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
-		return nil, err
-	}
-	ok, err := s.store.Delete(store.EndpointConfigs, in.EndpointConfigName)
+	name, err := nameInput(body, "endpointConfigName", configName)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, notFound(s, spec.KindEndpointConfig, in.EndpointConfigName)
-	}
-	return struct{}{}, nil
+	return s.deleteRecord(store.EndpointConfigs, spec.KindEndpointConfig, name)
 }
 
 func opListEndpointConfigs(s *Server, _ context.Context, body []byte) (any, error) {
