@@ -48,6 +48,9 @@ from botocore import UNSIGNED
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # python3 -I leaves the script's folder out
+import e2elib  # noqa: E402
+
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 AWS_CLI = "/usr/bin/aws"
@@ -157,8 +160,7 @@ CLI_ERROR = re.compile(r"An error occurred \(([^)]*)\) when calling the (\w+) op
                        re.S)
 
 
-def kebab(op):
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", op).lower()
+kebab = e2elib.kebab
 
 
 class Cli:
@@ -220,26 +222,8 @@ class Cli:
 
 # ---------------------------------------------------------------- checks
 
-class Checks:
+class Checks(e2elib.Checks):
     """Collects PASS/FAIL/INFO lines for one client."""
-
-    def __init__(self, client):
-        self.client = client
-        self.lines = []
-        self.passed = 0
-        self.failed = 0
-
-    def ok(self, what, cond, detail=""):
-        if cond:
-            self.passed += 1
-        else:
-            self.failed += 1
-        self.lines.append("%s [%s] %s%s" % ("PASS" if cond else "FAIL", self.client, what,
-                                            (": " + detail) if detail else ""))
-        return cond
-
-    def info(self, text):
-        self.lines.append("INFO [%s] %s" % (self.client, text))
 
     def allowed(self, what, r, body=None):
         if not r.ok:

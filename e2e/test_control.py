@@ -39,6 +39,9 @@ import botocore
 from botocore import xform_name
 from botocore.exceptions import ClientError, ParamValidationError, WaiterError
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # python3 -I leaves the script's folder out
+import e2elib  # noqa: E402
+
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
 AWS_CLI = "/usr/bin/aws"
@@ -169,8 +172,7 @@ class Boto:
 CLI_ERROR = re.compile(r"An error occurred \(([^)]*)\) when calling the (\w+) operation: (.*)")
 
 
-def kebab(op):
-    return re.sub(r"(?<!^)(?=[A-Z])", "-", op).lower()
+kebab = e2elib.kebab
 
 
 class Cli:
@@ -304,30 +306,7 @@ class Raw:
 
 # ---------------------------------------------------------------- checks
 
-class Checks:
-    def __init__(self, client):
-        self.client = client
-        self.lines = []
-        self.passed = 0
-        self.failed = 0
-
-    def ok(self, what, cond, detail=""):
-        if cond:
-            self.passed += 1
-        else:
-            self.failed += 1
-        self.lines.append("%s [%s] %s%s" % ("PASS" if cond else "FAIL", self.client, what,
-                                            (": " + detail) if detail else ""))
-        return cond
-
-    def info(self, text):
-        self.lines.append("INFO [%s] %s" % (self.client, text))
-
-    def eq(self, what, got, want):
-        return self.ok(what, got == want, "%r" % (got,) if got == want else "got %r, want %r" % (got, want))
-
-    def success(self, what, r):
-        return self.ok(what + " succeeds", r.ok, "" if r.ok else repr(r))
+class Checks(e2elib.Checks):
 
     def error(self, what, r, code=VALIDATION, message=None, contains=()):
         if r.ok:

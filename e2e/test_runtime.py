@@ -28,6 +28,9 @@ import boto3
 import botocore
 from botocore.exceptions import ClientError
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # python3 -I leaves the script's folder out
+import e2elib  # noqa: E402
+
 ACCOUNT = "123456789012"
 MAX_PAYLOAD = 6 * 1024 * 1024  # 6291456 bytes, the BodyBlob maximum
 AWS_CLI = "/usr/bin/aws"
@@ -160,29 +163,8 @@ class Cli:
         return Result(code=code, message=msg, original_status=osc, exit_status=p.returncode, **common)
 
 
-class Checks:
+class Checks(e2elib.Checks):
     """Collects PASS/FAIL lines for one case and one client."""
-
-    def __init__(self, client):
-        self.client = client
-        self.lines = []
-        self.passed = 0
-        self.failed = 0
-
-    def ok(self, what, cond, detail=""):
-        if cond:
-            self.passed += 1
-        else:
-            self.failed += 1
-        self.lines.append("%s [%s] %s%s" % ("PASS" if cond else "FAIL", self.client, what,
-                                            (": " + detail) if detail else ""))
-        return cond
-
-    def eq(self, what, got, want):
-        return self.ok(what, got == want, "%r" % (got,) if got == want else "got %r, want %r" % (got, want))
-
-    def success(self, what, r):
-        return self.ok(what + " succeeds", r.ok, "" if r.ok else repr(r))
 
     def error(self, what, r, code, http=None, osc=None, has_osc=None, contains=None, message=None):
         """Asserts r is the error code (and status, OriginalStatusCode, message text)."""
