@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -41,6 +42,7 @@ type serveFlags struct {
 	policies         string
 	rego             []string
 	insecure         bool
+	debugListen      string
 	log              logFlags
 }
 
@@ -79,6 +81,7 @@ naming the container and the cause.`,
 	fl.StringVar(&f.credentials, "credentials", "", "credentials file: access keys -> principals and their IAM policies (SigV4 is verified when set)")
 	fl.StringVar(&f.policies, "policies", "", "policies file: named IAM policies and their attachments")
 	fl.StringArrayVar(&f.rego, "rego", nil, "custom Rego module file or folder (package mce.custom); repeatable")
+	fl.StringVar(&f.debugListen, "debug-listen", "", "serve Go's pprof profiles on this loopback address (e.g. 127.0.0.1:6060); off when empty")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
 	f.log.register(cmd)
@@ -157,6 +160,14 @@ func serve(ctx context.Context, f serveFlags) error {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
 	defer ln.Close()
+	if f.debugListen != "" {
+		stop, err := servePprof(f.debugListen)
+		if err != nil {
+			return &exitError{code: 2, msg: err.Error()}
+		}
+		defer stop()
+		log.Info().Str("listen", f.debugListen).Msg("pprof profiles on /debug/pprof/")
+	}
 
 	cli, err := containers.Connect(ctx)
 	if err != nil {
@@ -264,4 +275,24 @@ func isLoopback(listen string) (bool, error) {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback(), nil
+}
+
+// servePprof serves Go's profiles on a loopback address only: they reveal
+// internals and cost CPU, so they are never exposed beyond the machine.
+func servePprof(addr string) (stop func(), err error) {
+	if ok, err := isLoopback(addr); err != nil || !ok {
+		return nil, fmt.Errorf("--debug-listen %q must be a loopback address", addr)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return func() { srv.Close() }, nil
 }
