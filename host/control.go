@@ -306,21 +306,20 @@ func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, e
 			kept = append(kept, it)
 		}
 	}
-	sort.SliceStable(kept, func(i, j int) bool {
-		a, b := kept[i], kept[j]
-		var less bool
+	before := func(a, b listItem) bool { // ascending order; names break ties
 		switch in.SortBy {
 		case "Name":
-			less = a.name < b.name
+			return a.name < b.name
 		case "Status":
-			less = a.status < b.status || (a.status == b.status && a.name < b.name)
-		default:
-			less = a.created.Before(b.created) || (a.created.Equal(b.created) && a.name < b.name)
+			return a.status < b.status || (a.status == b.status && a.name < b.name)
 		}
+		return a.created.Before(b.created) || (a.created.Equal(b.created) && a.name < b.name)
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
 		if in.SortOrder == "Descending" {
-			return !less && !(a.name == b.name)
+			return before(kept[j], kept[i])
 		}
-		return less
+		return before(kept[i], kept[j])
 	})
 	start := 0
 	if in.NextToken != "" {
@@ -353,29 +352,38 @@ func contains(xs []string, x string) bool {
 }
 
 func opListModels(s *Server, _ context.Context, body []byte) (any, error) {
+	return listOperation(body, "Models", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
+		var items []listItem
+		err := store.List(s.store, store.Models, func(r ModelRecord) error {
+			items = append(items, listItem{name: r.Input.ModelName, created: r.Created, modified: r.Created,
+				out: map[string]any{"ModelName": r.Input.ModelName, "ModelArn": r.ARN, "CreationTime": epoch(r.Created)}})
+			return nil
+		})
+		return items, err
+	})
+}
+
+// listOperation is the shape of the List operations: decode the paging and
+// filter input, collect every item, then filter, sort and page them under
+// key (with NextToken when more remain).
+func listOperation(body []byte, key string, sortKeys []string, collect func() ([]listItem, error)) (any, error) {
 	var in listInput
 	if err := decode(body, &in); err != nil {
 		return nil, err
 	}
-	var items []listItem
-	store.List(s.store, store.Models, func(r ModelRecord) error {
-		items = append(items, listItem{name: r.Input.ModelName, created: r.Created, modified: r.Created,
-			out: map[string]any{"ModelName": r.Input.ModelName, "ModelArn": r.ARN, "CreationTime": epoch(r.Created)}})
-		return nil
-	})
-	page, next, err := in.page(items, "Name", "CreationTime")
+	items, err := collect()
 	if err != nil {
 		return nil, err
 	}
-	return pageOutput("Models", page, next), nil
-}
-
-func pageOutput(key string, page []any, next string) map[string]any {
+	page, next, err := in.page(items, sortKeys...)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]any{key: page}
 	if next != "" {
 		out["NextToken"] = next
 	}
-	return out
+	return out, nil
 }
 
 // ---- endpoint configs
@@ -444,21 +452,15 @@ func opDeleteEndpointConfig(s *Server, _ context.Context, body []byte) (any, err
 }
 
 func opListEndpointConfigs(s *Server, _ context.Context, body []byte) (any, error) {
-	var in listInput
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	var items []listItem
-	store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {
-		items = append(items, listItem{name: r.Input.EndpointConfigName, created: r.Created, modified: r.Created,
-			out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": epoch(r.Created)}})
-		return nil
+	return listOperation(body, "EndpointConfigs", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
+		var items []listItem
+		err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {
+			items = append(items, listItem{name: r.Input.EndpointConfigName, created: r.Created, modified: r.Created,
+				out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": epoch(r.Created)}})
+			return nil
+		})
+		return items, err
 	})
-	page, next, err := in.page(items, "Name", "CreationTime")
-	if err != nil {
-		return nil, err
-	}
-	return pageOutput("EndpointConfigs", page, next), nil
 }
 
 // ---- endpoints
@@ -587,23 +589,17 @@ func opDescribeEndpoint(s *Server, _ context.Context, body []byte) (any, error) 
 }
 
 func opListEndpoints(s *Server, _ context.Context, body []byte) (any, error) {
-	var in listInput
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	var items []listItem
-	for _, e := range s.reg.all() {
-		rec := e.record()
-		st := string(e.Status())
-		items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: st,
-			out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": epoch(rec.Created),
-				"LastModifiedTime": epoch(rec.Modified), "EndpointStatus": st}})
-	}
-	page, next, err := in.page(items, "Name", "CreationTime", "Status")
-	if err != nil {
-		return nil, err
-	}
-	return pageOutput("Endpoints", page, next), nil
+	return listOperation(body, "Endpoints", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
+		var items []listItem
+		for _, e := range s.reg.all() {
+			rec := e.record()
+			st := string(e.Status())
+			items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: st,
+				out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": epoch(rec.Created),
+					"LastModifiedTime": epoch(rec.Modified), "EndpointStatus": st}})
+		}
+		return items, nil
+	})
 }
 
 func opUpdateEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
