@@ -24,31 +24,12 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/mce-run/mce/internal/awstest"
 )
 
-// TestMain keeps AWS configuration loading off the network and away from
-// the developer's own AWS files: no instance metadata, no profiles.
-func TestMain(m *testing.M) {
-	empty, err := os.MkdirTemp("", "artifact-aws-")
-	if err != nil {
-		panic(err)
-	}
-	for k, v := range map[string]string{
-		"AWS_EC2_METADATA_DISABLED":   "true",
-		"AWS_CONFIG_FILE":             filepath.Join(empty, "config"),
-		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(empty, "credentials"),
-	} {
-		os.Setenv(k, v)
-	}
-	for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-		"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3",
-		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
-		os.Unsetenv(k)
-	}
-	code := m.Run()
-	os.RemoveAll(empty)
-	os.Exit(code)
-}
+// TestMain isolates the AWS SDK from the network and the developer's AWS files.
+func TestMain(m *testing.M) { os.Exit(awstest.Run(m)) }
 
 // fakeS3 is an in-process S3 (gofakes3, in memory) on a loopback port.
 type fakeS3 struct {
