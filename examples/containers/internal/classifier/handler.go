@@ -45,15 +45,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) invoke(w http.ResponseWriter, r *http.Request) error {
-	in, err := h.neg.RequestType(r)
-	if err != nil {
-		return err
-	}
-	out, err := h.neg.ResponseType(r)
-	if err != nil {
-		return err
-	}
-	body, err := smserve.ReadBody(w, r)
+	in, out, body, err := h.neg.Accept(w, r)
 	if err != nil {
 		return err
 	}

@@ -188,3 +188,19 @@ func quality(ranges []MediaRange, mediaType string) (q float64, spec int) {
 	}
 	return q, spec
 }
+
+// Accept is the start of every /invocations handler: the request's content
+// type (415 if unsupported), the answer's type from Accept (406), and the
+// body read under its cap (413), in that order.
+func (n Negotiator) Accept(w http.ResponseWriter, r *http.Request) (in, out string, body []byte, err error) {
+	if in, err = n.RequestType(r); err != nil {
+		return "", "", nil, err
+	}
+	if out, err = n.ResponseType(r); err != nil {
+		return "", "", nil, err
+	}
+	if body, err = ReadBody(w, r); err != nil {
+		return "", "", nil, err
+	}
+	return in, out, body, nil
+}
