@@ -44,19 +44,27 @@ func (f *clientFlags) sagemaker(ctx context.Context) (*sagemaker.Client, error) 
 	return sagemaker.NewFromConfig(cfg, func(o *sagemaker.Options) { o.BaseEndpoint = aws.String(f.endpointURL) }), nil
 }
 
+// run wraps a command's work with the call's time limit and a sagemaker
+// client for the mce host.
+func (f *clientFlags) run(fn func(ctx context.Context, cmd *cobra.Command, args []string, cli *sagemaker.Client) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
+		defer cancel()
+		cli, err := f.sagemaker(ctx)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, cmd, args, cli)
+	}
+}
+
 func newEndpointsCmd() *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
 		Use:   "endpoints",
 		Short: "List the endpoints and their status (ListEndpoints)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			cli, err := f.sagemaker(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(func(ctx context.Context, cmd *cobra.Command, _ []string, cli *sagemaker.Client) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tMODIFIED")
 			p := sagemaker.NewListEndpointsPaginator(cli, &sagemaker.ListEndpointsInput{SortBy: "Name", SortOrder: "Ascending"})
@@ -71,7 +79,7 @@ func newEndpointsCmd() *cobra.Command {
 				}
 			}
 			return tw.Flush()
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -83,19 +91,13 @@ func newDescribeCmd() *cobra.Command {
 		Use:   "describe ENDPOINT",
 		Short: "Show an endpoint as DescribeEndpoint returns it (JSON)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			cli, err := f.sagemaker(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(func(ctx context.Context, cmd *cobra.Command, args []string, cli *sagemaker.Client) error {
 			out, err := cli.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(args[0])})
 			if err != nil {
 				return &exitError{code: 1, msg: describeInvokeError(err)}
 			}
 			return printJSON(cmd.OutOrStdout(), out)
-		},
+		}),
 	}
 	f.register(cmd)
 	return cmd
@@ -125,13 +127,7 @@ func newDeleteCmd() *cobra.Command {
 		Use:   "delete ENDPOINT",
 		Short: "Delete an endpoint (DeleteEndpoint), waiting until it is gone with --wait",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := context.WithTimeout(cmd.Context(), f.timeout)
-			defer cancel()
-			cli, err := f.sagemaker(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: f.run(func(ctx context.Context, cmd *cobra.Command, args []string, cli *sagemaker.Client) error {
 			if _, err := cli.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(args[0])}); err != nil {
 				return &exitError{code: 1, msg: describeInvokeError(err)}
 			}
@@ -145,7 +141,7 @@ func newDeleteCmd() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "deleted %s\n", args[0])
 			return nil
-		},
+		}),
 	}
 	f.register(cmd)
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the endpoint is gone")

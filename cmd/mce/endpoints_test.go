@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mce-run/mce/internal/testenv"
+)
+
+// runCLI runs one mce command line and returns what it printed.
+func runCLI(ctx context.Context, args ...string) (string, error) {
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return out.String(), err
+}
+
+// TestEndpointCommands drives mce endpoints, describe and delete against a
+// serving mce.
+func TestEndpointCommands(t *testing.T) {
+	cli := testenv.Docker(t)
+	testenv.Image(t, "probe")
+	listen := freePort(t)
+	f := serveFlagsFor(t, listen, endpointFile(t, ""))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, f) }()
+	defer func() {
+		cancel()
+		<-done
+		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
+			t.Errorf("left behind %d containers, %d networks", c, n)
+		}
+	}()
+	url := "http://" + listen
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/mce/endpoints")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"InService"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("endpoint never InService")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	out, err := runCLI(ctx, "endpoints", "--endpoint-url", url)
+	if err != nil || !strings.Contains(out, "ep") || !strings.Contains(out, "InService") {
+		t.Errorf("mce endpoints: %v\n%s", err, out)
+	}
+	out, err = runCLI(ctx, "describe", "ep", "--endpoint-url", url)
+	if err != nil || !strings.Contains(out, `"EndpointStatus": "InService"`) || strings.Contains(out, "ResultMetadata") {
+		t.Errorf("mce describe: %v\n%s", err, out)
+	}
+	out, err = runCLI(ctx, "delete", "ep", "--endpoint-url", url)
+	if err != nil || !strings.Contains(out, "deleted ep") {
+		t.Errorf("mce delete: %v\n%s", err, out)
+	}
+	_, err = runCLI(ctx, "describe", "ep", "--endpoint-url", url)
+	var ee *exitError
+	if !errors.As(err, &ee) || !strings.Contains(ee.msg, "ValidationException") || !strings.Contains(ee.msg, "Could not find endpoint") {
+		t.Errorf("describe after delete: %v", err)
+	}
+}
