@@ -101,12 +101,10 @@ func serve(ctx context.Context, f serveFlags) error {
 		if err != nil {
 			return &exitError{code: 2, msg: err.Error()}
 		}
-		_, warnings, err := bundle.Plans(f.region, f.account)
-		if err != nil {
+		// Cross-file checks (names, references) before anything starts; the
+		// warnings are logged once, when Apply creates the definitions.
+		if _, _, err := bundle.Plans(f.region, f.account); err != nil {
 			return &exitError{code: 2, msg: err.Error()}
-		}
-		for _, w := range warnings {
-			log.Warn().Msg(w)
 		}
 	}
 	if f.stateDir == "" {
