@@ -67,7 +67,9 @@ until body=$(curl -s -m 5 "$base/mce/endpoints") &&
 	sleep 0.5
 done
 say "both endpoints InService $((SECONDS - t0)) s after up"
-"${dc[@]}" logs --no-color mce | grep -q '"network_mode":"join"' || fail "mce did not pick network mode join"
+# Read the whole log first: with pipefail, grep -q quitting early would fail the pipeline by SIGPIPE.
+mce_log="$("${dc[@]}" logs --no-color mce)"
+grep -q '"network_mode":"join"' <<<"$mce_log" || fail "mce did not pick network mode join"
 
 # invoke ENDPOINT BODY [header...]: the response body; fails unless 200.
 invoke() {
