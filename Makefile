@@ -3,6 +3,7 @@
 #   make demo    a real endpoint with the example containers, invoked, printed, cleaned up
 #   make test    every test: unit, Docker integration, real AWS clients (Go SDK, boto3, aws CLI), compose
 #   make bench   mce vs straight-to-container vs nginx, at 1/50/200 clients
+#   make soak    200 signed clients for 10 minutes on Direct and Serial endpoints; zero failures, RSS sampled
 #
 # Go builds the host with cgo (go-nvml); these flags silence go-nvml's warnings.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
@@ -11,7 +12,7 @@ BIN       := bin/mce
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build images models deps demo test unit vet fmt-check e2e compose-test bench clean
+.PHONY: all build images models deps demo test unit vet fmt-check e2e compose-test bench soak clean
 
 all: build
 
@@ -54,6 +55,10 @@ test: deps fmt-check vet unit e2e compose-test
 
 bench: deps build images
 	scripts/bench.sh
+
+# Not part of `make test`: it runs for SOAK_DURATION (default 10m).
+soak: build images
+	scripts/soak.sh
 
 clean:
 	rm -rf bin build
