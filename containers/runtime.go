@@ -95,6 +95,7 @@ type Runtime struct {
 	self    string // NetworkJoin: the ID of the container mce joins to endpoint networks
 	pinger  *http.Client
 	lock    *os.File
+	leaseID string // the instance's lease container (lease.go)
 
 	ctx    context.Context // cancelled by Close; parent of all background work
 	cancel context.CancelFunc
@@ -110,7 +111,8 @@ type Runtime struct {
 }
 
 // New connects the runtime to its engine, takes the instance lock (one mce per
-// instance name and state folder), removes whatever an earlier run of this
+// instance name and state folder) and the instance lease (one live mce per
+// instance name on the engine, lease.go; ErrInstanceInUse otherwise), removes whatever an earlier run of this
 // instance left behind, and starts watching container events.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Engine == nil {
@@ -167,9 +169,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("another mce with instance name %q is running with state folder %s: %w", opts.Instance, opts.StateDir, err)
 	}
 	rt.lock = lock
+	if err := rt.acquireLease(ctx, hostProbe()); err != nil {
+		rt.unlock()
+		return nil, err
+	}
 
 	mode, why, err := rt.pickNetworkMode(ctx)
 	if err != nil {
+		rt.releaseLease()
 		rt.unlock()
 		return nil, err
 	}
@@ -183,6 +190,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if !opts.Adopt {
 		if err := rt.Reconcile(ctx); err != nil {
 			rt.cancel()
+			rt.releaseLease()
 			rt.unlock()
 			return nil, err
 		}
@@ -221,7 +229,7 @@ func (rt *Runtime) instanceDir() string {
 func (rt *Runtime) artifactsDir() string { return filepath.Join(rt.instanceDir(), "artifacts") }
 
 // Close stops the event watcher and health checks and releases the instance
-// lock. Deployments still running stay running; call Deployment.Close first.
+// lock and lease. Deployments still running stay running; call Deployment.Close first.
 func (rt *Runtime) Close() error {
 	if rt.cancel != nil {
 		rt.cancel()
@@ -230,6 +238,7 @@ func (rt *Runtime) Close() error {
 	if rt.gpus != nil && rt.opts.GPUs == nil {
 		rt.gpus.Close()
 	}
+	rt.releaseLease()
 	rt.unlock()
 	return nil
 }
