@@ -71,7 +71,15 @@ type Options struct {
 	// it doubles up to RestartBackoffMax (defaults 500 ms and 30 s).
 	RestartBackoff    time.Duration
 	RestartBackoffMax time.Duration
+	// PidsLimit caps the processes (threads included) of each container,
+	// against fork bombs; 0 means DefaultPidsLimit, negative means no limit.
+	PidsLimit int64
 }
+
+// DefaultPidsLimit is the default process and thread cap of a container:
+// ample for a framework server with a worker per core and their threads,
+// small enough that a fork bomb cannot exhaust the host's PIDs.
+const DefaultPidsLimit = 4096
 
 // MultiModelOptions configure dynamic model loading (package mme) for
 // containers in MultiModel mode. Zero values are mme's defaults.
@@ -198,6 +206,18 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.wg.Add(1)
 	go rt.watchEvents()
 	return rt, nil
+}
+
+// pidsLimit is the PidsLimit given to containers; nil for no limit.
+func (rt *Runtime) pidsLimit() *int64 {
+	n := rt.opts.PidsLimit
+	switch {
+	case n == 0:
+		n = DefaultPidsLimit
+	case n < 0:
+		return nil
+	}
+	return &n
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/mce, else ~/.local/state/mce.
@@ -329,13 +349,22 @@ func runtimeInfo(info client.SystemInfoResult) *gpu.RuntimeInfo {
 
 func (rt *Runtime) track(c *Container) {
 	rt.mu.Lock()
-	rt.byID[c.id] = c
+	rt.byID[c.ID()] = c
 	rt.mu.Unlock()
 }
 
 func (rt *Runtime) untrack(c *Container) {
 	rt.mu.Lock()
-	delete(rt.byID, c.id)
+	delete(rt.byID, c.ID())
+	rt.mu.Unlock()
+}
+
+// retrack follows a recreated container to its new Docker ID.
+func (rt *Runtime) retrack(c *Container, old, id string) {
+	rt.mu.Lock()
+	delete(rt.byID, old)
+	c.id.Store(&id)
+	rt.byID[id] = c
 	rt.mu.Unlock()
 }
 
