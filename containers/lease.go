@@ -282,6 +282,42 @@ func (rt *Runtime) ensureLeaseImage(ctx context.Context) error {
 	return nil
 }
 
+// leaseCheckInterval is how often a running mce checks that its lease still
+// exists (docker container prune removes containers that never ran).
+const leaseCheckInterval = 30 * time.Second
+
+// holdLease re-creates the lease if it disappears while mce runs, so that a
+// pruned lease does not let a second mce in. It runs until Close.
+func (rt *Runtime) holdLease() {
+	defer rt.wg.Done()
+	t := time.NewTicker(leaseCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-rt.ctx.Done():
+			return
+		case <-t.C:
+			rt.checkLease(rt.ctx, hostProbe())
+		}
+	}
+}
+
+// checkLease takes the lease again when it has disappeared; if another mce
+// took the name meanwhile, it says so loudly (there is nothing safe to do but
+// let the operator stop one of them).
+func (rt *Runtime) checkLease(ctx context.Context, p leaseProbe) {
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	_, err := rt.engine.ContainerInspect(cctx, rt.leaseID, client.ContainerInspectOptions{})
+	cancel()
+	if !cerrdefs.IsNotFound(err) {
+		return
+	}
+	rt.log.Warn().Str("instance", rt.opts.Instance).Msg("the instance lease container was removed (docker container prune?); taking it again")
+	if err := rt.acquireLease(ctx, p); err != nil {
+		rt.log.Error().Err(err).Str("instance", rt.opts.Instance).Msg("could not take the instance lease again; two mce processes may now share this instance name")
+	}
+}
+
 // releaseLease removes the lease container this runtime created. A lease
 // taken over by someone else has another ID and is left alone.
 func (rt *Runtime) releaseLease() {

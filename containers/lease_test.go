@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 )
 
@@ -148,5 +149,28 @@ func TestProcStart(t *testing.T) {
 		if _, ok := procStart(pid); ok {
 			t.Errorf("procStart(%q) found a process", pid)
 		}
+	}
+}
+
+// TestLeaseTakenAgainWhenPruned: a lease removed behind mce's back (docker
+// container prune removes never-started containers) is taken again.
+func TestLeaseTakenAgainWhenPruned(t *testing.T) {
+	inContainer(t, false, "h", "")
+	e := newJoinEngine()
+	rt := &Runtime{engine: e, opts: Options{Instance: "t", StateDir: "/state"}, log: zerolog.Nop()}
+	me := strconv.Itoa(os.Getpid())
+	p := fakeProbe("h", "boot", map[string]string{me: "55"})
+	if err := rt.acquireLease(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	first := rt.leaseID
+	rt.checkLease(context.Background(), p)
+	if rt.leaseID != first {
+		t.Fatal("checkLease replaced a lease that exists")
+	}
+	e.ContainerRemove(context.Background(), first, client.ContainerRemoveOptions{})
+	rt.checkLease(context.Background(), p)
+	if l := e.find(LeaseName("t")); l == nil || l.ID != rt.leaseID || rt.leaseID == first {
+		t.Fatalf("pruned lease not taken again: %+v, runtime holds %q", l, rt.leaseID)
 	}
 }

@@ -203,8 +203,9 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	rt.wg.Add(1)
+	rt.wg.Add(2)
 	go rt.watchEvents()
+	go rt.holdLease()
 	return rt, nil
 }
 
