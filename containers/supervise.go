@@ -123,11 +123,13 @@ func (c *Container) restart(wait time.Duration) bool {
 			cancel()
 			err = classify("start container "+c.name, err)
 			if err != nil && c.ctx.Err() == nil {
-				recreate = true // the next try makes it anew
+				recreate = true // until one succeeds, every try makes it anew
 				if errors.Is(err, ErrNotFound) {
 					c.log.Warn().Msg("container is gone from the engine; recreating it from its definition")
-					err = c.recreate()
+				} else {
+					c.log.Warn().Err(err).Msg("container cannot be started; recreating it from its definition")
 				}
+				err = c.recreate()
 			}
 		}
 		if err == nil {
