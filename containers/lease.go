@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -118,7 +119,22 @@ type leaseProbe struct {
 func hostProbe() leaseProbe {
 	h, _ := os.Hostname()
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	return leaseProbe{hostname: h, bootID: strings.TrimSpace(string(boot)), pidStart: procStart}
+	pidStart := procStart
+	if _, ok := procStart(strconv.Itoa(os.Getpid())); !ok {
+		pidStart = signalProbe // no /proc (macOS): whether the PID runs at all
+	}
+	return leaseProbe{hostname: h, bootID: strings.TrimSpace(string(boot)), pidStart: pidStart}
+}
+
+// signalProbe reports whether a process with the PID exists (signal 0),
+// with no start time; used where /proc cannot be read.
+func signalProbe(pid string) (string, bool) {
+	n, err := strconv.Atoi(pid)
+	if err != nil || n <= 0 {
+		return "", false
+	}
+	err = syscall.Kill(n, 0)
+	return "", err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // procStart reads field 22 of /proc/<pid>/stat: the process's start time in

@@ -174,3 +174,14 @@ func TestLeaseTakenAgainWhenPruned(t *testing.T) {
 		t.Fatalf("pruned lease not taken again: %+v, runtime holds %q", l, rt.leaseID)
 	}
 }
+
+func TestSignalProbe(t *testing.T) {
+	if _, ok := signalProbe(strconv.Itoa(os.Getpid())); !ok {
+		t.Error("signalProbe(self) found no process")
+	}
+	for _, pid := range []string{"0", "-1", "x", "99999999"} {
+		if _, ok := signalProbe(pid); ok {
+			t.Errorf("signalProbe(%q) found a process", pid)
+		}
+	}
+}
