@@ -125,8 +125,8 @@ func TestNetworkIsolation(t *testing.T) {
 		if !slices.Contains(hc.SecurityOpt, "no-new-privileges") {
 			t.Errorf("%s: SecurityOpt %v lacks no-new-privileges", c.Hostname(), hc.SecurityOpt)
 		}
-		if hc.PidsLimit == nil || *hc.PidsLimit != containers.DefaultPidsLimit {
-			t.Errorf("%s: PidsLimit %v, want %d", c.Hostname(), hc.PidsLimit, containers.DefaultPidsLimit)
+		if hc.PidsLimit == nil || *hc.PidsLimit != containers.DefaultPidsLimit() {
+			t.Errorf("%s: PidsLimit %v, want %d", c.Hostname(), hc.PidsLimit, containers.DefaultPidsLimit())
 		}
 	}
 

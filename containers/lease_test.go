@@ -185,3 +185,25 @@ func TestSignalProbe(t *testing.T) {
 		}
 	}
 }
+
+func TestPidsLimit(t *testing.T) {
+	for _, tt := range []struct {
+		opt  int64
+		want *int64
+	}{
+		{0, ptr(DefaultPidsLimit())},
+		{100, ptr[int64](100)},
+		{-1, nil},
+	} {
+		rt := &Runtime{opts: Options{PidsLimit: tt.opt}}
+		got := rt.pidsLimit()
+		if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+			t.Errorf("PidsLimit %d: got %v, want %v", tt.opt, got, tt.want)
+		}
+	}
+	if DefaultPidsLimit() < 4096 {
+		t.Errorf("DefaultPidsLimit() = %d", DefaultPidsLimit())
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

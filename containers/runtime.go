@@ -72,14 +72,15 @@ type Options struct {
 	RestartBackoff    time.Duration
 	RestartBackoffMax time.Duration
 	// PidsLimit caps the processes (threads included) of each container,
-	// against fork bombs; 0 means DefaultPidsLimit, negative means no limit.
+	// against fork bombs; 0 means DefaultPidsLimit(), negative means no limit.
 	PidsLimit int64
 }
 
 // DefaultPidsLimit is the default process and thread cap of a container:
-// ample for a framework server with a worker per core and their threads,
-// small enough that a fork bomb cannot exhaust the host's PIDs.
-const DefaultPidsLimit = 4096
+// 4096, or 64 per CPU core of this machine where that is more. Ample for a
+// framework server with a worker per core and their threads, small enough
+// that a fork bomb in one container cannot exhaust the host's PIDs.
+func DefaultPidsLimit() int64 { return max(4096, 64*int64(goruntime.NumCPU())) }
 
 // MultiModelOptions configure dynamic model loading (package mme) for
 // containers in MultiModel mode. Zero values are mme's defaults.
@@ -214,7 +215,7 @@ func (rt *Runtime) pidsLimit() *int64 {
 	n := rt.opts.PidsLimit
 	switch {
 	case n == 0:
-		n = DefaultPidsLimit
+		n = DefaultPidsLimit()
 	case n < 0:
 		return nil
 	}

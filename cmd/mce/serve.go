@@ -76,7 +76,7 @@ naming the container and the cause.`,
 	fl.BoolVar(&f.pull, "pull", false, "pull images that are not present (the engine contacts their registry)")
 	fl.DurationVar(&f.containerTimeout, "container-timeout", 60*time.Second, "time limit of one container call")
 	fl.DurationVar(&f.stopGrace, "stop-grace", 30*time.Second, "time between SIGTERM and SIGKILL when containers are stopped")
-	fl.Int64Var(&f.pidsLimit, "pids-limit", containers.DefaultPidsLimit, "the most processes and threads each model container may run (-1 for no limit)")
+	fl.Int64Var(&f.pidsLimit, "pids-limit", 0, "the most processes and threads each model container may run; 0 for 4096 or 64 per CPU core, whichever is more; -1 for no limit")
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for requests in flight")
 	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store for s3:// model data (e.g. http://127.0.0.1:9000)")
 	fl.IntVar(&f.maxContainers, "max-containers", 200, "the most containers all endpoints may run together (ResourceLimitExceeded beyond); 0 for no limit")
