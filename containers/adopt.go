@@ -114,7 +114,12 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 						d.models[modelKey{v.Name, cs.Hostname}] = m.Source
 					}
 				}
+				opts, _, err := d.createOptions(ctx, v, cp, i, cs, d.modelDir(v.Name, cs.Hostname))
+				if err != nil {
+					return fail(fmt.Errorf("%w: %v", ErrNotAdoptable, err))
+				}
 				c := d.newContainer(id, name, v.Name, cp, cs, basePort+i, health)
+				c.create, c.network = opts, d.networkFor(v)
 				adopted = append(adopted, c)
 				if cs.MultiModel {
 					cache, err := d.multiModelCache(ctx, v.Name, cs)

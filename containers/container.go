@@ -3,10 +3,12 @@ package containers
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers/mme"
@@ -17,14 +19,16 @@ import (
 // since they sit on the invocation hot path.
 type Container struct {
 	rt       *Runtime
-	id       string
+	id       atomic.Pointer[string] // changes when the container is recreated
 	name     string
 	endpoint string
 	gen      int
 	variant  string
 	copy     int
 	spec     ContainerSpec
-	port     int // SAGEMAKER_BIND_TO_PORT inside the container
+	create   client.ContainerCreateOptions // how to make it again (recreate)
+	network  string                        // the Docker network it is reached on
+	port     int                           // SAGEMAKER_BIND_TO_PORT inside the container
 	health   time.Duration
 	log      zerolog.Logger
 	tail     *lineRing
@@ -32,6 +36,12 @@ type Container struct {
 	url      atomic.Pointer[string]
 	ready    atomic.Bool
 	stopping atomic.Bool
+	// down says why a container is not ready (it exited, a restart failed),
+	// for the endpoint's status; nil while it serves.
+	down atomic.Pointer[string]
+	// lifeMu orders recreation against removal: remove never reads an ID that
+	// a recreation is about to replace.
+	lifeMu   sync.Mutex
 	restarts atomic.Int64
 	lastExit atomic.Int64
 
@@ -61,8 +71,32 @@ func (c *Container) BaseURL() string {
 // container that is not ready fail fast.
 func (c *Container) Ready() bool { return c.ready.Load() }
 
-// ID is the Docker container ID.
-func (c *Container) ID() string { return c.id }
+// ID is the Docker container ID. It changes when mce recreates a container
+// that disappeared or could not be restarted.
+func (c *Container) ID() string {
+	if p := c.id.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Unavailable says why the container cannot serve now (it exited and is
+// being restarted, a restart failed, it fails its liveness pings); "" when
+// it is ready.
+func (c *Container) Unavailable() string {
+	if c.ready.Load() {
+		return ""
+	}
+	if p := c.down.Load(); p != nil {
+		return *p
+	}
+	return "container " + c.spec.Hostname + " is not ready"
+}
+
+func (c *Container) setDown(format string, args ...any) {
+	s := "container " + c.spec.Hostname + " (variant " + c.variant + ", copy " + strconv.Itoa(c.copy) + ") " + fmt.Sprintf(format, args...)
+	c.down.Store(&s)
+}
 
 // Name is the Docker container name.
 func (c *Container) Name() string { return c.name }

@@ -262,11 +262,14 @@ func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, 
 		}
 	}()
 
-	if err := rt.ensureNetwork(ctx, spec.Name); err != nil {
-		return nil, err
-	}
-	if err := rt.joinNetwork(ctx, d.netName); err != nil { // NetworkJoin only (join.go)
-		return nil, err
+	for _, isolated := range spec.networks() {
+		name := rt.networkName(spec.Name, isolated)
+		if err := rt.ensureNetwork(ctx, spec.Name, isolated); err != nil {
+			return nil, err
+		}
+		if err := rt.joinNetwork(ctx, name); err != nil { // NetworkJoin only (join.go)
+			return nil, err
+		}
 	}
 	if err := d.prepareArtifacts(ctx, spec); err != nil {
 		return nil, err
@@ -416,6 +419,25 @@ func (rt *Runtime) resourceName(endpoint string) string {
 	return "mce-" + rt.opts.Instance + "-" + endpoint
 }
 
+// isolatedSuffix names an endpoint's internal network, for the variants
+// whose model has EnableNetworkIsolation. Endpoint names hold no underscore,
+// so it cannot clash with another endpoint's network.
+const isolatedSuffix = "_isolated"
+
+// networkName is the Docker name of the endpoint's bridge network, or of its
+// internal network (no route out) for isolated variants.
+func (rt *Runtime) networkName(endpoint string, isolated bool) string {
+	if isolated {
+		return rt.resourceName(endpoint) + isolatedSuffix
+	}
+	return rt.resourceName(endpoint)
+}
+
+// networkFor is the network a variant's containers join.
+func (d *Deployment) networkFor(v VariantSpec) string {
+	return d.rt.networkName(d.endpoint, v.NetworkIsolation)
+}
+
 func (rt *Runtime) labels(endpoint string) map[string]string {
 	return map[string]string{
 		LabelManaged:  "true",
@@ -425,9 +447,11 @@ func (rt *Runtime) labels(endpoint string) map[string]string {
 }
 
 // ensureNetwork finds the endpoint's network or creates it. Generations of
-// one endpoint share it.
-func (rt *Runtime) ensureNetwork(ctx context.Context, endpoint string) error {
-	name := rt.resourceName(endpoint)
+// one endpoint share it. The isolated network is Internal: Docker gives it
+// no gateway out of the machine and drops traffic forwarded between it and
+// any other network, so its containers reach only each other and mce.
+func (rt *Runtime) ensureNetwork(ctx context.Context, endpoint string, isolated bool) error {
+	name := rt.networkName(endpoint, isolated)
 	// Not cut short by the caller: an engine that was asked to create a
 	// network creates it even if the client stops waiting, and an unseen
 	// network would be left behind by teardown. Cancellation is checked after.
@@ -443,7 +467,7 @@ func (rt *Runtime) ensureNetwork(ctx context.Context, endpoint string) error {
 			return nil
 		}
 	}
-	_, err = rt.engine.NetworkCreate(cctx, name, client.NetworkCreateOptions{Driver: "bridge", Labels: rt.labels(endpoint)})
+	_, err = rt.engine.NetworkCreate(cctx, name, client.NetworkCreateOptions{Driver: "bridge", Internal: isolated, Labels: rt.labels(endpoint)})
 	if err != nil && !cerrdefs.IsConflict(err) { // conflict: a concurrent generation made it
 		return classify("create network "+name, err)
 	}
@@ -461,14 +485,17 @@ func (rt *Runtime) removeNetworkIfUnused(ctx context.Context, endpoint string, e
 		}
 	}
 	rt.mu.Unlock()
-	name := rt.resourceName(endpoint)
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	_, err := rt.engine.NetworkRemove(cctx, name, client.NetworkRemoveOptions{})
-	if !gone(err) {
-		return classify("remove network "+name, err)
+	var errs []error
+	for _, isolated := range []bool{false, true} {
+		name := rt.networkName(endpoint, isolated)
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := rt.engine.NetworkRemove(cctx, name, client.NetworkRemoveOptions{})
+		cancel()
+		if !gone(err) {
+			errs = append(errs, classify("remove network "+name, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // containersOf returns the tracked containers of one deployment.
@@ -599,10 +626,11 @@ func environment(cs ContainerSpec, index int) []string {
 	return out
 }
 
-// startContainer creates and starts one container and begins following its
-// logs. The returned container is tracked even when an error is returned, so
-// teardown removes it.
-func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, index int, cs ContainerSpec, modelDir string, health time.Duration) (*Container, error) {
+// createOptions translates one container of the plan into the engine's
+// create call; a recreated container is made from the same options (same
+// name, hostname, environment, mounts, network and alias). For a multi-model
+// container it also returns the model cache mounted into it.
+func (d *Deployment) createOptions(ctx context.Context, v VariantSpec, cp, index int, cs ContainerSpec, modelDir string) (client.ContainerCreateOptions, *mme.Cache, error) {
 	rt := d.rt
 	variant := v.Name
 	port := basePort + index
@@ -616,8 +644,9 @@ func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, inde
 
 	cport, err := network.ParsePort(strconv.Itoa(port) + "/tcp")
 	if err != nil {
-		return nil, err
+		return client.ContainerCreateOptions{}, nil, err
 	}
+	netName := d.networkFor(v)
 	cfg := &container.Config{
 		Image:    cs.Image,
 		Hostname: cs.Hostname,
@@ -626,18 +655,22 @@ func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, inde
 		Cmd:      []string{"serve"}, // SageMaker runs `docker run IMAGE serve` (contracts doc §3.1)
 	}
 	host := &container.HostConfig{
-		NetworkMode: container.NetworkMode(d.netName),
+		NetworkMode: container.NetworkMode(netName),
+		// A process in the container cannot gain privileges it was not
+		// started with (setuid binaries, file capabilities).
+		SecurityOpt: []string{"no-new-privileges"},
 		Resources: container.Resources{
 			NanoCPUs:       int64(cs.CPUs * 1e9),
 			Memory:         cs.MemoryBytes,
 			DeviceRequests: cs.GPUs.DeviceRequests(),
+			PidsLimit:      rt.pidsLimit(),
 		},
 	}
 	var cache *mme.Cache
 	if cs.MultiModel {
 		var err error
 		if cache, err = d.multiModelCache(ctx, variant, cs); err != nil {
-			return nil, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
+			return client.ContainerCreateOptions{}, nil, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
 				Reason: "has no model cache", Err: err}
 		}
 		// Models are extracted under Dir/<id>/model and appear live in the
@@ -651,21 +684,34 @@ func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, inde
 		host.PortBindings = network.PortMap{cport: {{HostIP: netip.MustParseAddr(loopback)}}}
 	}
 	netcfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-		d.netName: {Aliases: []string{cs.Hostname}},
+		netName: {Aliases: []string{cs.Hostname}},
 	}}
+	return client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: host, NetworkingConfig: netcfg}, cache, nil
+}
+
+// startContainer creates and starts one container and begins following its
+// logs. The returned container is tracked even when an error is returned, so
+// teardown removes it.
+func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, index int, cs ContainerSpec, modelDir string, health time.Duration) (*Container, error) {
+	rt := d.rt
+	variant := v.Name
+	opts, cache, err := d.createOptions(ctx, v, cp, index, cs, modelDir)
+	if err != nil {
+		return nil, err
+	}
+	name := opts.Name
 
 	// As for networks: a create the engine carries out must be seen, so it is
 	// not cut short; the container is tracked before cancellation is honoured.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-	res, err := rt.engine.ContainerCreate(cctx, client.ContainerCreateOptions{
-		Name: name, Config: cfg, HostConfig: host, NetworkingConfig: netcfg,
-	})
+	res, err := rt.engine.ContainerCreate(cctx, opts)
 	cancel()
 	if err != nil {
 		return nil, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
 			Reason: "could not be created", Err: classify("create container "+name, err)}
 	}
-	c := d.newContainer(res.ID, name, variant, cp, cs, port, health)
+	c := d.newContainer(res.ID, name, variant, cp, cs, basePort+index, health)
+	c.create, c.network = opts, d.networkFor(v)
 	if cache != nil {
 		if err := d.attachModels(c, cache); err != nil {
 			return c, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname, Reason: "has no model manager", Err: err}
@@ -677,7 +723,7 @@ func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, inde
 	}
 	started := time.Now()
 	cctx, cancel = context.WithTimeout(ctx, callTimeout)
-	_, err = rt.engine.ContainerStart(cctx, c.id, client.ContainerStartOptions{})
+	_, err = rt.engine.ContainerStart(cctx, c.ID(), client.ContainerStartOptions{})
 	cancel()
 	if err != nil {
 		return c, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
@@ -702,13 +748,14 @@ func containerName(network string, gen int, variant string, cp int, hostname str
 // newContainer makes and tracks the Container for a created Docker container.
 func (d *Deployment) newContainer(id, name, variant string, cp int, cs ContainerSpec, port int, health time.Duration) *Container {
 	c := &Container{
-		rt: d.rt, id: id, name: name, endpoint: d.endpoint, gen: d.gen, variant: variant, copy: cp,
+		rt: d.rt, name: name, endpoint: d.endpoint, gen: d.gen, variant: variant, copy: cp,
 		spec: cs, port: port, health: health,
 		log: d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", variant).
 			Str("container", cs.Hostname).Int("copy", cp).Logger(),
 		tail: newLineRing(tailLines),
 		died: make(chan int, 4),
 	}
+	c.id.Store(&id)
 	c.lastExit.Store(-1)
 	c.ctx, c.cancel = context.WithCancel(d.rt.ctx)
 	d.rt.track(c)
@@ -719,7 +766,7 @@ func (d *Deployment) newContainer(id, name, variant string, cp int, cs Container
 func (c *Container) refreshAddress(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	res, err := c.rt.engine.ContainerInspect(cctx, c.id, client.ContainerInspectOptions{})
+	res, err := c.rt.engine.ContainerInspect(cctx, c.ID(), client.ContainerInspectOptions{})
 	if err != nil {
 		return classify("inspect container "+c.name, err)
 	}
@@ -741,9 +788,9 @@ func (c *Container) refreshAddress(ctx context.Context) error {
 			return fmt.Errorf("port %d is not published on %s", c.port, loopback)
 		}
 	default:
-		ep := ns.Networks[c.rt.resourceName(c.endpoint)]
+		ep := ns.Networks[c.network]
 		if ep == nil || !ep.IPAddress.IsValid() {
-			return fmt.Errorf("no address on network %s", c.rt.resourceName(c.endpoint))
+			return fmt.Errorf("no address on network %s", c.network)
 		}
 		url = "http://" + ep.IPAddress.String() + ":" + strconv.Itoa(c.port)
 	}
@@ -798,18 +845,21 @@ func (d *Deployment) teardown(ctx context.Context, grace time.Duration, failed b
 // remove stops the container with the grace period, removes it and ends its
 // background work. "Already gone" is success.
 func (c *Container) remove(ctx context.Context, grace time.Duration) error {
+	c.lifeMu.Lock() // waits out a recreation under way; none starts after
 	c.stopping.Store(true)
+	id := c.ID()
+	c.lifeMu.Unlock()
 	c.ready.Store(false)
 	secs := int(grace / time.Second)
 	sctx, cancel := context.WithTimeout(ctx, grace+callTimeout)
-	_, err := c.rt.engine.ContainerStop(sctx, c.id, client.ContainerStopOptions{Timeout: &secs})
+	_, err := c.rt.engine.ContainerStop(sctx, id, client.ContainerStopOptions{Timeout: &secs})
 	cancel()
 	var errs []error
 	if !gone(err) {
 		errs = append(errs, classify("stop container "+c.name, err))
 	}
 	rctx, cancel := context.WithTimeout(ctx, callTimeout)
-	_, err = c.rt.engine.ContainerRemove(rctx, c.id, client.ContainerRemoveOptions{Force: true})
+	_, err = c.rt.engine.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true})
 	cancel()
 	if !gone(err) {
 		errs = append(errs, classify("remove container "+c.name, err))

@@ -7,7 +7,10 @@
 // environment (SAGEMAKER_BIND_TO_PORT, SAGEMAKER_SAFE_PORT_RANGE, hostnames,
 // /opt/ml/model mounted read-only from the model artifact), GPU device requests,
 // readiness and liveness (GET /ping), log streaming into mce's log, crash
-// restarts with backoff, and removal of what an earlier run of the same mce
+// restarts with backoff, recreation of containers that disappeared or cannot
+// start, hardening (no-new-privileges, a PIDs limit, an internal network for
+// EnableNetworkIsolation), the engine-wide instance lease (lease.go: one live
+// mce per instance name), and removal of what an earlier run of the same mce
 // instance left behind (everything mce creates carries the labels in labels.go).
 //
 // What it must not touch: HTTP routing of invocations (package pipeline reaches

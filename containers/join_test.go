@@ -28,6 +28,7 @@ type joinEngine struct {
 	containers map[string]*container.InspectResponse // by ID
 	networks   map[string]map[string]string          // name → labels
 	connects   int
+	nextID     int
 	racyJoin   bool // NetworkConnect attaches, then fails as a concurrent call would
 }
 
@@ -365,4 +366,34 @@ func TestJoinOffOutsideJoinMode(t *testing.T) {
 	if err := rt.leaveNetwork(context.Background(), "anything"); err != nil {
 		t.Error(err)
 	}
+}
+
+// The calls the instance lease (lease.go) makes.
+
+func (e *joinEngine) ImageInspect(context.Context, string, ...client.ImageInspectOption) (client.ImageInspectResult, error) {
+	return client.ImageInspectResult{}, nil
+}
+
+func (e *joinEngine) ContainerCreate(_ context.Context, o client.ContainerCreateOptions) (client.ContainerCreateResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.find(o.Name) != nil {
+		return client.ContainerCreateResult{}, fmt.Errorf("the container name %q is already in use: %w", o.Name, cerrdefs.ErrConflict)
+	}
+	e.nextID++
+	id := fmt.Sprintf("%064x", e.nextID)
+	e.addContainer(id, o.Name, "", false, "none")
+	e.containers[id].Config.Labels = o.Config.Labels
+	return client.ContainerCreateResult{ID: id}, nil
+}
+
+func (e *joinEngine) ContainerRemove(_ context.Context, id string, _ client.ContainerRemoveOptions) (client.ContainerRemoveResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.find(id)
+	if c == nil {
+		return client.ContainerRemoveResult{}, fmt.Errorf("No such container: %s: %w", id, cerrdefs.ErrNotFound)
+	}
+	delete(e.containers, c.ID)
+	return client.ContainerRemoveResult{}, nil
 }

@@ -104,7 +104,7 @@ func (c *Container) streamLogs(since time.Time) {
 	out := &lineWriter{log: c.log, stream: "stdout", tail: c.tail}
 	errw := &lineWriter{log: c.log, stream: "stderr", tail: c.tail}
 	for {
-		rc, err := c.rt.engine.ContainerLogs(c.ctx, c.id, client.ContainerLogsOptions{
+		rc, err := c.rt.engine.ContainerLogs(c.ctx, c.ID(), client.ContainerLogsOptions{
 			ShowStdout: true, ShowStderr: true, Follow: true,
 			Since: since.Format(time.RFC3339Nano),
 		})

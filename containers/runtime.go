@@ -71,7 +71,16 @@ type Options struct {
 	// it doubles up to RestartBackoffMax (defaults 500 ms and 30 s).
 	RestartBackoff    time.Duration
 	RestartBackoffMax time.Duration
+	// PidsLimit caps the processes (threads included) of each container,
+	// against fork bombs; 0 means DefaultPidsLimit(), negative means no limit.
+	PidsLimit int64
 }
+
+// DefaultPidsLimit is the default process and thread cap of a container:
+// 4096, or 64 per CPU core of this machine where that is more. Ample for a
+// framework server with a worker per core and their threads, small enough
+// that a fork bomb in one container cannot exhaust the host's PIDs.
+func DefaultPidsLimit() int64 { return max(4096, 64*int64(goruntime.NumCPU())) }
 
 // MultiModelOptions configure dynamic model loading (package mme) for
 // containers in MultiModel mode. Zero values are mme's defaults.
@@ -95,6 +104,7 @@ type Runtime struct {
 	self    string // NetworkJoin: the ID of the container mce joins to endpoint networks
 	pinger  *http.Client
 	lock    *os.File
+	leaseID string // the instance's lease container (lease.go)
 
 	ctx    context.Context // cancelled by Close; parent of all background work
 	cancel context.CancelFunc
@@ -110,7 +120,8 @@ type Runtime struct {
 }
 
 // New connects the runtime to its engine, takes the instance lock (one mce per
-// instance name and state folder), removes whatever an earlier run of this
+// instance name and state folder) and the instance lease (one live mce per
+// instance name on the engine, lease.go; ErrInstanceInUse otherwise), removes whatever an earlier run of this
 // instance left behind, and starts watching container events.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Engine == nil {
@@ -167,9 +178,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("another mce with instance name %q is running with state folder %s: %w", opts.Instance, opts.StateDir, err)
 	}
 	rt.lock = lock
+	if err := rt.acquireLease(ctx, hostProbe()); err != nil {
+		rt.unlock()
+		return nil, err
+	}
 
 	mode, why, err := rt.pickNetworkMode(ctx)
 	if err != nil {
+		rt.releaseLease()
 		rt.unlock()
 		return nil, err
 	}
@@ -183,13 +199,27 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if !opts.Adopt {
 		if err := rt.Reconcile(ctx); err != nil {
 			rt.cancel()
+			rt.releaseLease()
 			rt.unlock()
 			return nil, err
 		}
 	}
-	rt.wg.Add(1)
+	rt.wg.Add(2)
 	go rt.watchEvents()
+	go rt.holdLease()
 	return rt, nil
+}
+
+// pidsLimit is the PidsLimit given to containers; nil for no limit.
+func (rt *Runtime) pidsLimit() *int64 {
+	n := rt.opts.PidsLimit
+	switch {
+	case n == 0:
+		n = DefaultPidsLimit()
+	case n < 0:
+		return nil
+	}
+	return &n
 }
 
 // DefaultStateDir is $XDG_STATE_HOME/mce, else ~/.local/state/mce.
@@ -221,7 +251,7 @@ func (rt *Runtime) instanceDir() string {
 func (rt *Runtime) artifactsDir() string { return filepath.Join(rt.instanceDir(), "artifacts") }
 
 // Close stops the event watcher and health checks and releases the instance
-// lock. Deployments still running stay running; call Deployment.Close first.
+// lock and lease. Deployments still running stay running; call Deployment.Close first.
 func (rt *Runtime) Close() error {
 	if rt.cancel != nil {
 		rt.cancel()
@@ -230,6 +260,7 @@ func (rt *Runtime) Close() error {
 	if rt.gpus != nil && rt.opts.GPUs == nil {
 		rt.gpus.Close()
 	}
+	rt.releaseLease()
 	rt.unlock()
 	return nil
 }
@@ -320,13 +351,22 @@ func runtimeInfo(info client.SystemInfoResult) *gpu.RuntimeInfo {
 
 func (rt *Runtime) track(c *Container) {
 	rt.mu.Lock()
-	rt.byID[c.id] = c
+	rt.byID[c.ID()] = c
 	rt.mu.Unlock()
 }
 
 func (rt *Runtime) untrack(c *Container) {
 	rt.mu.Lock()
-	delete(rt.byID, c.id)
+	delete(rt.byID, c.ID())
+	rt.mu.Unlock()
+}
+
+// retrack follows a recreated container to its new Docker ID.
+func (rt *Runtime) retrack(c *Container, old, id string) {
+	rt.mu.Lock()
+	delete(rt.byID, old)
+	c.id.Store(&id)
+	rt.byID[id] = c
 	rt.mu.Unlock()
 }
 

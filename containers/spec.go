@@ -47,6 +47,10 @@ type VariantSpec struct {
 	// with 200 after it starts (ContainerStartupHealthCheckTimeoutInSeconds).
 	// Zero means DefaultHealthTimeout.
 	HealthTimeout time.Duration
+	// NetworkIsolation runs the variant's containers on the endpoint's
+	// internal network, with no route out of the machine
+	// (CreateModel's EnableNetworkIsolation).
+	NetworkIsolation bool `json:",omitempty"`
 }
 
 // EndpointSpec is everything needed to bring up one endpoint's containers.
@@ -66,6 +70,24 @@ func (v VariantSpec) fingerprint() string {
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:12])
+}
+
+// networks lists the endpoint's networks its variants need: false for the
+// bridge network, true for the internal one.
+func (s *EndpointSpec) networks() []bool {
+	var open, isolated bool
+	for _, v := range s.Variants {
+		open = open || !v.NetworkIsolation
+		isolated = isolated || v.NetworkIsolation
+	}
+	var out []bool
+	if open {
+		out = append(out, false)
+	}
+	if isolated {
+		out = append(out, true)
+	}
+	return out
 }
 
 // DefaultHealthTimeout is SageMaker's documented window for a container to

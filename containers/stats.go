@@ -67,7 +67,7 @@ func (rt *Runtime) Usage(ctx context.Context) []Usage {
 func (c *Container) usage(ctx context.Context) Usage {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	res, err := c.rt.engine.ContainerStats(cctx, c.id, client.ContainerStatsOptions{})
+	res, err := c.rt.engine.ContainerStats(cctx, c.ID(), client.ContainerStatsOptions{})
 	if err != nil {
 		return Usage{}
 	}

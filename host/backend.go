@@ -78,7 +78,8 @@ func (b *DockerBackend) Reconcile(ctx context.Context) error { return b.Runtime.
 func EndpointSpec(plan spec.EndpointPlan) (containers.EndpointSpec, error) {
 	es := containers.EndpointSpec{Name: plan.Name}
 	for _, v := range plan.Variants {
-		vs := containers.VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout}
+		vs := containers.VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout,
+			NetworkIsolation: v.NetworkIsolation}
 		for _, c := range v.Containers {
 			req, err := gpu.ParseRequest(c.GPUs)
 			if err != nil {

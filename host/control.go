@@ -554,9 +554,10 @@ type describeEndpointOutput struct {
 // DescribeEndpoint is the endpoint as DescribeEndpoint shows it.
 func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 	rec := e.record()
+	status, reason := e.shown(rec)
 	out := describeEndpointOutput{
 		EndpointName: rec.Name, EndpointArn: rec.ARN, EndpointConfigName: rec.ConfigName,
-		EndpointStatus: e.Status(), FailureReason: rec.FailureReason,
+		EndpointStatus: status, FailureReason: reason,
 		CreationTime: epoch(rec.Created), LastModifiedTime: epoch(rec.Modified),
 	}
 	if out.EndpointStatus == StatusCreating || out.EndpointStatus == StatusFailed {
@@ -593,7 +594,8 @@ func opListEndpoints(s *Server, _ context.Context, body []byte) (any, error) {
 		var items []listItem
 		for _, e := range s.reg.all() {
 			rec := e.record()
-			st := string(e.Status())
+			shown, _ := e.shown(rec)
+			st := string(shown)
 			items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: st,
 				out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": epoch(rec.Created),
 					"LastModifiedTime": epoch(rec.Modified), "EndpointStatus": st}})

@@ -123,7 +123,8 @@ func (s *Server) Endpoints() []EndpointInfo {
 	var out []EndpointInfo
 	for _, e := range s.reg.all() {
 		rec := e.record()
-		out = append(out, EndpointInfo{Name: e.name, Status: e.Status(), FailureReason: rec.FailureReason,
+		status, reason := e.shown(rec)
+		out = append(out, EndpointInfo{Name: e.name, Status: status, FailureReason: reason,
 			Mode: rec.Plan.Mode, Variants: len(rec.Plan.Variants)})
 	}
 	return out

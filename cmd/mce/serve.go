@@ -34,6 +34,7 @@ type serveFlags struct {
 	pull             bool
 	containerTimeout time.Duration
 	stopGrace        time.Duration
+	pidsLimit        int64
 	drain            time.Duration
 	s3Endpoint       string
 	s3PathStyle      bool
@@ -69,12 +70,13 @@ naming the container and the cause.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the SageMaker API on")
 	fl.StringVar(&f.region, "region", "us-east-1", "region shown in ARNs and messages")
 	fl.StringVar(&f.account, "account", "123456789012", "account ID shown in ARNs and messages")
-	fl.StringVar(&f.instance, "instance", "default", "name of this mce instance; its containers carry it in a label, and a restarted instance removes what it left behind")
+	fl.StringVar(&f.instance, "instance", "default", "name of this mce instance, claimed on the Docker engine (a second mce with the same name refuses to start); its containers carry it in a label, and a restarted instance removes what it left behind")
 	fl.StringVar(&f.stateDir, "state-dir", "", "folder for the instance lock and extracted model artifacts (default $XDG_STATE_HOME/mce or ~/.local/state/mce)")
 	fl.StringVar(&f.networkMode, "network-mode", "auto", "how mce reaches containers: address (their address on the endpoint network), published (a port on 127.0.0.1), or auto")
 	fl.BoolVar(&f.pull, "pull", false, "pull images that are not present (the engine contacts their registry)")
 	fl.DurationVar(&f.containerTimeout, "container-timeout", 60*time.Second, "time limit of one container call")
 	fl.DurationVar(&f.stopGrace, "stop-grace", 30*time.Second, "time between SIGTERM and SIGKILL when containers are stopped")
+	fl.Int64Var(&f.pidsLimit, "pids-limit", 0, "the most processes and threads each model container may run; 0 for 4096 or 64 per CPU core, whichever is more; -1 for no limit")
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for requests in flight")
 	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store for s3:// model data (e.g. http://127.0.0.1:9000)")
 	fl.IntVar(&f.maxContainers, "max-containers", 200, "the most containers all endpoints may run together (ResourceLimitExceeded beyond); 0 for no limit")
@@ -179,7 +181,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	rt, err := containers.New(ctx, containers.Options{
 		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
 		Network: containers.NetworkMode(f.networkMode), Pull: f.pull,
-		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace, Adopt: true,
+		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,
 	})
 	if err != nil {
 		return err

@@ -37,7 +37,11 @@ type VariantPlan struct {
 	// RoutingStrategy is RoutingConfig's strategy; "" when unset (the
 	// runtime's default applies).
 	RoutingStrategy string
-	Containers      []ContainerPlan // in invocation order for Serial
+	// NetworkIsolation runs the variant's containers with no route out of
+	// the machine: the model's (or the endpoint configuration's)
+	// EnableNetworkIsolation.
+	NetworkIsolation bool            `json:",omitempty"`
+	Containers       []ContainerPlan // in invocation order for Serial
 }
 
 // ContainerPlan is one container of a variant.
@@ -150,11 +154,14 @@ func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(s
 			}}
 		}
 		vp, w := variantPlan(v, m, dir)
+		vp.NetworkIsolation = isTrue(m.EnableNetworkIsolation) || isTrue(c.EnableNetworkIsolation)
 		warns = append(warns, w...)
 		plan.Variants = append(plan.Variants, vp)
 	}
 	return plan, warns, nil
 }
+
+func isTrue(b *bool) bool { return b != nil && *b }
 
 func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (VariantPlan, []string) {
 	vp := VariantPlan{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -276,5 +277,41 @@ func TestPlanCopiesEnvironment(t *testing.T) {
 	plan.Variants[0].Containers[0].Environment["A"] = "changed"
 	if got := m.Containers[0].Environment["A"]; got != "b" {
 		t.Errorf("model Environment changed through the plan: A = %q", got)
+	}
+}
+
+// TestPlanNetworkIsolation: EnableNetworkIsolation on the model, or on the
+// endpoint configuration, isolates the variant; nothing else does.
+func TestPlanNetworkIsolation(t *testing.T) {
+	endpoint := CreateEndpointInput{EndpointName: "ab-test", EndpointConfigName: "ab-config"}
+	for _, tt := range []struct {
+		name          string
+		model, config *bool
+		want          bool
+	}{
+		{"unset", nil, nil, false},
+		{"model false", ptr(false), nil, false},
+		{"model true", ptr(true), nil, true},
+		{"configuration true", nil, ptr(true), true},
+		{"configuration false, model true", ptr(true), ptr(false), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := directModel()
+			m.EnableNetworkIsolation = tt.model
+			c := oneVariantConfig()
+			c.EnableNetworkIsolation = tt.config
+			plan, warns, err := BuildPlan(testRegion, testAccount, endpoint, c, MapLookup(map[string]CreateModelInput{"ab-model": m}, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := plan.Variants[0].NetworkIsolation; got != tt.want {
+				t.Errorf("NetworkIsolation = %v, want %v", got, tt.want)
+			}
+			for _, w := range warns {
+				if strings.Contains(w, "EnableNetworkIsolation") {
+					t.Errorf("warning %q: isolation is honoured, not ignored", w)
+				}
+			}
+		})
 	}
 }

@@ -110,7 +110,7 @@ type CreateEndpointConfigInput struct {
 	ShadowProductionVariants []ProductionVariant `json:"ShadowProductionVariants,omitempty"` // refused
 	ExecutionRoleARN         string              `json:"ExecutionRoleArn,omitempty"`         // ignored locally
 	VpcConfig                *VpcConfig          `json:"VpcConfig,omitempty"`                // ignored locally
-	EnableNetworkIsolation   *bool               `json:"EnableNetworkIsolation,omitempty"`   // ignored locally
+	EnableNetworkIsolation   *bool               `json:"EnableNetworkIsolation,omitempty"`   // isolates every variant
 	MetricsConfig            *MetricsConfig      `json:"MetricsConfig,omitempty"`            // ignored locally
 }
 

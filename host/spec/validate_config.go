@@ -98,7 +98,6 @@ func (c *CreateEndpointConfigInput) Warnings() []string {
 	w.ifSet(c.KMSKeyID != "", "KmsKeyId")
 	w.ifSet(c.ExecutionRoleARN != "", "ExecutionRoleArn")
 	w.ifSet(c.VpcConfig != nil, "VpcConfig")
-	w.ifSet(c.EnableNetworkIsolation != nil && *c.EnableNetworkIsolation, "EnableNetworkIsolation")
 	w.ifSet(c.MetricsConfig != nil, "MetricsConfig")
 	for _, v := range c.ProductionVariants {
 		in := " (production variant " + strconv.Quote(v.VariantName) + ")"

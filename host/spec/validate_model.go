@@ -234,7 +234,6 @@ func (m *CreateModelInput) Warnings() []string {
 	w.ifSet(m.ExecutionRoleARN != "", "ExecutionRoleArn")
 	w.ifSet(len(m.Tags) > 0, "Tags")
 	w.ifSet(m.VpcConfig != nil, "VpcConfig")
-	w.ifSet(m.EnableNetworkIsolation != nil && *m.EnableNetworkIsolation, "EnableNetworkIsolation")
 	if m.PrimaryContainer != nil && len(m.Containers) == 0 && m.PrimaryContainer.ContainerHostname != "" {
 		w.add("PrimaryContainer.ContainerHostname ignored: a PrimaryContainer is always named " + strconv.Quote(HostnamePrimary))
 	}

@@ -381,7 +381,6 @@ func TestWarnings(t *testing.T) {
 			`model "ab-model": ExecutionRoleArn ignored locally`,
 			`model "ab-model": Tags ignored locally`,
 			`model "ab-model": VpcConfig ignored locally`,
-			`model "ab-model": EnableNetworkIsolation ignored locally`,
 			`model "ab-model": ImageConfig (container "english") ignored locally`,
 			`model "ab-model": MultiModelConfig ignored (container "german"): the container is not in MultiModel mode`,
 		}},
