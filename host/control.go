@@ -121,7 +121,7 @@ func (s *Server) controlPlane(c echo.Context) error {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody+1))
 	if err != nil {
-		writeError(w, validationException("Could not read the request body: %v", err))
+		writeError(w, validationException("Could not read the request body."))
 		return nil
 	}
 	if len(body) > maxControlBody {
@@ -145,7 +145,8 @@ func (s *Server) controlPlane(c echo.Context) error {
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		writeError(w, &APIError{Status: 500, Code: CodeInternalFailure, Message: "encoding the answer failed: " + err.Error()})
+		s.log.Error().Err(err).Str("operation", opName).Msg("encoding a control-plane answer")
+		writeError(w, &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce; its log has the details."})
 		return nil
 	}
 	w.Header().Set("Content-Type", jsonContentType)
@@ -191,7 +192,11 @@ func (s *Server) controlError(err error) *APIError {
 	case errors.As(err, &ae):
 		return validationException("%s", ae.Message())
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce: " + err.Error()}
+	// Anything else is mce's own failure (the state database, a backend):
+	// its text can name host paths, so it goes to the log, not the caller.
+	s.log.Error().Err(err).Msg("control-plane call failed")
+	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure,
+		Message: "An internal error occurred in mce; its log has the details.", err: err}
 }
 
 func decode(body []byte, v any) error {
