@@ -248,3 +248,28 @@ func TestControlPlaneAuthorizesWhatItDecodes(t *testing.T) {
 		t.Fatalf("DescribeEndpoint other with a BOM: %d %s %s", status, code, body)
 	}
 }
+
+// TestInvokeAuthorizesWhatItRoutes: the runtime path authorizes the
+// endpoint it routes to, however the name is cased or escaped in the path.
+func TestInvokeAuthorizesWhatItRoutes(t *testing.T) {
+	h := newHarness(t, Config{Authz: denyVictimAuthz(t)})
+	for _, name := range []string{"victim", "other"} {
+		if err := h.deploy(plan(name, "Serial", map[string][]string{"AllTraffic": {"c:A"}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := h.runtimeAs("AKIAOPS00000EXAMPLE", "ops-secret")
+	for _, name := range []string{"victim", "VICTIM", "Victim", "vict%69m"} {
+		_, err := ops.InvokeEndpoint(context.Background(), &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), Body: []byte("x")})
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || (ae.ErrorCode() != "AccessDeniedException" && ae.ErrorCode() != "ValidationError") {
+			t.Errorf("invoke %q: %v; want refused", name, err)
+		}
+	}
+	if h.backend.container("victim/AllTraffic/c").calls.Load() != 0 {
+		t.Fatal("the victim's container was called")
+	}
+	if _, err := ops.InvokeEndpoint(context.Background(), &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("Other"), Body: []byte("x")}); err != nil {
+		t.Fatalf("invoke Other: %v", err)
+	}
+}
