@@ -18,6 +18,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go"
 	"github.com/rs/zerolog"
@@ -271,5 +272,41 @@ func TestInvokeAuthorizesWhatItRoutes(t *testing.T) {
 	}
 	if _, err := ops.InvokeEndpoint(context.Background(), &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("Other"), Body: []byte("x")}); err != nil {
 		t.Fatalf("invoke Other: %v", err)
+	}
+}
+
+// TestReloadKeepsUnsignedCallersOut: emptying the credentials file while
+// mce runs used to reload into "no policies", after which unsigned callers
+// could create models. The reload is refused and the old policies stay.
+func TestReloadKeepsUnsignedCallersOut(t *testing.T) {
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "creds.yaml")
+	os.WriteFile(creds, []byte(`
+Credentials:
+  - AccessKeyId: AKIAOPS00000EXAMPLE
+    SecretAccessKey: ops-secret
+    Arn: arn:aws:iam::123456789012:user/ops
+    Policies:
+      - {Version: "2012-10-17", Statement: [{Effect: Allow, Action: "sagemaker:*", Resource: "*"}]}
+`), 0o600)
+	a, err := authz.Load(context.Background(), authz.Config{CredentialsFile: creds, Region: "us-east-1", Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Authz: a})
+	if err := os.WriteFile(creds, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reload(context.Background()); !errors.Is(err, authz.ErrReloadRefused) {
+		t.Fatalf("Reload of an emptied credentials file: %v", err)
+	}
+	_, err = h.sm().CreateModel(context.Background(), &sagemaker.CreateModelInput{ModelName: aws.String("m"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("x")}})
+	if code, _ := apiCode(t, err); code != "AccessDeniedException" {
+		t.Fatalf("unsigned CreateModel after the reload: %v", err)
+	}
+	status, code, body := h.signedControl(t, "CreateModel", []byte(`{"ModelName":"m","PrimaryContainer":{"Image":"x"}}`))
+	if status != 200 {
+		t.Fatalf("signed CreateModel after the reload: %d %s %s", status, code, body)
 	}
 }
