@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -142,16 +143,44 @@ func (a *Authorizer) Enabled() bool { return a.st.Load().enabled }
 
 // Reload reads and compiles the configured files again and, only if that
 // succeeds, puts the new generation in force. On error the old one stays.
+//
+// A reload can keep or replace policies but never switch them off: it is
+// refused (ErrReloadRefused, the old generation stays) when a configured
+// file that held something is now empty, when the credentials file that
+// held access keys now holds none, or when the new files configure no
+// policy while the old ones did. Going from enforced to not enforced takes
+// a restart, where mce serve checks its listener again.
 func (a *Authorizer) Reload(ctx context.Context) error {
 	a.reloadMu.Lock()
 	defer a.reloadMu.Unlock()
 	st, err := a.build(ctx)
+	if err == nil {
+		err = a.weakens(a.st.Load(), st)
+	}
 	if err != nil {
 		a.log.Error().Err(err).Msg("authz reload failed; the previous policies stay in force")
 		return err
 	}
 	a.st.Store(st)
 	a.logGeneration(st, "authz policies reloaded")
+	return nil
+}
+
+// weakens says why a new generation may not replace old: it would disable
+// authorization, or it comes from files that look truncated or emptied
+// (often a write in progress, or a mistake).
+func (a *Authorizer) weakens(old, next *state) error {
+	for _, f := range next.empty {
+		if !slices.Contains(old.empty, f) {
+			return fmt.Errorf("%w: %s is now empty", ErrReloadRefused, f)
+		}
+	}
+	if a.cfg.CredentialsFile != "" && len(old.keys) > 0 && len(next.keys) == 0 {
+		return fmt.Errorf("%w: %s now holds no access keys", ErrReloadRefused, a.cfg.CredentialsFile)
+	}
+	if old.enabled && !next.enabled {
+		return fmt.Errorf("%w: the files now configure no policy, which would allow every request; restart mce to run without policies", ErrReloadRefused)
+	}
 	return nil
 }
 

@@ -121,5 +121,9 @@
 // and Authorize allows everything. With no credentials file Authenticate
 // verifies nothing and every caller is anonymous. Reload (and Watch, which
 // polls the files every second) replaces the policies atomically; a bad
-// file leaves the previous generation in force.
+// file leaves the previous generation in force. A reload never switches
+// policies off: a file that becomes empty or unreadable, a credentials file
+// left with no access keys, or files that configure no policy any more
+// keep the previous generation (ErrReloadRefused); only a restart can start
+// without policies, and mce serve then checks its listener again.
 package authz

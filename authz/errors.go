@@ -52,3 +52,8 @@ func authErr(r *http.Request, code, msg string) *AuthError {
 // ErrEvaluation marks a decision that failed to evaluate; the decision that
 // comes with it is a deny (fail closed).
 var ErrEvaluation = errors.New("authz: policy evaluation failed")
+
+// ErrReloadRefused marks a reload that would have weakened the policies in
+// force (switched them off, or read an emptied file); the previous
+// generation stays.
+var ErrReloadRefused = errors.New("authz: reload refused, the previous policies stay in force")

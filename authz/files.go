@@ -34,6 +34,9 @@ type loaded struct {
 	anonymous []*policyDoc
 	everyone  []*policyDoc
 	files     []string // every file read, for Watch
+	// empty are the configured files that held no YAML document (nothing,
+	// or only comments): Reload refuses a file that becomes empty.
+	empty []string
 }
 
 // credentialsFile is the credentials file's shape (documented in doc.go).
@@ -75,20 +78,21 @@ func readCapped(path string, limit int64) ([]byte, error) {
 }
 
 // decodeYAMLStrict decodes YAML or JSON into v, refusing unknown fields.
-func decodeYAMLStrict(path string, data []byte, v any) error {
+// empty reports a file with no document at all (v is left zero).
+func decodeYAMLStrict(path string, data []byte, v any) (empty bool, err error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
 		if err == io.EOF {
-			return nil // empty file
+			return true, nil
 		}
-		return fmt.Errorf("%s: %w", path, err)
+		return false, fmt.Errorf("%s: %w", path, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err != io.EOF {
-		return fmt.Errorf("%s: more than one YAML document", path)
+		return false, fmt.Errorf("%s: more than one YAML document", path)
 	}
-	return nil
+	return false, nil
 }
 
 // loadFiles reads the credentials file and the policies file (either may be
@@ -123,8 +127,12 @@ func loadFiles(credPath, polPath string) (*loaded, error) {
 		}
 		l.files = append(l.files, polPath)
 		var pf policiesFile
-		if err := decodeYAMLStrict(polPath, data, &pf); err != nil {
+		empty, err := decodeYAMLStrict(polPath, data, &pf)
+		if err != nil {
 			return nil, err
+		}
+		if empty {
+			l.empty = append(l.empty, polPath)
 		}
 		names := make([]string, 0, len(pf.Policies))
 		for n := range pf.Policies {
@@ -178,8 +186,12 @@ func loadFiles(credPath, polPath string) (*loaded, error) {
 		if err := yaml.Unmarshal(data, &root); err != nil {
 			return nil, fmt.Errorf("%s: %w", credPath, err)
 		}
-		if err := decodeYAMLStrict(credPath, data, &cf); err != nil {
+		empty, err := decodeYAMLStrict(credPath, data, &cf)
+		if err != nil {
 			return nil, err
+		}
+		if empty {
+			l.empty = append(l.empty, credPath)
 		}
 		if len(cf.Credentials) > maxCredentials {
 			return nil, &lineError{credPath, 0, fmt.Sprintf("more than %d credentials", maxCredentials)}

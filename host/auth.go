@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/http"
 	"time"
@@ -16,16 +15,36 @@ import (
 // write. With no authorizer, or one without policies, everything is allowed
 // (mce serve refuses that off loopback unless --insecure).
 func (s *Server) authorize(ctx context.Context, r *http.Request, body []byte, action, resource string, keys map[string]string) *APIError {
+	p, api := s.authenticate(r, body)
+	if api != nil {
+		return api
+	}
+	return s.decide(ctx, r, p, action, resource, keys)
+}
+
+// authenticate verifies the request's signature over body and returns its
+// principal (anonymous when unsigned, or when no policies are in force).
+func (s *Server) authenticate(r *http.Request, body []byte) (authz.Principal, *APIError) {
 	a := s.cfg.Authz
 	if a == nil || !a.Enabled() {
-		return nil
+		return authz.Principal{Anonymous: true}, nil
 	}
 	p, err := a.Authenticate(r, body)
 	if err != nil {
 		if ae, ok := authz.IsAuthError(err); ok {
-			return &APIError{Status: ae.Status, Code: ae.Code, Message: ae.Message, err: err}
+			return p, &APIError{Status: ae.Status, Code: ae.Code, Message: ae.Message, err: err}
 		}
-		return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: "The request could not be authenticated.", err: err}
+		return p, &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: "The request could not be authenticated.", err: err}
+	}
+	return p, nil
+}
+
+// decide asks the policies whether principal p may perform action on
+// resource; nil means go ahead.
+func (s *Server) decide(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys map[string]string) *APIError {
+	a := s.cfg.Authz
+	if a == nil || !a.Enabled() {
+		return nil
 	}
 	in := authz.Input{Principal: p, Action: action, Resource: resource, Context: keys, SourceIP: sourceIP(r), Time: time.Now()}
 	d, err := a.Authorize(ctx, in)
@@ -41,20 +60,4 @@ func sourceIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-// controlResource is the ARN a control-plane operation acts on: the resource
-// its body names, or "*" for List operations.
-func (s *Server) controlResource(body []byte) string {
-	var names struct{ EndpointName, EndpointConfigName, ModelName string }
-	json.Unmarshal(body, &names) // a body that does not decode is refused later, after authorization
-	switch {
-	case names.EndpointName != "":
-		return authz.EndpointARN(s.cfg.Region, s.cfg.Account, names.EndpointName)
-	case names.EndpointConfigName != "":
-		return authz.EndpointConfigARN(s.cfg.Region, s.cfg.Account, names.EndpointConfigName)
-	case names.ModelName != "":
-		return authz.ModelARN(s.cfg.Region, s.cfg.Account, names.ModelName)
-	}
-	return "*"
 }

@@ -1,16 +1,24 @@
 package host
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go"
 	"github.com/rs/zerolog"
@@ -144,5 +152,161 @@ Credentials:
 	resp.Body.Close()
 	if resp.StatusCode != 403 || resp.Header.Get("X-Amzn-ErrorType") != "AccessDeniedException" {
 		t.Errorf("unsigned /mce/endpoints: %d %s", resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"))
+	}
+}
+
+// denyVictimAuthz: ops may do everything except on the endpoint "victim",
+// where an explicit Deny scoped to its ARN applies.
+func denyVictimAuthz(t *testing.T) *authz.Authorizer {
+	t.Helper()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "creds.yaml"), []byte(`
+Credentials:
+  - AccessKeyId: AKIAOPS00000EXAMPLE
+    SecretAccessKey: ops-secret
+    Arn: arn:aws:iam::123456789012:user/ops
+    Policies:
+      - Name: all-but-victim
+        Document:
+          Version: "2012-10-17"
+          Statement:
+            - {Effect: Allow, Action: "sagemaker:*", Resource: "*"}
+            - {Effect: Deny, Action: "sagemaker:*", Resource: "arn:aws:sagemaker:us-east-1:123456789012:endpoint/victim"}
+`), 0o600)
+	a, err := authz.Load(context.Background(), authz.Config{CredentialsFile: filepath.Join(dir, "creds.yaml"), Region: "us-east-1", Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// signedControl sends a control-plane call with exactly body, signed by ops.
+func (h *harness) signedControl(t *testing.T, op string, body []byte) (int, string, []byte) {
+	t.Helper()
+	r, err := http.NewRequest(http.MethodPost, h.http.URL+"/", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	r.Header.Set("X-Amz-Target", "SageMaker."+op)
+	sum := sha256.Sum256(body)
+	creds := aws.Credentials{AccessKeyID: "AKIAOPS00000EXAMPLE", SecretAccessKey: "ops-secret"}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, r, hex.EncodeToString(sum[:]), "sagemaker", "us-east-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.http.Client().Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"), b
+}
+
+// TestControlPlaneAuthorizesWhatItDecodes: a Deny scoped to one endpoint's
+// ARN applies however the body spells the name. A body with a UTF-8 BOM was
+// authorized against "*" (the authorization's own parse failed) while the
+// operation's decoder accepted it, and the endpoint was deleted.
+func TestControlPlaneAuthorizesWhatItDecodes(t *testing.T) {
+	h := newHarness(t, Config{Authz: denyVictimAuthz(t)})
+	for _, name := range []string{"victim", "other"} {
+		if err := h.deploy(plan(name, "Serial", map[string][]string{"AllTraffic": {"c:A"}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const denied, invalid = "AccessDeniedException", "ValidationException"
+	bodies := []struct {
+		name, body, want string
+	}{
+		{"plain", `{"EndpointName":"victim"}`, denied},
+		{"BOM", "\xEF\xBB\xBF{\"EndpointName\":\"victim\"}", denied},
+		{"escaped key", `{"\u0045ndpointName":"victim"}`, denied},
+		{"escaped name", `{"EndpointName":"vict\u0069m"}`, denied},
+		{"upper-case name", `{"EndpointName":"VICTIM"}`, denied},
+		{"whitespace", " \r\n\t{ \"EndpointName\" :\n\"victim\" }\n", denied},
+		{"BOM and duplicate", "\xEF\xBB\xBF{\"EndpointName\":\"other\",\"EndpointName\":\"victim\"}", invalid},
+		{"case variant key", `{"endpointname":"victim"}`, invalid},
+		{"both spellings", `{"EndpointName":"other","endpointName":"victim"}`, invalid},
+		{"another member", `{"ModelName":"x","EndpointName":"victim"}`, invalid},
+		{"truncated", "\xEF\xBB\xBF{\"EndpointName\":\"victim", invalid},
+	}
+	for _, op := range []string{"DeleteEndpoint", "DescribeEndpoint"} {
+		for _, b := range bodies {
+			t.Run(op+"/"+b.name, func(t *testing.T) {
+				status, code, body := h.signedControl(t, op, []byte(b.body))
+				if status < 400 || status >= 500 || code != b.want {
+					t.Errorf("%s %q: %d %s %s; want %s", op, b.body, status, code, body, b.want)
+				}
+				if e := h.srv.reg.get("victim"); e == nil || e.Status() != StatusInService {
+					t.Fatalf("the victim endpoint was touched by %s %q", op, b.body)
+				}
+			})
+		}
+	}
+	// The same spellings on another endpoint are allowed: the refusals
+	// above came from the Deny, not from the spelling.
+	if status, code, body := h.signedControl(t, "DescribeEndpoint", []byte("\xEF\xBB\xBF{\"EndpointName\":\"other\"}")); status != 200 {
+		t.Fatalf("DescribeEndpoint other with a BOM: %d %s %s", status, code, body)
+	}
+}
+
+// TestInvokeAuthorizesWhatItRoutes: the runtime path authorizes the
+// endpoint it routes to, however the name is cased or escaped in the path.
+func TestInvokeAuthorizesWhatItRoutes(t *testing.T) {
+	h := newHarness(t, Config{Authz: denyVictimAuthz(t)})
+	for _, name := range []string{"victim", "other"} {
+		if err := h.deploy(plan(name, "Serial", map[string][]string{"AllTraffic": {"c:A"}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops := h.runtimeAs("AKIAOPS00000EXAMPLE", "ops-secret")
+	for _, name := range []string{"victim", "VICTIM", "Victim", "vict%69m"} {
+		_, err := ops.InvokeEndpoint(context.Background(), &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), Body: []byte("x")})
+		var ae smithy.APIError
+		if !errors.As(err, &ae) || (ae.ErrorCode() != "AccessDeniedException" && ae.ErrorCode() != "ValidationError") {
+			t.Errorf("invoke %q: %v; want refused", name, err)
+		}
+	}
+	if h.backend.container("victim/AllTraffic/c").calls.Load() != 0 {
+		t.Fatal("the victim's container was called")
+	}
+	if _, err := ops.InvokeEndpoint(context.Background(), &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("Other"), Body: []byte("x")}); err != nil {
+		t.Fatalf("invoke Other: %v", err)
+	}
+}
+
+// TestReloadKeepsUnsignedCallersOut: emptying the credentials file while
+// mce runs used to reload into "no policies", after which unsigned callers
+// could create models. The reload is refused and the old policies stay.
+func TestReloadKeepsUnsignedCallersOut(t *testing.T) {
+	dir := t.TempDir()
+	creds := filepath.Join(dir, "creds.yaml")
+	os.WriteFile(creds, []byte(`
+Credentials:
+  - AccessKeyId: AKIAOPS00000EXAMPLE
+    SecretAccessKey: ops-secret
+    Arn: arn:aws:iam::123456789012:user/ops
+    Policies:
+      - {Version: "2012-10-17", Statement: [{Effect: Allow, Action: "sagemaker:*", Resource: "*"}]}
+`), 0o600)
+	a, err := authz.Load(context.Background(), authz.Config{CredentialsFile: creds, Region: "us-east-1", Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{Authz: a})
+	if err := os.WriteFile(creds, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reload(context.Background()); !errors.Is(err, authz.ErrReloadRefused) {
+		t.Fatalf("Reload of an emptied credentials file: %v", err)
+	}
+	_, err = h.sm().CreateModel(context.Background(), &sagemaker.CreateModelInput{ModelName: aws.String("m"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("x")}})
+	if code, _ := apiCode(t, err); code != "AccessDeniedException" {
+		t.Fatalf("unsigned CreateModel after the reload: %v", err)
+	}
+	status, code, body := h.signedControl(t, "CreateModel", []byte(`{"ModelName":"m","PrimaryContainer":{"Image":"x"}}`))
+	if status != 200 {
+		t.Fatalf("signed CreateModel after the reload: %d %s %s", status, code, body)
 	}
 }

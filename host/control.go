@@ -37,23 +37,74 @@ func validationException(format string, args ...any) *APIError {
 	return &APIError{Status: http.StatusBadRequest, Code: codeValidationException, Message: fmt.Sprintf(format, args...)}
 }
 
-type operation func(s *Server, ctx context.Context, body []byte) (any, error)
+// operation is one control-plane operation. prepare decodes the body once
+// into the operation's typed input and returns the resource that input acts
+// on and the call that runs on that same decoded value: authorization, in
+// between, sees exactly the resource the operation uses (no second parse
+// that could read the body differently).
+type operation interface {
+	prepare(s *Server, body []byte) (resource string, run func(context.Context) (any, error), err error)
+}
+
+// op is an operation with input In.
+type op[In any] struct {
+	// resource is the ARN the input acts on; nil means "*" (List operations).
+	resource func(s *Server, in *In) string
+	run      func(s *Server, ctx context.Context, in *In) (any, error)
+}
+
+func (o op[In]) prepare(s *Server, body []byte) (string, func(context.Context) (any, error), error) {
+	in := new(In)
+	if err := decode(body, in); err != nil {
+		return "", nil, err
+	}
+	resource := "*"
+	if o.resource != nil {
+		resource = o.resource(s, in)
+	}
+	return resource, func(ctx context.Context) (any, error) { return o.run(s, ctx, in) }, nil
+}
+
+// The inputs of the operations that name one resource.
+type (
+	modelNameInput  struct{ ModelName string }
+	configNameInput struct{ EndpointConfigName string }
+	endpointInput   struct{ EndpointName string }
+)
+
+func modelResource(s *Server, in *modelNameInput) string { return s.arn(spec.KindModel, in.ModelName) }
+func configResource(s *Server, in *configNameInput) string {
+	return s.arn(spec.KindEndpointConfig, in.EndpointConfigName)
+}
+func endpointResource(s *Server, in *endpointInput) string {
+	return s.arn(spec.KindEndpoint, in.EndpointName)
+}
 
 var operations = map[string]operation{
-	"CreateModel":                        opCreateModel,
-	"DescribeModel":                      opDescribeModel,
-	"ListModels":                         opListModels,
-	"DeleteModel":                        opDeleteModel,
-	"CreateEndpointConfig":               opCreateEndpointConfig,
-	"DescribeEndpointConfig":             opDescribeEndpointConfig,
-	"ListEndpointConfigs":                opListEndpointConfigs,
-	"DeleteEndpointConfig":               opDeleteEndpointConfig,
-	"CreateEndpoint":                     opCreateEndpoint,
-	"DescribeEndpoint":                   opDescribeEndpoint,
-	"ListEndpoints":                      opListEndpoints,
-	"UpdateEndpoint":                     opUpdateEndpoint,
-	"UpdateEndpointWeightsAndCapacities": opUpdateWeightsAndCapacities,
-	"DeleteEndpoint":                     opDeleteEndpoint,
+	"CreateModel": op[spec.CreateModelInput]{func(s *Server, in *spec.CreateModelInput) string {
+		return s.arn(spec.KindModel, in.ModelName)
+	}, opCreateModel},
+	"DescribeModel": op[modelNameInput]{modelResource, opDescribeModel},
+	"ListModels":    op[listInput]{nil, opListModels},
+	"DeleteModel":   op[modelNameInput]{modelResource, opDeleteModel},
+	"CreateEndpointConfig": op[spec.CreateEndpointConfigInput]{func(s *Server, in *spec.CreateEndpointConfigInput) string {
+		return s.arn(spec.KindEndpointConfig, in.EndpointConfigName)
+	}, opCreateEndpointConfig},
+	"DescribeEndpointConfig": op[configNameInput]{configResource, opDescribeEndpointConfig},
+	"ListEndpointConfigs":    op[listInput]{nil, opListEndpointConfigs},
+	"DeleteEndpointConfig":   op[configNameInput]{configResource, opDeleteEndpointConfig},
+	"CreateEndpoint": op[spec.CreateEndpointInput]{func(s *Server, in *spec.CreateEndpointInput) string {
+		return s.arn(spec.KindEndpoint, in.EndpointName)
+	}, opCreateEndpoint},
+	"DescribeEndpoint": op[endpointInput]{endpointResource, opDescribeEndpoint},
+	"ListEndpoints":    op[listInput]{nil, opListEndpoints},
+	"UpdateEndpoint": op[updateEndpointInput]{func(s *Server, in *updateEndpointInput) string {
+		return s.arn(spec.KindEndpoint, in.EndpointName)
+	}, opUpdateEndpoint},
+	"UpdateEndpointWeightsAndCapacities": op[updateWeightsInput]{func(s *Server, in *updateWeightsInput) string {
+		return s.arn(spec.KindEndpoint, in.EndpointName)
+	}, opUpdateWeightsAndCapacities},
+	"DeleteEndpoint": op[endpointInput]{endpointResource, opDeleteEndpoint},
 }
 
 // controlPlane serves POST /.
@@ -70,26 +121,32 @@ func (s *Server) controlPlane(c echo.Context) error {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody+1))
 	if err != nil {
-		writeError(w, validationException("Could not read the request body: %v", err))
+		writeError(w, validationException("Could not read the request body."))
 		return nil
 	}
 	if len(body) > maxControlBody {
 		writeError(w, validationException("The request body exceeds %d bytes.", maxControlBody))
 		return nil
 	}
-	action, _ := authz.ControlPlaneAction(target)
-	if api := s.authorize(r.Context(), r, body, action, s.controlResource(body), nil); api != nil {
+	// The caller is authenticated before the body is decoded, so that an
+	// unsigned or badly signed request learns nothing from the decoder.
+	p, api := s.authenticate(r, body)
+	if api != nil {
 		writeError(w, api)
 		return nil
 	}
-	out, err := op(s, r.Context(), body)
+	action, _ := authz.ControlPlaneAction(target)
+	out, err := s.control(r.Context(), op, body, func(resource string) *APIError {
+		return s.decide(r.Context(), r, p, action, resource, nil)
+	})
 	if err != nil {
 		writeError(w, s.controlError(err))
 		return nil
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		writeError(w, &APIError{Status: 500, Code: CodeInternalFailure, Message: "encoding the answer failed: " + err.Error()})
+		s.log.Error().Err(err).Str("operation", opName).Msg("encoding a control-plane answer")
+		writeError(w, &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce; its log has the details."})
 		return nil
 	}
 	w.Header().Set("Content-Type", jsonContentType)
@@ -97,6 +154,21 @@ func (s *Server) controlPlane(c echo.Context) error {
 	w.Write(b)
 	s.log.Info().Str("operation", opName).Msg("control-plane call")
 	return nil
+}
+
+// control runs one control-plane operation: the body is decoded once, the
+// resource of the decoded input is authorized, and the operation runs on
+// that same input. A body that does not decode is refused without running
+// anything.
+func (s *Server) control(ctx context.Context, o operation, body []byte, authorize func(resource string) *APIError) (any, error) {
+	resource, run, err := o.prepare(s, body)
+	if err != nil {
+		return nil, err
+	}
+	if api := authorize(resource); api != nil {
+		return nil, api
+	}
+	return run(ctx)
 }
 
 // controlError maps errors to the control plane's shapes: everything a
@@ -120,7 +192,11 @@ func (s *Server) controlError(err error) *APIError {
 	case errors.As(err, &ae):
 		return validationException("%s", ae.Message())
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce: " + err.Error()}
+	// Anything else is mce's own failure (the state database, a backend):
+	// its text can name host paths, so it goes to the log, not the caller.
+	s.log.Error().Err(err).Msg("control-plane call failed")
+	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure,
+		Message: "An internal error occurred in mce; its log has the details.", err: err}
 }
 
 func decode(body []byte, v any) error {
@@ -167,12 +243,8 @@ func (s *Server) CreateModel(in spec.CreateModelInput, baseDir string) (string, 
 	return rec.ARN, nil
 }
 
-func opCreateModel(s *Server, _ context.Context, body []byte) (any, error) {
-	var in spec.CreateModelInput
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	arn, err := s.CreateModel(in, s.cfg.BaseDir)
+func opCreateModel(s *Server, _ context.Context, in *spec.CreateModelInput) (any, error) {
+	arn, err := s.CreateModel(*in, s.cfg.BaseDir)
 	if err != nil {
 		return nil, err
 	}
@@ -208,32 +280,15 @@ func (s *Server) deleteRecord(bucket string, kind spec.Kind, name string) (any, 
 	return struct{}{}, nil
 }
 
-// nameInput decodes the input of a Describe or Delete operation: one name
-// member, required and checked against the name pattern.
-func nameInput(body []byte, member string, pick func(*namedInput) string) (string, error) {
-	var in namedInput
-	if err := decode(body, &in); err != nil {
-		return "", err
-	}
-	name := pick(&in)
-	return name, requireName(member, name)
-}
-
-type namedInput struct{ ModelName, EndpointConfigName, EndpointName string }
-
 func (s *Server) getModel(name string) (ModelRecord, error) {
 	return getRecord[ModelRecord](s, store.Models, spec.KindModel, name)
 }
 
-func modelName(in *namedInput) string  { return in.ModelName }
-func configName(in *namedInput) string { return in.EndpointConfigName }
-
-func opDescribeModel(s *Server, _ context.Context, body []byte) (any, error) {
-	name, err := nameInput(body, "modelName", modelName)
-	if err != nil {
+func opDescribeModel(s *Server, _ context.Context, in *modelNameInput) (any, error) {
+	if err := requireName("modelName", in.ModelName); err != nil {
 		return nil, err
 	}
-	rec, err := s.getModel(name)
+	rec, err := s.getModel(in.ModelName)
 	if err != nil {
 		return nil, err
 	}
@@ -242,12 +297,11 @@ func opDescribeModel(s *Server, _ context.Context, body []byte) (any, error) {
 	return out, nil
 }
 
-func opDeleteModel(s *Server, _ context.Context, body []byte) (any, error) {
-	name, err := nameInput(body, "modelName", modelName)
-	if err != nil {
+func opDeleteModel(s *Server, _ context.Context, in *modelNameInput) (any, error) {
+	if err := requireName("modelName", in.ModelName); err != nil {
 		return nil, err
 	}
-	return s.deleteRecord(store.Models, spec.KindModel, name)
+	return s.deleteRecord(store.Models, spec.KindModel, in.ModelName)
 }
 
 // listInput is the common part of the List* operations.
@@ -351,8 +405,8 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func opListModels(s *Server, _ context.Context, body []byte) (any, error) {
-	return listOperation(body, "Models", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
+func opListModels(s *Server, _ context.Context, in *listInput) (any, error) {
+	return listOperation(in, "Models", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
 		var items []listItem
 		err := store.List(s.store, store.Models, func(r ModelRecord) error {
 			items = append(items, listItem{name: r.Input.ModelName, created: r.Created, modified: r.Created,
@@ -363,14 +417,10 @@ func opListModels(s *Server, _ context.Context, body []byte) (any, error) {
 	})
 }
 
-// listOperation is the shape of the List operations: decode the paging and
-// filter input, collect every item, then filter, sort and page them under
-// key (with NextToken when more remain).
-func listOperation(body []byte, key string, sortKeys []string, collect func() ([]listItem, error)) (any, error) {
-	var in listInput
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
+// listOperation is the shape of the List operations: collect every item,
+// then filter, sort and page them as in says, under key (with NextToken when
+// more remain).
+func listOperation(in *listInput, key string, sortKeys []string, collect func() ([]listItem, error)) (any, error) {
 	items, err := collect()
 	if err != nil {
 		return nil, err
@@ -409,12 +459,8 @@ func (s *Server) CreateEndpointConfig(in spec.CreateEndpointConfigInput) (string
 	return rec.ARN, nil
 }
 
-func opCreateEndpointConfig(s *Server, _ context.Context, body []byte) (any, error) {
-	var in spec.CreateEndpointConfigInput
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	arn, err := s.CreateEndpointConfig(in)
+func opCreateEndpointConfig(s *Server, _ context.Context, in *spec.CreateEndpointConfigInput) (any, error) {
+	arn, err := s.CreateEndpointConfig(*in)
 	if err != nil {
 		return nil, err
 	}
@@ -425,12 +471,11 @@ func (s *Server) getConfig(name string) (ConfigRecord, error) {
 	return getRecord[ConfigRecord](s, store.EndpointConfigs, spec.KindEndpointConfig, name)
 }
 
-func opDescribeEndpointConfig(s *Server, _ context.Context, body []byte) (any, error) {
-	name, err := nameInput(body, "endpointConfigName", configName)
-	if err != nil {
+func opDescribeEndpointConfig(s *Server, _ context.Context, in *configNameInput) (any, error) {
+	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
 		return nil, err
 	}
-	rec, err := s.getConfig(name)
+	rec, err := s.getConfig(in.EndpointConfigName)
 	if err != nil {
 		return nil, err
 	}
@@ -443,16 +488,15 @@ func opDescribeEndpointConfig(s *Server, _ context.Context, body []byte) (any, e
 	return out, nil
 }
 
-func opDeleteEndpointConfig(s *Server, _ context.Context, body []byte) (any, error) {
-	name, err := nameInput(body, "endpointConfigName", configName)
-	if err != nil {
+func opDeleteEndpointConfig(s *Server, _ context.Context, in *configNameInput) (any, error) {
+	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
 		return nil, err
 	}
-	return s.deleteRecord(store.EndpointConfigs, spec.KindEndpointConfig, name)
+	return s.deleteRecord(store.EndpointConfigs, spec.KindEndpointConfig, in.EndpointConfigName)
 }
 
-func opListEndpointConfigs(s *Server, _ context.Context, body []byte) (any, error) {
-	return listOperation(body, "EndpointConfigs", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
+func opListEndpointConfigs(s *Server, _ context.Context, in *listInput) (any, error) {
+	return listOperation(in, "EndpointConfigs", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
 		var items []listItem
 		err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {
 			items = append(items, listItem{name: r.Input.EndpointConfigName, created: r.Created, modified: r.Created,
@@ -502,12 +546,8 @@ func (s *Server) CreateEndpoint(in spec.CreateEndpointInput) (string, error) {
 	return e.record().ARN, nil
 }
 
-func opCreateEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
-	var in spec.CreateEndpointInput
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
-	arn, err := s.CreateEndpoint(in)
+func opCreateEndpoint(s *Server, _ context.Context, in *spec.CreateEndpointInput) (any, error) {
+	arn, err := s.CreateEndpoint(*in)
 	if err != nil {
 		return nil, err
 	}
@@ -577,11 +617,7 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 	return out
 }
 
-func opDescribeEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
-	var in struct{ EndpointName string }
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
+func opDescribeEndpoint(s *Server, _ context.Context, in *endpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
@@ -589,8 +625,8 @@ func opDescribeEndpoint(s *Server, _ context.Context, body []byte) (any, error) 
 	return s.describe(e), nil
 }
 
-func opListEndpoints(s *Server, _ context.Context, body []byte) (any, error) {
-	return listOperation(body, "Endpoints", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
+func opListEndpoints(s *Server, _ context.Context, in *listInput) (any, error) {
+	return listOperation(in, "Endpoints", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
 		var items []listItem
 		for _, e := range s.reg.all() {
 			rec := e.record()
@@ -604,18 +640,16 @@ func opListEndpoints(s *Server, _ context.Context, body []byte) (any, error) {
 	})
 }
 
-func opUpdateEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
-	var in struct {
-		EndpointName                     string
-		EndpointConfigName               string
-		RetainAllVariantProperties       bool
-		ExcludeRetainedVariantProperties []struct{ VariantPropertyType string }
-		DeploymentConfig                 json.RawMessage
-		RetainDeploymentConfig           bool
-	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
+type updateEndpointInput struct {
+	EndpointName                     string
+	EndpointConfigName               string
+	RetainAllVariantProperties       bool
+	ExcludeRetainedVariantProperties []struct{ VariantPropertyType string }
+	DeploymentConfig                 json.RawMessage
+	RetainDeploymentConfig           bool
+}
+
+func opUpdateEndpoint(s *Server, _ context.Context, in *updateEndpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
@@ -652,19 +686,17 @@ func opUpdateEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
 	return map[string]string{"EndpointArn": e.record().ARN}, nil
 }
 
-func opUpdateWeightsAndCapacities(s *Server, _ context.Context, body []byte) (any, error) {
-	var in struct {
-		EndpointName                string
-		DesiredWeightsAndCapacities []struct {
-			VariantName            string
-			DesiredWeight          *float64
-			DesiredInstanceCount   *int
-			ServerlessUpdateConfig json.RawMessage
-		}
+type updateWeightsInput struct {
+	EndpointName                string
+	DesiredWeightsAndCapacities []struct {
+		VariantName            string
+		DesiredWeight          *float64
+		DesiredInstanceCount   *int
+		ServerlessUpdateConfig json.RawMessage
 	}
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
+}
+
+func opUpdateWeightsAndCapacities(s *Server, _ context.Context, in *updateWeightsInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
@@ -705,11 +737,7 @@ func opUpdateWeightsAndCapacities(s *Server, _ context.Context, body []byte) (an
 	return map[string]string{"EndpointArn": e.record().ARN}, nil
 }
 
-func opDeleteEndpoint(s *Server, _ context.Context, body []byte) (any, error) {
-	var in struct{ EndpointName string }
-	if err := decode(body, &in); err != nil {
-		return nil, err
-	}
+func opDeleteEndpoint(s *Server, _ context.Context, in *endpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err

@@ -351,3 +351,17 @@ func TestDeleteWhileCreating(t *testing.T) {
 		t.Errorf("deletion took %v; the launch was not cancelled", took)
 	}
 }
+
+// TestControlErrorHidesInternals: mce's own failures are a 500 with a
+// generic message (the details go to the log); caller mistakes stay 400.
+func TestControlErrorHidesInternals(t *testing.T) {
+	s := New(Config{Store: openStore(t)})
+	defer s.Close(context.Background())
+	api := s.controlError(fmt.Errorf("persist: %w", errors.New("open /var/lib/mce/state/models.db: permission denied")))
+	if api.Status != 500 || api.Code != CodeInternalFailure || strings.Contains(api.Message, "/var/lib") || strings.Contains(api.Message, "permission") {
+		t.Errorf("internal failure: %d %s %q", api.Status, api.Code, api.Message)
+	}
+	if api := s.controlError(notFound(s, "endpoint", "x")); api.Status != 400 || api.Code != codeValidationException {
+		t.Errorf("not found: %d %s %q", api.Status, api.Code, api.Message)
+	}
+}

@@ -31,28 +31,46 @@ const (
 // Endpoint is one endpoint known to the host. Invocations read its status
 // and route without locks; lifecycle operations run one at a time (ops) in
 // the background and publish their outcome to the durable record.
+//
+// State changes are check-and-act under mu: an operation that starts
+// (Update, UpdateEndpointWeightsAndCapacities) checks the status and sets
+// Updating in one step (saveIf), and DeleteEndpoint sets deleting, takes the
+// route and cancels the operation in progress in one step. Once deleting is
+// set it stays set, no route is installed again and every later save keeps
+// the status Deleting; background operations that were waiting (ops) see it
+// and stop, and finishDelete removes whatever they launched.
 type Endpoint struct {
 	name       string
 	status     atomic.Value // Status
 	route      atomic.Pointer[pipeline.Route]
 	multiModel atomic.Bool
-	deleting   atomic.Bool
+	deleting   atomic.Bool // set under mu, never cleared; read anywhere
 
 	ops      sync.Mutex // one lifecycle operation at a time
-	mu       sync.Mutex // guards rec, launched and cancelOp
+	mu       sync.Mutex // guards rec, launched, cancelOp and the setting of deleting and route
 	rec      EndpointRecord
 	launched Launched
 	cancelOp context.CancelFunc // cancels the launch in progress, for DeleteEndpoint
 }
 
 // opContext is the context of a lifecycle operation: cancelled when the
-// server closes or the endpoint is deleted.
+// server closes or the endpoint is deleted (already cancelled when the
+// deletion began first).
 func (s *Server) opContext(e *Endpoint) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	e.mu.Lock()
 	e.cancelOp = cancel
+	if e.deleting.Load() {
+		cancel()
+	}
 	e.mu.Unlock()
 	return ctx, cancel
+}
+
+// errInProgress is SageMaker's answer to a change of an endpoint that is not
+// InService (being created, updated or deleted).
+func errInProgress(e *Endpoint) error {
+	return validationException("Cannot update in-progress endpoint %q.", e.record().ARN)
 }
 
 // Status is the endpoint's current state.
@@ -154,17 +172,51 @@ func (s *Server) WaitEndpoint(ctx context.Context, name string) error {
 	}
 }
 
-// setStatus publishes a new status and persists the record.
+// save changes the record, publishes its status and persists it. Once the
+// endpoint is being deleted its status stays Deleting, whatever change says.
 func (s *Server) save(e *Endpoint, change func(*EndpointRecord)) {
+	s.saveIf(e, nil, change)
+}
+
+// saveIf is save when ok (nil: always) accepts the current record, checked
+// and changed in one step under the endpoint's lock; otherwise it returns
+// ok's error and changes nothing. An endpoint being deleted accepts no
+// change but its deletion: saveIf with a non-nil ok refuses it. ok runs
+// under the lock, so it must not call record() or anything else that locks.
+func (s *Server) saveIf(e *Endpoint, ok func(EndpointRecord) error, change func(*EndpointRecord)) error {
 	e.mu.Lock()
+	if ok != nil {
+		err := ok(e.rec)
+		if err == nil && e.deleting.Load() {
+			err = validationException("Cannot update in-progress endpoint %q.", e.rec.ARN)
+		}
+		if err != nil {
+			e.mu.Unlock()
+			return err
+		}
+	}
 	change(&e.rec)
+	if e.deleting.Load() {
+		e.rec.Status = StatusDeleting
+	}
 	e.rec.Modified = time.Now()
 	rec := e.rec
 	e.status.Store(rec.Status)
-	e.mu.Unlock()
+	// Persisting under mu keeps the durable record in the order of the
+	// changes (a later change never overwritten by an earlier one).
 	if err := s.store.Put(store.Endpoints, rec.Name, rec); err != nil {
 		s.log.Error().Err(err).Str("endpoint", rec.Name).Msg("could not persist the endpoint's state")
 	}
+	e.mu.Unlock()
+	return nil
+}
+
+// inService accepts an endpoint that is InService (saveIf's ok).
+func inService(rec EndpointRecord) error {
+	if rec.Status != StatusInService {
+		return validationException("Cannot update in-progress endpoint %q.", rec.ARN)
+	}
+	return nil
 }
 
 func (s *Server) newEndpoint(rec EndpointRecord) *Endpoint {
@@ -266,11 +318,9 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 		s.save(e, func(r *EndpointRecord) { r.Status, r.FailureReason = StatusFailed, truncate(err.Error(), 1024) })
 		return
 	}
-	if e.deleting.Load() {
-		l.Close(context.WithoutCancel(s.ctx))
-		return
+	if !s.install(e, plan, l) {
+		return // being deleted: finishDelete removes l
 	}
-	s.install(e, plan, l)
 	s.save(e, func(r *EndpointRecord) {
 		r.Status, r.Generation, r.Plan = StatusInService, gen, plan
 		if from != StatusSystemUpdating {
@@ -280,8 +330,10 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 	log.Info().Dur("took", time.Since(start)).Msg("endpoint InService")
 }
 
-// install points the endpoint's route at a launched generation.
-func (s *Server) install(e *Endpoint, plan spec.EndpointPlan, l Launched) {
+// install makes a launched generation the endpoint's own (finishDelete
+// removes it) and points the route at it, unless the endpoint is being
+// deleted: then it reports false and leaves the route empty.
+func (s *Server) install(e *Endpoint, plan spec.EndpointPlan, l Launched) bool {
 	mode := pipeline.Serial
 	if plan.Mode == "Direct" {
 		mode = pipeline.Direct
@@ -291,10 +343,14 @@ func (s *Server) install(e *Endpoint, plan spec.EndpointPlan, l Launched) {
 		vs = append(vs, pipeline.NewVariant(v.Name, v.Weight, instances(l, v.Name)))
 	}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.launched = l
-	e.mu.Unlock()
+	if e.deleting.Load() {
+		return false
+	}
 	e.multiModel.Store(planIsMultiModel(plan))
 	e.route.Store(pipeline.NewRoute(e.name, mode, vs))
+	return true
 }
 
 func instances(l Launched, variant string) []*pipeline.Instance {
@@ -339,12 +395,14 @@ func (s *Server) drainInstances(insts []*pipeline.Instance) {
 // drains and goes. If the new one fails, the old one keeps serving.
 func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName string) error {
 	if st := e.Status(); st != StatusInService {
-		return validationException("Cannot update in-progress endpoint %q.", e.record().ARN)
+		return errInProgress(e)
 	}
 	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
 		return err
 	}
-	s.save(e, func(r *EndpointRecord) { r.Status, r.Pending = StatusUpdating, configName })
+	if err := s.saveIf(e, inService, func(r *EndpointRecord) { r.Status, r.Pending = StatusUpdating, configName }); err != nil {
+		return err
+	}
 	s.background(func() {
 		e.ops.Lock()
 		defer e.ops.Unlock()
@@ -372,7 +430,14 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 		e.mu.Lock()
 		old := e.launched
 		e.mu.Unlock()
-		s.install(e, plan, l)
+		if !s.install(e, plan, l) {
+			// Deleted meanwhile: l is now the endpoint's and finishDelete
+			// removes it; the previous generation is removed here.
+			if old != nil {
+				old.Close(context.WithoutCancel(s.ctx))
+			}
+			return
+		}
 		s.save(e, func(r *EndpointRecord) {
 			r.Status, r.Generation, r.Plan, r.ConfigName, r.Pending, r.FailureReason = StatusInService, gen, plan, configName, "", ""
 		})
@@ -392,7 +457,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 // surplus copies out of routing before they stop).
 func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]VariantTarget) error {
 	if st := e.Status(); st != StatusInService {
-		return validationException("Cannot update in-progress endpoint %q.", e.record().ARN)
+		return errInProgress(e)
 	}
 	rec := e.record()
 	delta := 0
@@ -404,19 +469,37 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 	if err := s.checkCapacity(delta, nil); err != nil {
 		return err
 	}
-	s.save(e, func(r *EndpointRecord) { r.Status, r.Desired = StatusUpdating, targets })
+	// The plan that was checked must still be the endpoint's when Updating
+	// is set; the check and the change are one step.
+	if err := s.saveIf(e, func(r EndpointRecord) error {
+		if err := inService(r); err != nil {
+			return err
+		}
+		if r.Generation != rec.Generation {
+			return validationException("Cannot update in-progress endpoint %q.", r.ARN)
+		}
+		return nil
+	}, func(r *EndpointRecord) { r.Status, r.Desired = StatusUpdating, targets }); err != nil {
+		return err
+	}
 	s.background(func() {
 		e.ops.Lock()
 		defer e.ops.Unlock()
-		if e.deleting.Load() {
-			return
-		}
+		// What to scale, read in one step with the deletion flag: a
+		// deletion that begins later waits for ops before it removes l,
+		// and route stays valid here (it is only out of routing).
 		e.mu.Lock()
-		l := e.launched
+		deleting, l, route := e.deleting.Load(), e.launched, e.route.Load()
 		plan := e.rec.Plan
 		plan.Variants = append([]spec.VariantPlan(nil), plan.Variants...) // the record keeps its own until saved
 		e.mu.Unlock()
-		route := e.route.Load()
+		if deleting || l == nil || route == nil {
+			if !deleting {
+				s.log.Error().Str("endpoint", e.name).Msg("updating weights and capacities: the endpoint has no running generation")
+				s.save(e, func(r *EndpointRecord) { r.Status, r.Desired = StatusInService, nil })
+			}
+			return
+		}
 		var errs []error
 		for i, v := range plan.Variants {
 			t, ok := targets[v.Name]
@@ -428,6 +511,10 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 				if x.Name() == v.Name {
 					pv = x
 				}
+			}
+			if pv == nil {
+				errs = append(errs, fmt.Errorf("variant %s is not running", v.Name))
+				continue
 			}
 			pv.SetWeight(t.Weight)
 			plan.Variants[i].Weight = t.Weight
@@ -462,11 +549,12 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 // deleteEndpoint takes the endpoint out of service at once and removes its
 // containers and record in the background.
 func (s *Server) deleteEndpoint(e *Endpoint) {
+	e.mu.Lock()
 	if e.deleting.Swap(true) {
+		e.mu.Unlock()
 		return
 	}
 	route := e.route.Swap(nil)
-	e.mu.Lock()
 	if e.cancelOp != nil {
 		e.cancelOp() // a launch in progress stops and removes what it started
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -57,7 +58,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	}
 
 	if api := s.authorize(r.Context(), r, body, "sagemaker:InvokeEndpoint",
-		authz.EndpointARN(s.cfg.Region, s.cfg.Account, name), authz.InvokeContext(h)); api != nil {
+		s.arn(spec.KindEndpoint, name), authz.InvokeContext(h)); api != nil {
 		writeError(w, api)
 		return nil
 	}

@@ -170,9 +170,12 @@ func NewRoute(endpoint string, mode Mode, vs []*Variant) *Route {
 	return r
 }
 
-// Variants returns the current variants. The slice is shared and must not be
-// modified.
+// Variants returns the current variants (none for a nil Route: an endpoint
+// out of service). The slice is shared and must not be modified.
 func (r *Route) Variants() []*Variant {
+	if r == nil {
+		return nil
+	}
 	if p := r.variants.Load(); p != nil {
 		return *p
 	}
