@@ -55,8 +55,14 @@ func (e *env) start(t *testing.T) *containers.Runtime {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// Test artifacts live in t.TempDir() folders: the temporary folder is
+	// the model root.
+	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{os.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rt, err := containers.New(ctx, containers.Options{
-		Engine: e.cli, Instance: e.instance, StateDir: e.state,
+		Engine: e.cli, Instance: e.instance, StateDir: e.state, Fetcher: f,
 		Logger:         zerolog.New(e.logs),
 		StopGrace:      2 * time.Second,
 		HealthInterval: 300 * time.Millisecond,
@@ -412,7 +418,7 @@ func TestUnsafeArtifactsRefused(t *testing.T) {
 func TestOversizeArtifactRefused(t *testing.T) {
 	cli := testenv.Docker(t)
 	instance := testenv.Instance(t)
-	f, err := artifact.NewFetcher(artifact.Options{MaxExtractedBytes: 1 << 10})
+	f, err := artifact.NewFetcher(artifact.Options{MaxExtractedBytes: 1 << 10, ModelRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/mce-run/mce/authz"
@@ -37,6 +38,9 @@ type serveFlags struct {
 	drain            time.Duration
 	s3Endpoint       string
 	s3PathStyle      bool
+	modelRoots       []string
+	maxArtifactBytes int64
+	maxArtifactRatio int64
 	maxContainers    int
 	credentials      string
 	policies         string
@@ -84,8 +88,41 @@ naming the container and the cause.`,
 	fl.StringVar(&f.debugListen, "debug-listen", "", "serve Go's pprof profiles on this loopback address (e.g. 127.0.0.1:6060); off when empty")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
+	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from, besides the folders of the -f files; repeatable (/ and system folders are refused)")
+	fl.Int64Var(&f.maxArtifactBytes, "max-artifact-bytes", artifact.DefaultMaxExtractedBytes, "the most bytes of files one model artifact may extract or stage (sparse files count at their full size)")
+	fl.Int64Var(&f.maxArtifactRatio, "max-artifact-ratio", artifact.DefaultMaxRatio, "the most an archive may expand, as a multiple of its own size, past its first 64 MiB")
 	f.log.register(cmd)
 	return cmd
+}
+
+// newFetcher builds the artifact fetcher from the flags. The model roots are
+// the folders of the -f files and the --model-root folders.
+func newFetcher(f serveFlags, log zerolog.Logger) (*artifact.Fetcher, error) {
+	if f.maxArtifactBytes <= 0 || f.maxArtifactRatio <= 0 {
+		return nil, errors.New("--max-artifact-bytes and --max-artifact-ratio must be positive")
+	}
+	var roots []string
+	for _, file := range f.files {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Dir(abs)
+		if err := artifact.ValidModelRoot(dir); err != nil {
+			// An endpoint file kept in /etc/mce is fine; its folder just
+			// cannot serve file:// model data.
+			log.Warn().Str("file", file).Msg("the folder of this endpoint file cannot be a model root, so file:// data is not read from it: " + err.Error())
+			continue
+		}
+		roots = append(roots, dir)
+	}
+	roots = append(roots, f.modelRoots...)
+	return artifact.NewFetcher(artifact.Options{
+		S3:                artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle},
+		ModelRoots:        roots,
+		MaxExtractedBytes: f.maxArtifactBytes,
+		MaxRatio:          f.maxArtifactRatio,
+	})
 }
 
 func serve(ctx context.Context, f serveFlags) error {
@@ -106,6 +143,10 @@ func serve(ctx context.Context, f serveFlags) error {
 		if _, _, err := bundle.Plans(f.region, f.account); err != nil {
 			return &exitError{code: 2, msg: err.Error()}
 		}
+	}
+	fetcher, err := newFetcher(f, log)
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
 	}
 	if f.stateDir == "" {
 		if f.stateDir, err = containers.DefaultStateDir(); err != nil {
@@ -172,10 +213,6 @@ func serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer cli.Close()
-	fetcher, err := artifact.NewFetcher(artifact.Options{S3: artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle}})
-	if err != nil {
-		return err
-	}
 	rt, err := containers.New(ctx, containers.Options{
 		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
 		Network: containers.NetworkMode(f.networkMode), Pull: f.pull,
@@ -193,7 +230,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	cwd, _ := os.Getwd()
 	srv := host.New(host.Config{
 		Region: f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
-		Backend: &host.DockerBackend{Runtime: rt}, Store: st, BaseDir: cwd,
+		Backend: &host.DockerBackend{Runtime: rt}, Store: st, BaseDir: cwd, ModelData: fetcher,
 		MaxContainers: f.maxContainers, Authz: az, Logger: log,
 	})
 	rt.OnAddressChange(srv.Invoker().Forget)

@@ -177,13 +177,24 @@ func NewFetcher(opts Options) (*Fetcher, error) {
 // e.g. `model data "s3://b/k" not found: …`, but never a host path the
 // caller did not write.
 func (f *Fetcher) Prepare(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
+	return f.prepare(ctx, modelDataURL, baseDir, workDir, true)
+}
+
+// PrepareArchive is [Fetcher.Prepare] for artifacts that must be archives,
+// as multi-model artifacts are (reference/sagemaker-contracts.md §4.1): a
+// file:// URL naming a folder is refused with [ErrInvalidArchive].
+func (f *Fetcher) PrepareArchive(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
+	return f.prepare(ctx, modelDataURL, baseDir, workDir, false)
+}
+
+func (f *Fetcher) prepare(ctx context.Context, modelDataURL, baseDir, workDir string, folders bool) (string, error) {
 	var (
 		dir string
 		err error
 	)
 	switch {
 	case strings.HasPrefix(modelDataURL, "file://"):
-		dir, err = f.prepareFile(ctx, modelDataURL, baseDir, workDir)
+		dir, err = f.prepareFile(ctx, modelDataURL, baseDir, workDir, folders)
 	case strings.HasPrefix(modelDataURL, "s3://"):
 		dir, err = f.prepareS3(ctx, modelDataURL, workDir)
 	default:
@@ -217,7 +228,7 @@ func (f *Fetcher) limits(sourceBytes int64) Limits {
 		MaxRatio: f.opts.MaxRatio, SourceBytes: sourceBytes}
 }
 
-func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
+func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDir string, folders bool) (string, error) {
 	p := strings.TrimPrefix(modelDataURL, "file://")
 	if p == "" {
 		return "", unsupportedURL(modelDataURL, "the path is empty")
@@ -241,10 +252,14 @@ func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDi
 	// a folder swapped for a link after locate cannot lead out.
 	fi, err := root.Stat(rel)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		return "", fmt.Errorf("%w: no file or folder at that path", ErrNotFound)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return "", fmt.Errorf("%w: no file or folder can have that name, which is too long", ErrNotFound)
 	case err != nil:
 		return "", fmt.Errorf("%w: %w", ErrOutsideModelRoots, pathless(err))
+	case fi.IsDir() && !folders:
+		return "", fmt.Errorf("%w: it is a folder, and this model data must be a tar or tar.gz archive", ErrInvalidArchive)
 	case fi.IsDir():
 		sub, err := root.OpenRoot(rel)
 		if err != nil {

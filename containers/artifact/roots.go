@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ModelRootFlag is the mce serve flag that names extra model roots; errors
@@ -83,6 +84,13 @@ func newModelRoot(dir string) (modelRoot, error) {
 	return modelRoot{given: abs, real: real}, nil
 }
 
+// ValidModelRoot reports whether dir may be a model root: an existing
+// folder that is not "/", a system folder, inside one or holding one.
+func ValidModelRoot(dir string) error {
+	_, err := newModelRoot(dir)
+	return err
+}
+
 // newModelRoots checks and resolves every root, dropping duplicates.
 func newModelRoots(dirs []string) ([]modelRoot, error) {
 	var roots []modelRoot
@@ -123,7 +131,7 @@ func (f *Fetcher) locate(modelDataURL, p string) (root modelRoot, rel string, er
 		}
 		real, err := filepath.EvalSymlinks(filepath.Join(r.real, rel))
 		switch {
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ENOTDIR):
 			// Missing: os.Root reports it below, or finds a link escaping.
 		case err != nil:
 			return modelRoot{}, "", fmt.Errorf("model data %q cannot be read: %w", modelDataURL, pathless(err))
@@ -148,5 +156,25 @@ func pathless(err error) error {
 	if errors.As(err, &le) {
 		return le.Err
 	}
+	return err
+}
+
+// CheckModelDataURL reports, early and without opening any file, whether a
+// file:// URL resolves inside the model roots, relative URLs starting at
+// baseDir (empty: the working directory); other URLs pass. The error
+// matches [ErrOutsideModelRoots] and names only the URL. [Fetcher.Prepare]
+// enforces the same rule again when it reads the files.
+func (f *Fetcher) CheckModelDataURL(modelDataURL, baseDir string) error {
+	p, ok := strings.CutPrefix(modelDataURL, "file://")
+	if !ok || p == "" {
+		return nil
+	}
+	if !filepath.IsAbs(p) {
+		if baseDir == "" {
+			baseDir, _ = os.Getwd()
+		}
+		p = filepath.Join(baseDir, p)
+	}
+	_, _, err := f.locate(modelDataURL, p)
 	return err
 }

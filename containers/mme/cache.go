@@ -269,7 +269,7 @@ func (c *Cache) fetch(ctx context.Context, e *cacheEntry) (int64, error) {
 	url := c.prefix + e.target
 	tmp, err := os.MkdirTemp(c.dir, ".tmp-")
 	if err != nil {
-		return 0, fmt.Errorf("mme cache: creating a download folder: %w", err)
+		return 0, fmt.Errorf("mme cache: creating a download folder: %w", pathless(err))
 	}
 	committed := false
 	defer func() {
@@ -277,36 +277,68 @@ func (c *Cache) fetch(ctx context.Context, e *cacheEntry) (int64, error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	dir, err := c.fetcher.Prepare(ctx, url, c.baseDir, tmp)
+	dir, err := c.fetcher.PrepareArchive(ctx, url, c.baseDir, tmp)
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
-			return 0, &ModelNotFoundError{TargetModel: e.target, URL: url, Err: err}
+			return 0, &ModelNotFoundError{TargetModel: e.target, URL: url, Err: c.hidePrefix(url, e.target, err)}
 		}
-		return 0, fmt.Errorf("model %q: %w", e.target, err)
-	}
-	if filepath.Dir(dir) != tmp {
-		return 0, fmt.Errorf("model %q: %s is a folder; multi-model artifacts must be tar or tar.gz archives", e.target, url)
+		return 0, c.hidePrefix(url, e.target, err)
 	}
 	model := filepath.Join(tmp, "model")
 	if err := os.Rename(dir, model); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", err)
+		return 0, fmt.Errorf("mme cache: %w", pathless(err))
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", err)
+		return 0, fmt.Errorf("mme cache: %w", pathless(err))
 	}
 	size, err := dirSize(model)
 	if err != nil {
-		return 0, fmt.Errorf("mme cache: measuring model %q: %w", e.target, err)
+		return 0, fmt.Errorf("mme cache: measuring model %q: %w", e.target, pathless(err))
 	}
 	dst := filepath.Join(c.dir, e.id)
 	if err := os.RemoveAll(dst); err != nil {
-		return 0, fmt.Errorf("mme cache: removing stale files: %w", err)
+		return 0, fmt.Errorf("mme cache: removing stale files: %w", pathless(err))
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", err)
+		return 0, fmt.Errorf("mme cache: %w", pathless(err))
 	}
 	committed = true
 	return size, nil
+}
+
+// hidePrefix rewrites an artifact error for callers of the runtime API:
+// with a file:// prefix the URL is a host path, which they never see; the
+// TargetModel names the artifact instead. The error chain is kept.
+func (c *Cache) hidePrefix(url, target string, err error) error {
+	msg := err.Error()
+	if strings.HasPrefix(url, "file://") {
+		msg = strings.ReplaceAll(msg, strconv.Quote(url), "of TargetModel "+strconv.Quote(target))
+		msg = strings.ReplaceAll(msg, url, "TargetModel "+strconv.Quote(target))
+	}
+	return &hiddenError{msg: msg, err: err}
+}
+
+// hiddenError replaces an error's message, keeping it for errors.Is/As.
+type hiddenError struct {
+	msg string
+	err error
+}
+
+func (e *hiddenError) Error() string { return e.msg }
+func (e *hiddenError) Unwrap() error { return e.err }
+
+// pathless drops the path of a *fs.PathError or *os.LinkError: cache
+// folders are host paths, which errors never show.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 // trimLocked deletes unreferenced files, least recently used first, while
