@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -96,10 +97,12 @@ naming the container and the cause.`,
 }
 
 // newFetcher builds the artifact fetcher from the flags. The model roots are
-// the folders of the -f files and the --model-root folders.
-func newFetcher(f serveFlags, log zerolog.Logger) (*artifact.Fetcher, error) {
-	if f.maxArtifactBytes <= 0 || f.maxArtifactRatio <= 0 {
-		return nil, errors.New("--max-artifact-bytes and --max-artifact-ratio must be positive")
+// the folders of the -f files, the file:// data the files name (a folder
+// itself, an archive's folder), and the --model-root folders: what the
+// operator wrote is trusted, and API callers reach nothing beyond it.
+func newFetcher(f serveFlags, bundle *spec.Bundle, log zerolog.Logger) (*artifact.Fetcher, error) {
+	if f.maxArtifactBytes < 0 || f.maxArtifactRatio < 0 {
+		return nil, errors.New("--max-artifact-bytes and --max-artifact-ratio must not be negative (0 means the default)")
 	}
 	var roots []string
 	for _, file := range f.files {
@@ -116,6 +119,11 @@ func newFetcher(f serveFlags, log zerolog.Logger) (*artifact.Fetcher, error) {
 		}
 		roots = append(roots, dir)
 	}
+	named, err := namedDataRoots(bundle)
+	if err != nil {
+		return nil, err
+	}
+	roots = append(roots, named...)
 	roots = append(roots, f.modelRoots...)
 	return artifact.NewFetcher(artifact.Options{
 		S3:                artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle},
@@ -123,6 +131,45 @@ func newFetcher(f serveFlags, log zerolog.Logger) (*artifact.Fetcher, error) {
 		MaxExtractedBytes: f.maxArtifactBytes,
 		MaxRatio:          f.maxArtifactRatio,
 	})
+}
+
+// namedDataRoots lists the folders of the file:// model data the endpoint
+// files name: a folder (or multi-model prefix) itself, or an archive's
+// folder. Data that does not exist yet names no root. A system folder is
+// refused, naming the file.
+func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
+	if bundle == nil {
+		return nil, nil
+	}
+	var roots []string
+	for _, m := range bundle.Models {
+		defs := m.Containers
+		if m.PrimaryContainer != nil {
+			defs = append([]spec.ContainerDefinition{*m.PrimaryContainer}, defs...)
+		}
+		for _, d := range defs {
+			p, ok := strings.CutPrefix(d.ModelDataURL, "file://")
+			if !ok || p == "" {
+				continue
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(m.Dir, p)
+			}
+			p = filepath.Clean(p)
+			fi, err := os.Stat(p)
+			switch {
+			case err != nil:
+				continue
+			case !fi.IsDir():
+				p = filepath.Dir(p)
+			}
+			if err := artifact.ValidModelRoot(p); err != nil {
+				return nil, fmt.Errorf("%s (%s): ModelDataUrl %q: %w", m.File, m.Path, d.ModelDataURL, err)
+			}
+			roots = append(roots, p)
+		}
+	}
+	return roots, nil
 }
 
 func serve(ctx context.Context, f serveFlags) error {
@@ -144,7 +191,7 @@ func serve(ctx context.Context, f serveFlags) error {
 			return &exitError{code: 2, msg: err.Error()}
 		}
 	}
-	fetcher, err := newFetcher(f, log)
+	fetcher, err := newFetcher(f, bundle, log)
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}
