@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -388,6 +389,59 @@ func TestModelArtifactMountedReadOnly(t *testing.T) {
 		if m.Destination == "/opt/ml/model" && m.RW {
 			t.Error("/opt/ml/model is mounted read-write")
 		}
+	}
+}
+
+// TestFolderArtifactStaged: a model folder reaches the container as mce's
+// checked copy (issue 9, class 3): its files are there, the mount is not the
+// operator's folder, and a folder holding a socket (as /var/run holds the
+// engine's) is refused with nothing left behind.
+func TestFolderArtifactStaged(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "good", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"good/tag": "folder-v1", "good/sub/w.bin": "0123"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := probeSpec(e.probe, 1, nil)
+	s.Variants[0].Containers[0].ModelDataURL = "file://good"
+	s.Variants[0].Containers[0].BaseDir = dir
+	d, err := e.deploy(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Containers()[0]
+	if pi := info(t, c); pi.ModelTag == nil || *pi.ModelTag != "folder-v1" || len(pi.ModelFiles) != 2 {
+		t.Errorf("model tag %v, files %v; want folder-v1 and 2 files", pi.ModelTag, pi.ModelFiles)
+	}
+	res, err := e.cli.ContainerInspect(context.Background(), c.ID(), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Container.Mounts {
+		if m.Destination == "/opt/ml/model" && strings.HasPrefix(m.Source, dir) {
+			t.Errorf("/opt/ml/model mounts the operator's folder %s, not a staged copy", m.Source)
+		}
+	}
+
+	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "run", "docker.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s = probeSpec(e.probe, 1, nil)
+	s.Name = "ep-sock"
+	s.Variants[0].Containers[0].ModelDataURL = "file://run"
+	s.Variants[0].Containers[0].BaseDir = dir
+	if _, err := e.deploy(t, s); !errors.Is(err, artifact.ErrUnsafeArchive) || !strings.Contains(err.Error(), "sockets are not allowed") {
+		t.Fatalf("deploying a folder with a socket: err = %v, want the socket refused", err)
 	}
 }
 
