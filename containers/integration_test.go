@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -466,6 +467,46 @@ func TestUnsafeArtifactsRefused(t *testing.T) {
 				t.Error("the archive wrote outside its folder")
 			}
 		})
+	}
+}
+
+// TestArtifactDiskBudget: a launch whose artifacts would pass the disk
+// budget fails naming the flag, and its files are gone.
+func TestArtifactDiskBudget(t *testing.T) {
+	cli := testenv.Docker(t)
+	instance := testenv.Instance(t)
+	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{os.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	rt, err := containers.New(context.Background(), containers.Options{Engine: cli, Instance: instance, StateDir: state,
+		Fetcher: f, Logger: zerolog.Nop(), ArtifactDiskBudget: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	dir := t.TempDir()
+	writeTarGz(t, filepath.Join(dir, "m.tar.gz"), []tar.Header{{Name: "w", Mode: 0o644, Typeflag: tar.TypeReg}},
+		map[string]string{"w": strings.Repeat("x", 4<<10)})
+	s := probeSpec(testenv.Image(t, "probe"), 1, nil)
+	s.Variants[0].Containers[0].ModelDataURL = "file://" + filepath.Join(dir, "m.tar.gz")
+	_, err = rt.Deploy(context.Background(), s)
+	if !errors.Is(err, artifact.ErrTooLarge) || !strings.Contains(err.Error(), artifact.DiskBudgetFlag) {
+		t.Fatalf("err = %v, want ErrTooLarge naming %s", err, artifact.DiskBudgetFlag)
+	}
+	if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
+		t.Errorf("%d containers, %d networks left", c, n)
+	}
+	var files []string
+	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.Contains(p, "artifacts") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) != 0 {
+		t.Errorf("refused artifacts left %v", files)
 	}
 }
 

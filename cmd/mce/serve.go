@@ -42,6 +42,7 @@ type serveFlags struct {
 	modelRoots       []string
 	maxArtifactBytes int64
 	maxArtifactRatio int64
+	diskBudget       int64
 	maxContainers    int
 	credentials      string
 	policies         string
@@ -91,6 +92,7 @@ naming the container and the cause.`,
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
 	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from, besides the folders of the -f files; repeatable (/ and system folders are refused)")
 	fl.Int64Var(&f.maxArtifactBytes, "max-artifact-bytes", artifact.DefaultMaxExtractedBytes, "the most bytes of files one model artifact may extract or stage (sparse files count at their full size)")
+	fl.Int64Var(&f.diskBudget, "artifact-disk-budget", artifact.DefaultDiskBudget, "the most bytes extracted model artifacts and multi-model caches may hold on disk together; unused multi-model files are deleted, least recently used first, to make room (0: no limit)")
 	fl.Int64Var(&f.maxArtifactRatio, "max-artifact-ratio", artifact.DefaultMaxRatio, "the most an archive may expand, as a multiple of its own size, past its first 64 MiB")
 	f.log.register(cmd)
 	return cmd
@@ -101,8 +103,8 @@ naming the container and the cause.`,
 // itself, an archive's folder), and the --model-root folders: what the
 // operator wrote is trusted, and API callers reach nothing beyond it.
 func newFetcher(f serveFlags, bundle *spec.Bundle, log zerolog.Logger) (*artifact.Fetcher, error) {
-	if f.maxArtifactBytes < 0 || f.maxArtifactRatio < 0 {
-		return nil, errors.New("--max-artifact-bytes and --max-artifact-ratio must not be negative (0 means the default)")
+	if f.maxArtifactBytes < 0 || f.maxArtifactRatio < 0 || f.diskBudget < 0 {
+		return nil, errors.New("--max-artifact-bytes, --max-artifact-ratio and --artifact-disk-budget must not be negative")
 	}
 	var roots []string
 	for _, file := range f.files {
@@ -263,7 +265,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	rt, err := containers.New(ctx, containers.Options{
 		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
 		Network: containers.NetworkMode(f.networkMode), Pull: f.pull,
-		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace, Adopt: true,
+		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace, Adopt: true, ArtifactDiskBudget: f.diskBudget,
 	})
 	if err != nil {
 		return err

@@ -41,6 +41,12 @@ type CacheOptions struct {
 	// Files of loaded models are never deleted, so the total may stay over
 	// Capacity until they are unloaded (then they go first).
 	Capacity int64
+	// Budget, if set, bounds the disk bytes of this cache together with
+	// every other artifact of the process: a download that would pass it
+	// first deletes unused models of any registered cache, least recently
+	// used first, and fails with artifact.ErrTooLarge when none is left.
+	// Close gives the cache's bytes back.
+	Budget *artifact.Budget
 	// Observer receives ModelDownloadingTime. Nil means none.
 	Observer Observer
 	// Logger receives download and deletion events.
@@ -56,14 +62,17 @@ type Cache struct {
 	baseDir  string
 	fetcher  *artifact.Fetcher
 	capacity int64
+	budget   *artifact.Budget
 	obs      Observer
 	log      zerolog.Logger
 
-	mu      sync.Mutex
-	entries map[string]*cacheEntry    // by id: downloading or on disk
-	idle    *lru[string, *cacheEntry] // on disk and referenced by no Manager
-	used    int64                     // bytes of files on disk
-	trashN  uint64                    // names trash folders
+	unregister func() // from the Budget
+	mu         sync.Mutex
+	closed     bool                      // Close gave the bytes back to the Budget
+	entries    map[string]*cacheEntry    // by id: downloading or on disk
+	idle       *lru[string, *cacheEntry] // on disk and referenced by no Manager
+	used       int64                     // bytes of files on disk
+	trashN     uint64                    // names trash folders
 }
 
 // cacheEntry is one model's files. Fields after done are guarded by
@@ -73,9 +82,10 @@ type cacheEntry struct {
 	done       chan struct{} // closed when the download ends
 	err        error         // the download's error
 
-	ready bool  // on disk
-	size  int64 // bytes of regular files
-	refs  int   // Managers holding the files (loaded, loading or waiting)
+	ready    bool      // on disk
+	size     int64     // bytes of regular files
+	refs     int       // Managers holding the files (loaded, loading or waiting)
+	lastUsed time.Time // when refs last dropped to 0
 }
 
 // NewCache validates o and prepares o.Dir.
@@ -115,13 +125,56 @@ func NewCache(o CacheOptions) (*Cache, error) {
 	}
 	c := &Cache{
 		dir: dir, prefix: o.Prefix, baseDir: o.BaseDir, fetcher: o.Fetcher, capacity: o.Capacity,
-		obs: o.Observer, log: o.Logger.With().Str("component", "mme-cache").Logger(),
+		budget: o.Budget, obs: o.Observer, log: o.Logger.With().Str("component", "mme-cache").Logger(),
 		entries: make(map[string]*cacheEntry), idle: newLRU[string, *cacheEntry](),
 	}
 	if err := c.clean(); err != nil {
 		return nil, err
 	}
+	c.unregister = c.budget.Register(c)
 	return c, nil
+}
+
+var _ artifact.Evictor = (*Cache)(nil)
+
+// Close takes the cache off its Budget and gives back the bytes of its
+// files; the owner removes the folder. The cache must not be used after.
+func (c *Cache) Close() {
+	c.unregister()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		c.budget.Release(c.used)
+	}
+}
+
+// OldestIdle implements artifact.Evictor: when the least recently used
+// model no Manager holds was last used.
+func (c *Cache) OldestIdle() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, e, ok := c.idle.oldest()
+	if !ok {
+		return time.Time{}, false
+	}
+	return e.lastUsed, true
+}
+
+// EvictOldest implements artifact.Evictor: it deletes the files of the
+// least recently used model no Manager holds.
+func (c *Cache) EvictOldest() int64 {
+	c.mu.Lock()
+	_, e, ok := c.idle.oldest()
+	if !ok {
+		c.mu.Unlock()
+		return 0
+	}
+	size := e.size
+	trash := c.discardLocked(e)
+	c.mu.Unlock()
+	c.removeAll([]string{trash})
+	return size
 }
 
 // Dir returns the absolute path of the cache folder.
@@ -224,6 +277,7 @@ func (c *Cache) release(e *cacheEntry, drop bool) {
 		if drop {
 			trash = append(trash, c.discardLocked(e))
 		} else {
+			e.lastUsed = time.Now()
 			c.idle.touch(e.id, e)
 			trash = c.trimLocked()
 		}
@@ -236,6 +290,15 @@ func (c *Cache) release(e *cacheEntry, drop bool) {
 func (c *Cache) download(ctx context.Context, e *cacheEntry) error {
 	start := time.Now()
 	size, err := c.fetch(ctx, e)
+	if err == nil {
+		// Outside c.mu: making room may delete this cache's own idle models.
+		if err = c.budget.Reserve(size); err != nil {
+			if rerr := os.RemoveAll(filepath.Join(c.dir, e.id)); rerr != nil {
+				c.log.Warn().Err(rerr).Str("model", e.target).Msg("could not remove model files over the disk budget")
+			}
+			err = fmt.Errorf("model %q: %w", e.target, err)
+		}
+	}
 	var trash []string
 	c.mu.Lock()
 	if err != nil {
@@ -244,7 +307,11 @@ func (c *Cache) download(ctx context.Context, e *cacheEntry) error {
 	} else {
 		e.ready, e.size = true, size
 		c.used += size
+		if c.closed { // closed while downloading: the bytes are not the Budget's
+			c.budget.Release(size)
+		}
 		if e.refs == 0 {
+			e.lastUsed = time.Now()
 			c.idle.touch(e.id, e)
 		}
 		trash = c.trimLocked()
@@ -364,6 +431,9 @@ func (c *Cache) discardLocked(e *cacheEntry) string {
 	c.idle.remove(e.id)
 	delete(c.entries, e.id)
 	c.used -= e.size
+	if !c.closed {
+		c.budget.Release(e.size)
+	}
 	c.trashN++
 	trash := filepath.Join(c.dir, ".trash-"+strconv.FormatUint(c.trashN, 10)+"-"+e.id[:16])
 	if err := os.Rename(filepath.Join(c.dir, e.id), trash); err != nil {
