@@ -50,7 +50,10 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 		}
 	})
 	log := zerolog.New(logs).With().Timestamp().Logger()
-	fetcher, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{os.TempDir()}})
+	// Model roots as mce serve makes them for these files: the examples'
+	// data lies in the repository's build folder, the tests' in t.TempDir().
+	fetcher, err := artifact.NewFetcher(artifact.Options{
+		ModelRoots: []string{os.TempDir(), filepath.Join(testenv.RepoRoot(t), "build")}})
 	if err != nil {
 		t.Fatal(err)
 	}
