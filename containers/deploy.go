@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/netip"
 	"os"
@@ -566,6 +567,10 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 				}
 				work := filepath.Join(d.workDir, v.Name, c.Hostname)
 				if err := os.MkdirAll(work, 0o755); err != nil {
+					var pe *fs.PathError
+					if errors.As(err, &pe) { // the state folder is not the caller's business
+						err = pe.Err
+					}
 					return fmt.Errorf("artifact folder: %w", err)
 				}
 				dir, err := f.Prepare(gctx, c.ModelDataURL, c.BaseDir, work)

@@ -32,8 +32,9 @@ type CacheOptions struct {
 	// BaseDir is the folder that relative file:// prefixes start from (the
 	// endpoint file's folder). Empty means the working directory.
 	BaseDir string
-	// Fetcher downloads and extracts artifacts, with its S3 settings and
-	// size limits. Nil means artifact.NewFetcher(artifact.Options{}).
+	// Fetcher downloads and extracts artifacts, with its S3 settings, model
+	// roots and size limits. Nil means artifact.NewFetcher(artifact.Options{}),
+	// which serves no file:// prefix.
 	Fetcher *artifact.Fetcher
 	// Capacity bounds the bytes of extracted model files on disk; 0 means
 	// unlimited. When a download takes the total over it, the files of
@@ -113,7 +114,7 @@ func NewCache(o CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("mme cache: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("mme cache: creating %s: %w", dir, err)
+		return nil, fmt.Errorf("mme cache: creating its folder: %w", pathless(err))
 	}
 	if o.Fetcher == nil {
 		if o.Fetcher, err = artifact.NewFetcher(artifact.Options{}); err != nil {
@@ -197,13 +198,13 @@ func (c *Cache) Usage() (bytes int64, models int) {
 func (c *Cache) clean() error {
 	des, err := os.ReadDir(c.dir)
 	if err != nil {
-		return fmt.Errorf("mme cache: %w", err)
+		return fmt.Errorf("mme cache: %w", pathless(err))
 	}
 	for _, de := range des {
 		n := de.Name()
 		if strings.HasPrefix(n, ".tmp-") || strings.HasPrefix(n, ".trash-") || isModelID(n) {
 			if err := os.RemoveAll(filepath.Join(c.dir, n)); err != nil {
-				return fmt.Errorf("mme cache: removing a leftover: %w", err)
+				return fmt.Errorf("mme cache: removing a leftover: %w", pathless(err))
 			}
 		}
 	}
