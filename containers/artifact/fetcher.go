@@ -257,7 +257,9 @@ func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDi
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return "", fmt.Errorf("%w: no file or folder can have that name, which is too long", ErrNotFound)
 	case err != nil:
-		return "", fmt.Errorf("%w: %w", ErrOutsideModelRoots, pathless(err))
+		// A link leading out of the root (os.Root refuses to follow it), or
+		// a path that cannot be read: either way nothing to serve.
+		return "", outsideRoots(modelDataURL)
 	case fi.IsDir() && !folders:
 		return "", fmt.Errorf("%w: it is a folder, and this model data must be a tar or tar.gz archive", ErrInvalidArchive)
 	case fi.IsDir():

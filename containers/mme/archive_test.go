@@ -122,3 +122,30 @@ func TestLongTargetModelNamesNoHostPath(t *testing.T) {
 		t.Errorf("cache folder holds %v after failed downloads", got)
 	}
 }
+
+// TestPrefixLinksConfined: a TargetModel under a file:// prefix resolves
+// only inside the model roots, links included (issue 9, class 3).
+func TestPrefixLinksConfined(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	outside := t.TempDir()
+	writeFile(t, outside, "secret.tar.gz", modelArchive(t, "secret", 10))
+	if err := os.Symlink(filepath.Join(outside, "secret.tar.gz"), filepath.Join(e.prefixDir, "escape.tar.gz")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.prefixDir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"escape.tar.gz", "out/secret.tar.gz"} {
+		_, err := e.mgr.Acquire(context.Background(), target)
+		if !errors.Is(err, artifact.ErrOutsideModelRoots) {
+			t.Errorf("Acquire(%q) = %v, want ErrOutsideModelRoots", target, err)
+			continue
+		}
+		if strings.Contains(err.Error(), outside) || strings.Contains(err.Error(), e.prefixDir) {
+			t.Errorf("error %q names a host folder", err)
+		}
+	}
+	if got := e.cacheEntries(t); len(got) != 0 {
+		t.Errorf("cache holds %v", got)
+	}
+}
