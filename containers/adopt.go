@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/mce-run/mce/containers/artifact"
 )
 
 // ErrNotAdoptable means the containers found for an endpoint do not match
@@ -141,6 +143,17 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 			vd.Copies = append(vd.Copies, set)
 		}
 		d.variants = append(d.variants, vd)
+	}
+	// The artifacts they mount are on disk and in use: counted, never refused.
+	seen := map[string]bool{}
+	for _, dir := range d.models {
+		if !seen[dir] {
+			seen[dir] = true
+			if n, err := artifact.DirSize(dir); err == nil {
+				rt.budget.Force(n)
+				d.reserved += n
+			}
+		}
 	}
 	for _, c := range adopted {
 		c.ready.Store(true)

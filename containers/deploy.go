@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/netip"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/moby/moby/client"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/mme"
 )
 
@@ -51,6 +53,7 @@ type Deployment struct {
 	variants []*VariantDeployment
 	models   map[modelKey]string     // model folder per variant container, shared by copies
 	caches   map[modelKey]*mme.Cache // model cache per multi-model container definition
+	reserved int64                   // bytes of models counted against the runtime's disk budget
 
 	closeOnce sync.Once
 	closeErr  error
@@ -206,6 +209,7 @@ func (d *Deployment) multiModelCache(ctx context.Context, variant string, cs Con
 		BaseDir:  cs.BaseDir,
 		Fetcher:  f,
 		Capacity: d.rt.opts.MultiModel.DiskCapacity,
+		Budget:   d.rt.budget,
 		Observer: obs,
 		Logger:   d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", variant).Str("container", cs.Hostname).Logger(),
 	})
@@ -590,9 +594,16 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 				}
 				work := filepath.Join(d.workDir, v.Name, c.Hostname)
 				if err := os.MkdirAll(work, 0o755); err != nil {
+					var pe *fs.PathError
+					if errors.As(err, &pe) { // the state folder is not the caller's business
+						err = pe.Err
+					}
 					return fmt.Errorf("artifact folder: %w", err)
 				}
 				dir, err := f.Prepare(gctx, c.ModelDataURL, c.BaseDir, work)
+				if err == nil {
+					err = d.reserve(dir)
+				}
 				if err != nil {
 					return &LaunchError{Endpoint: d.endpoint, Variant: v.Name, Container: c.Hostname,
 						Reason: fmt.Sprintf("could not get its model data from %q", c.ModelDataURL), Err: err}
@@ -605,6 +616,24 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 		}
 	}
 	return g.Wait()
+}
+
+// reserve counts an extracted artifact against the runtime's disk budget
+// (making room by deleting unused multi-model files), removing it when it
+// does not fit. teardown gives the bytes back.
+func (d *Deployment) reserve(dir string) error {
+	size, err := artifact.DirSize(dir)
+	if err == nil {
+		err = d.rt.budget.Reserve(size)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	d.mu.Lock()
+	d.reserved += size
+	d.mu.Unlock()
+	return nil
 }
 
 // environment is what the container sees: its definition's Environment, then
@@ -828,6 +857,13 @@ func (d *Deployment) teardown(ctx context.Context, grace time.Duration, failed b
 		}()
 	}
 	wg.Wait()
+	d.mu.Lock()
+	for _, c := range d.caches {
+		c.Close()
+	}
+	d.rt.budget.Release(d.reserved)
+	d.reserved = 0
+	d.mu.Unlock()
 	if err := os.RemoveAll(d.workDir); err != nil {
 		errs = append(errs, fmt.Errorf("remove artifacts: %w", err))
 	}

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -55,8 +57,14 @@ func (e *env) start(t *testing.T) *containers.Runtime {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// Test artifacts live in t.TempDir() folders: the temporary folder is
+	// the model root.
+	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{os.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rt, err := containers.New(ctx, containers.Options{
-		Engine: e.cli, Instance: e.instance, StateDir: e.state,
+		Engine: e.cli, Instance: e.instance, StateDir: e.state, Fetcher: f,
 		Logger:         zerolog.New(e.logs),
 		StopGrace:      2 * time.Second,
 		HealthInterval: 300 * time.Millisecond,
@@ -385,6 +393,59 @@ func TestModelArtifactMountedReadOnly(t *testing.T) {
 	}
 }
 
+// TestFolderArtifactStaged: a model folder reaches the container as mce's
+// checked copy (issue 9, class 3): its files are there, the mount is not the
+// operator's folder, and a folder holding a socket (as /var/run holds the
+// engine's) is refused with nothing left behind.
+func TestFolderArtifactStaged(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "good", "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"good/tag": "folder-v1", "good/sub/w.bin": "0123"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := probeSpec(e.probe, 1, nil)
+	s.Variants[0].Containers[0].ModelDataURL = "file://good"
+	s.Variants[0].Containers[0].BaseDir = dir
+	d, err := e.deploy(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Containers()[0]
+	if pi := info(t, c); pi.ModelTag == nil || *pi.ModelTag != "folder-v1" || len(pi.ModelFiles) != 2 {
+		t.Errorf("model tag %v, files %v; want folder-v1 and 2 files", pi.ModelTag, pi.ModelFiles)
+	}
+	res, err := e.cli.ContainerInspect(context.Background(), c.ID(), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range res.Container.Mounts {
+		if m.Destination == "/opt/ml/model" && strings.HasPrefix(m.Source, dir) {
+			t.Errorf("/opt/ml/model mounts the operator's folder %s, not a staged copy", m.Source)
+		}
+	}
+
+	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(dir, "run", "docker.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s = probeSpec(e.probe, 1, nil)
+	s.Name = "ep-sock"
+	s.Variants[0].Containers[0].ModelDataURL = "file://run"
+	s.Variants[0].Containers[0].BaseDir = dir
+	if _, err := e.deploy(t, s); !errors.Is(err, artifact.ErrUnsafeArchive) || !strings.Contains(err.Error(), "sockets are not allowed") {
+		t.Fatalf("deploying a folder with a socket: err = %v, want the socket refused", err)
+	}
+}
+
 func TestUnsafeArtifactsRefused(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
@@ -409,10 +470,50 @@ func TestUnsafeArtifactsRefused(t *testing.T) {
 	}
 }
 
+// TestArtifactDiskBudget: a launch whose artifacts would pass the disk
+// budget fails naming the flag, and its files are gone.
+func TestArtifactDiskBudget(t *testing.T) {
+	cli := testenv.Docker(t)
+	instance := testenv.Instance(t)
+	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{os.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	rt, err := containers.New(context.Background(), containers.Options{Engine: cli, Instance: instance, StateDir: state,
+		Fetcher: f, Logger: zerolog.Nop(), ArtifactDiskBudget: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	dir := t.TempDir()
+	writeTarGz(t, filepath.Join(dir, "m.tar.gz"), []tar.Header{{Name: "w", Mode: 0o644, Typeflag: tar.TypeReg}},
+		map[string]string{"w": strings.Repeat("x", 4<<10)})
+	s := probeSpec(testenv.Image(t, "probe"), 1, nil)
+	s.Variants[0].Containers[0].ModelDataURL = "file://" + filepath.Join(dir, "m.tar.gz")
+	_, err = rt.Deploy(context.Background(), s)
+	if !errors.Is(err, artifact.ErrTooLarge) || !strings.Contains(err.Error(), artifact.DiskBudgetFlag) {
+		t.Fatalf("err = %v, want ErrTooLarge naming %s", err, artifact.DiskBudgetFlag)
+	}
+	if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
+		t.Errorf("%d containers, %d networks left", c, n)
+	}
+	var files []string
+	filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.Contains(p, "artifacts") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if len(files) != 0 {
+		t.Errorf("refused artifacts left %v", files)
+	}
+}
+
 func TestOversizeArtifactRefused(t *testing.T) {
 	cli := testenv.Docker(t)
 	instance := testenv.Instance(t)
-	f, err := artifact.NewFetcher(artifact.Options{MaxExtractedBytes: 1 << 10})
+	f, err := artifact.NewFetcher(artifact.Options{MaxExtractedBytes: 1 << 10, ModelRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

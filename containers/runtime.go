@@ -67,6 +67,12 @@ type Options struct {
 	HealthInterval time.Duration
 	// MultiModel configures how multi-model containers load their models.
 	MultiModel MultiModelOptions
+	// ArtifactDiskBudget bounds the bytes of extracted model artifacts of
+	// all endpoints and multi-model caches together; unused multi-model
+	// files are deleted, least recently used first, to make room, and a
+	// launch or model download that cannot fit fails naming the limit.
+	// Zero means no limit.
+	ArtifactDiskBudget int64
 	// RestartBackoff is the first wait before restarting a crashed container;
 	// it doubles up to RestartBackoffMax (defaults 500 ms and 30 s).
 	RestartBackoff    time.Duration
@@ -113,6 +119,7 @@ type Runtime struct {
 	mu          sync.Mutex
 	byID        map[string]*Container // every live container, by Docker ID
 	fetcher     *artifact.Fetcher
+	budget      *artifact.Budget // shared by every deployment's artifacts and caches
 	gpus        *gpu.Inventory
 	rtInfo      *gpu.RuntimeInfo
 	deployments map[deploymentKey]*Deployment // nil while a Deploy is under way
@@ -160,6 +167,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		opts:        opts,
 		log:         opts.Logger,
 		fetcher:     opts.Fetcher,
+		budget:      artifact.NewBudget(opts.ArtifactDiskBudget),
 		gpus:        opts.GPUs,
 		byID:        map[string]*Container{},
 		deployments: map[deploymentKey]*Deployment{},

@@ -232,6 +232,9 @@ func (s *Server) CreateModel(in spec.CreateModelInput, baseDir string) (string, 
 	if err := in.Validate(); err != nil {
 		return "", err
 	}
+	if err := s.checkModelData(in, baseDir); err != nil {
+		return "", err
+	}
 	rec := ModelRecord{Input: in, BaseDir: baseDir, ARN: s.arn(spec.KindModel, in.ModelName), Created: time.Now()}
 	ok, err := s.store.Create(store.Models, in.ModelName, rec)
 	if err != nil {
@@ -241,6 +244,24 @@ func (s *Server) CreateModel(in spec.CreateModelInput, baseDir string) (string, 
 		return "", &spec.AlreadyExistsError{Kind: spec.KindModel, Name: in.ModelName, ARN: rec.ARN}
 	}
 	return rec.ARN, nil
+}
+
+// checkModelData refuses model data the host will not serve (file:// paths
+// outside the model roots) as a ValidationException.
+func (s *Server) checkModelData(in spec.CreateModelInput, baseDir string) error {
+	if s.cfg.ModelData == nil {
+		return nil
+	}
+	defs := in.Containers
+	if in.PrimaryContainer != nil {
+		defs = append([]spec.ContainerDefinition{*in.PrimaryContainer}, defs...)
+	}
+	for _, d := range defs {
+		if err := s.cfg.ModelData.CheckModelDataURL(d.ModelDataURL, baseDir); err != nil {
+			return validationException("%s", err.Error())
+		}
+	}
+	return nil
 }
 
 func opCreateModel(s *Server, _ context.Context, in *spec.CreateModelInput) (any, error) {

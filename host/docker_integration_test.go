@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -49,8 +50,15 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 		}
 	})
 	log := zerolog.New(logs).With().Timestamp().Logger()
+	// Model roots as mce serve makes them for these files: the examples'
+	// data lies in the repository's build folder, the tests' in t.TempDir().
+	fetcher, err := artifact.NewFetcher(artifact.Options{
+		ModelRoots: []string{os.TempDir(), filepath.Join(testenv.RepoRoot(t), "build")}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rt, err := containers.New(context.Background(), containers.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log,
+		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -61,7 +69,8 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second})
+	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
+		ModelData: fetcher})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {

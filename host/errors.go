@@ -112,6 +112,7 @@ func (s *Server) toAPIError(endpoint string, err error) *APIError {
 		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, err: err,
 			Message: "Failed to download model data for TargetModel " + notFound.TargetModel + ": " + err.Error() + ". Make sure the artifact exists under the endpoint's ModelDataUrl prefix."}
 	case errors.Is(err, mme.ErrInvalidTargetModel), errors.Is(err, artifact.ErrUnsafeArchive),
+		errors.Is(err, artifact.ErrOutsideModelRoots),
 		errors.Is(err, artifact.ErrTooLarge), errors.Is(err, artifact.ErrInvalidArchive):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, Message: err.Error(), err: err}
 	case errors.As(err, &loadErr):

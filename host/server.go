@@ -33,12 +33,23 @@ type Config struct {
 	// BaseDir is where relative file:// model data URLs of models created
 	// through the API resolve; default the working directory.
 	BaseDir string
+	// ModelData checks the ModelDataUrl of CreateModel (file:// URLs must
+	// lie inside the model roots) so that a caller hears of a refused path
+	// at once; nil skips the check. *artifact.Fetcher implements it, and
+	// enforces the same rule again when the files are read.
+	ModelData ModelDataChecker
 	// MaxContainers caps the containers of all endpoints together
 	// (ResourceLimitExceeded beyond it); 0 means no cap.
 	MaxContainers int
 	// Authz authenticates callers and applies policies; nil allows all.
 	Authz  *authz.Authorizer
 	Logger zerolog.Logger
+}
+
+// ModelDataChecker checks a model data URL, relative file:// URLs starting
+// at baseDir; its errors are the caller's mistakes.
+type ModelDataChecker interface {
+	CheckModelDataURL(modelDataURL, baseDir string) error
 }
 
 // Server is the HTTP front. Create it with New; it is safe for concurrent use.

@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/mce-run/mce/authz"
@@ -38,6 +40,10 @@ type serveFlags struct {
 	drain            time.Duration
 	s3Endpoint       string
 	s3PathStyle      bool
+	modelRoots       []string
+	maxArtifactBytes int64
+	maxArtifactRatio int64
+	diskBudget       int64
 	maxContainers    int
 	credentials      string
 	policies         string
@@ -86,8 +92,88 @@ naming the container and the cause.`,
 	fl.StringVar(&f.debugListen, "debug-listen", "", "serve Go's pprof profiles on this loopback address (e.g. 127.0.0.1:6060); off when empty")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
+	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from, besides the folders of the -f files; repeatable (/ and system folders are refused)")
+	fl.Int64Var(&f.maxArtifactBytes, "max-artifact-bytes", artifact.DefaultMaxExtractedBytes, "the most bytes of files one model artifact may extract or stage (sparse files count at their full size)")
+	fl.Int64Var(&f.diskBudget, "artifact-disk-budget", artifact.DefaultDiskBudget, "the most bytes extracted model artifacts and multi-model caches may hold on disk together; unused multi-model files are deleted, least recently used first, to make room (0: no limit)")
+	fl.Int64Var(&f.maxArtifactRatio, "max-artifact-ratio", artifact.DefaultMaxRatio, "the most an archive may expand, as a multiple of its own size, past its first 64 MiB")
 	f.log.register(cmd)
 	return cmd
+}
+
+// newFetcher builds the artifact fetcher from the flags. The model roots are
+// the folders of the -f files, the file:// data the files name (a folder
+// itself, an archive's folder), and the --model-root folders: what the
+// operator wrote is trusted, and API callers reach nothing beyond it.
+func newFetcher(f serveFlags, bundle *spec.Bundle, log zerolog.Logger) (*artifact.Fetcher, error) {
+	if f.maxArtifactBytes < 0 || f.maxArtifactRatio < 0 || f.diskBudget < 0 {
+		return nil, errors.New("--max-artifact-bytes, --max-artifact-ratio and --artifact-disk-budget must not be negative")
+	}
+	var roots []string
+	for _, file := range f.files {
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Dir(abs)
+		if err := artifact.ValidModelRoot(dir); err != nil {
+			// An endpoint file kept in /etc/mce is fine; its folder just
+			// cannot serve file:// model data.
+			log.Warn().Str("file", file).Msg("the folder of this endpoint file cannot be a model root, so file:// data is not read from it: " + err.Error())
+			continue
+		}
+		roots = append(roots, dir)
+	}
+	named, err := namedDataRoots(bundle)
+	if err != nil {
+		return nil, err
+	}
+	roots = append(roots, named...)
+	roots = append(roots, f.modelRoots...)
+	return artifact.NewFetcher(artifact.Options{
+		S3:                artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle},
+		ModelRoots:        roots,
+		MaxExtractedBytes: f.maxArtifactBytes,
+		MaxRatio:          f.maxArtifactRatio,
+	})
+}
+
+// namedDataRoots lists the folders of the file:// model data the endpoint
+// files name: a folder (or multi-model prefix) itself, or an archive's
+// folder. Data that does not exist yet names no root. A system folder is
+// refused, naming the file.
+func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
+	if bundle == nil {
+		return nil, nil
+	}
+	var roots []string
+	for _, m := range bundle.Models {
+		defs := m.Containers
+		if m.PrimaryContainer != nil {
+			defs = append([]spec.ContainerDefinition{*m.PrimaryContainer}, defs...)
+		}
+		for _, d := range defs {
+			p, ok := strings.CutPrefix(d.ModelDataURL, "file://")
+			if !ok || p == "" {
+				continue
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(m.Dir, p)
+			}
+			p = filepath.Clean(p)
+			fi, err := os.Stat(p)
+			switch {
+			case err != nil:
+				continue
+			case !fi.IsDir():
+				p = filepath.Dir(p)
+			}
+			if err := artifact.ValidModelRoot(p); err != nil {
+				return nil, fmt.Errorf("%s (%s): ModelDataUrl %q: %w", m.File, m.Path, d.ModelDataURL, err)
+			}
+			roots = append(roots, p)
+		}
+	}
+	return roots, nil
 }
 
 func serve(ctx context.Context, f serveFlags) error {
@@ -108,6 +194,10 @@ func serve(ctx context.Context, f serveFlags) error {
 		if _, _, err := bundle.Plans(f.region, f.account); err != nil {
 			return &exitError{code: 2, msg: err.Error()}
 		}
+	}
+	fetcher, err := newFetcher(f, bundle, log)
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
 	}
 	if f.stateDir == "" {
 		if f.stateDir, err = containers.DefaultStateDir(); err != nil {
@@ -174,14 +264,11 @@ func serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer cli.Close()
-	fetcher, err := artifact.NewFetcher(artifact.Options{S3: artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle}})
-	if err != nil {
-		return err
-	}
 	rt, err := containers.New(ctx, containers.Options{
 		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
 		Network: containers.NetworkMode(f.networkMode), Pull: f.pull,
 		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,
+		ArtifactDiskBudget: f.diskBudget,
 	})
 	if err != nil {
 		return err
@@ -195,7 +282,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	cwd, _ := os.Getwd()
 	srv := host.New(host.Config{
 		Region: f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
-		Backend: &host.DockerBackend{Runtime: rt}, Store: st, BaseDir: cwd,
+		Backend: &host.DockerBackend{Runtime: rt}, Store: st, BaseDir: cwd, ModelData: fetcher,
 		MaxContainers: f.maxContainers, Authz: az, Logger: log,
 	})
 	rt.OnAddressChange(srv.Invoker().Forget)

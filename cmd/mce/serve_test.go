@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -140,5 +143,85 @@ func TestServeExitsWhenAnEndpointFails(t *testing.T) {
 	}
 	if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
 		t.Errorf("left behind %d containers, %d networks", c, n)
+	}
+}
+
+// TestServeRefusesSystemModelRoots: / and system folders are never model
+// roots; serve stops before touching Docker, naming the folder.
+func TestServeRefusesSystemModelRoots(t *testing.T) {
+	for _, root := range []string{"/", "/etc", "/var/run", "/var", "/usr/lib", "/proc/1"} {
+		f := serveFlagsFor(t, freePort(t), endpointFile(t, ""))
+		f.modelRoots = []string{root}
+		err := serve(context.Background(), f)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "system folders") || !strings.Contains(ee.msg, root) {
+			t.Errorf("--model-root %s: err = %v, want exit 2 refusing the system folder", root, err)
+		}
+	}
+}
+
+// TestNewFetcherRoots: the -f files' folders and --model-root folders are
+// the model roots; a file kept in a system folder gives none.
+func TestNewFetcherRoots(t *testing.T) {
+	file := endpointFile(t, "")
+	extra := t.TempDir()
+	f := serveFlagsFor(t, freePort(t), file)
+	f.files = append(f.files, "/etc/hostname")
+	f.modelRoots = []string{extra}
+	fetcher, err := newFetcher(f, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for url, ok := range map[string]bool{
+		"file://" + filepath.Dir(file) + "/m.tar.gz": true,
+		"file://" + extra + "/m":                     true,
+		"file:///etc/hostname":                       false,
+		"file://" + t.TempDir():                      false,
+	} {
+		if err := fetcher.CheckModelDataURL(url, ""); (err == nil) != ok {
+			t.Errorf("CheckModelDataURL(%q) = %v, want ok=%v", url, err, ok)
+		}
+	}
+}
+
+// TestNamedDataRoots: file:// data named by the endpoint files is trusted
+// (the operator wrote it): its folder becomes a root, so examples naming
+// file://../../build/models/x.tar.gz keep working; a system folder is refused.
+func TestNamedDataRoots(t *testing.T) {
+	top := t.TempDir()
+	for _, d := range []string{"ep", "models/mme"} {
+		if err := os.MkdirAll(filepath.Join(top, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(top, "models/m.tar.gz"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, url string) string {
+		p := filepath.Join(top, "ep", name)
+		if err := os.WriteFile(p, []byte("Models:\n  - ModelName: m\n    PrimaryContainer: {Image: i, ModelDataUrl: '"+url+"'}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	load := func(file string) *spec.Bundle {
+		b, err := spec.LoadFiles(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for url, want := range map[string]string{
+		"file://../models/m.tar.gz": filepath.Join(top, "models"),
+		"file://../models/mme/":     filepath.Join(top, "models/mme"),
+		"file://../models/missing":  "",
+	} {
+		got, err := namedDataRoots(load(write("ok.yaml", url)))
+		if err != nil || (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != want)) {
+			t.Errorf("namedDataRoots(%q) = %v, %v; want %q", url, got, err, want)
+		}
+	}
+	if _, err := namedDataRoots(load(write("bad.yaml", "file:///var/run/"))); err == nil || !strings.Contains(err.Error(), "system folders") {
+		t.Errorf("a file naming /var/run: err = %v, want the system-folder refusal", err)
 	}
 }

@@ -4,23 +4,36 @@
 // artifacts"), and that the multi-model manager reuses for
 // <prefix>/<TargetModel> artifacts (§4.1).
 //
-// It owns three things:
+// It owns four things:
 //
 //   - URL handling: s3://bucket/key (downloaded with aws-sdk-go-v2 in
 //     parallel byte ranges, S3-compatible stores through an endpoint
-//     override) and file:// paths (absolute, or relative to the endpoint
-//     file's folder). A local directory is returned as is; an archive is
-//     extracted into a fresh directory under a caller-chosen work directory.
-//   - Safe extraction of tar and tar.gz archives ([Extract]): every file
-//     operation goes through an [os.Root], names and link targets are
-//     validated, links may not lead outside the extraction root, special
-//     files are refused, and byte and entry caps are enforced while
-//     streaming.
+//     override; credentials are looked up once, with the EC2
+//     instance-metadata lookup bounded in time and switched off by
+//     AWS_EC2_METADATA_DISABLED, and their absence is a clear
+//     [ErrNoCredentials]) and file:// paths (absolute, or relative to the
+//     endpoint file's folder), which must resolve, links included, inside
+//     the operator's model roots ([Options.ModelRoots],
+//     [ErrOutsideModelRoots]).
+//   - What a container may see: an archive is extracted and a folder is
+//     staged (copied) into a fresh directory under a caller-chosen work
+//     directory, in both cases keeping only regular files, folders and
+//     relative symbolic links that stay inside; sockets, devices, FIFOs and
+//     links leading out are refused. Every file operation goes through an
+//     [os.Root].
+//   - Bounds: bytes per artifact (sparse entries at their logical size),
+//     expansion ratio, entries, name depth and lengths ([Limits]), and a
+//     disk [Budget] shared by every extracted artifact and multi-model
+//     cache of a process, which deletes unused multi-model files least
+//     recently used first.
 //   - Typed errors ([ErrNotFound], [ErrUnsupportedURL], [ErrUnsafeArchive],
-//     [ErrTooLarge], [ErrInvalidArchive], with [*UnsafeEntryError] and
-//     [*LimitError] for details) whose messages are meant for users.
+//     [ErrTooLarge], [ErrInvalidArchive], [ErrOutsideModelRoots],
+//     [ErrNoCredentials], with [*UnsafeEntryError] and [*LimitError] for
+//     details) whose messages are meant for users: they name the URL as
+//     written, the limit and the mce serve flag that sets it, and never a
+//     host path the caller did not write.
 //
-// It does not talk to Docker, decide where directories are mounted, or
-// cache artifacts between calls; directories it creates belong to the caller,
-// who removes them when the container is gone.
+// It does not talk to Docker or decide where directories are mounted;
+// directories it creates belong to the caller, who removes them when the
+// container is gone.
 package artifact

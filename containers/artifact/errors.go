@@ -3,6 +3,7 @@ package artifact
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Every error returned by this package that falls in one of
@@ -23,6 +24,12 @@ var (
 	// ErrInvalidArchive: the data is not a readable tar or gzip-compressed
 	// tar archive (corrupt, truncated, empty or another format).
 	ErrInvalidArchive = errors.New("not a valid tar or tar.gz archive")
+	// ErrOutsideModelRoots: a file:// URL names a path, or a symbolic link
+	// leads, outside every model root ([Options.ModelRoots]).
+	ErrOutsideModelRoots = errors.New("outside the model roots")
+	// ErrNoCredentials: an s3:// URL was given but no AWS credentials were
+	// found; the message says where mce looked.
+	ErrNoCredentials = errors.New("no AWS credentials found")
 )
 
 // UnsafeEntryError reports an archive entry that [Extract] refused. It
@@ -47,12 +54,21 @@ type LimitError struct {
 	What string
 	// Limit is the configured maximum.
 	Limit int64
-	// Unit of Limit: "bytes" or "entries".
+	// Unit of Limit: "bytes", "entries", "levels" or ":1".
 	Unit string
+	// Flag is the mce serve flag that sets the limit; empty when fixed.
+	Flag string
 }
 
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("too large: %s exceeds the limit of %d %s", e.What, e.Limit, e.Unit)
+	unit := " " + e.Unit
+	if strings.HasPrefix(e.Unit, ":") {
+		unit = e.Unit
+	}
+	if e.Flag == "" {
+		return fmt.Sprintf("too large: %s exceeds the limit of %d%s", e.What, e.Limit, unit)
+	}
+	return fmt.Sprintf("too large: %s exceeds the limit of %d%s (set with %s)", e.What, e.Limit, unit, e.Flag)
 }
 
 // Is reports whether target is [ErrTooLarge].

@@ -59,18 +59,25 @@ func ExampleFetcher_Prepare() {
 	defer os.RemoveAll(base)
 	_ = os.MkdirAll(filepath.Join(base, "models", "en"), 0o755)
 
-	f, err := artifact.NewFetcher(artifact.Options{})
+	// file:// data comes only from model roots: the endpoint file's folder.
+	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{base}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	// A directory relative to the endpoint file's folder is used in place.
-	dir, err := f.Prepare(context.Background(), "file://models/en", base, filepath.Join(base, "work"))
-	fmt.Println(dir == filepath.Join(base, "models", "en"), err)
+	// A folder relative to the endpoint file's folder is staged: copied
+	// into a new folder under the work directory.
+	work := filepath.Join(base, "work")
+	dir, err := f.Prepare(context.Background(), "file://models/en", base, work)
+	fmt.Println(filepath.Dir(dir) == work, err)
 
-	_, err = f.Prepare(context.Background(), "file://models/missing.tar.gz", base, filepath.Join(base, "work"))
+	_, err = f.Prepare(context.Background(), "file://models/missing.tar.gz", base, work)
 	fmt.Println(errors.Is(err, artifact.ErrNotFound))
+
+	_, err = f.Prepare(context.Background(), "file://../../etc", base, work)
+	fmt.Println(errors.Is(err, artifact.ErrOutsideModelRoots))
 	// Output:
 	// true <nil>
+	// true
 	// true
 }

@@ -17,14 +17,36 @@ import (
 // Defaults and fixed bounds of extraction.
 const (
 	// DefaultMaxExtractedBytes is the default cap on the regular-file bytes
-	// one archive may extract (32 GiB).
-	DefaultMaxExtractedBytes int64 = 32 << 30
+	// one artifact may extract or stage (16 GiB): a 7-billion-parameter
+	// model in 16-bit floats (~14 GB) fits, and one artifact cannot fill a
+	// typical disk. Larger models raise it with [MaxBytesFlag].
+	DefaultMaxExtractedBytes int64 = 16 << 30
+	// DefaultMaxRatio is the default cap on how many times its own size an
+	// archive may expand to, once past [RatioFloorBytes]. Weights compress
+	// 1–3:1 and text (tokenizers, configs) below 20:1, while deflate alone
+	// reaches ~1032:1 on zeros and sparse entries reach any ratio; 100:1
+	// keeps a wide margin over real models and stops both.
+	DefaultMaxRatio = 100
+	// RatioFloorBytes is what any archive may extract whatever its ratio,
+	// so that small, very regular test models are never refused.
+	RatioFloorBytes int64 = 64 << 20
 	// DefaultMaxEntries is the default cap on the number of entries in one
 	// archive.
 	DefaultMaxEntries = 100_000
 	// MaxNameLength is the longest entry name or link target accepted, in
 	// bytes (Linux's PATH_MAX).
 	MaxNameLength = 4096
+	// MaxComponentLength is the longest component of a name, in bytes
+	// (Linux's NAME_MAX).
+	MaxComponentLength = 255
+	// MaxDepth is the most components a name may have. It also bounds the
+	// work done per entry, which checks each parent folder.
+	MaxDepth = 64
+
+	// MaxBytesFlag and MaxRatioFlag are the mce serve flags that set
+	// [Limits.MaxBytes] and [Limits.MaxRatio]; limit errors name them.
+	MaxBytesFlag = "--max-artifact-bytes"
+	MaxRatioFlag = "--max-artifact-ratio"
 
 	// maxTrailingBytes bounds the data read after the tar end-of-archive
 	// marker of a gzip stream (read so that the gzip checksum is verified).
@@ -44,13 +66,22 @@ const (
 // Limits bound what [Extract] accepts. A zero or negative field takes its
 // default.
 type Limits struct {
-	// MaxBytes caps the total size of regular files written. An entry whose
-	// declared size would cross it is refused before any of it is written.
+	// MaxBytes caps the total size of regular files written; sparse entries
+	// count at their logical size. An entry whose declared size would cross
+	// it is refused before any of it is written.
 	// Default [DefaultMaxExtractedBytes].
 	MaxBytes int64
 	// MaxEntries caps the number of archive entries of any kind.
 	// Default [DefaultMaxEntries].
 	MaxEntries int
+	// MaxRatio caps the regular-file bytes written per byte of archive read,
+	// once more than [RatioFloorBytes] are written. Default [DefaultMaxRatio].
+	MaxRatio int64
+	// SourceBytes is the size of the whole archive when known (a file, an
+	// S3 object); with it the ratio becomes a byte cap checked before an
+	// entry is written. Zero means unknown: the ratio is then checked
+	// against the bytes read so far.
+	SourceBytes int64
 }
 
 func (l Limits) withDefaults() Limits {
@@ -60,7 +91,34 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxEntries <= 0 {
 		l.MaxEntries = DefaultMaxEntries
 	}
+	if l.MaxRatio <= 0 {
+		l.MaxRatio = DefaultMaxRatio
+	}
 	return l
+}
+
+// byteCap is the most regular-file bytes the archive may write and the
+// error that crossing it gives: MaxBytes, or less when the archive's size
+// is known and the ratio allows less.
+func (l Limits) byteCap() (int64, *LimitError) {
+	limit, lerr := l.MaxBytes, &LimitError{What: "extracted file content", Limit: l.MaxBytes, Unit: "bytes", Flag: MaxBytesFlag}
+	if l.SourceBytes > 0 {
+		r := RatioFloorBytes
+		if l.SourceBytes <= (1<<62)/l.MaxRatio {
+			r = max(r, l.SourceBytes*l.MaxRatio)
+		} else {
+			r = 1 << 62
+		}
+		if r < limit {
+			limit, lerr = r, ratioError(l.MaxRatio)
+		}
+	}
+	return limit, lerr
+}
+
+func ratioError(ratio int64) *LimitError {
+	return &LimitError{What: fmt.Sprintf("expansion of the archive (past its first %d MiB)", RatioFloorBytes>>20),
+		Limit: ratio, Unit: ":1", Flag: MaxRatioFlag}
 }
 
 // streamLimit is the most decompressed bytes an archive within l can need.
@@ -80,8 +138,9 @@ func (l Limits) streamLimit() int64 {
 // /opt/ml/model for a container running as any user.
 //
 // Rules:
-//   - Names must be relative, at most [MaxNameLength] bytes, without NUL and
-//     without any ".." component; "." components and repeated slashes are
+//   - Names must be relative, at most [MaxNameLength] bytes, at most
+//     [MaxDepth] components of at most [MaxComponentLength] bytes, without
+//     NUL and without any ".." component; "." components and repeated slashes are
 //     ignored, so "./a//b" is "a/b" and "./" is the root itself.
 //   - Directories are created as needed with mode 0755. Regular files get
 //     their archive permission bits without setuid, setgid and sticky, raised
@@ -117,7 +176,8 @@ func Extract(ctx context.Context, r io.Reader, dest string, lim Limits) error {
 
 	src := &sourceReader{ctx: ctx, r: r}
 	stream := &capReader{left: lim.streamLimit(), limit: lim.streamLimit()}
-	x := &extractor{ctx: ctx, root: root, lim: lim, dirs: make(map[string]struct{})}
+	x := newExtractor(ctx, root, lim)
+	x.src = src
 	err = x.extract(src, stream)
 	if err == nil {
 		return nil
@@ -134,11 +194,15 @@ func Extract(ctx context.Context, r io.Reader, dest string, lim Limits) error {
 	return err
 }
 
-// extractor holds the state of one Extract call; it is not shared.
+// extractor holds the state of one Extract (or stage) call; it is not
+// shared.
 type extractor struct {
 	ctx      context.Context
 	root     *os.Root
 	lim      Limits
+	byteCap  int64
+	capErr   *LimitError
+	src      *sourceReader // nil when staging a folder
 	entries  int
 	written  int64
 	symlinks bool
@@ -147,6 +211,12 @@ type extractor struct {
 	// root; bounded by dirCacheBytes.
 	dirs      map[string]struct{}
 	dirsBytes int
+}
+
+func newExtractor(ctx context.Context, root *os.Root, lim Limits) *extractor {
+	x := &extractor{ctx: ctx, root: root, lim: lim, dirs: make(map[string]struct{})}
+	x.byteCap, x.capErr = lim.byteCap()
+	return x
 }
 
 func (x *extractor) extract(src io.Reader, stream *capReader) error {
@@ -257,8 +327,14 @@ func cleanName(name string) (clean, reason string) {
 		case "..":
 			return "", `".." path components are not allowed`
 		default:
+			if len(p) > MaxComponentLength {
+				return "", fmt.Sprintf("name components longer than %d bytes are not allowed", MaxComponentLength)
+			}
 			kept = append(kept, p)
 		}
+	}
+	if len(kept) > MaxDepth {
+		return "", fmt.Sprintf("names deeper than %d levels are not allowed", MaxDepth)
 	}
 	return strings.Join(kept, "/"), ""
 }
@@ -299,8 +375,8 @@ func (x *extractor) dir(orig, name string) error {
 }
 
 func (x *extractor) file(tr *tar.Reader, hdr *tar.Header, name string) error {
-	if hdr.Size > x.lim.MaxBytes-x.written {
-		return &LimitError{What: "extracted file content", Limit: x.lim.MaxBytes, Unit: "bytes"}
+	if hdr.Size < 0 || hdr.Size > x.byteCap-x.written {
+		return x.capErr
 	}
 	if err := x.prepareTarget(hdr.Name, name); err != nil {
 		return err
@@ -310,7 +386,6 @@ func (x *extractor) file(tr *tar.Reader, hdr *tar.Header, name string) error {
 		return fmt.Errorf("extracting %q: %w", hdr.Name, err)
 	}
 	n, err := x.copy(f, tr)
-	x.written += n
 	if err == nil && n != hdr.Size {
 		err = fmt.Errorf("%w: entry %q holds %d bytes, its header says %d", ErrInvalidArchive, hdr.Name, n, hdr.Size)
 	}
@@ -326,22 +401,38 @@ func (x *extractor) file(tr *tar.Reader, hdr *tar.Header, name string) error {
 	return nil
 }
 
-// copy streams one entry's content, telling archive errors from disk errors.
-func (x *extractor) copy(f *os.File, tr *tar.Reader) (int64, error) {
+// copy streams one entry's content, telling archive errors from disk
+// errors, and counts it into x.written. When the archive's size is unknown
+// the expansion ratio is checked against the bytes read so far.
+func (x *extractor) copy(f *os.File, r io.Reader) (int64, error) {
+	if x.buf == nil {
+		x.buf = make([]byte, copyBufferSize)
+	}
 	var n int64
 	for {
-		nr, rerr := tr.Read(x.buf)
+		nr, rerr := r.Read(x.buf)
 		if nr > 0 {
+			if int64(nr) > x.byteCap-x.written {
+				return n, x.capErr
+			}
 			nw, werr := f.Write(x.buf[:nr])
 			n += int64(nw)
+			x.written += int64(nw)
 			if werr != nil {
 				return n, werr
+			}
+			if x.src != nil && x.lim.SourceBytes == 0 && x.written > RatioFloorBytes &&
+				x.written/x.lim.MaxRatio > x.src.n {
+				return n, ratioError(x.lim.MaxRatio)
 			}
 		}
 		if errors.Is(rerr, io.EOF) {
 			return n, nil
 		}
 		if rerr != nil {
+			if x.src == nil { // staging a folder: a read error, not a bad archive
+				return n, pathless(rerr)
+			}
 			return n, fmt.Errorf("%w: %w", ErrInvalidArchive, rerr)
 		}
 	}
@@ -501,6 +592,7 @@ type sourceReader struct {
 	ctx context.Context
 	r   io.Reader
 	err error
+	n   int64 // bytes read
 }
 
 func (s *sourceReader) Read(p []byte) (int, error) {
@@ -509,6 +601,7 @@ func (s *sourceReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := s.r.Read(p)
+	s.n += int64(n)
 	if err != nil && !errors.Is(err, io.EOF) && s.err == nil {
 		s.err = err
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
@@ -17,17 +19,28 @@ import (
 )
 
 // DefaultMaxDownloadBytes is the default cap on the size of one downloaded
-// S3 object (32 GiB).
-const DefaultMaxDownloadBytes int64 = 32 << 30
+// S3 object: [DefaultMaxExtractedBytes] and an eighth more for the archive's
+// own overhead.
+const DefaultMaxDownloadBytes = DefaultMaxExtractedBytes + DefaultMaxExtractedBytes/8
 
 // Options configure a [Fetcher]. The zero value is usable: AWS's default
-// configuration chain, default limits.
+// configuration chain, default limits, and no file:// model data at all.
 type Options struct {
 	// S3 configures the S3 client used for s3:// URLs.
 	S3 S3Options
-	// MaxExtractedBytes caps the regular-file bytes of one archive.
+	// ModelRoots are the folders file:// model data may come from: a path
+	// (and every symbolic link met on the way) must resolve inside one of
+	// them. "/" and the system folders (/proc, /sys, /dev, /etc, /run,
+	// /var/run, /boot, /usr, /bin, /sbin, /lib*), or folders holding them,
+	// are refused by [NewFetcher]. Empty means file:// URLs are refused.
+	ModelRoots []string
+	// MaxExtractedBytes caps the regular-file bytes of one artifact (an
+	// archive's expanded content or a folder's files).
 	// Zero means [DefaultMaxExtractedBytes].
 	MaxExtractedBytes int64
+	// MaxRatio caps an archive's expansion ratio past [RatioFloorBytes].
+	// Zero means [DefaultMaxRatio].
+	MaxRatio int64
 	// MaxEntries caps the entries of one archive. Zero means [DefaultMaxEntries].
 	MaxEntries int
 	// MaxDownloadBytes caps the size of one S3 object. Zero means
@@ -55,20 +68,30 @@ type S3Options struct {
 	Concurrency int
 	// PartSizeBytes is the size of one byte range. Zero means 8 MiB.
 	PartSizeBytes int64
+	// CredentialsTimeout bounds the first lookup of credentials through the
+	// default chain, the EC2 instance-metadata service included (which
+	// AWS_EC2_METADATA_DISABLED=true switches off). Zero means 2 s.
+	CredentialsTimeout time.Duration
+	// InstanceMetadataEndpoint replaces the instance-metadata address
+	// (http://169.254.169.254, or AWS_EC2_METADATA_SERVICE_ENDPOINT); for
+	// tests. Empty means the SDK's choice.
+	InstanceMetadataEndpoint string
 }
 
 const (
-	defaultRegion      = "us-east-1"
-	defaultConcurrency = 8
-	defaultPartSize    = 8 << 20
-	minPartSize        = 64 << 10
+	defaultCredentialsTimeout = 2 * time.Second
+	defaultRegion             = "us-east-1"
+	defaultConcurrency        = 8
+	defaultPartSize           = 8 << 20
+	minPartSize               = 64 << 10
 )
 
 // Fetcher turns model data URLs into local directories. It is safe for
 // concurrent use; the S3 client is built on first use of an s3:// URL, so a
 // Fetcher that only sees file:// URLs never reads AWS configuration.
 type Fetcher struct {
-	opts Options
+	opts  Options
+	roots []modelRoot
 
 	mu sync.Mutex
 	s3 *s3Clients
@@ -82,7 +105,7 @@ type s3Clients struct {
 
 // NewFetcher validates opts, fills their defaults and returns a Fetcher.
 func NewFetcher(opts Options) (*Fetcher, error) {
-	if opts.MaxExtractedBytes < 0 || opts.MaxEntries < 0 || opts.MaxDownloadBytes < 0 {
+	if opts.MaxExtractedBytes < 0 || opts.MaxEntries < 0 || opts.MaxDownloadBytes < 0 || opts.MaxRatio < 0 {
 		return nil, errors.New("artifact options: limits must not be negative")
 	}
 	if opts.S3.Concurrency < 0 {
@@ -103,8 +126,15 @@ func NewFetcher(opts Options) (*Fetcher, error) {
 	if opts.MaxEntries == 0 {
 		opts.MaxEntries = DefaultMaxEntries
 	}
+	if opts.MaxRatio == 0 {
+		opts.MaxRatio = DefaultMaxRatio
+	}
 	if opts.MaxDownloadBytes == 0 {
-		opts.MaxDownloadBytes = DefaultMaxDownloadBytes
+		opts.MaxDownloadBytes = opts.MaxExtractedBytes + opts.MaxExtractedBytes/8
+	}
+	roots, err := newModelRoots(opts.ModelRoots)
+	if err != nil {
+		return nil, err
 	}
 	if opts.S3.Concurrency == 0 {
 		opts.S3.Concurrency = defaultConcurrency
@@ -112,7 +142,10 @@ func NewFetcher(opts Options) (*Fetcher, error) {
 	if opts.S3.PartSizeBytes == 0 {
 		opts.S3.PartSizeBytes = defaultPartSize
 	}
-	return &Fetcher{opts: opts}, nil
+	if opts.S3.CredentialsTimeout <= 0 {
+		opts.S3.CredentialsTimeout = defaultCredentialsTimeout
+	}
+	return &Fetcher{opts: opts, roots: roots}, nil
 }
 
 // Prepare makes the model data at modelDataURL available as a local
@@ -123,8 +156,13 @@ func NewFetcher(opts Options) (*Fetcher, error) {
 //   - file:///abs/path, and file://rel/path or file://./rel/path relative to
 //     baseDir (the endpoint file's folder; empty means the working
 //     directory). Everything after "file://" is a path, taken literally (no
-//     host part, no percent-decoding). A directory is returned as is, without
-//     a copy; a regular file must be a tar or tar.gz archive and is extracted.
+//     host part, no percent-decoding). It must resolve, symbolic links
+//     included, inside one of [Options.ModelRoots] ([ErrOutsideModelRoots]
+//     otherwise). A folder is staged: its regular files, folders and
+//     internal symbolic links are copied into a new directory under
+//     workDir, and anything else (sockets, devices, FIFOs, links leading
+//     out) is refused. A regular file must be a tar or tar.gz archive and is
+//     extracted.
 //   - s3://bucket/key: the object is downloaded in parallel byte ranges to a
 //     temporary file under workDir, extracted, and the temporary file
 //     removed.
@@ -134,16 +172,29 @@ func NewFetcher(opts Options) (*Fetcher, error) {
 // nothing made by this call is left under workDir.
 //
 // Errors match [ErrUnsupportedURL], [ErrNotFound], [ErrTooLarge],
-// [ErrUnsafeArchive] or [ErrInvalidArchive] where they apply, and their
-// messages name the URL, e.g. `model data "s3://b/k" not found: …`.
+// [ErrUnsafeArchive], [ErrInvalidArchive], [ErrOutsideModelRoots] or
+// [ErrNoCredentials] where they apply, and their messages name the URL,
+// e.g. `model data "s3://b/k" not found: …`, but never a host path the
+// caller did not write.
 func (f *Fetcher) Prepare(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
+	return f.prepare(ctx, modelDataURL, baseDir, workDir, true)
+}
+
+// PrepareArchive is [Fetcher.Prepare] for artifacts that must be archives,
+// as multi-model artifacts are (reference/sagemaker-contracts.md §4.1): a
+// file:// URL naming a folder is refused with [ErrInvalidArchive].
+func (f *Fetcher) PrepareArchive(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
+	return f.prepare(ctx, modelDataURL, baseDir, workDir, false)
+}
+
+func (f *Fetcher) prepare(ctx context.Context, modelDataURL, baseDir, workDir string, folders bool) (string, error) {
 	var (
 		dir string
 		err error
 	)
 	switch {
 	case strings.HasPrefix(modelDataURL, "file://"):
-		dir, err = f.prepareFile(ctx, modelDataURL, baseDir, workDir)
+		dir, err = f.prepareFile(ctx, modelDataURL, baseDir, workDir, folders)
 	case strings.HasPrefix(modelDataURL, "s3://"):
 		dir, err = f.prepareS3(ctx, modelDataURL, workDir)
 	default:
@@ -158,7 +209,7 @@ func (f *Fetcher) Prepare(ctx context.Context, modelDataURL, baseDir, workDir st
 // describe puts the URL in front of err, in the form users read.
 func describe(modelDataURL string, err error) error {
 	switch {
-	case errors.Is(err, ErrUnsupportedURL):
+	case errors.Is(err, ErrUnsupportedURL), errors.Is(err, ErrOutsideModelRoots):
 		return err
 	case errors.Is(err, ErrNotFound):
 		return fmt.Errorf("model data %q %w", modelDataURL, err)
@@ -172,42 +223,69 @@ func unsupportedURL(modelDataURL, why string) error {
 		ErrUnsupportedURL, modelDataURL, why)
 }
 
-func (f *Fetcher) limits() Limits {
-	return Limits{MaxBytes: f.opts.MaxExtractedBytes, MaxEntries: f.opts.MaxEntries}
+func (f *Fetcher) limits(sourceBytes int64) Limits {
+	return Limits{MaxBytes: f.opts.MaxExtractedBytes, MaxEntries: f.opts.MaxEntries,
+		MaxRatio: f.opts.MaxRatio, SourceBytes: sourceBytes}
 }
 
-func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
+func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDir string, folders bool) (string, error) {
 	p := strings.TrimPrefix(modelDataURL, "file://")
 	if p == "" {
 		return "", unsupportedURL(modelDataURL, "the path is empty")
 	}
 	if !filepath.IsAbs(p) {
+		if baseDir == "" {
+			baseDir, _ = os.Getwd()
+		}
 		p = filepath.Join(baseDir, p)
 	}
-	p, err := filepath.Abs(p)
-	if err != nil {
-		return "", fmt.Errorf("resolving the path: %w", err)
-	}
-	fi, err := os.Stat(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%w: no file or directory at %s", ErrNotFound, p)
-	}
+	mr, rel, err := f.locate(modelDataURL, p)
 	if err != nil {
 		return "", err
 	}
+	root, err := os.OpenRoot(mr.real)
+	if err != nil {
+		return "", fmt.Errorf("opening its model root: %w", pathless(err))
+	}
+	defer root.Close()
+	// Through root, links are followed only while they stay inside it, so
+	// a folder swapped for a link after locate cannot lead out.
+	fi, err := root.Stat(rel)
 	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return "", fmt.Errorf("%w: no file or folder at that path", ErrNotFound)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return "", fmt.Errorf("%w: no file or folder can have that name, which is too long", ErrNotFound)
+	case err != nil:
+		// A link leading out of the root (os.Root refuses to follow it), or
+		// a path that cannot be read: either way nothing to serve.
+		return "", outsideRoots(modelDataURL)
+	case fi.IsDir() && !folders:
+		return "", fmt.Errorf("%w: it is a folder, and this model data must be a tar or tar.gz archive", ErrInvalidArchive)
 	case fi.IsDir():
-		return p, nil
+		sub, err := root.OpenRoot(rel)
+		if err != nil {
+			return "", fmt.Errorf("opening the folder: %w", pathless(err))
+		}
+		defer sub.Close()
+		return f.extractInto(ctx, workDir, func(dest string) error {
+			return stage(ctx, sub, dest, f.limits(0))
+		})
 	case !fi.Mode().IsRegular():
-		return "", fmt.Errorf("%s is neither a directory nor a regular file", p)
+		return "", fmt.Errorf("%w: it is neither a folder nor a regular file", ErrUnsafeArchive)
 	}
-	src, err := os.Open(p)
+	// O_NONBLOCK: should the file be swapped for a FIFO, the open does not
+	// hang; the type is checked again on the open file.
+	src, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("opening the archive: %w", pathless(err))
 	}
 	defer src.Close()
+	if fi, err = src.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%w: it is neither a folder nor a regular file", ErrUnsafeArchive)
+	}
 	return f.extractInto(ctx, workDir, func(dest string) error {
-		return Extract(ctx, src, dest, f.limits())
+		return Extract(ctx, src, dest, f.limits(fi.Size()))
 	})
 }
 
@@ -223,7 +301,7 @@ func (f *Fetcher) extractInto(ctx context.Context, workDir string, extract func(
 	}
 	if err := extract(dest); err != nil {
 		if rerr := os.RemoveAll(dest); rerr != nil {
-			return "", errors.Join(err, fmt.Errorf("removing the partial extraction: %w", rerr))
+			return "", errors.Join(err, fmt.Errorf("removing the partial extraction: %w", pathless(rerr)))
 		}
 		return "", err
 	}
@@ -239,10 +317,10 @@ func newWorkDir(workDir string) (string, error) {
 	}
 	dest, err := os.MkdirTemp(workDir, "model-")
 	if err != nil {
-		return "", fmt.Errorf("creating the extraction directory: %w", err)
+		return "", fmt.Errorf("creating the extraction directory: %w", pathless(err))
 	}
 	if err := os.Chmod(dest, 0o755); err != nil {
-		return "", errors.Join(fmt.Errorf("creating the extraction directory: %w", err), os.Remove(dest))
+		return "", errors.Join(fmt.Errorf("creating the extraction directory: %w", pathless(err)), os.Remove(dest))
 	}
 	return dest, nil
 }
@@ -257,7 +335,7 @@ func ensureWorkDir(workDir string) (string, error) {
 		return "", fmt.Errorf("resolving the work directory: %w", err)
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", fmt.Errorf("creating the work directory: %w", err)
+		return "", fmt.Errorf("creating the work directory: %w", pathless(err))
 	}
 	return abs, nil
 }

@@ -67,21 +67,21 @@ func workDirEntries(t *testing.T, workDir string) []string {
 
 func TestPrepareFile(t *testing.T) {
 	base := fileLayout(t)
+	// Folders are staged (copied) like archives are extracted: either way
+	// a new folder under workDir holds the model tree.
 	tests := []struct {
-		name        string
-		url         string
-		wantDir     string // passthrough: the exact directory returned
-		wantExtract bool   // extracted into a new folder under workDir
+		name string
+		url  string
 	}{
-		{name: "absolute directory", url: "file://" + filepath.Join(base, "models/dir"), wantDir: filepath.Join(base, "models/dir")},
-		{name: "relative directory", url: "file://models/dir", wantDir: filepath.Join(base, "models/dir")},
-		{name: "dot-relative directory", url: "file://./models/dir/", wantDir: filepath.Join(base, "models/dir")},
-		{name: "absolute tar.gz", url: "file://" + filepath.Join(base, "models/model.tar.gz"), wantExtract: true},
-		{name: "relative tgz", url: "file://models/model.tgz", wantExtract: true},
-		{name: "dot-relative plain tar", url: "file://./models/model.tar", wantExtract: true},
-		{name: "relative with dotdot", url: "file://models/dir/../model.tar.gz", wantExtract: true},
+		{name: "absolute directory", url: "file://" + filepath.Join(base, "models/dir")},
+		{name: "relative directory", url: "file://models/dir"},
+		{name: "dot-relative directory", url: "file://./models/dir/"},
+		{name: "absolute tar.gz", url: "file://" + filepath.Join(base, "models/model.tar.gz")},
+		{name: "relative tgz", url: "file://models/model.tgz"},
+		{name: "dot-relative plain tar", url: "file://./models/model.tar"},
+		{name: "relative with dotdot", url: "file://models/dir/../model.tar.gz"},
 	}
-	f, err := NewFetcher(Options{})
+	f, err := NewFetcher(Options{ModelRoots: []string{base}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,15 +92,6 @@ func TestPrepareFile(t *testing.T) {
 			got, err := f.Prepare(context.Background(), tc.url, base, workDir)
 			if err != nil {
 				t.Fatalf("Prepare(%q): %v", tc.url, err)
-			}
-			if tc.wantDir != "" {
-				if got != tc.wantDir {
-					t.Errorf("Prepare(%q) = %q, want %q", tc.url, got, tc.wantDir)
-				}
-				if left := workDirEntries(t, workDir); len(left) != 0 {
-					t.Errorf("a passthrough directory left %q under workDir", left)
-				}
-				return
 			}
 			if filepath.Dir(got) != workDir {
 				t.Errorf("Prepare(%q) = %q, want a folder directly under %q", tc.url, got, workDir)
@@ -118,7 +109,7 @@ func TestPrepareFile(t *testing.T) {
 
 func TestPrepareErrors(t *testing.T) {
 	base := fileLayout(t)
-	f, err := NewFetcher(Options{MaxExtractedBytes: 1 << 20})
+	f, err := NewFetcher(Options{MaxExtractedBytes: 1 << 20, ModelRoots: []string{base}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +128,7 @@ func TestPrepareErrors(t *testing.T) {
 		{"s3 without bucket", "s3:///key", ErrUnsupportedURL, "bucket and an object key"},
 		{"file without path", "file://", ErrUnsupportedURL, "path is empty"},
 		{"missing file", "file://models/nope.tar.gz", ErrNotFound, `model data "file://models/nope.tar.gz" not found`},
-		{"missing absolute", "file:///nonexistent/model.tar.gz", ErrNotFound, `model data "file:///nonexistent/model.tar.gz" not found`},
+		{"missing absolute", "file://" + base + "/nope/model.tar.gz", ErrNotFound, `not found: no file or folder at that path`},
 		{"unsafe archive", "file://models/evil.tar.gz", ErrUnsafeArchive, `model data "file://models/evil.tar.gz": unsafe archive entry "../evil"`},
 		{"too large", "file://models/bomb.tar.gz", ErrTooLarge, `model data "file://models/bomb.tar.gz": too large`},
 		{"not an archive", "file://models/notes.txt", ErrInvalidArchive, "not a valid tar or tar.gz archive"},
@@ -166,7 +157,7 @@ func TestPrepareErrors(t *testing.T) {
 
 func TestPrepareCancelled(t *testing.T) {
 	base := fileLayout(t)
-	f, err := NewFetcher(Options{})
+	f, err := NewFetcher(Options{ModelRoots: []string{base}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,6 +184,15 @@ func TestNewFetcherValidates(t *testing.T) {
 		{"tiny part size", Options{S3: S3Options{PartSizeBytes: 1024}}},
 		{"endpoint without scheme", Options{S3: S3Options{Endpoint: "127.0.0.1:9000"}}},
 		{"endpoint with another scheme", Options{S3: S3Options{Endpoint: "ftp://127.0.0.1"}}},
+		{"negative ratio", Options{MaxRatio: -1}},
+		{"root /", Options{ModelRoots: []string{"/"}}},
+		{"root /etc", Options{ModelRoots: []string{"/etc"}}},
+		{"root /var/run", Options{ModelRoots: []string{"/var/run"}}},
+		{"root /var holds /var/run", Options{ModelRoots: []string{"/var"}}},
+		{"root /proc/self", Options{ModelRoots: []string{"/proc/self"}}},
+		{"root /usr/lib", Options{ModelRoots: []string{"/usr/lib"}}},
+		{"root /lib64", Options{ModelRoots: []string{"/lib64"}}},
+		{"root missing", Options{ModelRoots: []string{"/nonexistent-root"}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,10 +9,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials/ec2rolecreds"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	tmtypes "github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -44,10 +47,34 @@ func (f *Fetcher) clients(ctx context.Context) (*s3Clients, error) {
 	}
 	if o.Credentials != nil {
 		load = append(load, config.WithCredentialsProvider(o.Credentials))
+	} else {
+		// The instance role stays reachable for users on EC2, but one
+		// short try, without the SDK's retries; imds.New still honours
+		// AWS_EC2_METADATA_DISABLED and AWS_EC2_METADATA_SERVICE_ENDPOINT.
+		load = append(load, config.WithEC2RoleCredentialOptions(func(ro *ec2rolecreds.Options) {
+			ro.Client = imds.New(imds.Options{
+				Endpoint:   o.InstanceMetadataEndpoint,
+				HTTPClient: &http.Client{Timeout: o.CredentialsTimeout},
+				Retryer:    aws.NopRetryer{},
+			})
+		}))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
-		return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+		return nil, fmt.Errorf("loading the AWS configuration: %s", sdkMessage(err))
+	}
+	if o.Credentials == nil {
+		// Fail fast and clearly here rather than with the chain's raw
+		// error on the first request.
+		cctx, cancel := context.WithTimeout(ctx, o.CredentialsTimeout)
+		_, err := cfg.Credentials.Retrieve(cctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, noCredentials(o.CredentialsTimeout)
+		}
 	}
 	if cfg.Region == "" {
 		cfg.Region = defaultRegion
@@ -67,6 +94,16 @@ func (f *Fetcher) clients(ctx context.Context) (*s3Clients, error) {
 	})
 	f.s3 = &s3Clients{api: api, tm: tm}
 	return f.s3, nil
+}
+
+// noCredentials says where the default chain looked, without its raw text.
+func noCredentials(timeout time.Duration) error {
+	return fmt.Errorf("%w for s3:// model data: mce looked in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, "+
+		"or AWS_PROFILE), the shared files ~/.aws/credentials and ~/.aws/config (or AWS_SHARED_CREDENTIALS_FILE and AWS_CONFIG_FILE), "+
+		"container credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI or _RELATIVE_URI), web identity (AWS_WEB_IDENTITY_TOKEN_FILE), "+
+		"and the EC2 instance role (for at most %s; AWS_EC2_METADATA_DISABLED=true skips it). "+
+		"For an S3-compatible store (MinIO, versitygw) start mce with --s3-endpoint and give its access keys the same way",
+		ErrNoCredentials, timeout)
 }
 
 func (f *Fetcher) prepareS3(ctx context.Context, modelDataURL, workDir string) (string, error) {
@@ -118,11 +155,47 @@ func (f *Fetcher) prepareS3(ctx context.Context, modelDataURL, workDir string) (
 		}
 	}
 	return f.extractInto(ctx, workDir, func(dest string) error {
-		return Extract(ctx, io.NewSectionReader(tmp, 0, size), dest, f.limits())
+		return Extract(ctx, io.NewSectionReader(tmp, 0, size), dest, f.limits(size))
 	})
 }
 
-// classifyS3 marks missing keys and buckets as ErrNotFound.
+// s3Error carries an SDK error under a message of our own: the SDK's text
+// (operation names, request IDs, retry counts) is not meant for callers.
+type s3Error struct {
+	msg string
+	err error
+}
+
+func (e *s3Error) Error() string { return e.msg }
+func (e *s3Error) Unwrap() error { return e.err }
+
+// sdkMessage is the part of an SDK error a caller can use: the service's
+// code and message, the HTTP status, or the innermost cause.
+func sdkMessage(err error) string {
+	var (
+		apiErr  smithy.APIError
+		respErr *awshttp.ResponseError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		if m := apiErr.ErrorMessage(); m != "" && m != apiErr.ErrorCode() {
+			return apiErr.ErrorCode() + ": " + m
+		}
+		return apiErr.ErrorCode()
+	case errors.As(err, &respErr):
+		return fmt.Sprintf("HTTP status %d", respErr.HTTPStatusCode())
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// classifyS3 marks missing keys and buckets as ErrNotFound, and replaces
+// the SDK's text with sdkMessage's.
 func classifyS3(err error) error {
 	var (
 		noKey    *s3types.NoSuchKey
@@ -136,9 +209,9 @@ func classifyS3(err error) error {
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode() == "NoSuchKey" || apiErr.ErrorCode() == "NoSuchBucket"):
 	case errors.As(err, &respErr) && respErr.HTTPStatusCode() == http.StatusNotFound:
 	default:
-		return fmt.Errorf("downloading: %w", err)
+		return &s3Error{msg: "downloading from S3: " + sdkMessage(err), err: err}
 	}
-	return fmt.Errorf("%w: %w", ErrNotFound, err)
+	return fmt.Errorf("%w: %w", ErrNotFound, &s3Error{msg: sdkMessage(err), err: err})
 }
 
 // boundedWriterAt writes the parallel ranges into the download file,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mce-run/mce/containers/artifact"
@@ -97,4 +98,54 @@ func TestBadArtifactsAreRefusedHarmlessly(t *testing.T) {
 		t.Errorf("load calls = %d; bad artifacts must not reach the container", e.fake.loadCalls.Load())
 	}
 	e.fake.check(t)
+}
+
+// TestLongTargetModelNamesNoHostPath reproduces issue 9, class 7: a
+// TargetModel with a 300-byte segment under a file:// prefix gave an
+// internal error naming the cache folder. It is now a missing model (a 400
+// for the caller) whose message names neither the cache nor the store.
+func TestLongTargetModelNamesNoHostPath(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, target := range []string{strings.Repeat("a", 300) + ".tar.gz", "x/" + strings.Repeat("b", 300), "missing.tar.gz"} {
+		_, err := e.mgr.Acquire(context.Background(), target)
+		var nf *ModelNotFoundError
+		if !errors.As(err, &nf) {
+			t.Fatalf("Acquire(%.20q…) = %v, want *ModelNotFoundError", target, err)
+		}
+		for _, p := range []string{e.cacheDir, e.prefixDir, filepath.Dir(e.cacheDir)} {
+			if strings.Contains(err.Error(), p) {
+				t.Errorf("error %q names the host path %s", err, p)
+			}
+		}
+	}
+	if got := e.cacheEntries(t); len(got) != 0 {
+		t.Errorf("cache folder holds %v after failed downloads", got)
+	}
+}
+
+// TestPrefixLinksConfined: a TargetModel under a file:// prefix resolves
+// only inside the model roots, links included (issue 9, class 3).
+func TestPrefixLinksConfined(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	outside := t.TempDir()
+	writeFile(t, outside, "secret.tar.gz", modelArchive(t, "secret", 10))
+	if err := os.Symlink(filepath.Join(outside, "secret.tar.gz"), filepath.Join(e.prefixDir, "escape.tar.gz")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.prefixDir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"escape.tar.gz", "out/secret.tar.gz"} {
+		_, err := e.mgr.Acquire(context.Background(), target)
+		if !errors.Is(err, artifact.ErrOutsideModelRoots) {
+			t.Errorf("Acquire(%q) = %v, want ErrOutsideModelRoots", target, err)
+			continue
+		}
+		if strings.Contains(err.Error(), outside) || strings.Contains(err.Error(), e.prefixDir) {
+			t.Errorf("error %q names a host folder", err)
+		}
+	}
+	if got := e.cacheEntries(t); len(got) != 0 {
+		t.Errorf("cache holds %v", got)
+	}
 }

@@ -32,8 +32,9 @@ type CacheOptions struct {
 	// BaseDir is the folder that relative file:// prefixes start from (the
 	// endpoint file's folder). Empty means the working directory.
 	BaseDir string
-	// Fetcher downloads and extracts artifacts, with its S3 settings and
-	// size limits. Nil means artifact.NewFetcher(artifact.Options{}).
+	// Fetcher downloads and extracts artifacts, with its S3 settings, model
+	// roots and size limits. Nil means artifact.NewFetcher(artifact.Options{}),
+	// which serves no file:// prefix.
 	Fetcher *artifact.Fetcher
 	// Capacity bounds the bytes of extracted model files on disk; 0 means
 	// unlimited. When a download takes the total over it, the files of
@@ -41,6 +42,12 @@ type CacheOptions struct {
 	// Files of loaded models are never deleted, so the total may stay over
 	// Capacity until they are unloaded (then they go first).
 	Capacity int64
+	// Budget, if set, bounds the disk bytes of this cache together with
+	// every other artifact of the process: a download that would pass it
+	// first deletes unused models of any registered cache, least recently
+	// used first, and fails with artifact.ErrTooLarge when none is left.
+	// Close gives the cache's bytes back.
+	Budget *artifact.Budget
 	// Observer receives ModelDownloadingTime. Nil means none.
 	Observer Observer
 	// Logger receives download and deletion events.
@@ -56,14 +63,17 @@ type Cache struct {
 	baseDir  string
 	fetcher  *artifact.Fetcher
 	capacity int64
+	budget   *artifact.Budget
 	obs      Observer
 	log      zerolog.Logger
 
-	mu      sync.Mutex
-	entries map[string]*cacheEntry    // by id: downloading or on disk
-	idle    *lru[string, *cacheEntry] // on disk and referenced by no Manager
-	used    int64                     // bytes of files on disk
-	trashN  uint64                    // names trash folders
+	unregister func() // from the Budget
+	mu         sync.Mutex
+	closed     bool                      // Close gave the bytes back to the Budget
+	entries    map[string]*cacheEntry    // by id: downloading or on disk
+	idle       *lru[string, *cacheEntry] // on disk and referenced by no Manager
+	used       int64                     // bytes of files on disk
+	trashN     uint64                    // names trash folders
 }
 
 // cacheEntry is one model's files. Fields after done are guarded by
@@ -73,9 +83,10 @@ type cacheEntry struct {
 	done       chan struct{} // closed when the download ends
 	err        error         // the download's error
 
-	ready bool  // on disk
-	size  int64 // bytes of regular files
-	refs  int   // Managers holding the files (loaded, loading or waiting)
+	ready    bool      // on disk
+	size     int64     // bytes of regular files
+	refs     int       // Managers holding the files (loaded, loading or waiting)
+	lastUsed time.Time // when refs last dropped to 0
 }
 
 // NewCache validates o and prepares o.Dir.
@@ -103,7 +114,7 @@ func NewCache(o CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("mme cache: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("mme cache: creating %s: %w", dir, err)
+		return nil, fmt.Errorf("mme cache: creating its folder: %w", pathless(err))
 	}
 	if o.Fetcher == nil {
 		if o.Fetcher, err = artifact.NewFetcher(artifact.Options{}); err != nil {
@@ -115,13 +126,56 @@ func NewCache(o CacheOptions) (*Cache, error) {
 	}
 	c := &Cache{
 		dir: dir, prefix: o.Prefix, baseDir: o.BaseDir, fetcher: o.Fetcher, capacity: o.Capacity,
-		obs: o.Observer, log: o.Logger.With().Str("component", "mme-cache").Logger(),
+		budget: o.Budget, obs: o.Observer, log: o.Logger.With().Str("component", "mme-cache").Logger(),
 		entries: make(map[string]*cacheEntry), idle: newLRU[string, *cacheEntry](),
 	}
 	if err := c.clean(); err != nil {
 		return nil, err
 	}
+	c.unregister = c.budget.Register(c)
 	return c, nil
+}
+
+var _ artifact.Evictor = (*Cache)(nil)
+
+// Close takes the cache off its Budget and gives back the bytes of its
+// files; the owner removes the folder. The cache must not be used after.
+func (c *Cache) Close() {
+	c.unregister()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		c.closed = true
+		c.budget.Release(c.used)
+	}
+}
+
+// OldestIdle implements artifact.Evictor: when the least recently used
+// model no Manager holds was last used.
+func (c *Cache) OldestIdle() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, e, ok := c.idle.oldest()
+	if !ok {
+		return time.Time{}, false
+	}
+	return e.lastUsed, true
+}
+
+// EvictOldest implements artifact.Evictor: it deletes the files of the
+// least recently used model no Manager holds.
+func (c *Cache) EvictOldest() int64 {
+	c.mu.Lock()
+	_, e, ok := c.idle.oldest()
+	if !ok {
+		c.mu.Unlock()
+		return 0
+	}
+	size := e.size
+	trash := c.discardLocked(e)
+	c.mu.Unlock()
+	c.removeAll([]string{trash})
+	return size
 }
 
 // Dir returns the absolute path of the cache folder.
@@ -144,13 +198,13 @@ func (c *Cache) Usage() (bytes int64, models int) {
 func (c *Cache) clean() error {
 	des, err := os.ReadDir(c.dir)
 	if err != nil {
-		return fmt.Errorf("mme cache: %w", err)
+		return fmt.Errorf("mme cache: %w", pathless(err))
 	}
 	for _, de := range des {
 		n := de.Name()
 		if strings.HasPrefix(n, ".tmp-") || strings.HasPrefix(n, ".trash-") || isModelID(n) {
 			if err := os.RemoveAll(filepath.Join(c.dir, n)); err != nil {
-				return fmt.Errorf("mme cache: removing a leftover: %w", err)
+				return fmt.Errorf("mme cache: removing a leftover: %w", pathless(err))
 			}
 		}
 	}
@@ -224,6 +278,7 @@ func (c *Cache) release(e *cacheEntry, drop bool) {
 		if drop {
 			trash = append(trash, c.discardLocked(e))
 		} else {
+			e.lastUsed = time.Now()
 			c.idle.touch(e.id, e)
 			trash = c.trimLocked()
 		}
@@ -236,6 +291,15 @@ func (c *Cache) release(e *cacheEntry, drop bool) {
 func (c *Cache) download(ctx context.Context, e *cacheEntry) error {
 	start := time.Now()
 	size, err := c.fetch(ctx, e)
+	if err == nil {
+		// Outside c.mu: making room may delete this cache's own idle models.
+		if err = c.budget.Reserve(size); err != nil {
+			if rerr := os.RemoveAll(filepath.Join(c.dir, e.id)); rerr != nil {
+				c.log.Warn().Err(rerr).Str("model", e.target).Msg("could not remove model files over the disk budget")
+			}
+			err = fmt.Errorf("model %q: %w", e.target, err)
+		}
+	}
 	var trash []string
 	c.mu.Lock()
 	if err != nil {
@@ -244,7 +308,11 @@ func (c *Cache) download(ctx context.Context, e *cacheEntry) error {
 	} else {
 		e.ready, e.size = true, size
 		c.used += size
+		if c.closed { // closed while downloading: the bytes are not the Budget's
+			c.budget.Release(size)
+		}
 		if e.refs == 0 {
+			e.lastUsed = time.Now()
 			c.idle.touch(e.id, e)
 		}
 		trash = c.trimLocked()
@@ -269,7 +337,7 @@ func (c *Cache) fetch(ctx context.Context, e *cacheEntry) (int64, error) {
 	url := c.prefix + e.target
 	tmp, err := os.MkdirTemp(c.dir, ".tmp-")
 	if err != nil {
-		return 0, fmt.Errorf("mme cache: creating a download folder: %w", err)
+		return 0, fmt.Errorf("mme cache: creating a download folder: %w", pathless(err))
 	}
 	committed := false
 	defer func() {
@@ -277,36 +345,68 @@ func (c *Cache) fetch(ctx context.Context, e *cacheEntry) (int64, error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	dir, err := c.fetcher.Prepare(ctx, url, c.baseDir, tmp)
+	dir, err := c.fetcher.PrepareArchive(ctx, url, c.baseDir, tmp)
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
-			return 0, &ModelNotFoundError{TargetModel: e.target, URL: url, Err: err}
+			return 0, &ModelNotFoundError{TargetModel: e.target, URL: url, Err: c.hidePrefix(url, e.target, err)}
 		}
-		return 0, fmt.Errorf("model %q: %w", e.target, err)
-	}
-	if filepath.Dir(dir) != tmp {
-		return 0, fmt.Errorf("model %q: %s is a folder; multi-model artifacts must be tar or tar.gz archives", e.target, url)
+		return 0, c.hidePrefix(url, e.target, err)
 	}
 	model := filepath.Join(tmp, "model")
 	if err := os.Rename(dir, model); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", err)
+		return 0, fmt.Errorf("mme cache: %w", pathless(err))
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", err)
+		return 0, fmt.Errorf("mme cache: %w", pathless(err))
 	}
 	size, err := dirSize(model)
 	if err != nil {
-		return 0, fmt.Errorf("mme cache: measuring model %q: %w", e.target, err)
+		return 0, fmt.Errorf("mme cache: measuring model %q: %w", e.target, pathless(err))
 	}
 	dst := filepath.Join(c.dir, e.id)
 	if err := os.RemoveAll(dst); err != nil {
-		return 0, fmt.Errorf("mme cache: removing stale files: %w", err)
+		return 0, fmt.Errorf("mme cache: removing stale files: %w", pathless(err))
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", err)
+		return 0, fmt.Errorf("mme cache: %w", pathless(err))
 	}
 	committed = true
 	return size, nil
+}
+
+// hidePrefix rewrites an artifact error for callers of the runtime API:
+// with a file:// prefix the URL is a host path, which they never see; the
+// TargetModel names the artifact instead. The error chain is kept.
+func (c *Cache) hidePrefix(url, target string, err error) error {
+	msg := err.Error()
+	if strings.HasPrefix(url, "file://") {
+		msg = strings.ReplaceAll(msg, strconv.Quote(url), "of TargetModel "+strconv.Quote(target))
+		msg = strings.ReplaceAll(msg, url, "TargetModel "+strconv.Quote(target))
+	}
+	return &hiddenError{msg: msg, err: err}
+}
+
+// hiddenError replaces an error's message, keeping it for errors.Is/As.
+type hiddenError struct {
+	msg string
+	err error
+}
+
+func (e *hiddenError) Error() string { return e.msg }
+func (e *hiddenError) Unwrap() error { return e.err }
+
+// pathless drops the path of a *fs.PathError or *os.LinkError: cache
+// folders are host paths, which errors never show.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 // trimLocked deletes unreferenced files, least recently used first, while
@@ -332,6 +432,9 @@ func (c *Cache) discardLocked(e *cacheEntry) string {
 	c.idle.remove(e.id)
 	delete(c.entries, e.id)
 	c.used -= e.size
+	if !c.closed {
+		c.budget.Release(e.size)
+	}
 	c.trashN++
 	trash := filepath.Join(c.dir, ".trash-"+strconv.FormatUint(c.trashN, 10)+"-"+e.id[:16])
 	if err := os.Rename(filepath.Join(c.dir, e.id), trash); err != nil {

@@ -3,6 +3,7 @@ package mme
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -51,6 +52,9 @@ type ModelNotFoundError struct {
 }
 
 func (e *ModelNotFoundError) Error() string {
+	if strings.HasPrefix(e.URL, "file://") { // a host path: not for callers
+		return fmt.Sprintf("model %q not found: no artifact of that name under the endpoint's model data prefix", e.TargetModel)
+	}
 	return fmt.Sprintf("model %q not found: no artifact at %s", e.TargetModel, e.URL)
 }
 

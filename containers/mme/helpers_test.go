@@ -22,6 +22,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/containers/artifact"
+
 	"github.com/mce-run/mce/internal/awstest"
 )
 
@@ -372,11 +374,14 @@ func newEnv(tb testing.TB, eo envOptions) *env {
 	if prefix == "" {
 		prefix = "file://" + e.prefixDir + "/"
 	}
-	co := CacheOptions{Dir: e.cacheDir, Prefix: prefix, Capacity: eo.capacity, Observer: e.obs, Logger: zerolog.Nop()}
+	fetcher, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{e.prefixDir}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	co := CacheOptions{Dir: e.cacheDir, Prefix: prefix, Capacity: eo.capacity, Observer: e.obs, Logger: zerolog.Nop(), Fetcher: fetcher}
 	if eo.cacheOpt != nil {
 		eo.cacheOpt(&co)
 	}
-	var err error
 	if e.cache, err = NewCache(co); err != nil {
 		tb.Fatal(err)
 	}

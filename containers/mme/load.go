@@ -26,7 +26,7 @@ func (m *Manager) flight(id, target string) error {
 // making room on 507. It runs detached from the callers' contexts, bounded
 // by BackgroundLoadTimeout and cancelled by Close; its outcome is shared by
 // every caller that waited for it.
-func (m *Manager) load(id, target string) error {
+func (m *Manager) load(id, target string) (err error) {
 	m.mu.Lock()
 	if !m.enterLocked() {
 		m.mu.Unlock()
@@ -46,7 +46,12 @@ func (m *Manager) load(id, target string) error {
 		m.forgetLocked(st)
 		m.mu.Unlock()
 		if files != nil {
-			m.cache.release(files, m.o.CacheDisabled)
+			// Files the container refused to load are deleted at once (when
+			// no one else holds them), so that a bad artifact neither stays
+			// in the cache nor counts against its capacity; a container out
+			// of memory or a cancelled load says nothing about them.
+			var refused *LoadError
+			m.cache.release(files, m.o.CacheDisabled || errors.As(err, &refused))
 		}
 	}()
 	for {

@@ -196,8 +196,13 @@ func TestLoadAnswers(t *testing.T) {
 	if len(e.mgr.Loaded()) != 0 {
 		t.Errorf("Loaded = %v after refused loads", e.mgr.Loaded())
 	}
-	if !e.onDisk("bad-config") {
-		t.Error("files of a refused model were deleted; they stay cached")
+	// Files the container refused are deleted (issue 9, class 5); files of
+	// a model refused for memory are fine and stay.
+	if e.onDisk("bad-config") {
+		t.Error("files of a model the container refused stay in the cache")
+	}
+	if !e.onDisk("huge") {
+		t.Error("files of a model refused for lack of memory were deleted; they stay cached")
 	}
 
 	// 409: the container already has the model (e.g. mce restarted).

@@ -56,7 +56,9 @@
 //
 //   - ModelDataUrl may be file://PATH for local artifacts: absolute
 //     (file:///srv/models/m.tar.gz) or relative to the folder of the file
-//     that defines the model (file://../models/m.tar.gz).
+//     that defines the model (file://../models/m.tar.gz). mce serve reads
+//     it only inside its model roots: the folders of the -f files, the
+//     data those files name, and --model-root folders.
 //   - ContainerDefinition.Resources (mce-only) limits a container locally:
 //     Gpus ("all", "none", a count, or "device=0,1" / GPU UUIDs), Cpus,
 //     MemoryMiB.

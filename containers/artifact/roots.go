@@ -1,0 +1,180 @@
+package artifact
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// ModelRootFlag is the mce serve flag that names extra model roots; errors
+// about file:// paths name it.
+const ModelRootFlag = "--model-root"
+
+// modelRoot is one folder that file:// model data may come from, as given
+// (absolute, cleaned) and with its symbolic links resolved.
+type modelRoot struct {
+	given, real string
+}
+
+// systemFolders can never be model roots nor lie inside one: they hold the
+// engine's socket, devices, kernel interfaces and host configuration.
+func systemFolders() []string {
+	return []string{"/proc", "/sys", "/dev", "/etc", "/var/run", "/run", "/boot", "/usr", "/bin", "/sbin", "/lib"}
+}
+
+// within reports whether p is base or lies below it, both absolute and
+// clean, and returns p relative to base ("." for base itself).
+func within(p, base string) (string, bool) {
+	if p == base {
+		return ".", true
+	}
+	if base == "/" {
+		return strings.TrimPrefix(p, "/"), true
+	}
+	rest, ok := strings.CutPrefix(p, base+"/")
+	return rest, ok
+}
+
+// isSystemFolder reports whether p (absolute, clean) is "/" or a system
+// folder, lies inside one or holds one. Every top-level folder named lib* counts
+// (/lib, /lib32, /lib64, /libx32).
+func isSystemFolder(p string) bool {
+	if p == "/" {
+		return true
+	}
+	top, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	if strings.HasPrefix(top, "lib") {
+		return true
+	}
+	for _, s := range systemFolders() {
+		if _, ok := within(p, s); ok {
+			return true
+		}
+		if _, ok := within(s, p); ok {
+			return true // p holds a system folder, as /var holds /var/run
+		}
+	}
+	return false
+}
+
+// newModelRoot checks one operator-named folder and resolves it.
+func newModelRoot(dir string) (modelRoot, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return modelRoot{}, fmt.Errorf("model root %q: %w", dir, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return modelRoot{}, fmt.Errorf("model root %q: %w", dir, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return modelRoot{}, fmt.Errorf("model root %q: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return modelRoot{}, fmt.Errorf("model root %q is not a folder", dir)
+	}
+	if isSystemFolder(abs) || isSystemFolder(real) {
+		return modelRoot{}, fmt.Errorf("model root %q: / and the system folders (/proc, /sys, /dev, /etc, /run, /var/run, /boot, /usr, /bin, /sbin, /lib*) can never hold model data", dir)
+	}
+	return modelRoot{given: abs, real: real}, nil
+}
+
+// ValidModelRoot reports whether dir may be a model root: an existing
+// folder that is not "/", a system folder, inside one or holding one.
+func ValidModelRoot(dir string) error {
+	_, err := newModelRoot(dir)
+	return err
+}
+
+// newModelRoots checks and resolves every root, dropping duplicates.
+func newModelRoots(dirs []string) ([]modelRoot, error) {
+	var roots []modelRoot
+	seen := map[string]bool{}
+	for _, d := range dirs {
+		r, err := newModelRoot(d)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[r.real] {
+			seen[r.real] = true
+			roots = append(roots, r)
+		}
+	}
+	return roots, nil
+}
+
+// outsideRoots is the error for a file:// URL that leads outside every root.
+// It names only what the caller sent.
+func outsideRoots(modelDataURL string) error {
+	return fmt.Errorf("model data %q is %w; mce reads file:// model data only from the folders of its -f endpoint files and from folders named with %s",
+		modelDataURL, ErrOutsideModelRoots, ModelRootFlag)
+}
+
+// locate finds the model root holding the path of a file:// URL and the
+// path relative to it. Symbolic links on the way are resolved, and must
+// stay inside the root; the files are later opened through an [os.Root] on
+// that root, which enforces the same confinement against races.
+func (f *Fetcher) locate(modelDataURL, p string) (root modelRoot, rel string, err error) {
+	p = filepath.Clean(p)
+	for _, r := range f.roots {
+		rel, ok := within(p, r.given)
+		if !ok {
+			rel, ok = within(p, r.real)
+		}
+		if !ok {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(filepath.Join(r.real, rel))
+		switch {
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ENOTDIR):
+			// Missing: os.Root reports it below, or finds a link escaping.
+		case err != nil:
+			return modelRoot{}, "", fmt.Errorf("model data %q cannot be read: %w", modelDataURL, pathless(err))
+		default:
+			if _, ok := within(real, r.real); !ok {
+				return modelRoot{}, "", outsideRoots(modelDataURL)
+			}
+		}
+		return r, rel, nil
+	}
+	return modelRoot{}, "", outsideRoots(modelDataURL)
+}
+
+// pathless drops the path from a *fs.PathError or *os.LinkError, so that
+// host paths never reach a caller; other errors are returned as they are.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}
+
+// CheckModelDataURL reports, early and without opening any file, whether a
+// file:// URL resolves inside the model roots, relative URLs starting at
+// baseDir (empty: the working directory); other URLs pass. The error
+// matches [ErrOutsideModelRoots] and names only the URL. [Fetcher.Prepare]
+// enforces the same rule again when it reads the files.
+func (f *Fetcher) CheckModelDataURL(modelDataURL, baseDir string) error {
+	p, ok := strings.CutPrefix(modelDataURL, "file://")
+	if !ok || p == "" {
+		return nil
+	}
+	if !filepath.IsAbs(p) {
+		if baseDir == "" {
+			baseDir, _ = os.Getwd()
+		}
+		p = filepath.Join(baseDir, p)
+	}
+	_, _, err := f.locate(modelDataURL, p)
+	return err
+}
