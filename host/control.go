@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"sort"
@@ -68,16 +67,25 @@ func (s *Server) controlPlane(c echo.Context) error {
 			Message: fmt.Sprintf("mce does not implement the operation %q (X-Amz-Target).", target)})
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody+1))
-	if err != nil {
-		writeError(w, validationException("Could not read the request body: %v", err))
-		return nil
-	}
-	if len(body) > maxControlBody {
-		writeError(w, validationException("The request body exceeds %d bytes.", maxControlBody))
-		return nil
-	}
 	action, _ := authz.ControlPlaneAction(target)
+	// The body names the resource: before reading it, only what the
+	// headers decide (authentication) is checked.
+	if _, api := s.preAuthorize(r.Context(), r, action, "", nil); api != nil {
+		writeError(w, api)
+		return nil
+	}
+	rb, api := s.readBody(w, r, maxControlBody, func(int64) *APIError {
+		return validationException("The request body exceeds %d bytes.", maxControlBody)
+	})
+	if api != nil {
+		if api.Code == CodeValidation {
+			api.Code = codeValidationException // the control plane's name for it
+		}
+		writeError(w, api)
+		return nil
+	}
+	defer rb.release()
+	body := rb.bytes()
 	if api := s.authorize(r.Context(), r, body, action, s.controlResource(body), nil); api != nil {
 		writeError(w, api)
 		return nil

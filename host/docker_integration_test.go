@@ -61,7 +61,8 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second})
+	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
+		MetricsOnAPI: true})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {

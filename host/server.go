@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/store"
@@ -37,8 +38,21 @@ type Config struct {
 	// (ResourceLimitExceeded beyond it); 0 means no cap.
 	MaxContainers int
 	// Authz authenticates callers and applies policies; nil allows all.
-	Authz  *authz.Authorizer
-	Logger zerolog.Logger
+	Authz *authz.Authorizer
+	// BodyTimeout bounds the time a request's body takes to arrive, from
+	// the end of its headers; default DefaultBodyTimeout (60 s, SageMaker's
+	// limit on a call). The answer may take longer: only reading is bounded.
+	BodyTimeout time.Duration
+	// BodyMemory is the most bytes of request bodies held in memory by all
+	// requests together; a request beyond it is refused with 503
+	// ServiceUnavailable. Default DefaultBodyMemory (256 MiB).
+	BodyMemory int64
+	// MetricsOnAPI also serves GET /metrics on Handler, unsigned, for as
+	// long as no policy is enforced (never while Authz is enabled: metrics
+	// name every endpoint and their traffic). MetricsHandler serves them
+	// regardless, for a listener of the operator's.
+	MetricsOnAPI bool
+	Logger       zerolog.Logger
 }
 
 // Server is the HTTP front. Create it with New; it is safe for concurrent use.
@@ -51,6 +65,9 @@ type Server struct {
 	reg     registry
 	store   *store.Store
 	ids     *requestIDs
+	// bodyBudget holds Config.BodyMemory bytes; request bodies take from it
+	// as they arrive.
+	bodyBudget *semaphore.Weighted
 
 	ctx    context.Context // cancelled by Close: aborts launches in progress
 	cancel context.CancelFunc
@@ -68,7 +85,14 @@ func New(cfg Config) *Server {
 	if cfg.ContainerTimeout <= 0 {
 		cfg.ContainerTimeout = 60 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.BodyMemory <= 0 {
+		cfg.BodyMemory = DefaultBodyMemory
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store,
+		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if b, ok := cfg.Backend.(*DockerBackend); ok {
 		b.Runtime.SetMultiModelObserver(s.MultiModelObserver)
@@ -90,7 +114,18 @@ func New(cfg Config) *Server {
 	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
 	e.POST("/endpoints/:name/invocations-response-stream", s.unsupported("InvokeEndpointWithResponseStream"))
 	e.POST("/endpoints/:name/async-invocations", s.unsupported("InvokeEndpointAsync"))
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	if cfg.MetricsOnAPI {
+		metrics := s.MetricsHandler()
+		e.GET("/metrics", func(c echo.Context) error {
+			if a := s.cfg.Authz; a != nil && a.Enabled() {
+				// Scrapers do not sign; with policies enforced, metrics
+				// live on the operator's listener only.
+				return echo.ErrNotFound
+			}
+			metrics.ServeHTTP(c.Response(), c.Request())
+			return nil
+		})
+	}
 	e.GET("/ping", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	e.GET("/mce/endpoints", func(c echo.Context) error {
 		// The same information as ListEndpoints, so the same permission.
@@ -106,6 +141,12 @@ func New(cfg Config) *Server {
 
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
+
+// MetricsHandler serves the Prometheus metrics, unauthenticated: mount it
+// where only the operator reaches it (mce serve --metrics-listen).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
 
 // Invoker is the server's router to containers (for dropping pooled
 // connections to containers that moved).
