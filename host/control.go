@@ -92,12 +92,12 @@ func (s *Server) controlPlane(c echo.Context) error {
 	}
 	out, err := op(s, r.Context(), body)
 	if err != nil {
-		writeError(w, s.controlError(err))
+		writeError(w, s.controlError(w.Header().Get(hdrRequestID), err))
 		return nil
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		writeError(w, &APIError{Status: 500, Code: CodeInternalFailure, Message: "encoding the answer failed: " + err.Error()})
+		writeError(w, s.internalError(w.Header().Get(hdrRequestID), fmt.Errorf("encoding the answer of %s: %w", opName, err)))
 		return nil
 	}
 	w.Header().Set("Content-Type", jsonContentType)
@@ -110,7 +110,7 @@ func (s *Server) controlPlane(c echo.Context) error {
 // controlError maps errors to the control plane's shapes: everything a
 // caller did wrong is a 400 with its code; SageMaker reports missing and
 // existing resources as ValidationException.
-func (s *Server) controlError(err error) *APIError {
+func (s *Server) controlError(reqID string, err error) *APIError {
 	var api *APIError
 	var vErr *spec.ValidationError
 	var dErr *spec.DecodeError
@@ -128,7 +128,7 @@ func (s *Server) controlError(err error) *APIError {
 	case errors.As(err, &ae):
 		return validationException("%s", ae.Message())
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce: " + err.Error()}
+	return s.internalError(reqID, err)
 }
 
 func decode(body []byte, v any) error {

@@ -69,9 +69,15 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 		return nil
 	}
-	if header(h, hdrTargetModel) != "" && !e.multiModel.Load() {
-		writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
-		return nil
+	if tm := header(h, hdrTargetModel); tm != "" {
+		if !e.multiModel.Load() {
+			writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
+			return nil
+		}
+		if api := validateTargetModel(tm); api != nil {
+			writeError(w, api)
+			return nil
+		}
 	}
 	if api := unsupportedHeaders(h); api != nil {
 		writeError(w, api)
@@ -104,8 +110,9 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 			s.log.Debug().Str("endpoint", name).Str("request_id", reqID).Msg("client went away")
 			return nil
 		}
-		api := s.toAPIError(name, err)
-		s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).Msg("invocation failed")
+		api := s.toAPIError(name, reqID, err)
+		s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).
+			AnErr("cause", errors.Unwrap(err)).Msg("invocation failed")
 		writeError(w, api)
 		return nil
 	}

@@ -3,7 +3,9 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -110,6 +112,7 @@ func New(cfg Config) *Server {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.echoError
+	e.Use(s.recoverPanics)
 	e.POST("/", s.controlPlane)
 	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
 	e.POST("/endpoints/:name/invocations-response-stream", s.unsupported("InvokeEndpointWithResponseStream"))
@@ -191,20 +194,43 @@ func (s *Server) echoError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	var he *echo.HTTPError
-	api := &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce."}
-	if errors.As(err, &he) {
-		switch he.Code {
-		case http.StatusNotFound:
-			api = &APIError{Status: http.StatusNotFound, Code: CodeUnknownOperation,
-				Message: "mce has no operation at " + c.Request().Method + " " + c.Request().URL.Path}
-		case http.StatusMethodNotAllowed:
-			api = &APIError{Status: http.StatusMethodNotAllowed, Code: CodeUnknownOperation,
-				Message: "method " + c.Request().Method + " is not allowed on " + c.Request().URL.Path}
-		}
+	reqID := c.Response().Header().Get(hdrRequestID)
+	if reqID == "" {
+		reqID = s.ids.next()
+		c.Response().Header().Set(hdrRequestID, reqID)
 	}
-	c.Response().Header().Set(hdrRequestID, s.ids.next())
+	var he *echo.HTTPError
+	var api *APIError
+	switch {
+	case errors.As(err, &he) && he.Code == http.StatusNotFound:
+		api = &APIError{Status: http.StatusNotFound, Code: CodeUnknownOperation,
+			Message: "mce has no operation at " + c.Request().Method + " " + c.Request().URL.Path}
+	case errors.As(err, &he) && he.Code == http.StatusMethodNotAllowed:
+		api = &APIError{Status: http.StatusMethodNotAllowed, Code: CodeUnknownOperation,
+			Message: "method " + c.Request().Method + " is not allowed on " + c.Request().URL.Path}
+	case errors.As(err, &he) && he.Code >= 400 && he.Code < 500:
+		api = &APIError{Status: he.Code, Code: CodeValidation, Message: http.StatusText(he.Code) + "."}
+	default:
+		api = s.internalError(reqID, err)
+	}
 	writeError(c.Response(), api)
+}
+
+// recoverPanics turns a panic in a handler into an InternalFailure with the
+// request ID (the stack goes to the log), instead of a dropped connection.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error().Str("stack", string(debug.Stack())).Msg("handler panicked")
+				err = fmt.Errorf("handler panicked: %v", v)
+			}
+		}()
+		return next(c)
+	}
 }
 
 func (s *Server) unsupported(op string) echo.HandlerFunc {
