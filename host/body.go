@@ -55,13 +55,18 @@ type requestBody struct {
 func (b *requestBody) bytes() []byte { return *b.buf }
 
 // release returns the buffer to the pool and the bytes to the budget.
-func (b *requestBody) release() {
+func (b *requestBody) release() { b.free(true) }
+
+// free gives the bytes back to the budget, and the buffer to the pool when
+// pool is set. Buffers of refused bodies are not pooled: a burst of them
+// would otherwise stay in the pool, beyond the budget.
+func (b *requestBody) free(pool bool) {
 	if b.charged > 0 {
 		b.budget.Release(b.charged)
 		b.charged = 0
 	}
 	if b.buf != nil {
-		if cap(*b.buf) <= maxPooledBody {
+		if pool && cap(*b.buf) <= maxPooledBody {
 			*b.buf = (*b.buf)[:0]
 			bodyPool.Put(b.buf)
 		}
@@ -96,7 +101,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, too
 		}
 		return b, nil
 	}
-	b.release()
+	b.free(false)
 	// The rest of a failed body is not read: the connection closes after
 	// the answer. (The deadline stays: net/http would otherwise wait for a
 	// stalled body's last bytes before it answers.)
