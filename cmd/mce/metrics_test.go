@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/internal/testenv"
 )
 
 func TestServeMetrics(t *testing.T) {
@@ -61,5 +67,65 @@ func TestByteSizeFlag(t *testing.T) {
 		if err := b.Set(in); err == nil {
 			t.Errorf("Set(%q) accepted", in)
 		}
+	}
+}
+
+// TestServeMetricsListeners: with credentials enforced, unsigned scrapers
+// get nothing from the API listener (issue 9: /metrics listed every
+// endpoint and container to them) and the metrics from --metrics-listen;
+// without policies on loopback, /metrics stays on the API listener too.
+func TestServeMetricsListeners(t *testing.T) {
+	testenv.Docker(t)
+	creds := filepath.Join(t.TempDir(), "creds.yaml")
+	os.WriteFile(creds, []byte(`
+Credentials:
+  - AccessKeyId: AKIAOPS00000EXAMPLE
+    SecretAccessKey: ops-secret
+    Arn: arn:aws:iam::123456789012:user/ops
+    Policies:
+      - Name: all
+        Document: {Version: "2012-10-17", Statement: [{Effect: Allow, Action: "sagemaker:*", Resource: "*"}]}
+`), 0o600)
+	for _, c := range []struct {
+		name      string
+		creds     string
+		apiStatus int
+	}{
+		{"credentials enforced", creds, 404},
+		{"local development", "", 200},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := serveFlagsFor(t, freePort(t), "")
+			f.files, f.credentials, f.metricsListen = nil, c.creds, freePort(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- serve(ctx, f) }()
+			defer func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("serve: %v", err)
+				}
+			}()
+			get := func(url string) int {
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					resp, err := http.Get(url)
+					if err == nil {
+						resp.Body.Close()
+						return resp.StatusCode
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("GET %s: %v", url, err)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			if got := get("http://" + f.metricsListen + "/metrics"); got != 200 {
+				t.Errorf("--metrics-listen: %d", got)
+			}
+			if got := get("http://" + f.listen + "/metrics"); got != c.apiStatus {
+				t.Errorf("/metrics on --listen: %d, want %d", got, c.apiStatus)
+			}
+		})
 	}
 }

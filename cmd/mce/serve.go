@@ -91,7 +91,7 @@ naming the container and the cause.`,
 	fl.StringArrayVar(&f.rego, "rego", nil, "custom Rego module file or folder (package mce.custom); repeatable")
 	fl.StringVar(&f.debugListen, "debug-listen", "", "serve Go's pprof profiles on this address, which must be loopback (e.g. 127.0.0.1:6060); off when empty")
 	fl.StringVar(&f.metricsListen, "metrics-listen", defaultMetricsListen, "serve Prometheus metrics (unauthenticated) on this address; \"\" or \"off\" for none. With no policies and a loopback --listen, /metrics is on --listen too")
-	fl.DurationVar(&f.bodyTimeout, "body-timeout", host.DefaultBodyTimeout, "time limit for receiving a request's body (RequestTimeout beyond)")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", host.DefaultBodyTimeout, "time limit for receiving a request's body (RequestTimeout beyond); 0 for the default")
 	f.bodyMemory = host.DefaultBodyMemory
 	fl.Var(&f.bodyMemory, "max-body-memory", "the most bytes of request bodies held in memory at once, all requests together (ServiceUnavailable beyond), e.g. 256MiB")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
@@ -170,8 +170,8 @@ func serve(ctx context.Context, f serveFlags) error {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
 	defer ln.Close()
-	if f.bodyTimeout <= 0 || f.bodyMemory < host.MaxPayload {
-		return &exitError{code: 2, msg: fmt.Sprintf("--body-timeout must be above 0 and --max-body-memory at least %d bytes (one 6 MiB body)", host.MaxPayload)}
+	if f.bodyTimeout < 0 || f.bodyMemory < 0 || f.bodyMemory > 0 && f.bodyMemory < host.MaxPayload {
+		return &exitError{code: 2, msg: fmt.Sprintf("--body-timeout must not be negative, and --max-body-memory must hold at least one 6 MiB body (%d bytes)", host.MaxPayload)}
 	}
 	if f.debugListen != "" {
 		stop, err := servePprof(f.debugListen)
