@@ -77,8 +77,8 @@ func (b *requestBody) free(pool bool) {
 // readBody reads r's body, at most limit bytes, within the body deadline and
 // the memory budget. tooLarge is the error for a body over limit. On
 // failure the body is already released.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, tooLarge func(n int64) *APIError) (*requestBody, *APIError) {
-	b := &requestBody{buf: bodyPool.Get().(*[]byte), budget: s.bodyBudget}
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, tooLarge func(n int64) *APIError) (requestBody, *APIError) {
+	b := requestBody{buf: bodyPool.Get().(*[]byte), budget: s.bodyBudget}
 	if r.ContentLength == 0 {
 		return b, nil
 	}
@@ -87,14 +87,8 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, too
 	// deadline would cancel the request's context).
 	rc := http.NewResponseController(w)
 	deadline := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil
-	buf, err := readLimited(r.Body, (*b.buf)[:0], limit, func(n int64) bool {
-		if !b.budget.TryAcquire(n) {
-			return false
-		}
-		b.charged += n
-		return true
-	})
-	*b.buf = buf
+	buf, charged, err := readLimited(r.Body, (*b.buf)[:0], limit, b.budget)
+	*b.buf, b.charged = buf, charged
 	if err == nil {
 		if deadline {
 			rc.SetReadDeadline(time.Time{})
@@ -109,36 +103,36 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, too
 	var ne net.Error
 	switch {
 	case errors.Is(err, errTooLarge):
-		return nil, tooLarge(-1)
+		return requestBody{}, tooLarge(-1)
 	case errors.Is(err, errBodyBudget):
 		s.log.Warn().Int64("budget_bytes", s.cfg.BodyMemory).Str("remote_addr", r.RemoteAddr).
 			Msg("request refused: the request bodies in memory reached --max-body-memory")
-		return nil, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, err: err,
+		return requestBody{}, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, err: err,
 			Message: "mce is holding as many request bodies as its memory budget allows; retry the request later."}
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		s.log.Info().Str("remote_addr", r.RemoteAddr).Dur("body_timeout", s.cfg.BodyTimeout).
 			Msg("request body not received in time; connection cut")
-		return nil, &APIError{Status: http.StatusBadRequest, Code: codeRequestTimeout, err: err,
+		return requestBody{}, &APIError{Status: http.StatusBadRequest, Code: codeRequestTimeout, err: err,
 			Message: "The request body was not received within " + s.cfg.BodyTimeout.String() + "; send it faster, or ask the operator to raise --body-timeout."}
 	}
 	s.log.Debug().Err(err).Str("remote_addr", r.RemoteAddr).Msg("reading a request body failed")
-	return nil, &APIError{Status: http.StatusBadRequest, Code: CodeValidation, err: err,
+	return requestBody{}, &APIError{Status: http.StatusBadRequest, Code: CodeValidation, err: err,
 		Message: "Could not read the request body: the connection ended before the body was complete."}
 }
 
 // readLimited appends r to buf up to limit bytes; one byte more is
-// errTooLarge. Before bytes land beyond what is charged, charge(n) must
-// grant n more (doubling from bodyChargeStep); a refusal is errBodyBudget.
-func readLimited(r io.Reader, buf []byte, limit int, charge func(n int64) bool) ([]byte, error) {
-	var charged int
+// errTooLarge. Before bytes land beyond what is charged to budget, it takes
+// more (doubling from bodyChargeStep); a refusal is errBodyBudget. charged
+// is what it took, to be released by the caller, error or not.
+func readLimited(r io.Reader, buf []byte, limit int, budget *semaphore.Weighted) (_ []byte, charged int64, _ error) {
 	for {
 		if len(buf) > limit {
-			return buf, errTooLarge
+			return buf, charged, errTooLarge
 		}
-		if len(buf) == charged {
-			step := min(max(bodyChargeStep, charged), limit+1-charged)
-			if !charge(int64(step)) {
-				return buf, errBodyBudget
+		if int64(len(buf)) == charged {
+			step := min(max(bodyChargeStep, charged), int64(limit)+1-charged)
+			if !budget.TryAcquire(step) {
+				return buf, charged, errBodyBudget
 			}
 			charged += step
 		}
@@ -148,16 +142,16 @@ func readLimited(r io.Reader, buf []byte, limit int, charge func(n int64) bool) 
 			copy(nb, buf)
 			buf = nb
 		}
-		n, err := r.Read(buf[len(buf):min(cap(buf), charged)])
+		n, err := r.Read(buf[len(buf):min(int64(cap(buf)), charged)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			if len(buf) > limit {
-				return buf, errTooLarge
+				return buf, charged, errTooLarge
 			}
-			return buf, nil
+			return buf, charged, nil
 		}
 		if err != nil {
-			return buf, err
+			return buf, charged, err
 		}
 	}
 }

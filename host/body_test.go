@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"golang.org/x/sync/semaphore"
 )
 
 func TestReadLimited(t *testing.T) {
@@ -37,14 +39,12 @@ func TestReadLimited(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var charged int64
-			got, err := readLimited(iotest.HalfReader(bytes.NewReader(c.in)), make([]byte, 0, 512), c.limit, func(n int64) bool {
-				if charged+n > c.budget {
-					return false
-				}
-				charged += n
-				return true
-			})
+			budget := semaphore.NewWeighted(c.budget)
+			got, charged, err := readLimited(iotest.HalfReader(bytes.NewReader(c.in)), make([]byte, 0, 512), c.limit, budget)
+			budget.Release(charged)
+			if !budget.TryAcquire(c.budget) {
+				t.Errorf("charged %d, but more was taken from the budget", charged)
+			}
 			if !errors.Is(err, c.wantErr) {
 				t.Fatalf("err = %v, want %v", err, c.wantErr)
 			}
@@ -265,5 +265,24 @@ func TestUnauthorizableRefusedBeforeBody(t *testing.T) {
 				t.Fatalf("%d %s %s, want %s", resp.StatusCode, got, b, c.code)
 			}
 		})
+	}
+}
+
+// BenchmarkReadBody is the hot path's cost of the body limits: a 1 KiB body
+// read into a pooled buffer, charged to and released from the budget.
+func BenchmarkReadBody(b *testing.B) {
+	s := New(Config{Store: nil})
+	payload := bytes.Repeat([]byte("x"), 1<<10)
+	rd := bytes.NewReader(payload)
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest("POST", "/endpoints/x/invocations", rd)
+	b.ReportAllocs()
+	for b.Loop() {
+		rd.Reset(payload)
+		rb, api := s.readBody(w, r, MaxPayload, payloadTooLarge)
+		if api != nil || len(rb.bytes()) != len(payload) {
+			b.Fatal(api)
+		}
+		rb.release()
 	}
 }
