@@ -83,8 +83,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, too
 		return b, nil
 	}
 	// The deadline covers the body only: it is lifted once the body is in,
-	// so that an invocation may take its time to answer (an expired read
-	// deadline would cancel the request's context).
+	// so that an invocation may take its time to answer. (net/http lifts it
+	// too when it starts watching the connection after the body's end; an
+	// expired read deadline there would cancel the request's context.)
 	rc := http.NewResponseController(w)
 	deadline := rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) == nil
 	buf, charged, err := readLimited(r.Body, (*b.buf)[:0], limit, b.budget)

@@ -286,3 +286,23 @@ func BenchmarkReadBody(b *testing.B) {
 		rb.release()
 	}
 }
+
+// TestBodyDeadlineSparesLongInvocations: the body deadline covers the body
+// only; an invocation that takes longer than it still gets its answer, on a
+// fresh and on a kept-alive connection.
+func TestBodyDeadlineSparesLongInvocations(t *testing.T) {
+	h := newHarness(t, Config{BodyTimeout: 500 * time.Millisecond})
+	if err := h.deploy(plan("ab", "Direct", map[string][]string{"AllTraffic": {"english:EN"}})); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second on the kept-alive connection
+		out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ab"), Body: body("slow "),
+			TargetContainerHostname: aws.String("english"), CustomAttributes: aws.String("sleep=1500ms")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out.Body) != "slow EN" {
+			t.Fatalf("body %q", out.Body)
+		}
+	}
+}
