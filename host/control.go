@@ -120,9 +120,9 @@ func (s *Server) controlError(reqID string, err error) *APIError {
 	case errors.As(err, &api):
 		return api
 	case errors.As(err, &vErr):
-		return validationException("%s", vErr.Message())
+		return validationException("%s", redactPaths(vErr.Message()))
 	case errors.As(err, &dErr):
-		return validationException("%s", dErr.Error())
+		return validationException("%s", redactPaths(dErr.Error()))
 	case errors.As(err, &nf):
 		return validationException("%s", nf.Message())
 	case errors.As(err, &ae):
