@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -270,34 +269,6 @@ func (a *Authorizer) AuthenticateHeaders(r *http.Request) (p Principal, complete
 		return Principal{}, false, aerr
 	}
 	return Principal{}, false, nil
-}
-
-// MayAllow reports whether some request of p for action could be allowed,
-// whatever its resource and condition keys: false when no custom Rego
-// module is loaded and no Allow statement of p's policies names the action.
-// The host uses it to refuse such a caller before reading a body that
-// names the resource. It errs towards true (NotAction statements, patterns
-// it cannot read).
-func (a *Authorizer) MayAllow(p Principal, action string) bool {
-	st := a.st.Load()
-	if !st.enabled || st.custom > 0 {
-		return true
-	}
-	action = strings.ToLower(action)
-	for _, s := range st.setStmts[st.setFor(p)] {
-		if s.deny {
-			continue
-		}
-		if s.notAction {
-			return true
-		}
-		for _, pat := range s.actions {
-			if ok, err := path.Match(strings.ToLower(pat), action); ok || err != nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 const presignedMessage = "Query-string authentication (presigned URLs) is not supported by mce; sign requests with the Authorization header (AWS SigV4)."

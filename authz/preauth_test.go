@@ -134,24 +134,3 @@ func resign(t *testing.T, r *http.Request, body []byte, spec reqSpec) {
 		t.Fatalf("the hash header is not signed: %s", r.Header.Get("Authorization"))
 	}
 }
-
-func TestMayAllow(t *testing.T) {
-	a := loadTestdata(t)
-	alice, _ := a.LookupAccessKey(aliceKey)
-	for _, c := range []struct {
-		p      Principal
-		action string
-		want   bool
-	}{
-		{Principal{Anonymous: true}, "sagemaker:InvokeEndpoint", false},
-		{Principal{Anonymous: true}, "sagemaker:DeleteEndpoint", false},
-		{Principal{Anonymous: true}, "sagemaker:ListEndpoints", true},
-		{Principal{Anonymous: true}, "SageMaker:listendpoints", true},
-		{alice, "sagemaker:InvokeEndpoint", true},
-		{alice, "sagemaker:DeleteModel", false},
-	} {
-		if got := a.MayAllow(c.p, c.action); got != c.want {
-			t.Errorf("MayAllow(%s, %s) = %v, want %v", c.p.ARN, c.action, got, c.want)
-		}
-	}
-}

@@ -12,8 +12,7 @@ import (
 // authorized: one whose headers fail authentication (no such key, a stale
 // date, a malformed signature) and, where the body plays no part in either
 // decision (an unsigned request, or no credentials file, for an operation
-// whose resource the path names), one the policies deny; or, where the body
-// names the resource, one no policy allows the action at all. done reports that
+// whose resource the path names), one the policies deny. done reports that
 // authorization is complete: the request may go ahead without authorize.
 // An empty resource means the body names it: only authentication is checked.
 func (s *Server) preAuthorize(ctx context.Context, r *http.Request, action, resource string, keys map[string]string) (done bool, api *APIError) {
@@ -28,16 +27,7 @@ func (s *Server) preAuthorize(ctx context.Context, r *http.Request, action, reso
 		}
 		return false, &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: "The request could not be authenticated.", err: err}
 	}
-	if !complete {
-		return false, nil
-	}
-	if resource == "" {
-		// The body names the resource; a caller whom no policy allows the
-		// action on any resource is refused without it.
-		if !a.MayAllow(p, action) {
-			in := authz.Input{Principal: p, Action: action, Resource: "*"}
-			return false, &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: authz.Decision{}.DeniedMessage(in)}
-		}
+	if !complete || resource == "" {
 		return false, nil
 	}
 	in := authz.Input{Principal: p, Action: action, Resource: resource, Context: keys, SourceIP: sourceIP(r), Time: time.Now()}
