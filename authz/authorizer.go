@@ -252,8 +252,7 @@ func (a *Authorizer) fingerprint(st *state) string {
 func (a *Authorizer) Authenticate(r *http.Request, body []byte) (Principal, error) {
 	st := a.st.Load()
 	if presigned(r) {
-		return Principal{}, authErr(r, CodeIncompleteSignature,
-			"Query-string authentication (presigned URLs) is not supported by mce; sign requests with the Authorization header (AWS SigV4).")
+		return Principal{}, authErr(r, CodeIncompleteSignature, presignedMessage)
 	}
 	auth := r.Header.Values("Authorization")
 	if len(auth) == 0 {
@@ -270,6 +269,38 @@ func (a *Authorizer) Authenticate(r *http.Request, body []byte) (Principal, erro
 	}
 	return cred.principal, nil
 }
+
+// AuthenticateHeaders makes the checks of Authenticate that need no body,
+// so that a request that cannot be authenticated is refused before its body
+// is read. complete reports that the body plays no part in authenticating r
+// (an unsigned request, or no credentials file): p is then what
+// Authenticate would return. Otherwise p is empty and Authenticate must
+// still verify the signature over the body; what was checked here is the
+// Authorization header's shape, X-Amz-Date, the credential scope, that the
+// access key exists, the clock skew, the session token and, when
+// X-Amz-Content-Sha256 is sent, the signature itself. Failures are
+// *AuthError, the same Authenticate gives.
+func (a *Authorizer) AuthenticateHeaders(r *http.Request) (p Principal, complete bool, err error) {
+	st := a.st.Load()
+	if presigned(r) {
+		return Principal{}, false, authErr(r, CodeIncompleteSignature, presignedMessage)
+	}
+	auth := r.Header.Values("Authorization")
+	if len(auth) == 0 {
+		return Principal{Anonymous: true}, true, nil
+	}
+	if a.cfg.CredentialsFile == "" {
+		return Principal{Anonymous: true, AccessKeyID: accessKeyFromHeader(auth[0])}, true, nil
+	}
+	if _, aerr := verifySigV4Headers(r, st.keys, a.now(), a.skew, a.cfg.Region); aerr != nil {
+		a.log.Info().Str("access_key_id", accessKeyFromHeader(auth[0])).Str("code", aerr.Code).
+			Str("remote_addr", r.RemoteAddr).Msg("authentication failed before the body was read")
+		return Principal{}, false, aerr
+	}
+	return Principal{}, false, nil
+}
+
+const presignedMessage = "Query-string authentication (presigned URLs) is not supported by mce; sign requests with the Authorization header (AWS SigV4)."
 
 // LookupAccessKey returns the principal of an access key in the credentials
 // file (for tools; the request path uses Authenticate).

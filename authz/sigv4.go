@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,56 +62,94 @@ type sigV4Auth struct {
 // and X-Amz-Date. region, when not empty, is the only region a credential
 // scope may name.
 func verifySigV4(r *http.Request, body []byte, keys map[string]*credential, now time.Time, skew time.Duration, region string) (*credential, *AuthError) {
+	sv, aerr := verifySigV4Headers(r, keys, now, skew, region)
+	if aerr != nil {
+		return nil, aerr
+	}
+	payloadHash := sha256Hex(body)
+	if ph := r.Header.Values("X-Amz-Content-Sha256"); len(ph) > 0 {
+		if len(ph) > 1 || !strings.EqualFold(ph[0], payloadHash) {
+			return nil, authErr(r, CodeInvalidSignature, contentSHAMismatch)
+		}
+		if sv.signatureChecked { // with this very hash
+			return sv.cred, nil
+		}
+	}
+	if aerr := sv.verifySignature(r, payloadHash); aerr != nil {
+		return nil, aerr
+	}
+	return sv.cred, nil
+}
+
+const contentSHAMismatch = "The provided 'x-amz-content-sha256' header does not match what was computed."
+
+// headerChecked is a request whose headers passed verifySigV4Headers: what
+// is left to check is the signature over the payload.
+type headerChecked struct {
+	auth    sigV4Auth
+	amzDate string
+	cred    *credential
+	// signatureChecked: the signature was verified with the signed
+	// X-Amz-Content-Sha256 header's hash.
+	signatureChecked bool
+}
+
+// verifySigV4Headers makes every check of verifySigV4 that needs no body:
+// the Authorization header's shape, X-Amz-Date, the credential scope, that
+// the access key exists, the clock skew and the session token. When the
+// request carries X-Amz-Content-Sha256, the signature is checked too with
+// that hash (the body must still match it: verifySigV4 checks that).
+func verifySigV4Headers(r *http.Request, keys map[string]*credential, now time.Time, skew time.Duration, region string) (headerChecked, *AuthError) {
 	hdrs := r.Header.Values("Authorization")
 	if len(hdrs) != 1 {
-		return nil, authErr(r, CodeIncompleteSignature, "Only one Authorization header is allowed.")
+		return headerChecked{}, authErr(r, CodeIncompleteSignature, "Only one Authorization header is allowed.")
 	}
 	h := hdrs[0]
 	if len(h) > maxAuthHeaderLen {
-		return nil, authErr(r, CodeIncompleteSignature, fmt.Sprintf("Authorization header is longer than %d bytes.", maxAuthHeaderLen))
+		return headerChecked{}, authErr(r, CodeIncompleteSignature, fmt.Sprintf("Authorization header is longer than %d bytes.", maxAuthHeaderLen))
 	}
 	auth, aerr := parseAuthorization(r, h)
 	if aerr != nil {
-		return nil, aerr
+		return headerChecked{}, aerr
 	}
 
 	dates := r.Header.Values("X-Amz-Date")
 	if len(dates) != 1 {
-		return nil, authErr(r, CodeIncompleteSignature, "Authorization header requires existence of a 'X-Amz-Date' header (mce does not accept the 'Date' header). Authorization="+echo(h))
+		return headerChecked{}, authErr(r, CodeIncompleteSignature, "Authorization header requires existence of a 'X-Amz-Date' header (mce does not accept the 'Date' header). Authorization="+echo(h))
 	}
 	amzDate := dates[0]
 	signedAt, err := time.Parse(amzDateLayout, amzDate)
 	if err != nil {
-		return nil, authErr(r, CodeIncompleteSignature, "Date must be in ISO-8601 'basic format'. Got '"+echo(amzDate)+"'. See http://en.wikipedia.org/wiki/ISO_8601")
+		return headerChecked{}, authErr(r, CodeIncompleteSignature, "Date must be in ISO-8601 'basic format'. Got '"+echo(amzDate)+"'. See http://en.wikipedia.org/wiki/ISO_8601")
 	}
 
 	// Credential scope.
 	if auth.terminator != scopeTerminator {
-		return nil, authErr(r, CodeInvalidSignature, "Credential should be scoped with a valid terminator: 'aws4_request', not '"+echo(auth.terminator)+"'.")
+		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped with a valid terminator: 'aws4_request', not '"+echo(auth.terminator)+"'.")
 	}
 	if auth.service != signingService {
-		return nil, authErr(r, CodeInvalidSignature, "Credential should be scoped to correct service: '"+signingService+"'. ")
+		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped to correct service: '"+signingService+"'. ")
 	}
 	if region != "" && auth.region != region {
-		return nil, authErr(r, CodeInvalidSignature, "Credential should be scoped to a valid region, not '"+echo(auth.region)+"'. ")
+		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped to a valid region, not '"+echo(auth.region)+"'. ")
 	}
 	if auth.scopeDate != amzDate[:8] {
-		return nil, authErr(r, CodeInvalidSignature, fmt.Sprintf("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s', from '%s'.", echo(auth.scopeDate), amzDate[:8], amzDate))
+		return headerChecked{}, authErr(r, CodeInvalidSignature, fmt.Sprintf("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s', from '%s'.", echo(auth.scopeDate), amzDate[:8], amzDate))
 	}
 
 	cred, ok := keys[auth.accessKeyID]
 	if !ok {
-		return nil, authErr(r, CodeUnrecognizedClient, "The security token included in the request is invalid.")
+		return headerChecked{}, authErr(r, CodeUnrecognizedClient, "The security token included in the request is invalid.")
 	}
 
 	// Clock skew.
 	now = now.UTC()
 	if signedAt.Before(now.Add(-skew)) {
-		return nil, authErr(r, CodeInvalidSignature, fmt.Sprintf("Signature expired: %s is now earlier than %s (%s - %s.)",
+		return headerChecked{}, authErr(r, CodeInvalidSignature, fmt.Sprintf("Signature expired: %s is now earlier than %s (%s - %s.)",
 			amzDate, now.Add(-skew).Format(amzDateLayout), now.Format(amzDateLayout), skewText(skew)))
 	}
 	if signedAt.After(now.Add(skew)) {
-		return nil, authErr(r, CodeInvalidSignature, fmt.Sprintf("Signature not yet current: %s is still later than %s (%s + %s.)",
+		return headerChecked{}, authErr(r, CodeInvalidSignature, fmt.Sprintf("Signature not yet current: %s is still later than %s (%s + %s.)",
 			amzDate, now.Add(skew).Format(amzDateLayout), now.Format(amzDateLayout), skewText(skew)))
 	}
 
@@ -118,28 +157,45 @@ func verifySigV4(r *http.Request, body []byte, keys map[string]*credential, now 
 	tokens := r.Header.Values("X-Amz-Security-Token")
 	switch {
 	case len(tokens) > 1:
-		return nil, authErr(r, CodeIncompleteSignature, "Only one X-Amz-Security-Token header is allowed.")
+		return headerChecked{}, authErr(r, CodeIncompleteSignature, "Only one X-Amz-Security-Token header is allowed.")
 	case cred.token == "" && len(tokens) == 1,
 		cred.token != "" && (len(tokens) == 0 || !hmac.Equal([]byte(tokens[0]), []byte(cred.token))):
-		return nil, authErr(r, CodeUnrecognizedClient, "The security token included in the request is invalid.")
+		return headerChecked{}, authErr(r, CodeUnrecognizedClient, "The security token included in the request is invalid.")
 	}
+	sv := headerChecked{auth: auth, amzDate: amzDate, cred: cred}
 
-	payloadHash := sha256Hex(body)
+	// A payload hash announced in a header can never match a body when it
+	// is not a SHA-256; when the header is signed, the signature can be
+	// checked before the body arrives (verifySigV4 still compares the hash
+	// with the body).
 	if ph := r.Header.Values("X-Amz-Content-Sha256"); len(ph) > 0 {
-		if len(ph) > 1 || !strings.EqualFold(ph[0], payloadHash) {
-			return nil, authErr(r, CodeInvalidSignature, "The provided 'x-amz-content-sha256' header does not match what was computed.")
+		v := strings.ToLower(ph[0])
+		if len(ph) > 1 || len(v) != 2*sha256.Size || !isLowerHex(v) {
+			return headerChecked{}, authErr(r, CodeInvalidSignature, contentSHAMismatch)
+		}
+		if slices.Contains(auth.signedHeaders, "x-amz-content-sha256") {
+			if aerr := sv.verifySignature(r, v); aerr != nil {
+				return headerChecked{}, aerr
+			}
+			sv.signatureChecked = true
 		}
 	}
+	return sv, nil
+}
 
+// verifySignature checks the request's signature over payloadHash, the hex
+// SHA-256 of its body.
+func (sv headerChecked) verifySignature(r *http.Request, payloadHash string) *AuthError {
+	auth := sv.auth
 	canonical, missing := canonicalRequest(r, auth.signedHeaders, payloadHash)
 	scope := auth.scopeDate + "/" + auth.region + "/" + auth.service + "/" + auth.terminator
-	stringToSign := sigAlgorithm + "\n" + amzDate + "\n" + scope + "\n" + sha256Hex([]byte(canonical))
-	key := signingKey(cred.secret, auth.scopeDate, auth.region, auth.service)
+	stringToSign := sigAlgorithm + "\n" + sv.amzDate + "\n" + scope + "\n" + sha256Hex([]byte(canonical))
+	key := signingKey(sv.cred.secret, auth.scopeDate, auth.region, auth.service)
 	want := hex.EncodeToString(hmacSHA256(key, []byte(stringToSign)))
 	if !hmac.Equal([]byte(want), []byte(auth.signature)) {
-		return nil, authErr(r, CodeInvalidSignature, mismatchMessage(canonical, stringToSign, missing))
+		return authErr(r, CodeInvalidSignature, mismatchMessage(canonical, stringToSign, missing))
 	}
-	return cred, nil
+	return nil
 }
 
 // parseAuthorization splits "AWS4-HMAC-SHA256 Credential=…, SignedHeaders=…,

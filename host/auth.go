@@ -31,12 +31,17 @@ func (s *Server) authenticate(r *http.Request, body []byte) (authz.Principal, *A
 	}
 	p, err := a.Authenticate(r, body)
 	if err != nil {
-		if ae, ok := authz.IsAuthError(err); ok {
-			return p, &APIError{Status: ae.Status, Code: ae.Code, Message: ae.Message, err: err}
-		}
-		return p, &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: "The request could not be authenticated.", err: err}
+		return p, authError(err)
 	}
 	return p, nil
+}
+
+// authError is the answer to a request whose authentication failed.
+func authError(err error) *APIError {
+	if ae, ok := authz.IsAuthError(err); ok {
+		return &APIError{Status: ae.Status, Code: ae.Code, Message: ae.Message, err: err}
+	}
+	return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: "The request could not be authenticated.", err: err}
 }
 
 // decide asks the policies whether principal p may perform action on

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"sort"
@@ -119,15 +118,25 @@ func (s *Server) controlPlane(c echo.Context) error {
 			Message: fmt.Sprintf("mce does not implement the operation %q (X-Amz-Target).", target)})
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody+1))
-	if err != nil {
-		writeError(w, validationException("Could not read the request body."))
+	action, _ := authz.ControlPlaneAction(target)
+	// The body names the resource: before reading it, only what the
+	// headers decide (authentication) is checked.
+	if _, api := s.preAuthorize(r.Context(), r, action, "", nil); api != nil {
+		writeError(w, api)
 		return nil
 	}
-	if len(body) > maxControlBody {
-		writeError(w, validationException("The request body exceeds %d bytes.", maxControlBody))
+	rb, api := s.readBody(w, r, maxControlBody, func(int64) *APIError {
+		return validationException("The request body exceeds %d bytes.", maxControlBody)
+	})
+	if api != nil {
+		if api.Code == CodeValidation {
+			api.Code = codeValidationException // the control plane's name for it
+		}
+		writeError(w, api)
 		return nil
 	}
+	defer rb.release()
+	body := rb.bytes()
 	// The caller is authenticated before the body is decoded, so that an
 	// unsigned or badly signed request learns nothing from the decoder.
 	p, api := s.authenticate(r, body)
@@ -135,18 +144,16 @@ func (s *Server) controlPlane(c echo.Context) error {
 		writeError(w, api)
 		return nil
 	}
-	action, _ := authz.ControlPlaneAction(target)
 	out, err := s.control(r.Context(), op, body, func(resource string) *APIError {
 		return s.decide(r.Context(), r, p, action, resource, nil)
 	})
 	if err != nil {
-		writeError(w, s.controlError(err))
+		writeError(w, s.controlError(w.Header().Get(hdrRequestID), err))
 		return nil
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		s.log.Error().Err(err).Str("operation", opName).Msg("encoding a control-plane answer")
-		writeError(w, &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce; its log has the details."})
+		writeError(w, s.internalError(w.Header().Get(hdrRequestID), fmt.Errorf("encoding the answer of %s: %w", opName, err)))
 		return nil
 	}
 	w.Header().Set("Content-Type", jsonContentType)
@@ -174,7 +181,7 @@ func (s *Server) control(ctx context.Context, o operation, body []byte, authoriz
 // controlError maps errors to the control plane's shapes: everything a
 // caller did wrong is a 400 with its code; SageMaker reports missing and
 // existing resources as ValidationException.
-func (s *Server) controlError(err error) *APIError {
+func (s *Server) controlError(reqID string, err error) *APIError {
 	var api *APIError
 	var vErr *spec.ValidationError
 	var dErr *spec.DecodeError
@@ -184,19 +191,15 @@ func (s *Server) controlError(err error) *APIError {
 	case errors.As(err, &api):
 		return api
 	case errors.As(err, &vErr):
-		return validationException("%s", vErr.Message())
+		return validationException("%s", redactPaths(vErr.Message()))
 	case errors.As(err, &dErr):
-		return validationException("%s", dErr.Error())
+		return validationException("%s", redactPaths(dErr.Error()))
 	case errors.As(err, &nf):
 		return validationException("%s", nf.Message())
 	case errors.As(err, &ae):
 		return validationException("%s", ae.Message())
 	}
-	// Anything else is mce's own failure (the state database, a backend):
-	// its text can name host paths, so it goes to the log, not the caller.
-	s.log.Error().Err(err).Msg("control-plane call failed")
-	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure,
-		Message: "An internal error occurred in mce; its log has the details.", err: err}
+	return s.internalError(reqID, err)
 }
 
 func decode(body []byte, v any) error {

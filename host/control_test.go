@@ -357,11 +357,11 @@ func TestDeleteWhileCreating(t *testing.T) {
 func TestControlErrorHidesInternals(t *testing.T) {
 	s := New(Config{Store: openStore(t)})
 	defer s.Close(context.Background())
-	api := s.controlError(fmt.Errorf("persist: %w", errors.New("open /var/lib/mce/state/models.db: permission denied")))
+	api := s.controlError("req-1", fmt.Errorf("persist: %w", errors.New("open /var/lib/mce/state/models.db: permission denied")))
 	if api.Status != 500 || api.Code != CodeInternalFailure || strings.Contains(api.Message, "/var/lib") || strings.Contains(api.Message, "permission") {
 		t.Errorf("internal failure: %d %s %q", api.Status, api.Code, api.Message)
 	}
-	if api := s.controlError(notFound(s, "endpoint", "x")); api.Status != 400 || api.Code != codeValidationException {
+	if api := s.controlError("req-2", notFound(s, "endpoint", "x")); api.Status != 400 || api.Code != codeValidationException {
 		t.Errorf("not found: %d %s %q", api.Status, api.Code, api.Message)
 	}
 }

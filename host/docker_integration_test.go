@@ -70,7 +70,7 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 	}
 	t.Cleanup(func() { st.Close() })
 	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
-		ModelData: fetcher})
+		ModelData: fetcher, MetricsOnAPI: true})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {

@@ -315,7 +315,9 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 			return
 		}
 		log.Error().Err(err).Msg("endpoint failed")
-		s.save(e, func(r *EndpointRecord) { r.Status, r.FailureReason = StatusFailed, truncate(err.Error(), 1024) })
+		s.save(e, func(r *EndpointRecord) {
+			r.Status, r.FailureReason = StatusFailed, truncate(redactPaths(err.Error()), 1024)
+		})
 		return
 	}
 	if !s.install(e, plan, l) {
@@ -422,7 +424,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 			log.Error().Err(err).Msg("update failed; the endpoint keeps its previous configuration")
 			s.save(e, func(r *EndpointRecord) {
 				r.Status, r.Pending = StatusInService, ""
-				r.FailureReason = truncate("Update to endpoint configuration "+configName+" failed: "+err.Error(), 1024)
+				r.FailureReason = truncate("Update to endpoint configuration "+configName+" failed: "+redactPaths(err.Error()), 1024)
 			})
 			return
 		}
@@ -539,7 +541,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 		s.save(e, func(r *EndpointRecord) {
 			r.Status, r.Plan, r.Desired = StatusInService, plan, nil
 			if err := errors.Join(errs...); err != nil {
-				r.FailureReason = truncate("Updating weights and capacities failed: "+err.Error(), 1024)
+				r.FailureReason = truncate("Updating weights and capacities failed: "+redactPaths(err.Error()), 1024)
 			}
 		})
 	})

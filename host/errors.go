@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/mme"
@@ -91,7 +92,8 @@ func truncate(s string, n int) string {
 }
 
 // toAPIError maps the typed errors of the layers below to SageMaker's shapes.
-func (s *Server) toAPIError(endpoint string, err error) *APIError {
+// Failures that are mce's own become a generic InternalFailure naming reqID.
+func (s *Server) toAPIError(endpoint, reqID string, err error) *APIError {
 	var api *APIError
 	var mErr *pipeline.ModelError
 	var vErr *pipeline.ValidationError
@@ -110,20 +112,21 @@ func (s *Server) toAPIError(endpoint string, err error) *APIError {
 			Message: "Model " + notReady.TargetModel + " is still being loaded on endpoint " + endpoint + "; the load carries on. Wait and try your request again."}
 	case errors.As(err, &notFound):
 		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, err: err,
-			Message: "Failed to download model data for TargetModel " + notFound.TargetModel + ": " + err.Error() + ". Make sure the artifact exists under the endpoint's ModelDataUrl prefix."}
+			Message: "Failed to download model data for TargetModel " + notFound.TargetModel + ": " + redactPaths(err.Error()) + ". Make sure the artifact exists under the endpoint's ModelDataUrl prefix."}
 	case errors.Is(err, mme.ErrInvalidTargetModel), errors.Is(err, artifact.ErrUnsafeArchive),
 		errors.Is(err, artifact.ErrOutsideModelRoots),
 		errors.Is(err, artifact.ErrTooLarge), errors.Is(err, artifact.ErrInvalidArchive):
-		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, Message: err.Error(), err: err}
+		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, Message: redactPaths(err.Error()), err: err}
 	case errors.As(err, &loadErr):
 		code := loadErr.Status
 		return &APIError{Status: http.StatusFailedDependency, Code: CodeModelError, err: err,
-			Message: "The container refused to load model " + loadErr.TargetModel + ": " + err.Error(), OriginalStatusCode: &code,
+			Message: "The container refused to load model " + loadErr.TargetModel + ": " + redactPaths(err.Error()), OriginalStatusCode: &code,
 			OriginalMessage: loadErr.Message, LogStreamArn: s.logStreamARN(endpoint)}
 	case errors.Is(err, mme.ErrNoMemory):
 		code := http.StatusInsufficientStorage
+		msg := redactPaths(err.Error())
 		return &APIError{Status: http.StatusFailedDependency, Code: CodeModelError, err: err,
-			Message: err.Error(), OriginalStatusCode: &code, OriginalMessage: err.Error(), LogStreamArn: s.logStreamARN(endpoint)}
+			Message: msg, OriginalStatusCode: &code, OriginalMessage: msg, LogStreamArn: s.logStreamARN(endpoint)}
 	case errors.As(err, &mErr):
 		code := mErr.OriginalStatusCode
 		return &APIError{
@@ -136,12 +139,76 @@ func (s *Server) toAPIError(endpoint string, err error) *APIError {
 	case errors.As(err, &uErr):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: uErr.Message, err: err}
 	case errors.As(err, &sErr):
-		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, Message: sErr.Error(), err: err}
+		return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, Message: redactPaths(sErr.Error()), err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: "The request timed out in mce.", err: err}
 	}
-	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure,
-		Message: "An internal error occurred in mce: " + err.Error(), err: err}
+	return s.internalError(reqID, err)
+}
+
+// internalError is the answer to a failure that is mce's, not the
+// caller's: a generic message with the request ID, while the details (which
+// may name host paths, addresses or internals) go to the log.
+func (s *Server) internalError(reqID string, err error) *APIError {
+	s.log.Error().Err(err).Str("request_id", reqID).Msg("internal error")
+	return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, err: err,
+		Message: "An internal error occurred in mce (request ID " + reqID + "; the operator finds the details in mce's log)."}
+}
+
+// redactPaths replaces the absolute host paths in s (a lower layer's error
+// text shown to a caller) with "<path>": callers learn that a file was
+// missing or unusable, never where mce keeps things. URLs other than
+// file:// are kept ("s3://bucket/key"); file:// paths are redacted too.
+func redactPaths(s string) string {
+	if strings.IndexByte(s, '/') < 0 {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '/' || !pathStarts(s, i) {
+			continue
+		}
+		j := i
+		for j < len(s) && !pathEnds(s, j) {
+			j++
+		}
+		b.WriteString(s[last:i])
+		b.WriteString("<path>")
+		last, i = j, j
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// pathStarts: the '/' at s[i] starts an absolute path, not a URL's "//" or
+// a relative path's separator.
+func pathStarts(s string, i int) bool {
+	if i == 0 {
+		return true
+	}
+	if strings.HasSuffix(s[:i], "file://") {
+		return true
+	}
+	switch s[i-1] {
+	case ' ', '\t', '\n', '"', '\'', '(', '[', '=', ',', '<':
+		return true
+	}
+	return false
+}
+
+// pathEnds: s[j] ends a path that runs up to it.
+func pathEnds(s string, j int) bool {
+	switch s[j] {
+	case ' ', '\t', '\n', '"', '\'', ')', ']', ',', ';', '>':
+		return true
+	case ':':
+		return j+1 == len(s) || s[j+1] == ' '
+	}
+	return false
 }
 
 // logStreamARN points at the endpoint's log group in SageMaker's form; in mce

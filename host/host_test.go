@@ -395,7 +395,7 @@ func TestErrorShape(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	h := newHarness(t, Config{})
+	h := newHarness(t, Config{MetricsOnAPI: true})
 	if err := h.deploy(plan("m", "Serial", map[string][]string{"AllTraffic": {"a:A", "b:B"}})); err != nil {
 		t.Fatal(err)
 	}
@@ -475,5 +475,47 @@ func TestClientHangUpCancelsContainerCall(t *testing.T) {
 	}
 	if c.cancelled.Load() != 1 {
 		t.Error("the container's request was not cancelled when the client hung up")
+	}
+}
+
+// TestMetricsOnlyForTheOperator: Prometheus scrapers do not sign, so with
+// policies enforced the API listener has no /metrics (issue 9: it listed
+// every endpoint and container to unsigned callers); MetricsHandler, for
+// the operator's own listener, serves them.
+func TestMetricsOnlyForTheOperator(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		cfg        Config
+		wantStatus int
+	}{
+		{"no policies, compatibility on", Config{MetricsOnAPI: true}, 200},
+		{"no policies, compatibility off", Config{}, 404},
+		{"policies enforced", Config{MetricsOnAPI: true, Authz: exampleAuthz(t)}, 404},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, c.cfg)
+			resp, err := h.http.Client().Get(h.http.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.wantStatus {
+				t.Fatalf("GET /metrics on the API: %d %s, want %d", resp.StatusCode, b, c.wantStatus)
+			}
+			if c.wantStatus != 200 && !strings.Contains(string(b), `"__type":"UnknownOperationException"`) {
+				t.Errorf("not the API's own 404: %s", b)
+			}
+			op := httptest.NewServer(h.srv.MetricsHandler())
+			defer op.Close()
+			resp, err = op.Client().Get(op.URL + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("operator's metrics listener: %d", resp.StatusCode)
+			}
+		})
 	}
 }

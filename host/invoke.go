@@ -2,10 +2,8 @@ package host
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -14,9 +12,6 @@ import (
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
-
-// bodyPool recycles request-body buffers between invocations.
-var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
 
 // invokeEndpoint is InvokeEndpoint: POST /endpoints/{EndpointName}/invocations
 // (contracts doc §1.2–1.5).
@@ -34,33 +29,34 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		return nil
 	}
 	// The body: refused from its announced length when it is too big, and
-	// read with a cap when the length is not announced.
+	// read with a cap when the length is not announced. A caller who cannot
+	// be authorized is refused before the body is read, where the headers
+	// tell (contracts: SigV4 signs the headers; unsigned callers are known
+	// from the headers alone).
 	if r.ContentLength > MaxPayload {
 		writeError(w, payloadTooLarge(r.ContentLength))
 		return nil
 	}
-	bp := bodyPool.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= 1<<20 { // keep small buffers only
-			*bp = (*bp)[:0]
-			bodyPool.Put(bp)
-		}
-	}()
-	body, err := readBody(r.Body, (*bp)[:0], MaxPayload)
-	*bp = body[:0]
-	if err != nil {
-		if errors.Is(err, errTooLarge) {
-			writeError(w, payloadTooLarge(-1))
-		} else {
-			writeError(w, validationError("Could not read the request body: %v", err))
-		}
-		return nil
-	}
-
-	if api := s.authorize(r.Context(), r, body, "sagemaker:InvokeEndpoint",
-		s.arn(spec.KindEndpoint, name), authz.InvokeContext(h)); api != nil {
+	resource := s.arn(spec.KindEndpoint, name)
+	keys := authz.InvokeContext(h)
+	authorized, api := s.preAuthorize(r.Context(), r, "sagemaker:InvokeEndpoint", resource, keys)
+	if api != nil {
 		writeError(w, api)
 		return nil
+	}
+	rb, api := s.readBody(w, r, MaxPayload, payloadTooLarge)
+	if api != nil {
+		writeError(w, api)
+		return nil
+	}
+	defer rb.release()
+	body := rb.bytes()
+
+	if !authorized {
+		if api := s.authorize(r.Context(), r, body, "sagemaker:InvokeEndpoint", resource, keys); api != nil {
+			writeError(w, api)
+			return nil
+		}
 	}
 	e := s.reg.get(name)
 	if e == nil {
@@ -74,9 +70,15 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 		return nil
 	}
-	if header(h, hdrTargetModel) != "" && !e.multiModel.Load() {
-		writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
-		return nil
+	if tm := header(h, hdrTargetModel); tm != "" {
+		if !e.multiModel.Load() {
+			writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
+			return nil
+		}
+		if api := validateTargetModel(tm); api != nil {
+			writeError(w, api)
+			return nil
+		}
 	}
 	if api := unsupportedHeaders(h); api != nil {
 		writeError(w, api)
@@ -109,8 +111,9 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 			s.log.Debug().Str("endpoint", name).Str("request_id", reqID).Msg("client went away")
 			return nil
 		}
-		api := s.toAPIError(name, err)
-		s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).Msg("invocation failed")
+		api := s.toAPIError(name, reqID, err)
+		s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).
+			AnErr("cause", errors.Unwrap(err)).Msg("invocation failed")
 		writeError(w, api)
 		return nil
 	}
@@ -157,37 +160,4 @@ func unsupportedHeaders(h http.Header) *APIError {
 		return validationError("EnableExplanations needs a SageMaker Clarify explainer, which mce does not run.")
 	}
 	return nil
-}
-
-var errTooLarge = errors.New("body too large")
-
-// readBody appends r to buf up to limit bytes; one byte more is errTooLarge.
-func readBody(r io.Reader, buf []byte, limit int) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			if len(buf) > limit {
-				return buf, errTooLarge
-			}
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):min(cap(buf), limit+1)])
-		buf = buf[:len(buf)+n]
-		if len(buf) > limit {
-			return buf, errTooLarge
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
-
-func payloadTooLarge(n int64) *APIError {
-	msg := "The request body exceeds the maximum of 6291456 bytes (6 MiB)."
-	if n > 0 {
-		msg = "The request body of " + strconv.FormatInt(n, 10) + " bytes exceeds the maximum of 6291456 bytes (6 MiB)."
-	}
-	return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeValidation, Message: msg}
 }

@@ -237,12 +237,18 @@ func TestMultiModelBadArtifacts(t *testing.T) {
 		{"slip.tar.gz", "ValidationError"},
 		{"link.tar.gz", "ValidationError"},
 		{"../outside.tar.gz", "ValidationError"},
+		// Issue 9: a 300-byte segment was a 500 naming a folder of the cache.
+		{strings.Repeat("a", 300) + ".tar.gz", "ValidationError"},
+		{"sub/" + strings.Repeat("b", 256) + "/m.tar.gz", "ValidationError"},
 	} {
 		_, err := invoke(tc.target)
 		var ae smithy.APIError
 		if !errors.As(err, &ae) || ae.ErrorCode() != tc.code {
 			t.Errorf("%s: %v, want %s", tc.target, err, tc.code)
 			continue
+		}
+		if strings.Contains(ae.ErrorMessage(), prefix) || strings.Contains(ae.ErrorMessage(), os.TempDir()) {
+			t.Errorf("%s: the message names a host path: %s", tc.target, ae.ErrorMessage())
 		}
 		t.Logf("%s: %s: %s", tc.target, ae.ErrorCode(), ae.ErrorMessage())
 	}

@@ -84,7 +84,7 @@ func TestUpdateRacesDelete(t *testing.T) {
 		}
 		if updErr == nil {
 			accepted++
-		} else if api := s.controlError(updErr); api.Code != codeValidationException {
+		} else if api := s.controlError("", updErr); api.Code != codeValidationException {
 			t.Fatalf("round %d: UpdateEndpointWeightsAndCapacities: %v", i, updErr)
 		}
 		if e := s.reg.get(name); e != nil && e.Status() != StatusDeleting {

@@ -3,13 +3,16 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/store"
@@ -42,8 +45,21 @@ type Config struct {
 	// (ResourceLimitExceeded beyond it); 0 means no cap.
 	MaxContainers int
 	// Authz authenticates callers and applies policies; nil allows all.
-	Authz  *authz.Authorizer
-	Logger zerolog.Logger
+	Authz *authz.Authorizer
+	// BodyTimeout bounds the time a request's body takes to arrive, from
+	// the end of its headers; default DefaultBodyTimeout (60 s, SageMaker's
+	// limit on a call). The answer may take longer: only reading is bounded.
+	BodyTimeout time.Duration
+	// BodyMemory is the most bytes of request bodies held in memory by all
+	// requests together; a request beyond it is refused with 503
+	// ServiceUnavailable. Default DefaultBodyMemory (256 MiB).
+	BodyMemory int64
+	// MetricsOnAPI also serves GET /metrics on Handler, unsigned, for as
+	// long as no policy is enforced (never while Authz is enabled: metrics
+	// name every endpoint and their traffic). MetricsHandler serves them
+	// regardless, for a listener of the operator's.
+	MetricsOnAPI bool
+	Logger       zerolog.Logger
 }
 
 // ModelDataChecker checks a model data URL, relative file:// URLs starting
@@ -62,6 +78,9 @@ type Server struct {
 	reg     registry
 	store   *store.Store
 	ids     *requestIDs
+	// bodyBudget holds Config.BodyMemory bytes; request bodies take from it
+	// as they arrive.
+	bodyBudget *semaphore.Weighted
 
 	ctx    context.Context // cancelled by Close: aborts launches in progress
 	cancel context.CancelFunc
@@ -79,7 +98,14 @@ func New(cfg Config) *Server {
 	if cfg.ContainerTimeout <= 0 {
 		cfg.ContainerTimeout = 60 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.BodyMemory <= 0 {
+		cfg.BodyMemory = DefaultBodyMemory
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store,
+		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if b, ok := cfg.Backend.(*DockerBackend); ok {
 		b.Runtime.SetMultiModelObserver(s.MultiModelObserver)
@@ -97,11 +123,23 @@ func New(cfg Config) *Server {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.echoError
+	e.Use(s.recoverPanics)
 	e.POST("/", s.controlPlane)
 	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
 	e.POST("/endpoints/:name/invocations-response-stream", s.unsupported("InvokeEndpointWithResponseStream"))
 	e.POST("/endpoints/:name/async-invocations", s.unsupported("InvokeEndpointAsync"))
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	if cfg.MetricsOnAPI {
+		metrics := s.MetricsHandler()
+		e.GET("/metrics", func(c echo.Context) error {
+			if a := s.cfg.Authz; a != nil && a.Enabled() {
+				// Scrapers do not sign; with policies enforced, metrics
+				// live on the operator's listener only.
+				return echo.ErrNotFound
+			}
+			metrics.ServeHTTP(c.Response(), c.Request())
+			return nil
+		})
+	}
 	e.GET("/ping", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	e.GET("/mce/endpoints", func(c echo.Context) error {
 		// The same information as ListEndpoints, so the same permission.
@@ -117,6 +155,12 @@ func New(cfg Config) *Server {
 
 // Handler is the server's http.Handler.
 func (s *Server) Handler() http.Handler { return s.echo }
+
+// MetricsHandler serves the Prometheus metrics, unauthenticated: mount it
+// where only the operator reaches it (mce serve --metrics-listen).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+}
 
 // Invoker is the server's router to containers (for dropping pooled
 // connections to containers that moved).
@@ -161,20 +205,43 @@ func (s *Server) echoError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	var he *echo.HTTPError
-	api := &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure, Message: "An internal error occurred in mce."}
-	if errors.As(err, &he) {
-		switch he.Code {
-		case http.StatusNotFound:
-			api = &APIError{Status: http.StatusNotFound, Code: CodeUnknownOperation,
-				Message: "mce has no operation at " + c.Request().Method + " " + c.Request().URL.Path}
-		case http.StatusMethodNotAllowed:
-			api = &APIError{Status: http.StatusMethodNotAllowed, Code: CodeUnknownOperation,
-				Message: "method " + c.Request().Method + " is not allowed on " + c.Request().URL.Path}
-		}
+	reqID := c.Response().Header().Get(hdrRequestID)
+	if reqID == "" {
+		reqID = s.ids.next()
+		c.Response().Header().Set(hdrRequestID, reqID)
 	}
-	c.Response().Header().Set(hdrRequestID, s.ids.next())
+	var he *echo.HTTPError
+	var api *APIError
+	switch {
+	case errors.As(err, &he) && he.Code == http.StatusNotFound:
+		api = &APIError{Status: http.StatusNotFound, Code: CodeUnknownOperation,
+			Message: "mce has no operation at " + c.Request().Method + " " + c.Request().URL.Path}
+	case errors.As(err, &he) && he.Code == http.StatusMethodNotAllowed:
+		api = &APIError{Status: http.StatusMethodNotAllowed, Code: CodeUnknownOperation,
+			Message: "method " + c.Request().Method + " is not allowed on " + c.Request().URL.Path}
+	case errors.As(err, &he) && he.Code >= 400 && he.Code < 500:
+		api = &APIError{Status: he.Code, Code: CodeValidation, Message: http.StatusText(he.Code) + "."}
+	default:
+		api = s.internalError(reqID, err)
+	}
 	writeError(c.Response(), api)
+}
+
+// recoverPanics turns a panic in a handler into an InternalFailure with the
+// request ID (the stack goes to the log), instead of a dropped connection.
+func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error().Str("stack", string(debug.Stack())).Msg("handler panicked")
+				err = fmt.Errorf("handler panicked: %v", v)
+			}
+		}()
+		return next(c)
+	}
 }
 
 func (s *Server) unsupported(op string) echo.HandlerFunc {

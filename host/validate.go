@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mce-run/mce/containers/mme"
 )
 
 // Header names of InvokeEndpoint (contracts doc §1.3), spelled in Go's
@@ -169,4 +171,31 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxTargetModelSegment is the longest '/'-separated segment of a
+// TargetModel: a file name's limit on the file systems mce keeps and finds
+// artifacts on.
+const maxTargetModelSegment = 255
+
+// validateTargetModel checks what mce needs of a TargetModel beyond the
+// service model's pattern, before anything reaches the artifact store or
+// the cache: a relative path below the ModelDataUrl prefix (no leading '/',
+// no empty, "." or ".." segment) whose segments fit in a file name.
+func validateTargetModel(v string) *APIError {
+	if err := mme.ValidTargetModel(v); err != nil {
+		why := err.Error() // "invalid TargetModel "…": why", the value quoted
+		if i := strings.LastIndex(why, ": "); i >= 0 {
+			why = why[i+2:]
+		}
+		return validationError("1 validation error detected: %s", constraint(v, "targetModel",
+			"Member must be a relative path below the ModelDataUrl prefix: "+why))
+	}
+	for seg := range strings.SplitSeq(v, "/") {
+		if len(seg) > maxTargetModelSegment {
+			return validationError("1 validation error detected: %s", constraint(v, "targetModel",
+				fmt.Sprintf("Each '/'-separated part of the TargetModel must have length less than or equal to %d", maxTargetModelSegment)))
+		}
+	}
+	return nil
 }

@@ -103,9 +103,11 @@ func timeoutError(endpoint, variant, container string, err error) *ModelError {
 }
 
 // connectError is the ModelError for a container that could not be reached
-// or whose connection failed before a response arrived.
+// or whose connection failed before a response arrived. The transport error
+// (container addresses, ports) stays in Err for the log, out of the message
+// the caller reads.
 func connectError(endpoint, variant, container, what string, err error) *ModelError {
-	return receivedError(endpoint, variant, container, 0, clip("mce "+what+" container "+container+": "+err.Error()), err)
+	return receivedError(endpoint, variant, container, 0, "mce "+what+" container "+container+".", err)
 }
 
 // oversizeError is the ModelError for a container response over the payload

@@ -6,7 +6,7 @@ import (
 )
 
 func TestDebugListenLoopbackOnly(t *testing.T) {
-	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:6060", "nonsense"} {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "192.0.2.1:6060", "nonsense"} {
 		if stop, err := servePprof(addr); err == nil {
 			stop()
 			t.Errorf("servePprof(%q) accepted a non-loopback address", addr)

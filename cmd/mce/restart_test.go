@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 func startChild(t *testing.T, f serveFlags, logf string) *exec.Cmd {
 	t.Helper()
 	argv := []string{"serve", "--listen", f.listen, "--instance", f.instance, "--state-dir", f.stateDir,
-		"--stop-grace", f.stopGrace.String(), "--log-format", "json"}
+		"--stop-grace", f.stopGrace.String(), "--log-format", "json", "--metrics-listen", "off"}
 	for _, file := range f.files {
 		argv = append(argv, "-f", file)
 	}

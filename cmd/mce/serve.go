@@ -50,6 +50,10 @@ type serveFlags struct {
 	rego             []string
 	insecure         bool
 	debugListen      string
+	metricsListen    string
+	metricsDefault   bool // --metrics-listen was not given: a busy port only warns
+	bodyTimeout      time.Duration
+	bodyMemory       byteSize
 	log              logFlags
 }
 
@@ -69,7 +73,10 @@ artifact it created; the endpoints stay in the state for the next start.
 If an endpoint from the files fails to start, serve removes everything and exits 1,
 naming the container and the cause.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.metricsDefault = !cmd.Flags().Changed("metrics-listen")
+			return serve(cmd.Context(), f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "endpoint file (YAML or JSON); repeatable")
@@ -89,7 +96,11 @@ naming the container and the cause.`,
 	fl.StringVar(&f.credentials, "credentials", "", "credentials file: access keys -> principals and their IAM policies (SigV4 is verified when set)")
 	fl.StringVar(&f.policies, "policies", "", "policies file: named IAM policies and their attachments")
 	fl.StringArrayVar(&f.rego, "rego", nil, "custom Rego module file or folder (package mce.custom); repeatable")
-	fl.StringVar(&f.debugListen, "debug-listen", "", "serve Go's pprof profiles on this loopback address (e.g. 127.0.0.1:6060); off when empty")
+	fl.StringVar(&f.debugListen, "debug-listen", "", "serve Go's pprof profiles on this address, which must be loopback (e.g. 127.0.0.1:6060); off when empty")
+	fl.StringVar(&f.metricsListen, "metrics-listen", defaultMetricsListen, "serve Prometheus metrics (unauthenticated) on this address; \"\" or \"off\" for none. With no policies and a loopback --listen, /metrics is on --listen too")
+	fl.DurationVar(&f.bodyTimeout, "body-timeout", host.DefaultBodyTimeout, "time limit for receiving a request's body (RequestTimeout beyond); 0 for the default")
+	f.bodyMemory = host.DefaultBodyMemory
+	fl.Var(&f.bodyMemory, "max-body-memory", "the most bytes of request bodies held in memory at once, all requests together (ServiceUnavailable beyond), e.g. 256MiB")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
 	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from, besides the folders of the -f files; repeatable (/ and system folders are refused)")
@@ -250,6 +261,9 @@ func serve(ctx context.Context, f serveFlags) error {
 		return fmt.Errorf("listen on %s: %w", f.listen, err)
 	}
 	defer ln.Close()
+	if f.bodyTimeout < 0 || f.bodyMemory < 0 || f.bodyMemory > 0 && f.bodyMemory < host.MaxPayload {
+		return &exitError{code: 2, msg: fmt.Sprintf("--body-timeout must not be negative, and --max-body-memory must hold at least one 6 MiB body (%d bytes)", host.MaxPayload)}
+	}
 	if f.debugListen != "" {
 		stop, err := servePprof(f.debugListen)
 		if err != nil {
@@ -284,16 +298,32 @@ func serve(ctx context.Context, f serveFlags) error {
 		Region: f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
 		Backend: &host.DockerBackend{Runtime: rt}, Store: st, BaseDir: cwd, ModelData: fetcher,
 		MaxContainers: f.maxContainers, Authz: az, Logger: log,
+		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
+		// Unsigned scrapers keep /metrics on the API listener only in local
+		// development: loopback and no policies (the host also checks the
+		// policies on every scrape).
+		MetricsOnAPI: loopbackOnly && !az.Enabled(),
 	})
+	if stop, err := serveMetrics(f.metricsListen, srv.MetricsHandler(), log); err != nil {
+		if !f.metricsDefault {
+			return &exitError{code: 2, msg: err.Error()}
+		}
+		log.Warn().Err(err).Msg("no metrics listener (give --metrics-listen another address, or off)")
+	} else {
+		defer stop()
+	}
 	rt.OnAddressChange(srv.Invoker().Forget)
 	// Endpoints of the durable state come back first: adopted if their
 	// containers still run, relaunched otherwise.
 	if err := srv.Recover(ctx); err != nil {
 		return err
 	}
+	// Headers must arrive within ReadHeaderTimeout; the body's own deadline
+	// is set per request (--body-timeout), so no ReadTimeout or
+	// WriteTimeout cuts a long invocation.
 	hs := &http.Server{
 		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
@@ -368,7 +398,7 @@ func isLoopback(listen string) (bool, error) {
 // internals and cost CPU, so they are never exposed beyond the machine.
 func servePprof(addr string) (stop func(), err error) {
 	if ok, err := isLoopback(addr); err != nil || !ok {
-		return nil, fmt.Errorf("--debug-listen %q must be a loopback address", addr)
+		return nil, fmt.Errorf("--debug-listen %q must be a loopback address (pprof is never served beyond the machine)", addr)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -379,7 +409,49 @@ func servePprof(addr string) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// "localhost" is a name: check what was bound.
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("--debug-listen %q bound %s, which is not loopback", addr, ln.Addr())
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
 	go srv.Serve(ln)
+	return func() { srv.Close() }, nil
+}
+
+const (
+	// readHeaderTimeout bounds the time a request's headers take to arrive
+	// on every listener.
+	readHeaderTimeout = 10 * time.Second
+	// defaultMetricsListen is --metrics-listen's default: loopback, on the
+	// port the OpenTelemetry Prometheus exporter uses by convention (9090 is
+	// Prometheus' own).
+	defaultMetricsListen = "127.0.0.1:9464"
+)
+
+// serveMetrics serves Prometheus metrics on addr at /metrics ("" or "off":
+// nowhere). Scrapers do not sign requests, so this listener is for the
+// operator: loopback by default; an address beyond loopback is allowed (a
+// Prometheus on another machine) with a warning.
+func serveMetrics(addr string, h http.Handler, log zerolog.Logger) (stop func(), err error) {
+	if addr == "" || addr == "off" {
+		return func() {}, nil
+	}
+	loopback, err := isLoopback(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %q: %w", addr, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen: %w", err)
+	}
+	if !loopback {
+		log.Warn().Str("listen", addr).Msg("metrics are served beyond loopback without authentication: they name every endpoint, variant and container")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+	go srv.Serve(ln)
+	log.Info().Str("listen", ln.Addr().String()).Msg("Prometheus metrics on /metrics")
 	return func() { srv.Close() }, nil
 }
