@@ -431,7 +431,7 @@ func (x *extractor) copy(f *os.File, r io.Reader) (int64, error) {
 		}
 		if rerr != nil {
 			if x.src == nil { // staging a folder: a read error, not a bad archive
-				return n, pathless(rerr)
+				return n, WithoutPath(rerr)
 			}
 			return n, fmt.Errorf("%w: %w", ErrInvalidArchive, rerr)
 		}

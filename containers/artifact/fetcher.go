@@ -245,7 +245,7 @@ func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDi
 	}
 	root, err := os.OpenRoot(mr.real)
 	if err != nil {
-		return "", fmt.Errorf("opening its model root: %w", pathless(err))
+		return "", fmt.Errorf("opening its model root: %w", WithoutPath(err))
 	}
 	defer root.Close()
 	// Through root, links are followed only while they stay inside it, so
@@ -265,7 +265,7 @@ func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDi
 	case fi.IsDir():
 		sub, err := root.OpenRoot(rel)
 		if err != nil {
-			return "", fmt.Errorf("opening the folder: %w", pathless(err))
+			return "", fmt.Errorf("opening the folder: %w", WithoutPath(err))
 		}
 		defer sub.Close()
 		return f.extractInto(ctx, workDir, func(dest string) error {
@@ -278,7 +278,7 @@ func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDi
 	// hang; the type is checked again on the open file.
 	src, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return "", fmt.Errorf("opening the archive: %w", pathless(err))
+		return "", fmt.Errorf("opening the archive: %w", WithoutPath(err))
 	}
 	defer src.Close()
 	if fi, err = src.Stat(); err != nil || !fi.Mode().IsRegular() {
@@ -301,7 +301,7 @@ func (f *Fetcher) extractInto(ctx context.Context, workDir string, extract func(
 	}
 	if err := extract(dest); err != nil {
 		if rerr := os.RemoveAll(dest); rerr != nil {
-			return "", errors.Join(err, fmt.Errorf("removing the partial extraction: %w", pathless(rerr)))
+			return "", errors.Join(err, fmt.Errorf("removing the partial extraction: %w", WithoutPath(rerr)))
 		}
 		return "", err
 	}
@@ -317,10 +317,10 @@ func newWorkDir(workDir string) (string, error) {
 	}
 	dest, err := os.MkdirTemp(workDir, "model-")
 	if err != nil {
-		return "", fmt.Errorf("creating the extraction directory: %w", pathless(err))
+		return "", fmt.Errorf("creating the extraction directory: %w", WithoutPath(err))
 	}
 	if err := os.Chmod(dest, 0o755); err != nil {
-		return "", errors.Join(fmt.Errorf("creating the extraction directory: %w", pathless(err)), os.Remove(dest))
+		return "", errors.Join(fmt.Errorf("creating the extraction directory: %w", WithoutPath(err)), os.Remove(dest))
 	}
 	return dest, nil
 }
@@ -335,7 +335,7 @@ func ensureWorkDir(workDir string) (string, error) {
 		return "", fmt.Errorf("resolving the work directory: %w", err)
 	}
 	if err := os.MkdirAll(abs, 0o755); err != nil {
-		return "", fmt.Errorf("creating the work directory: %w", pathless(err))
+		return "", fmt.Errorf("creating the work directory: %w", WithoutPath(err))
 	}
 	return abs, nil
 }

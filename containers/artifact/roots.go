@@ -134,7 +134,7 @@ func (f *Fetcher) locate(modelDataURL, p string) (root modelRoot, rel string, er
 		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENAMETOOLONG), errors.Is(err, syscall.ENOTDIR):
 			// Missing: os.Root reports it below, or finds a link escaping.
 		case err != nil:
-			return modelRoot{}, "", fmt.Errorf("model data %q cannot be read: %w", modelDataURL, pathless(err))
+			return modelRoot{}, "", fmt.Errorf("model data %q cannot be read: %w", modelDataURL, WithoutPath(err))
 		default:
 			if _, ok := within(real, r.real); !ok {
 				return modelRoot{}, "", outsideRoots(modelDataURL)
@@ -145,9 +145,9 @@ func (f *Fetcher) locate(modelDataURL, p string) (root modelRoot, rel string, er
 	return modelRoot{}, "", outsideRoots(modelDataURL)
 }
 
-// pathless drops the path from a *fs.PathError or *os.LinkError, so that
+// WithoutPath drops the path from a *fs.PathError or *os.LinkError, so that
 // host paths never reach a caller; other errors are returned as they are.
-func pathless(err error) error {
+func WithoutPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return pe.Err

@@ -29,7 +29,7 @@ func stage(ctx context.Context, src *os.Root, dest string, lim Limits) error {
 	lim.SourceBytes = 0 // a copy does not expand
 	dst, err := os.OpenRoot(dest)
 	if err != nil {
-		return fmt.Errorf("opening the staging directory: %w", pathless(err))
+		return fmt.Errorf("opening the staging directory: %w", WithoutPath(err))
 	}
 	defer dst.Close()
 	x := newExtractor(ctx, dst, lim)
@@ -100,7 +100,7 @@ func (x *extractor) stageLink(src *os.Root, p string) error {
 		return unsafeEntry(p, "its symbolic link leads outside the model folder")
 	}
 	if err := x.root.Symlink(target, p); err != nil {
-		return fmt.Errorf("staging %q: %w", p, pathless(err))
+		return fmt.Errorf("staging %q: %w", p, WithoutPath(err))
 	}
 	x.symlinks = true
 	return nil
@@ -117,7 +117,7 @@ func (x *extractor) stageFile(src *os.Root, p string) error {
 	defer in.Close()
 	fi, err := in.Stat()
 	if err != nil {
-		return fmt.Errorf("reading the model folder: %w", pathless(err))
+		return fmt.Errorf("reading the model folder: %w", WithoutPath(err))
 	}
 	if !fi.Mode().IsRegular() {
 		return unsafeEntry(p, "%s", specialReason(fi.Mode().Type()))
@@ -127,7 +127,7 @@ func (x *extractor) stageFile(src *os.Root, p string) error {
 	}
 	out, err := x.root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("staging %q: %w", p, pathless(err))
+		return fmt.Errorf("staging %q: %w", p, WithoutPath(err))
 	}
 	// The file may grow while it is copied: the byte cap holds regardless.
 	_, err = x.copy(out, io.Reader(in))
@@ -138,7 +138,7 @@ func (x *extractor) stageFile(src *os.Root, p string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("staging %q: %w", p, pathless(err))
+		return fmt.Errorf("staging %q: %w", p, WithoutPath(err))
 	}
 	return nil
 }

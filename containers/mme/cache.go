@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -114,7 +113,7 @@ func NewCache(o CacheOptions) (*Cache, error) {
 		return nil, fmt.Errorf("mme cache: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("mme cache: creating its folder: %w", pathless(err))
+		return nil, fmt.Errorf("mme cache: creating its folder: %w", artifact.WithoutPath(err))
 	}
 	if o.Fetcher == nil {
 		if o.Fetcher, err = artifact.NewFetcher(artifact.Options{}); err != nil {
@@ -198,13 +197,13 @@ func (c *Cache) Usage() (bytes int64, models int) {
 func (c *Cache) clean() error {
 	des, err := os.ReadDir(c.dir)
 	if err != nil {
-		return fmt.Errorf("mme cache: %w", pathless(err))
+		return fmt.Errorf("mme cache: %w", artifact.WithoutPath(err))
 	}
 	for _, de := range des {
 		n := de.Name()
 		if strings.HasPrefix(n, ".tmp-") || strings.HasPrefix(n, ".trash-") || isModelID(n) {
 			if err := os.RemoveAll(filepath.Join(c.dir, n)); err != nil {
-				return fmt.Errorf("mme cache: removing a leftover: %w", pathless(err))
+				return fmt.Errorf("mme cache: removing a leftover: %w", artifact.WithoutPath(err))
 			}
 		}
 	}
@@ -337,7 +336,7 @@ func (c *Cache) fetch(ctx context.Context, e *cacheEntry) (int64, error) {
 	url := c.prefix + e.target
 	tmp, err := os.MkdirTemp(c.dir, ".tmp-")
 	if err != nil {
-		return 0, fmt.Errorf("mme cache: creating a download folder: %w", pathless(err))
+		return 0, fmt.Errorf("mme cache: creating a download folder: %w", artifact.WithoutPath(err))
 	}
 	committed := false
 	defer func() {
@@ -354,21 +353,21 @@ func (c *Cache) fetch(ctx context.Context, e *cacheEntry) (int64, error) {
 	}
 	model := filepath.Join(tmp, "model")
 	if err := os.Rename(dir, model); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", pathless(err))
+		return 0, fmt.Errorf("mme cache: %w", artifact.WithoutPath(err))
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", pathless(err))
+		return 0, fmt.Errorf("mme cache: %w", artifact.WithoutPath(err))
 	}
-	size, err := dirSize(model)
+	size, err := artifact.DirSize(model)
 	if err != nil {
-		return 0, fmt.Errorf("mme cache: measuring model %q: %w", e.target, pathless(err))
+		return 0, fmt.Errorf("mme cache: measuring model %q: %w", e.target, artifact.WithoutPath(err))
 	}
 	dst := filepath.Join(c.dir, e.id)
 	if err := os.RemoveAll(dst); err != nil {
-		return 0, fmt.Errorf("mme cache: removing stale files: %w", pathless(err))
+		return 0, fmt.Errorf("mme cache: removing stale files: %w", artifact.WithoutPath(err))
 	}
 	if err := os.Rename(tmp, dst); err != nil {
-		return 0, fmt.Errorf("mme cache: %w", pathless(err))
+		return 0, fmt.Errorf("mme cache: %w", artifact.WithoutPath(err))
 	}
 	committed = true
 	return size, nil
@@ -395,19 +394,6 @@ type hiddenError struct {
 func (e *hiddenError) Error() string { return e.msg }
 func (e *hiddenError) Unwrap() error { return e.err }
 
-// pathless drops the path of a *fs.PathError or *os.LinkError: cache
-// folders are host paths, which errors never show.
-func pathless(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err
-	}
-	return err
-}
 
 // trimLocked deletes unreferenced files, least recently used first, while
 // the cache is over capacity; it returns trash folders to remove.
@@ -456,21 +442,3 @@ func (c *Cache) removeAll(trash []string) {
 	}
 }
 
-// dirSize sums the sizes of the regular files under dir.
-func dirSize(dir string) (int64, error) {
-	var n int64
-	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			n += fi.Size()
-		}
-		return nil
-	})
-	return n, err
-}
