@@ -190,6 +190,9 @@ state2="$(mktemp -d)"
 port2="$(free_port)"
 log2="build/e2e-authz.log"
 authz_started=$(date +%s)
+# my-mme's prefix holds no artifacts, but it must exist: file:// data outside the
+# model roots (here, the folders the endpoint file names) is refused at start.
+mkdir -p build/e2e-authz-no-models
 start_mce pid2 "$instance2" "$port2" "$state2" "$log2" e2e/authz-endpoints.yaml \
   --credentials "$authz/credentials.yaml" --policies "$authz/policies.yaml"
 run_script test_authz --url "http://127.0.0.1:${port2}" --pid "$pid2" --log "$log2" --authz-dir "$authz"
