@@ -30,7 +30,7 @@ Then:        mce invoke ab-test --target-container english 'what a lovely day'`,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd())
+	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd())
 	return root
 }
 
