@@ -118,6 +118,10 @@ func (r *run) listHas(ctx context.Context, t time.Time) {
 
 // mmeUnload unloads the model and expects it gone.
 func (r *run) mmeUnload(ctx context.Context) {
+	if r.died {
+		r.skip(skipDead, nameUnload, nameInvokeGone, nameGetGone)
+		return
+	}
 	a, err := r.call(ctx, http.MethodDelete, r.url(firstPort, r.modelPath("")), nil, r.mmeHeaders(), r.opts.Timeout)
 	r.expect(nameUnload, http.StatusOK, a, err)
 	body := r.opts.Input

@@ -49,7 +49,11 @@ type run struct {
 	portsErr error
 	modelRef string // the multi-model hash (model_name) and its Target-Model name
 	target   string
+	died     bool // the first copy died during a check; later ones are skipped
 }
+
+// skipDead is the reason checks after the first copy's death are skipped.
+const skipDead = "the container died in an earlier check"
 
 // Run starts the image as SageMaker would, runs every check and removes
 // everything it created before returning. The report says what passed;
@@ -280,16 +284,25 @@ func (r *run) single(ctx context.Context) {
 	} else {
 		r.invoke(ctx, nameInvoke, r.url(firstPort, "/invocations"))
 	}
-	if invokePath == "" {
+	switch {
+	case invokePath == "":
 		r.skip("the model did not load", nameOversize, nameWrongCT)
-	} else {
+	case r.died:
+		r.skip(skipDead, nameOversize, nameWrongCT)
+	default:
 		r.misuse(ctx, invokePath)
 	}
 	if r.multi && invokePath != "" {
 		r.mmeUnload(ctx)
 	}
-	r.snapshotPorts(ctx)
+	if !r.died {
+		r.snapshotPorts(ctx)
+	}
 	r.portsResult()
+	if r.died {
+		r.skip(skipDead, nameTwo)
+		return
+	}
 	r.twoCopies(ctx)
 }
 
@@ -313,7 +326,7 @@ func (r *run) waitPing(ctx context.Context, id, url string) (o pingOutcome) {
 	deadline := start.Add(r.opts.HealthWindow)
 	last := "no answer yet"
 	for i := 0; ; i++ {
-		a, cerr := r.call(ctx, http.MethodGet, url, nil, nil, min(pingTimeout, time.Until(deadline)+time.Millisecond))
+		a, cerr := r.call(ctx, http.MethodGet, url, nil, nil, max(min(pingTimeout, time.Until(deadline)), 50*time.Millisecond))
 		switch {
 		case cerr == nil && a.status == http.StatusOK:
 			return o
@@ -324,7 +337,9 @@ func (r *run) waitPing(ctx context.Context, id, url string) (o pingOutcome) {
 		default:
 			last = "last error: " + cerr.Error()
 		}
-		if i%10 == 0 || time.Now().After(deadline) {
+		// No answer at all may mean the container is gone (and a dial to
+		// its former address then hangs until the dial timeout): look.
+		if cerr != nil || i%10 == 0 || time.Now().After(deadline) {
 			if e := r.exited(ctx, id, start); e != "" {
 				return pingOutcome{exit: e}
 			}
@@ -358,7 +373,13 @@ func (r *run) exited(ctx context.Context, id string, since time.Time) string {
 	if info.State == nil || info.State.Running {
 		return ""
 	}
-	why := fmt.Sprintf("exited with status %d after %s", info.State.ExitCode, formatDuration(time.Since(since)))
+	ran := time.Since(since)
+	st, err1 := time.Parse(time.RFC3339Nano, info.State.StartedAt)
+	fin, err2 := time.Parse(time.RFC3339Nano, info.State.FinishedAt)
+	if err1 == nil && err2 == nil && fin.After(st) {
+		ran = fin.Sub(st)
+	}
+	why := fmt.Sprintf("exited with status %d after %s", info.State.ExitCode, formatDuration(ran))
 	if info.State.OOMKilled {
 		why += " (killed: out of memory)"
 	}
@@ -398,7 +419,8 @@ func (r *run) sampleHeaders() map[string]string {
 // diedNote says, after a failed call, whether the container died.
 func (r *run) diedNote(ctx context.Context) string {
 	if e := r.exited(ctx, r.first, time.Now()); e != "" {
-		return "; the container " + strings.Replace(e, " after 0.00 ms", "", 1)
+		r.died = true
+		return "; the container " + e
 	}
 	return ""
 }
@@ -434,6 +456,10 @@ func (r *run) misuse(ctx context.Context, path string) {
 		st, detail = Warn, "want 413 (or another 4xx), got "+a.summary()
 	}
 	r.aliveOr(ctx, nameOversize, st, a.took, detail)
+	if r.died {
+		r.skip(skipDead, nameWrongCT)
+		return
+	}
 
 	hdr["Content-Type"] = "application/x-mce-check-unsupported"
 	body := r.opts.Input
@@ -454,26 +480,29 @@ func (r *run) misuse(ctx context.Context, path string) {
 	r.aliveOr(ctx, nameWrongCT, st, a.took, detail)
 }
 
-// aliveOr records st unless the container stopped answering, which fails.
+// aliveOr records st unless the container died or stopped answering
+// /ping, which fails. A server that restarts a worker gets 10 s.
 func (r *run) aliveOr(ctx context.Context, name string, st Status, took time.Duration, detail string) {
-	if e := r.exited(ctx, r.first, time.Now().Add(-took)); e != "" {
-		r.addDur(name, Fail, took, "the container died: "+e)
-		return
-	}
-	// Give a server that restarts a worker a moment.
+	since := time.Now().Add(-took)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		if e := r.exited(ctx, r.first, since); e != "" {
+			r.died = true
+			r.addDur(name, Fail, took, "the container died: "+e)
+			return
+		}
 		a, err := r.call(ctx, http.MethodGet, r.url(firstPort, "/ping"), nil, nil, pingTimeout)
 		if err == nil && a.status == http.StatusOK {
-			break
+			r.addDur(name, st, took, detail)
+			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
+			r.died = true
 			r.addDur(name, Fail, took, "the container stopped answering /ping 200 afterwards ("+detail+")")
 			return
 		}
 		time.Sleep(readyPoll)
 	}
-	r.addDur(name, st, took, detail)
 }
 
 // snapshotPorts adds the first copy's listening sockets to what was seen.
