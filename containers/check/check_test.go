@@ -28,6 +28,39 @@ import (
 // row is one line of examples/containers/check.tsv.
 type row struct {
 	image, model, input, contentType, accept string
+	extra                                    []string // EXTRA FLAGS, split on blanks
+}
+
+// apply sets the options the table's extra flags name, as mce check would.
+func (r row) apply(t *testing.T, o *check.Options) {
+	t.Helper()
+	for i := 0; i < len(r.extra); i++ {
+		flag, val, ok := strings.Cut(r.extra[i], "=")
+		if !ok && i+1 < len(r.extra) {
+			i++
+			val = r.extra[i]
+		}
+		var err error
+		switch flag {
+		case "--multi-model":
+			o.MultiModel = check.MultiModel(val)
+		case "--env":
+			k, v, _ := strings.Cut(val, "=")
+			if o.Env == nil {
+				o.Env = map[string]string{}
+			}
+			o.Env[k] = v
+		case "--health-window":
+			o.HealthWindow, err = time.ParseDuration(val)
+		case "--timeout":
+			o.Timeout, err = time.ParseDuration(val)
+		default:
+			t.Fatalf("check.tsv: this test does not know the flag %q; teach row.apply", flag)
+		}
+		if err != nil {
+			t.Fatalf("check.tsv: %s %s: %v", flag, val, err)
+		}
+	}
 }
 
 func readTable(t *testing.T, root string) []row {
@@ -48,16 +81,17 @@ func readTable(t *testing.T, root string) []row {
 		if len(f) < 5 {
 			t.Fatalf("check.tsv: %q has %d fields, want at least 5", line, len(f))
 		}
-		if len(f) > 5 {
-			t.Logf("check.tsv: %q: extra flags are left to scripts/check-images.sh", line)
-		}
 		dash := func(s string) string {
 			if s == "-" {
 				return ""
 			}
 			return s
 		}
-		rows = append(rows, row{f[0], dash(f[1]), dash(f[2]), dash(f[3]), dash(f[4])})
+		var extra []string
+		if len(f) > 5 {
+			extra = strings.Fields(strings.Join(f[5:], " "))
+		}
+		rows = append(rows, row{f[0], dash(f[1]), dash(f[2]), dash(f[3]), dash(f[4]), extra})
 	}
 	return rows
 }
@@ -141,6 +175,7 @@ func TestExampleImages(t *testing.T) {
 				testenv.MMEModels(t)
 			}
 			o := check.Options{Image: r.image, ContentType: r.contentType, Accept: r.accept, HealthWindow: time.Minute}
+			r.apply(t, &o)
 			if r.model != "" {
 				o.ModelData = filepath.Join(root, r.model)
 			}
@@ -177,7 +212,7 @@ func TestExampleImages(t *testing.T) {
 					t.Errorf("warnings %v, want %v", got, want)
 				}
 			}
-			if r.image == "mce-example/modelserver:latest" {
+			if r.image == "mce-example/modelserver:latest" && o.MultiModel != check.MultiModelOff {
 				if rep.Mode != "multi-model" {
 					t.Errorf("mode %s, want multi-model", rep.Mode)
 				}

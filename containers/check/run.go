@@ -256,6 +256,9 @@ func (r *run) single(ctx context.Context) {
 
 	// /ping within the window, watching for the container's exit.
 	p := r.waitPing(ctx, id, r.url(firstPort, "/ping"))
+	if ctx.Err() != nil {
+		return // interrupted: Run reports the cancellation, not a failure
+	}
 	if p.exit != "" {
 		r.addDur(nameStart, Fail, started, p.exit)
 		r.skip("the container exited", later()...)
