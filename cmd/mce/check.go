@@ -65,9 +65,10 @@ Exit status: 0 when nothing failed (warnings and skips allowed), 1 when a check 
 arguments or when the checks could not run, 130 when interrupted.`,
 		Example: `  mce check mce-example/probe:latest
   mce check mce-example/classifier:latest --model-data build/models/classifier.tar.gz \
-      --input sample.csv --content-type text/csv --accept application/json
+      --input examples/containers/check/classifier.csv --content-type text/csv --accept application/json
   mce check mce-example/modelserver:latest --model-data build/mme-models/model-000.tar.gz \
-      --input request.json --content-type application/json --json`,
+      --input examples/containers/check/modelserver.json --content-type application/json --json
+  mce check my-image:latest --model-data s3://bucket/model.tar.gz --env SAGEMAKER_PROGRAM=serve.py --multi-model off`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheck(cmd.Context(), f, args[0], cmd.OutOrStdout())

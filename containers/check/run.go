@@ -87,14 +87,16 @@ func (c *Checker) Run(ctx context.Context) (rep *Report, err error) {
 	}
 	r.s = newSession(c.engine)
 	defer func() {
-		if cerr := r.s.close(ctx); cerr != nil {
-			err = errors.Join(err, cerr)
-			if rep != nil && err != nil {
-				rep, err = nil, fmt.Errorf("the checks ran, but clean-up failed: %w", err)
-			}
-		}
 		if r.model != nil {
 			r.model.remove()
+		}
+		cerr := r.s.close(ctx)
+		switch {
+		case cerr == nil:
+		case rep != nil: // a report that leaves things behind is not one to trust
+			rep, err = nil, fmt.Errorf("the checks ran, but clean-up failed: %w", cerr)
+		default:
+			err = errors.Join(err, fmt.Errorf("clean-up: %w", cerr))
 		}
 	}()
 	if c.opts.ModelData != "" {
@@ -109,7 +111,7 @@ func (c *Checker) Run(ctx context.Context) (rep *Report, err error) {
 		return nil, err
 	}
 
-	r.single(ctx)
+	r.checks(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -220,9 +222,9 @@ func formatWindow(d time.Duration) string {
 	return d.String()
 }
 
-// single runs the first copy alone and every check on it, then the second
+// checks runs the first copy alone and every check on it, then the second
 // copy beside it.
-func (r *run) single(ctx context.Context) {
+func (r *run) checks(ctx context.Context) {
 	later := func() []string {
 		names := []string{r.namePing()}
 		if !r.multi {
@@ -248,9 +250,14 @@ func (r *run) single(ctx context.Context) {
 			r.base = "http://" + ep.IPAddress.String()
 		}
 	}
-	if r.base == "" && (err != nil || info.State.Running) {
-		r.addDur(nameStart, Fail, started, fmt.Sprintf("the container has no address on network %s: %v", r.s.network, err))
-		r.skip("the container has no address", later()...)
+	if r.base == "" {
+		// An address is gone once the container exits: say why it did.
+		why := r.exited(ctx, id, t)
+		if why == "" {
+			why = fmt.Sprintf("the container has no address on network %s (inspect: %v)", r.s.network, err)
+		}
+		r.addDur(nameStart, Fail, started, why)
+		r.skip("the container did not start", later()...)
 		return
 	}
 
