@@ -62,6 +62,7 @@ const skipDead = "the container died in an earlier check"
 func (c *Checker) Run(ctx context.Context) (rep *Report, err error) {
 	start := time.Now()
 	r := &run{Checker: c, rep: &Report{Image: c.opts.Image, Mode: "single-model"}}
+	defer c.http.CloseIdleConnections()
 	defer func() {
 		if rep != nil {
 			rep.DurationMS = millis(time.Since(start))
