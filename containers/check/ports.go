@@ -2,6 +2,7 @@ package check
 
 import (
 	"bufio"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -119,4 +120,47 @@ func otherPorts(ls []netip.AddrPort, port int) []string {
 		}
 	}
 	return out
+}
+
+// snapshotPorts adds the first copy's listening sockets to what was seen.
+func (r *run) snapshotPorts(ctx context.Context) {
+	ls, err := listeners(r.procRoot, r.pid, r.first)
+	if err != nil {
+		if r.portsErr == nil {
+			r.portsErr = err
+		}
+		return
+	}
+	r.ports = append(r.ports, ls...)
+	slices.SortFunc(r.ports, func(a, b netip.AddrPort) int { return a.Compare(b) })
+	r.ports = slices.Compact(r.ports)
+}
+
+// portsResult reports listeners on other ports than SAGEMAKER_BIND_TO_PORT,
+// seen right after /ping passed and again after the other checks.
+func (r *run) portsResult() {
+	name := r.namePorts()
+	switch {
+	case r.ports == nil && errors.Is(r.portsErr, errProcHidden):
+		r.skip(r.portsErr.Error(), name)
+	case r.ports == nil && r.portsErr != nil:
+		r.addDur(name, Fail, 0, r.portsErr.Error())
+	default:
+		if other := otherPorts(r.ports, firstPort); len(other) > 0 {
+			r.addDur(name, Fail, 0, "also listening on "+strings.Join(other, ", ")+
+				": in a multi-container endpoint the containers share the instance's ports, so a fixed second port collides; use SAGEMAKER_BIND_TO_PORT, and SAGEMAKER_SAFE_PORT_RANGE for any other")
+			return
+		}
+		if !slices.ContainsFunc(r.ports, func(p netip.AddrPort) bool { return p.Port() == firstPort }) {
+			r.addDur(name, Fail, 0, "no listener on port 8080 seen")
+			return
+		}
+		var all []string
+		for _, p := range r.ports {
+			if p.Addr() != dockerDNS {
+				all = append(all, p.String())
+			}
+		}
+		r.addDur(name, Pass, 0, strings.Join(all, ", "))
+	}
 }
