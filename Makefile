@@ -3,6 +3,7 @@
 #   make demo    a real endpoint with the example containers, invoked, printed, cleaned up
 #   make test    every test: unit, Docker integration, real AWS clients (Go SDK, boto3, aws CLI), compose
 #   make bench   mce vs straight-to-container vs nginx, at 1/50/200 clients
+#   make check-images   mce check on every example image (examples/containers/check.tsv)
 #   make soak    200 signed clients for 10 minutes on Direct and Serial endpoints; zero failures, RSS sampled
 #
 # Go builds the host with cgo (go-nvml); these flags silence go-nvml's warnings.
@@ -12,7 +13,7 @@ BIN       := bin/mce
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build images models deps demo test unit vet fmt-check e2e compose-test bench soak clean
+.PHONY: all build images models deps demo test unit vet fmt-check e2e compose-test bench soak clean check-images
 
 all: build
 
@@ -26,6 +27,11 @@ images:
 
 models:
 	scripts/models.sh build/models
+
+# mce check on every image of examples/containers/check.tsv, with its model data and sample input.
+check-images: build images models
+	scripts/mme-models.sh build/mme-models >/dev/null
+	scripts/check-images.sh
 
 # Debian packages the tests and the demo use; installed when missing (as root).
 deps:

@@ -532,31 +532,21 @@ func (rt *Runtime) checkImages(ctx context.Context, spec EndpointSpec) error {
 		}
 	}
 	for _, ref := range slices.Sorted(maps.Keys(images)) {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		img, err := rt.engine.ImageInspect(cctx, ref)
-		cancel()
-		if err != nil && gone(err) && rt.opts.Pull {
+		labels, err := InspectImage(ctx, rt.engine, ref)
+		if errors.Is(err, ErrNotFound) && rt.opts.Pull {
 			if perr := rt.pull(ctx, ref); perr != nil {
 				return perr
 			}
-			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			img, err = rt.engine.ImageInspect(cctx, ref)
-			cancel()
+			labels, err = InspectImage(ctx, rt.engine, ref)
 		}
 		if err != nil {
-			if gone(err) {
+			if errors.Is(err, ErrNotFound) {
 				return fmt.Errorf("image %q is not present on the Docker engine; mce does not pull images unless started with --pull (build it or docker load it first): %w", ref, ErrNotFound)
 			}
-			return classify("inspect image "+ref, err)
+			return err
 		}
-		if images[ref].multi {
-			var labels map[string]string
-			if img.Config != nil {
-				labels = img.Config.Labels
-			}
-			if labels[LabelBindToPort] != "true" {
-				return fmt.Errorf("image %q does not carry the label %s=true that SageMaker requires of containers in a multi-container endpoint or pipeline", ref, LabelBindToPort)
-			}
+		if images[ref].multi && labels[LabelBindToPort] != "true" {
+			return fmt.Errorf("image %q does not carry the label %s=true that SageMaker requires of containers in a multi-container endpoint or pipeline", ref, LabelBindToPort)
 		}
 	}
 	return nil

@@ -25,12 +25,13 @@ as a chain) behind the SageMaker Runtime API. boto3, the aws CLI and every AWS S
 against it with only the endpoint URL changed.
 
 Start with:  mce serve -f examples/ab-test/endpoint.yaml
-Then:        mce invoke ab-test --target-container english 'what a lovely day'`,
+Then:        mce invoke ab-test --target-container english 'what a lovely day'
+Check a container image against SageMaker's contract:  mce check IMAGE`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd())
+	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd())
 	return root
 }
 
