@@ -12,7 +12,7 @@ BIN       := bin/mce
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build images models deps demo test unit vet fmt-check e2e compose-test bench soak clean
+.PHONY: all build images models framework-models deps demo test unit vet fmt-check e2e compose-test bench soak clean
 
 all: build
 
@@ -26,6 +26,10 @@ images:
 
 models:
 	scripts/models.sh build/models
+
+# The real-framework examples' models, trained in the framework base images (cached by their inputs).
+framework-models:
+	scripts/framework-models.sh
 
 # Debian packages the tests and the demo use; installed when missing (as root).
 deps:

@@ -5,8 +5,10 @@
 #   build/models/framework/digits-preprocess.tar.gz   examples/preprocess-inference: StandardScaler + PCA (sklearn)
 #   build/models/framework/digits-network.tar.gz      examples/preprocess-inference: TorchScript MLP (PyTorch)
 #   build/models/framework/digits-expected.json       its test rows, labels and in-process predictions
+#   build/models/framework/digits-sample.csv          5 test images, one per line (README, make demo)
 #   build/models/framework/cancer-v1.tar.gz, -v2      examples/ab-test: logistic regression vs random forest
 #   build/models/framework/cancer-expected.json       their test rows, labels and in-process predictions
+#   build/models/framework/cancer-sample.csv          5 test cases, one per line (README, make demo)
 #   build/models/mme-torch/model-000.tar.gz … 199      examples/mme: 200 TorchScript MLPs, each with its own code/
 #   build/models/mme-torch/manifest.json               a request and the expected answer per model
 #
@@ -64,10 +66,10 @@ for n in "${names[@]}"; do
 	case "$n" in
 	preprocess-inference)
 		build "$n" "$(base pytorch)" build/models/framework "" \
-			"digits-preprocess.tar.gz digits-network.tar.gz digits-expected.json" python3 "examples/$n/train.py" /out ;;
+			"digits-preprocess.tar.gz digits-network.tar.gz digits-expected.json digits-sample.csv" python3 "examples/$n/train.py" /out ;;
 	ab-test)
 		build "$n" "$(base sklearn)" build/models/framework "" \
-			"cancer-v1.tar.gz cancer-v2.tar.gz cancer-expected.json" python3 "examples/$n/train.py" /out ;;
+			"cancer-v1.tar.gz cancer-v2.tar.gz cancer-expected.json cancer-sample.csv" python3 "examples/$n/train.py" /out ;;
 	mme)
 		build "$n" "$(base pytorch)" build/models/mme-torch "$MME_COUNT $MME_HIDDEN" \
 			"manifest.json model-000.tar.gz model-$(printf %03d $((MME_COUNT - 1))).tar.gz" \

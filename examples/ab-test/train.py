@@ -10,7 +10,8 @@ Both versions see the same training rows and are scored on the same held-out row
   cancer-v2.tar.gz   a RandomForestClassifier (300 trees)
 each with model.joblib and the same code/inference.py, and
   cancer-expected.json  the test rows, true labels, and each version's labels and probabilities
-                        computed here in-process (predict_proba, no HTTP), for the tests.
+                        computed here in-process (predict_proba, no HTTP), for the tests
+  cancer-sample.csv     the first 5 test rows (30 features each), for the README.
 """
 import io
 import os
@@ -56,6 +57,9 @@ def main(out):
         print(f"ab-test {version}: {type(model[-1] if isinstance(model, Pipeline) else model).__name__}, "
               f"{len(y_train)} training rows, test accuracy {accuracy:.4f} on {len(y_test)} rows")
     artifact.write_json(os.path.join(out, "cancer-expected.json"), expected)
+    with open(os.path.join(out, "cancer-sample.csv"), "w") as f:
+        f.writelines(",".join(repr(float(v)) for v in row) + "\n" for row in x_test[:5])
+    print(f"ab-test: cancer-sample.csv holds cases {[data.target_names[y] for y in y_test[:5]]}")
 
 
 if __name__ == "__main__":

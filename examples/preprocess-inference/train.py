@@ -10,6 +10,7 @@ Writes to OUTDIR:
   digits-network.tar.gz     model.pt (a TorchScript MLP on the PCA components) + code/ from network/code
   digits-expected.json      the held-out test rows, their true labels, and the labels and probabilities
                             computed here in-process (no HTTP, no CSV, no serving toolkit), for the tests
+  digits-sample.csv         the first 5 test images, one per line (64 pixel values 0-16), for the README
 and prints the test accuracy.
 """
 import io
@@ -94,8 +95,11 @@ def main(out):
         # when the rows travel as CSV text between the steps
         "margins": (top2[:, 1] - top2[:, 0]).tolist(),
     })
+    with open(os.path.join(out, "digits-sample.csv"), "w") as f:
+        f.writelines(",".join(str(int(v)) for v in row) + "\n" for row in x_test[:5])
     print(f"preprocess-inference: digits, StandardScaler+PCA({COMPONENTS}) -> MLP, "
-          f"{len(y_train)} training rows, test accuracy {accuracy:.4f} on {len(y_test)} rows")
+          f"{len(y_train)} training rows, test accuracy {accuracy:.4f} on {len(y_test)} rows; "
+          f"digits-sample.csv holds digits {y_test[:5].tolist()}")
 
 
 if __name__ == "__main__":
