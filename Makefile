@@ -12,7 +12,7 @@ BIN       := bin/mce
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build images models framework-models deps demo test unit vet fmt-check e2e compose-test bench soak clean
+.PHONY: all build images framework-images models framework-models deps demo test unit vet fmt-check e2e compose-test bench soak clean
 
 all: build
 
@@ -23,6 +23,11 @@ $(BIN): $(GOFILES) go.mod go.sum
 
 images:
 	scripts/images.sh
+
+# mce-framework/{sklearn,pytorch}:latest, SageMaker's framework serving contract on Debian's packages
+# (examples/containers/framework); the Debian bases are built once per machine (scripts/framework-base.sh).
+framework-images:
+	scripts/framework-images.sh
 
 models:
 	scripts/models.sh build/models
@@ -35,7 +40,7 @@ framework-models:
 deps:
 	scripts/deps.sh
 
-demo: deps build images models
+demo: deps build framework-images framework-models
 	scripts/demo.sh
 
 vet:
