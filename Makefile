@@ -50,7 +50,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-unit: images models
+unit: images models framework-images framework-models
 	$(GO) test $(TESTFLAGS) ./...
 
 e2e: deps build images models
