@@ -39,7 +39,12 @@ MAX_NAME = 1024
 
 
 def rss_bytes():
-    """The process's resident set size."""
+    """The process's resident anonymous memory (RssAnon): what models allocate. Pages of shared
+    libraries (RssFile), faulted in lazily on first use, say nothing about a model's size."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
@@ -72,6 +77,25 @@ def files_size(root, limit=200000):
     return total
 
 
+def warm_up(framework):
+    """Imports the framework and runs it once, so that what that allocates is not counted against
+    the first model loaded."""
+    import numpy as np
+    if framework == "pytorch":
+        import io
+        import torch
+        buf = io.BytesIO()
+        torch.jit.save(torch.jit.script(torch.nn.Linear(2, 1)), buf)
+        buf.seek(0)
+        with torch.no_grad():
+            torch.jit.load(buf)(torch.ones(1, 2))
+    else:
+        import joblib  # noqa: F401
+        from sklearn.linear_model import LinearRegression
+        LinearRegression().fit(np.eye(2), np.ones(2)).predict(np.ones((1, 2)))
+    _trim()
+
+
 class _Entry:
     def __init__(self, name, url, handler, module_name, footprint):
         self.name, self.url, self.handler = name, url, handler
@@ -93,6 +117,7 @@ class MultiModelApp:
         self.models = {}
         self.loading = set()
         self.used = 0
+        warm_up(settings.framework)
 
     # ---- routing
 

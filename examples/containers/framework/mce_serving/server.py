@@ -72,7 +72,9 @@ def _post_fork(s):
     return hook
 
 
-def run_gunicorn(app, opts):
+def run_gunicorn(opts, app=None, factory=None):
+    """Serves app, a WSGI application built before the workers are forked, or the one factory()
+    builds in each worker, with gunicorn."""
     from gunicorn.app.base import BaseApplication
 
     class _App(BaseApplication):
@@ -81,7 +83,7 @@ def run_gunicorn(app, opts):
                 self.cfg.set(k, v)
 
         def load(self):
-            return app
+            return app if factory is None else factory()
 
     _App().run()
 
@@ -94,9 +96,12 @@ def main():
         log.error("bad setting: %s", e)
         return 2
     setup_logging(s.log_level)
+    app = factory = None
     if s.multi_model:
-        from .multimodel import MultiModelApp
-        app = MultiModelApp(s)
+        def factory():
+            # Built in the worker, where the models live: their memory is measured in that process.
+            from .multimodel import MultiModelApp
+            return MultiModelApp(s)
         log.info("multi-model mode: memory budget %d MiB, %s defaults", s.memory_budget >> 20, s.framework)
     else:
         try:
@@ -112,5 +117,5 @@ def main():
             return 1
         app = SingleModelApp(handler, s.max_payload)
     log.info("listening on 0.0.0.0:%d", s.port)
-    run_gunicorn(app, gunicorn_options(s))
+    run_gunicorn(gunicorn_options(s), app=app, factory=factory)
     return 0

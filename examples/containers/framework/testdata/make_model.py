@@ -1,8 +1,8 @@
 """Makes test models and wheels with known parameters, inside a framework image.
 
-    python3 make_model.py OUTDIR SPEC_JSON
+    python3 make_model.py OUTDIR SPECS_JSON
 
-SPEC_JSON is {"kind": …, …}:
+SPECS_JSON is a list of {"dir": "sub/folder", "kind": …, …}, each written under OUTDIR/dir:
   linreg    {"coef": [..], "intercept": x, "file": "model.joblib", "pad_mb": 0}   sklearn LinearRegression
   logreg    {"coef": [[..], ..], "intercept": [..], "file": …}                     sklearn LogisticRegression
   torch     {"weight": [[..], ..], "bias": [..], "file": "model.pt", "pad_mb": 0}  TorchScript nn.Linear
@@ -80,7 +80,11 @@ def wheel(out, spec):
 
 
 def main():
-    out, spec = sys.argv[1], json.loads(sys.argv[2])
+    for spec in json.loads(sys.argv[2]):
+        make(os.path.join(sys.argv[1], spec.get("dir", ".")), spec)
+
+
+def make(out, spec):
     os.makedirs(out, exist_ok=True)
     kind = spec["kind"]
     if kind in ("linreg", "logreg"):
