@@ -321,8 +321,8 @@ func TestFrameworkABTestOnDocker(t *testing.T) {
 	}
 }
 
-// TestFrameworkMultiModelOnDocker: examples/mme with 100 of its 200 PyTorch
-// models; its memory budget holds fewer than 100, so models are evicted and
+// TestFrameworkMultiModelOnDocker: examples/mme with 30 of its 200 PyTorch
+// models; its memory budget holds fewer than 30, so models are evicted and
 // reloaded, and every answer comes from the right model's own script.
 func TestFrameworkMultiModelOnDocker(t *testing.T) {
 	root := frameworkSetup(t, "mme")
@@ -371,7 +371,7 @@ func TestFrameworkMultiModelOnDocker(t *testing.T) {
 			}
 		}
 	}
-	const n = 100
+	const n = 30
 	for i := range n {
 		call(i)
 	}
