@@ -144,7 +144,10 @@ def mme(url, metrics_url, manifest):
     m0 = scrape(metrics_url)
     cold = calls(range(len(man)))                   # first call of every model: fetch, extract, load (evicting)
     m1 = scrape(metrics_url)
-    warm = calls(list(range(len(man) - 50, len(man))) * 4)   # the 50 most recent: loaded, cache hits
+    # The models still loaded are the most recent ones (LRU): call them in the same order, 200 calls.
+    k = max(1, int(series(m1, "LoadedModelCount", ep).get("", 1)))
+    recent = list(range(len(man) - k, len(man)))
+    warm = calls((recent * (200 // k + 1))[:200])
     m2 = scrape(metrics_url)
     reload_ = calls(range(50))                      # the first 50 were evicted: load again (already on disk)
     m3 = scrape(metrics_url)
@@ -156,7 +159,7 @@ def mme(url, metrics_url, manifest):
     print("| phase | calls | loads | evictions | cache hits | p50 ms | p99 ms | mean ms |")
     print("|---|---|---|---|---|---|---|---|")
     for label, t, b, a in [("cold: first call of each model (download+extract+load)", cold, m0, m1),
-                           ("warm: loaded models", warm, m1, m2),
+                           (f"warm: the {k} loaded models", warm, m1, m2),
                            ("reload: evicted models, already extracted", reload_, m2, m3)]:
         print(f"| {label} | {len(t)} | {count(b, a, 'ModelLoadingTime_count')} | "
               f"{count(b, a, 'ModelUnloadingTime_count')} | {count(b, a, 'ModelCacheHit_sum')} | "
