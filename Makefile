@@ -13,7 +13,7 @@ BIN       := bin/mce
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build images models deps demo test unit vet fmt-check e2e compose-test bench soak clean check-images
+.PHONY: all build images framework-images models framework-models deps demo test unit vet fmt-check e2e compose-test bench soak clean check-images
 
 all: build
 
@@ -25,6 +25,11 @@ $(BIN): $(GOFILES) go.mod go.sum
 images:
 	scripts/images.sh
 
+# mce-framework/{sklearn,pytorch}:latest, SageMaker's framework serving contract on Debian's packages
+# (examples/containers/framework); the Debian bases are built once per machine (scripts/framework-base.sh).
+framework-images:
+	scripts/framework-images.sh
+
 models:
 	scripts/models.sh build/models
 
@@ -33,11 +38,15 @@ check-images: build images models
 	scripts/mme-models.sh build/mme-models >/dev/null
 	scripts/check-images.sh
 
+# The real-framework examples' models, trained in the framework base images (cached by their inputs).
+framework-models:
+	scripts/framework-models.sh
+
 # Debian packages the tests and the demo use; installed when missing (as root).
 deps:
 	scripts/deps.sh
 
-demo: deps build images models
+demo: deps build framework-images framework-models
 	scripts/demo.sh
 
 vet:
@@ -47,7 +56,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-unit: images models
+unit: images models framework-images framework-models
 	$(GO) test $(TESTFLAGS) ./...
 
 e2e: deps build images models

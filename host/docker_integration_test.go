@@ -112,7 +112,7 @@ func invoke(t *testing.T, c *sagemakerruntime.Client, in *sagemakerruntime.Invok
 
 func TestExamplesOnDocker(t *testing.T) {
 	root := testenv.RepoRoot(t)
-	c, url := dockerHostURL(t, filepath.Join(root, "examples/ab-test/endpoint.yaml"), filepath.Join(root, "examples/preprocess-inference/endpoint.yaml"))
+	c, url := dockerHostURL(t, filepath.Join(root, "examples/go-ab-test/endpoint.yaml"), filepath.Join(root, "examples/go-preprocess-inference/endpoint.yaml"))
 	scrape := func() string {
 		resp, err := http.Get(url + "/metrics")
 		if err != nil {

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# make demo: serve the ab-test and preprocess-inference examples on a real
-# Docker engine, invoke each container and the chain through the AWS SDK for
-# Go (mce invoke), print what came back, shut down and check nothing is left.
+# make demo: serve the real-framework examples on the Docker engine — examples/preprocess-inference (a scikit-learn
+# preprocessing step feeding a PyTorch network) and examples/ab-test (two versions of a scikit-learn model, split
+# by variant weights and side by side in a Direct endpoint) — invoke them through the AWS SDK for Go (mce invoke),
+# print what came back and how the versions compare in mce's metrics, shut down and check nothing is left.
+# Needs the framework images (scripts/framework-images.sh) and the trained models (scripts/framework-models.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 port="${MCE_DEMO_PORT:-18080}"
+metrics_port="${MCE_DEMO_METRICS_PORT:-19464}"
 url="http://127.0.0.1:${port}"
+metrics="http://127.0.0.1:${metrics_port}/metrics"
 instance="demo"
 state="$(mktemp -d)"
 log="build/demo.log"
+models=build/models/framework
 mkdir -p build
 
-bin/mce serve --listen "127.0.0.1:${port}" --instance "$instance" --state-dir "$state" --log-format json \
-  -f examples/ab-test/endpoint.yaml -f examples/preprocess-inference/endpoint.yaml >"$log" 2>&1 &
+bin/mce serve --listen "127.0.0.1:${port}" --metrics-listen "127.0.0.1:${metrics_port}" --instance "$instance" \
+  --state-dir "$state" --log-format json \
+  -f examples/preprocess-inference/endpoint.yaml -f examples/ab-test/endpoint.yaml >"$log" 2>&1 &
 pid=$!
 cleanup() {
   if kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" || true; fi
@@ -21,14 +27,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-printf 'Starting mce on %s with two endpoints (log: %s) ...\n' "$url" "$log"
-for _ in $(seq 1 120); do
+printf 'Starting mce on %s with three endpoints on scikit-learn and PyTorch containers (log: %s) ...\n' "$url" "$log"
+for _ in $(seq 1 360); do
   if ! kill -0 "$pid" 2>/dev/null; then echo "mce exited early:"; tail -30 "$log"; exit 1; fi
   status="$(curl -fsS "$url/mce/endpoints" 2>/dev/null || true)"
-  if [ "$(grep -o '"InService"' <<<"$status" | wc -l)" -eq 2 ]; then break; fi
+  if [ "$(grep -o '"InService"' <<<"$status" | wc -l)" -eq 3 ]; then break; fi
   sleep 0.5
 done
-grep -q '"InService".*"InService"' <<<"$status" || { echo "endpoints not InService: $status"; tail -30 "$log"; exit 1; }
+[ "$(grep -o '"InService"' <<<"$status" | wc -l)" -eq 3 ] || { echo "endpoints not InService: $status"; tail -30 "$log"; exit 1; }
 echo "Endpoints: $status"
 echo
 
@@ -39,17 +45,31 @@ show() { # title, then the mce invoke arguments
   bin/mce invoke -v "$@" 2>&1 | sed 's/^/  /'
   echo
 }
-show "A/B test, model A (English)" ab-test --target-container english --content-type text/plain "What a wonderful, helpful service. I love it!"
-show "A/B test, model B (German)"  ab-test --target-container german  --content-type text/plain "Das Essen war leider kalt und der Service schlecht."
-show "A/B test, negation"          ab-test --target-container english --content-type application/json '{"text": "This is not good at all"}'
-show "Chain step 1 alone is not addressable (Serial endpoint): expect a ValidationError" preprocess-inference --target-container featurizer --content-type text/plain "x" || true
-show "Preprocess -> inference chain (JSON out)" preprocess-inference --content-type text/plain --accept application/json \
-  "I was charged twice for my subscription this month"
-show "Preprocess -> inference chain (CSV out)"  preprocess-inference --content-type text/plain --accept text/csv \
-  "$(printf 'The app crashes when I open settings\nMy parcel has not arrived yet')"
+digits="$models/digits-sample.csv"   # 5 test images, 64 pixel values a line (scripts/framework-models.sh)
+cases="$models/cancer-sample.csv"    # 5 test cases, 30 features a line
+head -1 "$digits" >build/demo-digit.csv
+head -1 "$cases" >build/demo-case.csv
+show "Chain: 5 digit images (CSV) -> scikit-learn StandardScaler+PCA -> CSV -> PyTorch MLP (expect 2 0 4 9 4)" \
+  preprocess-inference --content-type text/csv --accept text/csv @"$digits"
+show "Chain, JSON out (digits and probabilities)" \
+  preprocess-inference --content-type text/csv --accept application/json @build/demo-digit.csv
+show "Chain step 1 alone is not addressable (Serial endpoint): expect a ValidationError" \
+  preprocess-inference --target-container preprocess --content-type text/csv @build/demo-digit.csv || true
+show "A/B, direct: version 1 (logistic regression), 5 cases (truth: M M M B M)" \
+  ab-test-direct --target-container v1 --content-type text/csv --accept text/csv @"$cases"
+show "A/B, direct: version 2 (random forest), the same cases" \
+  ab-test-direct --target-container v2 --content-type text/csv --accept text/csv @"$cases"
+show "A/B, by variant: TargetVariant v2" ab-test --target-variant v2 --content-type text/csv @build/demo-case.csv
 
-echo "== Metrics (excerpt)"
-curl -fsS "$url/metrics" | grep -E '^(Invocations|ContainerLatency_count)\{' | sed 's/^/  /'
+printf '== A/B, by weight: 40 calls to ab-test (70 %% v1, 30 %% v2)\n'
+for _ in $(seq 1 40); do
+  bin/mce invoke -v ab-test --content-type text/csv @build/demo-case.csv 2>&1 | grep -o 'InvokedProductionVariant: v[12]' || true
+done | sort | uniq -c | sed 's/^/  /'
+echo
+
+echo "== Metrics ($metrics): calls and latency per variant and per container, in microseconds"
+curl -fsS "$metrics" | grep -E '^(Invocations|ModelLatency_(sum|count)|OverheadLatency_(sum|count)|ContainerLatency_(sum|count))\{' |
+  grep -E 'ab-test|preprocess-inference' | sed 's/^/  /'
 echo
 
 echo "Stopping mce (SIGTERM) ..."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generate the multi-model endpoint artifacts for examples/mme (what a MultiModel ModelDataUrl prefix holds).
+# Generate the multi-model endpoint artifacts for examples/go-mme (what a MultiModel ModelDataUrl prefix holds).
 #
 # Usage: scripts/mme-models.sh [OUTDIR] [N]      (defaults: build/mme-models 200)
 #

@@ -24,8 +24,8 @@ endpoints (up to 15 containers, invoked directly by TargetContainerHostname or s
 as a chain) behind the SageMaker Runtime API. boto3, the aws CLI and every AWS SDK work
 against it with only the endpoint URL changed.
 
-Start with:  mce serve -f examples/ab-test/endpoint.yaml
-Then:        mce invoke ab-test --target-container english 'what a lovely day'
+Start with:  mce serve -f examples/go-ab-test/endpoint.yaml
+Then:        mce invoke ab-test --target-container english --content-type text/plain 'what a lovely day'
 Check a container image against SageMaker's contract:  mce check IMAGE`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -1,0 +1,115 @@
+"""The single-model WSGI application: GET /ping and POST /invocations.
+
+The model is loaded before the application exists (see server.py), so /ping is 200 from the
+first moment anything listens. Errors answer in the shape of errors.py; the traceback of an
+exception raised by user code goes to the container log.
+"""
+
+import logging
+from http import HTTPStatus
+
+from . import errors
+from .handler import UserCodeError
+
+log = logging.getLogger("mce_serving")
+
+
+
+def status_line(code):
+    try:
+        return "%d %s" % (code, HTTPStatus(code).phrase)
+    except ValueError:
+        return "%d Error" % code
+
+
+def respond(start_response, code, body=b"", content_type=None, headers=()):
+    hs = [("Content-Length", str(len(body)))]
+    if content_type:
+        hs.append(("Content-Type", content_type))
+    hs.extend(headers)
+    start_response(status_line(code), hs)
+    return [body]
+
+
+def respond_error(start_response, code, message):
+    return respond(start_response, code, errors.body(code, message), "application/json")
+
+
+def read_body(environ, limit):
+    """The request body, at most limit bytes; raises InferenceError 413 beyond, 400 on a bad length."""
+    raw = environ.get("CONTENT_LENGTH") or ""
+    if raw:
+        try:
+            n = int(raw)
+        except ValueError:
+            raise errors.InferenceError(400, "bad Content-Length") from None
+        if n > limit:
+            raise errors.InferenceError(413, "the request body (%d bytes) exceeds the %d-byte limit" % (n, limit))
+    stream = environ["wsgi.input"]
+    chunks, size = [], 0
+    while True:
+        chunk = stream.read(min(65536, limit + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise errors.InferenceError(413, "the request body exceeds the %d-byte limit" % limit)
+    return b"".join(chunks)
+
+
+def request_headers(environ):
+    """The request's HTTP headers, names in their usual dashed form."""
+    out = {}
+    for k, v in environ.items():
+        if k.startswith("HTTP_"):
+            out[k[5:].replace("_", "-").title()] = v
+    if environ.get("CONTENT_TYPE"):
+        out["Content-Type"] = environ["CONTENT_TYPE"]
+    return out
+
+
+def run_invocation(handler, environ, start_response, limit):
+    """Runs one invocation of handler and answers it (success or error)."""
+    try:
+        body = read_body(environ, limit)
+        out, ct, ctx = handler.invoke(body, environ.get("CONTENT_TYPE"), environ.get("HTTP_ACCEPT"),
+                                      request_headers(environ))
+    except UserCodeError as e:
+        cause = e.__cause__
+        code = errors.status_of(cause)
+        (log.warning if code < 500 else log.error)(
+            "model %s: user code raised %s", handler.model_name, e, exc_info=cause)
+        msg = getattr(cause, "message", None) if code != 500 else None
+        return respond_error(start_response, code, msg or str(e))
+    except errors.InferenceError as e:
+        if e.status_code >= 500:
+            log.error("model %s: %s", handler.model_name, e.message, exc_info=e)
+        return respond_error(start_response, e.status_code, e.message)
+    except Exception as e:  # a fault of the toolkit itself
+        log.exception("model %s: internal error", handler.model_name)
+        return respond_error(start_response, 500, "%s: %s" % (type(e).__name__, e))
+    code = 200
+    if ctx.response_status:
+        code = ctx.response_status[0]
+    return respond(start_response, code, out, ct, ctx.response_headers.items())
+
+
+class SingleModelApp:
+    """WSGI application for one loaded Handler."""
+
+    def __init__(self, handler, max_payload):
+        self.handler = handler
+        self.max_payload = max_payload
+
+    def __call__(self, environ, start_response):
+        path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
+        if path == "/ping":
+            if method not in ("GET", "HEAD"):
+                return respond_error(start_response, 405, "use GET /ping")
+            return respond(start_response, 200)
+        if path == "/invocations":
+            if method != "POST":
+                return respond_error(start_response, 405, "use POST /invocations")
+            return run_invocation(self.handler, environ, start_response, self.max_payload)
+        return respond_error(start_response, 404, "no such path; this container serves GET /ping and POST /invocations")

@@ -1,0 +1,166 @@
+"""One model behind the hooks: the user's functions where defined, the framework's defaults elsewhere.
+
+Hook signatures are SageMaker's; the trailing ``context`` argument is passed only to a function
+whose signature has room for it:
+
+    model_fn(model_dir[, context])
+    input_fn(input_data, content_type[, context])
+    predict_fn(data, model[, context])
+    output_fn(prediction, accept[, context])
+    transform_fn(model, input_data, content_type, accept[, context])
+    pre_model_fn(model_dir[, context]), model_warmup_fn(model_dir, model[, context])   (optional)
+
+``transform_fn`` replaces the other three and may not be combined with them (an error at load).
+``input_fn`` receives JSON and CSV bodies as ``str``, others as ``bytes``. ``output_fn`` and
+``transform_fn`` may return a body (bytes or str) or ``(body, content_type)``.
+"""
+
+import inspect
+import logging
+import time
+
+from . import content
+from .context import Context
+from .errors import InferenceError, ModelLoadError
+from .frameworks import Defaults
+
+log = logging.getLogger("mce_serving")
+
+HOOKS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn", "pre_model_fn", "model_warmup_fn")
+
+
+def takes_context(fn, nargs):
+    """Whether fn accepts nargs + 1 positional arguments."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= nargs + 1
+
+
+class _Hook:
+    """A hook with its arity decided once."""
+
+    __slots__ = ("fn", "ctx", "user")
+
+    def __init__(self, fn, nargs, user):
+        self.fn = fn
+        self.ctx = takes_context(fn, nargs)
+        self.user = user
+
+    def __call__(self, context, *args):
+        if self.ctx:
+            return self.fn(*args, context)
+        return self.fn(*args)
+
+
+class UserCodeError(Exception):
+    """An exception raised by a hook of the user's script: it keeps the original (``__cause__``)."""
+
+
+class Handler:
+    """Serves one model. ``load`` runs once; ``invoke`` is safe to call from several threads
+    when the model's own predict is."""
+
+    def __init__(self, module, model_dir, framework="sklearn", default_accept=content.JSON, model_name="model"):
+        self.model_dir = model_dir
+        self.model_name = model_name
+        self.default_accept = default_accept
+        self.defaults = Defaults(framework, default_accept)
+        user = {}
+        if module is not None:
+            for name in HOOKS:
+                fn = getattr(module, name, None)
+                if fn is not None:
+                    if not callable(fn):
+                        raise ModelLoadError("%s in the inference script is not a function" % name)
+                    user[name] = fn
+        if "transform_fn" in user:
+            clash = [n for n in ("input_fn", "predict_fn", "output_fn") if n in user]
+            if clash:
+                raise ModelLoadError("the inference script defines transform_fn and %s: transform_fn replaces "
+                                     "input_fn, predict_fn and output_fn and cannot be combined with them"
+                                     % ", ".join(clash))
+        self.user = sorted(user)
+
+        def hook(name, nargs):
+            if name in user:
+                return _Hook(user[name], nargs, True)
+            d = getattr(self.defaults, name, None)
+            return _Hook(d, nargs, False) if d else None
+
+        self.model_fn = hook("model_fn", 1)
+        self.input_fn = hook("input_fn", 2)
+        self.predict_fn = hook("predict_fn", 2)
+        self.output_fn = hook("output_fn", 2)
+        self.transform_fn = hook("transform_fn", 4)
+        self.pre_model_fn = hook("pre_model_fn", 1)
+        self.model_warmup_fn = hook("model_warmup_fn", 2)
+        self.model = None
+
+    def load(self):
+        """Runs pre_model_fn, model_fn and model_warmup_fn. Errors propagate (wrapped in
+        UserCodeError when the user's code raised them)."""
+        t0 = time.monotonic()
+        ctx = Context(self.model_name, self.model_dir)
+        if self.pre_model_fn:
+            self._run(self.pre_model_fn, ctx, self.model_dir)
+        self.model = self._run(self.model_fn, ctx, self.model_dir)
+        if self.model_warmup_fn:
+            self._run(self.model_warmup_fn, ctx, self.model_dir, self.model)
+        log.info("model %s loaded in %.3f s (user hooks: %s)", self.model_name, time.monotonic() - t0,
+                 ", ".join(self.user) or "none")
+
+    @staticmethod
+    def _run(hook, ctx, *args, request=False):
+        if not hook.user:
+            if not request:
+                return hook(ctx, *args)
+            try:
+                return hook(ctx, *args)
+            except (ValueError, TypeError, RuntimeError) as e:
+                # The default hooks fail this way on input of the wrong shape or type.
+                raise InferenceError(400, "%s: %s" % (type(e).__name__, e)) from e
+        try:
+            return hook(ctx, *args)
+        except Exception as e:
+            raise UserCodeError("%s: %s" % (type(e).__name__, e)) from e
+
+    def invoke(self, body, content_type, accept, headers=None):
+        """Runs one request. Returns (body bytes, content type, context). Raises InferenceError
+        for errors of the toolkit and UserCodeError for those of user code."""
+        ct = content.media_type(content_type) or content.JSON  # no Content-Type: JSON, as SageMaker does
+        accept = (accept or "").strip()
+        if accept in ("", "*/*"):
+            accept = self.default_accept
+        data = body
+        if ct in content.UTF8_TYPES:
+            try:
+                data = body.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise InferenceError(400, "the %s body is not UTF-8: %s" % (ct, e)) from None
+        ctx = Context(self.model_name, self.model_dir, headers)
+        if self.transform_fn:
+            result = self._run(self.transform_fn, ctx, self.model, data, ct, accept, request=True)
+        else:
+            x = self._run(self.input_fn, ctx, data, ct, request=True)
+            y = self._run(self.predict_fn, ctx, x, self.model, request=True)
+            result = self._run(self.output_fn, ctx, y, accept, request=True)
+        out_ct = ctx.response_content_type
+        if isinstance(result, tuple) and len(result) == 2:
+            result, out_ct = result
+        if isinstance(result, str):
+            result = result.encode("utf-8")
+        elif not isinstance(result, (bytes, bytearray, memoryview)):
+            # A hook returned a prediction rather than a body: encode it as the client asked.
+            t = content.negotiate(accept, self.default_accept)
+            result, out_ct = content.encode(result, t), out_ct or t
+        if not out_ct:
+            out_ct = content.media_type(accept.split(",")[0]) or self.default_accept
+        return bytes(result), str(out_ct), ctx
