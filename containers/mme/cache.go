@@ -394,7 +394,6 @@ type hiddenError struct {
 func (e *hiddenError) Error() string { return e.msg }
 func (e *hiddenError) Unwrap() error { return e.err }
 
-
 // trimLocked deletes unreferenced files, least recently used first, while
 // the cache is over capacity; it returns trash folders to remove.
 func (c *Cache) trimLocked() []string {
@@ -441,4 +440,3 @@ func (c *Cache) removeAll(trash []string) {
 		}
 	}
 }
-
