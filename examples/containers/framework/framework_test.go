@@ -402,3 +402,23 @@ func TestPyTorchCustomHooks(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestBench runs the warm-call benchmark briefly in both images: it must run and report; the
+// numbers themselves are reported by `python3 -m mce_serving.bench` with its defaults, not judged here.
+func TestBench(t *testing.T) {
+	t.Parallel()
+	s := newSuite(t)
+	for _, image := range []string{sklearnImage, pytorchImage} {
+		code, logs := s.runToExit(t, image, []string{"python3", "-m", "mce_serving.bench", "--calls", "50"}, nil, nil, 3*time.Minute)
+		var out struct {
+			Results []struct {
+				Name  string  `json:"name"`
+				P50ms float64 `json:"p50_ms"`
+			} `json:"results"`
+		}
+		start := strings.Index(logs, "{")
+		if code != 0 || start < 0 || json.Unmarshal([]byte(logs[start:]), &out) != nil || len(out.Results) != 3 {
+			t.Fatalf("%s: bench exited %d:\n%s", image, code, logs)
+		}
+	}
+}
