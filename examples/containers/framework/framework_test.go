@@ -47,7 +47,7 @@ func TestImageLabels(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, image := range []string{sklearnImage, pytorchImage} {
-		res, err := s.cli.ImageInspect(ctx, image)
+		res, err := s.cli.ImageInspect(ctx, s.image(image))
 		if err != nil {
 			t.Fatal(err)
 		}
