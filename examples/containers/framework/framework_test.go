@@ -294,6 +294,10 @@ func TestUserErrors(t *testing.T) {
 	if e := r.error(t); r.status != 400 || e.Message != "features must not be negative" {
 		t.Fatalf("%d %q", r.status, r.body)
 	}
+	r = c.invoke(t, "[[1, 7, 3]]", "Content-Type: application/json")
+	if e := r.error(t); r.status != 422 || e.Message != "seven is not a valid feature value" {
+		t.Fatalf("%d %q", r.status, r.body)
+	}
 	r = c.invoke(t, "[[1, 13, 3]]", "Content-Type: application/json")
 	if e := r.error(t); r.status != 500 || !strings.Contains(e.Message, "ValueError: unlucky feature value") {
 		t.Fatalf("%d %q", r.status, r.body)
