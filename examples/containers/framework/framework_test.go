@@ -426,3 +426,33 @@ func TestBench(t *testing.T) {
 		}
 	}
 }
+
+// TestServerTimeout: a request running past SAGEMAKER_MODEL_SERVER_TIMEOUT ends its worker; the
+// client's call fails instead of hanging, and the next call is served by a fresh worker.
+func TestServerTimeout(t *testing.T) {
+	t.Parallel()
+	s := newSuite(t)
+	c := s.serve(t, sklearnImage, s.linregModel(t, "sk_slow"), "SLOW_SECONDS=0",
+		"SAGEMAKER_MODEL_SERVER_TIMEOUT=2", "SAGEMAKER_MODEL_SERVER_WORKERS=1")
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/invocations", strings.NewReader("[[1, 99, 3]]"))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Fatalf("the hanging call answered 200")
+		}
+	}
+	if took := time.Since(start); took > 15*time.Second || took < 2*time.Second {
+		t.Fatalf("the hanging call ended after %s, want soon after the 2 s timeout", took)
+	}
+	if r := c.invoke(t, "[[1, 2, 4]]", "Content-Type: application/json"); r.status != 200 {
+		t.Fatalf("after the timeout: %d %q", r.status, r.body)
+	}
+	if logs, ok := c.logsWith(t, 10*time.Second, "SAGEMAKER_MODEL_SERVER_TIMEOUT=2"); !ok {
+		t.Fatalf("the timeout is not logged:\n%s", logs)
+	}
+}
