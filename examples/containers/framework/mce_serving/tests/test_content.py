@@ -55,6 +55,14 @@ class DecodeTest(unittest.TestCase):
                     content.decode(body, ct)
                 self.assertEqual(cm.exception.status_code, 400)
 
+    def test_npy_announcing_more_than_it_holds(self):
+        hdr = np.lib.format.header_data_from_array_1_0(np.zeros(4))
+        hdr["shape"] = (10 ** 13,)
+        out = io.BytesIO()
+        np.lib.format.write_array_header_1_0(out, hdr)
+        with self.assertRaisesRegex(InferenceError, "announces"):
+            content.decode(out.getvalue() + b"\0" * 32, "application/x-npy")
+
     def test_pickled_npy_refused(self):
         buf = io.BytesIO()
         np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
