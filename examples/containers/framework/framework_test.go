@@ -47,7 +47,7 @@ func TestImageLabels(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, image := range []string{sklearnImage, pytorchImage} {
-		res, err := s.cli.ImageInspect(ctx, image)
+		res, err := s.cli.ImageInspect(ctx, s.image(image))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,6 +294,10 @@ func TestUserErrors(t *testing.T) {
 	if e := r.error(t); r.status != 400 || e.Message != "features must not be negative" {
 		t.Fatalf("%d %q", r.status, r.body)
 	}
+	r = c.invoke(t, "[[1, 7, 3]]", "Content-Type: application/json")
+	if e := r.error(t); r.status != 422 || e.Message != "seven is not a valid feature value" {
+		t.Fatalf("%d %q", r.status, r.body)
+	}
 	r = c.invoke(t, "[[1, 13, 3]]", "Content-Type: application/json")
 	if e := r.error(t); r.status != 500 || !strings.Contains(e.Message, "ValueError: unlucky feature value") {
 		t.Fatalf("%d %q", r.status, r.body)
@@ -400,5 +404,55 @@ func TestPyTorchCustomHooks(t *testing.T) {
 			t.Fatalf("%d workers booted, want 3:\n%s", n, c.logs(t))
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestBench runs the warm-call benchmark briefly in both images: it must run and report; the
+// numbers themselves are reported by `python3 -m mce_serving.bench` with its defaults, not judged here.
+func TestBench(t *testing.T) {
+	t.Parallel()
+	s := newSuite(t)
+	for _, image := range []string{sklearnImage, pytorchImage} {
+		code, logs := s.runToExit(t, image, []string{"python3", "-m", "mce_serving.bench", "--calls", "50"}, nil, nil, 3*time.Minute)
+		var out struct {
+			Results []struct {
+				Name  string  `json:"name"`
+				P50ms float64 `json:"p50_ms"`
+			} `json:"results"`
+		}
+		start := strings.Index(logs, "{")
+		if code != 0 || start < 0 || json.Unmarshal([]byte(logs[start:]), &out) != nil || len(out.Results) != 3 {
+			t.Fatalf("%s: bench exited %d:\n%s", image, code, logs)
+		}
+	}
+}
+
+// TestServerTimeout: a request running past SAGEMAKER_MODEL_SERVER_TIMEOUT ends its worker; the
+// client's call fails instead of hanging, and the next call is served by a fresh worker.
+func TestServerTimeout(t *testing.T) {
+	t.Parallel()
+	s := newSuite(t)
+	c := s.serve(t, sklearnImage, s.linregModel(t, "sk_slow"), "SLOW_SECONDS=0",
+		"SAGEMAKER_MODEL_SERVER_TIMEOUT=2", "SAGEMAKER_MODEL_SERVER_WORKERS=1")
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/invocations", strings.NewReader("[[1, 99, 3]]"))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Fatalf("the hanging call answered 200")
+		}
+	}
+	if took := time.Since(start); took > 15*time.Second || took < 2*time.Second {
+		t.Fatalf("the hanging call ended after %s, want soon after the 2 s timeout", took)
+	}
+	if r := c.invoke(t, "[[1, 2, 4]]", "Content-Type: application/json"); r.status != 200 {
+		t.Fatalf("after the timeout: %d %q", r.status, r.body)
+	}
+	if logs, ok := c.logsWith(t, 10*time.Second, "SAGEMAKER_MODEL_SERVER_TIMEOUT=2"); !ok {
+		t.Fatalf("the timeout is not logged:\n%s", logs)
 	}
 }

@@ -32,9 +32,12 @@ const (
 )
 
 // imageBuild builds both framework images once per test binary (scripts/framework-images.sh, cached
-// by Docker's layer cache and the base images' content hash).
+// by Docker's layer cache and the base images' content hash). Tests use the image IDs the build
+// printed, not the tags, so that a build from another checkout on the machine cannot swap the
+// images under a running test.
 var imageBuild struct {
 	once sync.Once
+	ids  map[string]string // tag → image ID
 	err  error
 }
 
@@ -43,6 +46,7 @@ type suite struct {
 	cli      *client.Client
 	instance string
 	root     string
+	ids      map[string]string
 }
 
 func newSuite(t *testing.T) *suite {
@@ -52,14 +56,33 @@ func newSuite(t *testing.T) *suite {
 	imageBuild.once.Do(func() {
 		cmd := exec.Command(filepath.Join(root, "scripts", "framework-images.sh"))
 		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
+		out, err := cmd.CombinedOutput()
+		if err != nil {
 			imageBuild.err = fmt.Errorf("scripts/framework-images.sh: %w\n%s", err, out)
+			return
+		}
+		imageBuild.ids = map[string]string{}
+		for line := range strings.Lines(string(out)) {
+			if f := strings.Fields(line); len(f) >= 2 && (f[0] == sklearnImage || f[0] == pytorchImage) {
+				imageBuild.ids[f[0]] = "sha256:" + f[1]
+			}
+		}
+		if len(imageBuild.ids) != 2 {
+			imageBuild.err = fmt.Errorf("scripts/framework-images.sh printed no image IDs:\n%s", out)
 		}
 	})
 	if imageBuild.err != nil {
 		t.Fatal(imageBuild.err)
 	}
-	return &suite{cli: cli, instance: testenv.Instance(t), root: root}
+	return &suite{cli: cli, instance: testenv.Instance(t), root: root, ids: imageBuild.ids}
+}
+
+// image is the ID of the image built for tag.
+func (s *suite) image(tag string) string {
+	if id, ok := s.ids[tag]; ok {
+		return id
+	}
+	return tag
 }
 
 func (s *suite) testdata() string {
@@ -136,7 +159,7 @@ func (s *suite) create(t *testing.T, image string, cmd, env, binds []string, net
 		hc.NetworkMode = container.NetworkMode(netMode)
 	}
 	res, err := s.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config:     &container.Config{Image: image, Cmd: cmd, Env: env, Labels: map[string]string{containers.LabelInstance: s.instance}},
+		Config:     &container.Config{Image: s.image(image), Cmd: cmd, Env: env, Labels: map[string]string{containers.LabelInstance: s.instance}},
 		HostConfig: hc,
 	})
 	if err != nil {

@@ -6,6 +6,9 @@ exception raised by user code goes to the container log.
 """
 
 import logging
+import os
+import threading
+import time
 from http import HTTPStatus
 
 from . import errors
@@ -101,6 +104,22 @@ class SingleModelApp:
     def __init__(self, handler, max_payload):
         self.handler = handler
         self.max_payload = max_payload
+        self._started = None  # monotonic start of the request running in this worker, or None
+
+    def start_watchdog(self, timeout):
+        """Ends this worker process when one request runs longer than timeout seconds: Python
+        cannot interrupt a stuck predict, and the gunicorn master replaces the worker at once.
+        For worker processes serving one request at a time."""
+        def watch():
+            while True:
+                time.sleep(0.5)
+                t0 = self._started
+                if t0 is not None and time.monotonic() - t0 > timeout:
+                    log.error("a request ran longer than SAGEMAKER_MODEL_SERVER_TIMEOUT=%d s: ending worker %d "
+                              "(a new one takes its place)", timeout, os.getpid())
+                    logging.shutdown()
+                    os._exit(1)  # not 3 or 4: gunicorn halts on those (boot and load errors)
+        threading.Thread(target=watch, name="mce-watchdog", daemon=True).start()
 
     def __call__(self, environ, start_response):
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
@@ -111,5 +130,9 @@ class SingleModelApp:
         if path == "/invocations":
             if method != "POST":
                 return respond_error(start_response, 405, "use POST /invocations")
-            return run_invocation(self.handler, environ, start_response, self.max_payload)
+            self._started = time.monotonic()
+            try:
+                return run_invocation(self.handler, environ, start_response, self.max_payload)
+            finally:
+                self._started = None
         return respond_error(start_response, 404, "no such path; this container serves GET /ping and POST /invocations")

@@ -7,6 +7,7 @@ means the default (SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT).
 
 import io
 import json
+import zipfile
 
 import numpy as np
 
@@ -78,17 +79,51 @@ def decode(data, content_type):
             raise InferenceError(400, "the CSV body holds values that are not numbers")
         return arr
     if t == NPY:
+        raw = _bytes(data)
         try:
-            return np.load(io.BytesIO(_bytes(data)), allow_pickle=False)
+            _check_npy_size(raw)
+            return np.load(io.BytesIO(raw), allow_pickle=False)
         except (ValueError, OSError, EOFError) as e:
             raise _bad("NPY", e) from None
     if t == NPZ:
+        raw = _bytes(data)
         try:
+            _check_npz_size(raw)
             import scipy.sparse
-            return scipy.sparse.load_npz(io.BytesIO(_bytes(data)))
-        except (ValueError, OSError, EOFError, KeyError) as e:
+            return scipy.sparse.load_npz(io.BytesIO(raw))
+        except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as e:
             raise _bad("NPZ", e) from None
     raise UnsupportedContentType(content_type)
+
+
+def _check_npy_size(raw):
+    """Refuses an NPY file whose header announces more data than it holds: numpy would allocate
+    the announced array before reading it."""
+    f = io.BytesIO(raw)
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+    elif version in ((2, 0), (3, 0)):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    else:
+        raise ValueError("NPY format version %s is not supported" % (version,))
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if n * dtype.itemsize > len(raw) - f.tell():
+        raise ValueError("the header announces %s of %s, more than the body holds" % (shape, dtype))
+
+
+# An NPZ body (a zip archive) may hold at most this many bytes once decompressed.
+MAX_NPZ_UNCOMPRESSED = 256 << 20
+
+
+def _check_npz_size(raw):
+    """Refuses an NPZ archive that would decompress to more than MAX_NPZ_UNCOMPRESSED bytes."""
+    with zipfile.ZipFile(io.BytesIO(raw)) as z:
+        total = sum(i.file_size for i in z.infolist())
+    if total > MAX_NPZ_UNCOMPRESSED:
+        raise ValueError("the archive decompresses to %d bytes, over the %d-byte limit" % (total, MAX_NPZ_UNCOMPRESSED))
 
 
 def _bytes(data):

@@ -222,7 +222,7 @@ class MultiModelApp:
             module = usercode.import_private(os.path.join(real, "code"), self.s.program, unique)
             handler = Handler(module, real, self.s.framework, self.s.default_accept, model_name=name)
             handler.load()
-        except (errors.ModelLoadError, UserCodeError, Exception) as e:
+        except Exception as e:  # the user's code, its requirements or the model files
             sys.modules.pop(unique, None)
             handler = None
             _trim()

@@ -5,7 +5,9 @@ Single-model mode: the user's module is imported and model_fn run in the gunicor
 toolkit's fault #138 is not repeated); then SAGEMAKER_MODEL_SERVER_WORKERS worker processes
 are forked and share the loaded model copy-on-write. A failure to load (a bad script, a
 model_fn error, requirements without wheels) is logged with its traceback and the process
-exits with status 1.
+exits with status 1. Each worker serves one request at a time; one that runs longer than
+SAGEMAKER_MODEL_SERVER_TIMEOUT ends its worker (the client's connection closes, the log says
+why) and gunicorn forks a fresh one from the loaded master at once.
 
 Multi-model mode: one worker process with threads (SAGEMAKER_MODEL_SERVER_WORKERS of them,
 at least 4), so every model is loaded once and its memory measured in the process that serves it.
@@ -42,7 +44,7 @@ def load_single(s):
     return handler
 
 
-def gunicorn_options(s):
+def gunicorn_options(s, app=None):
     opts = {
         "bind": ["0.0.0.0:%d" % s.port],
         "worker_class": "gthread",
@@ -59,16 +61,18 @@ def gunicorn_options(s):
     if s.multi_model:
         opts.update(workers=1, threads=max(4, s.workers))
     else:
-        opts.update(workers=s.workers, threads=1, post_fork=_post_fork(s))
+        opts.update(workers=s.workers, threads=1, post_fork=_post_fork(s, app))
     return opts
 
 
-def _post_fork(s):
+def _post_fork(s, app):
     def hook(server, worker):
         # Several processes each using every core for one model's math only contend; share them out.
         if s.framework == "pytorch":
             import torch
             torch.set_num_threads(max(1, (os.cpu_count() or 1) // s.workers))
+        if app is not None:
+            app.start_watchdog(s.timeout)
     return hook
 
 
@@ -117,5 +121,5 @@ def main():
             return 1
         app = SingleModelApp(handler, s.max_payload)
     log.info("listening on 0.0.0.0:%d", s.port)
-    run_gunicorn(gunicorn_options(s), app=app, factory=factory)
+    run_gunicorn(gunicorn_options(s, app), app=app, factory=factory)
     return 0

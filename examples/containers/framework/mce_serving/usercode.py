@@ -2,8 +2,10 @@
 
 * ``code/requirements.txt`` is installed only from a wheel folder shipped next to it in the
   model artifact (``code/wheels/`` or ``code/lib/``), with ``pip --no-index``: the container
-  never reaches the network. Without such a folder, loading fails with an error naming the file.
-  Packages go to a private folder under /tmp (the model directory is mounted read-only).
+  never reaches the network. A requirement neither the image nor such a folder meets fails the
+  load with an error naming the file.
+  Packages go to a private folder under /tmp (the model directory is mounted read-only); what
+  the image already has (numpy, scipy, …) satisfies requirements without a wheel.
 * In single-model mode the code directory is put first on ``sys.path`` and the module imported
   by its name, as SageMaker's toolkits do.
 * In multi-model mode every model brings its own ``code/inference.py``: each is imported from
@@ -47,36 +49,45 @@ def install_requirements(code_dir, site_root="/tmp/mce-site"):
     if not lines:
         return None
     wheels = [os.path.join(code_dir, d) for d in WHEEL_DIRS if os.path.isdir(os.path.join(code_dir, d))]
-    if not wheels:
-        raise ModelLoadError(
-            "%s lists %d requirement(s) (%s) but the model artifact ships no wheel folder (code/wheels/ or "
-            "code/lib/): this container installs nothing from the network. Put the wheels next to it, e.g. "
-            "`pip download --only-binary=:all: -r requirements.txt -d code/wheels`, or remove the file."
-            % (rel, len(lines), ", ".join(lines[:5])))
     h = hashlib.sha256(os.path.realpath(req).encode())
     with open(req, "rb") as f:
         h.update(f.read())
     for d in wheels:
         for name in sorted(os.listdir(d)):
             h.update(name.encode())
-    site = os.path.join(site_root, h.hexdigest()[:16])
-    if os.path.isfile(os.path.join(site, ".mce-done")):
+    # A user install under a private base: pip then counts the image's packages (numpy, scipy, …)
+    # as installed, so the wheel folder needs only what the image lacks.
+    base = os.path.join(site_root, h.hexdigest()[:16])
+    site = os.path.join(base, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+    if os.path.isfile(os.path.join(base, ".mce-done")):
         return site
-    cmd = [sys.executable, "-m", "pip", "install", "--no-index", "--disable-pip-version-check",
-           "--no-warn-script-location", "--no-build-isolation", "--quiet", "--target", site, "-r", req]
+    cmd = [sys.executable, "-m", "pip", "install", "--user", "--break-system-packages", "--no-index",
+           "--disable-pip-version-check", "--no-warn-script-location", "--no-build-isolation", "--quiet",
+           "-r", req]
     for d in wheels:
         cmd += ["--find-links", d]
-    log.info("installing %s from %s (offline)", rel, ", ".join("code/" + os.path.basename(d) for d in wheels))
+    log.info("installing %s from %s (offline)", rel,
+             ", ".join("code/" + os.path.basename(d) for d in wheels) or "the image's own packages")
     try:
         res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=PIP_TIMEOUT,
-                             env=dict(os.environ, PIP_NO_INPUT="1", PIP_NO_CACHE_DIR="1"))
+                             env=dict(os.environ, PYTHONUSERBASE=base, PIP_NO_INPUT="1", PIP_NO_CACHE_DIR="1",
+                                      PIP_ROOT_USER_ACTION="ignore"))
     except subprocess.TimeoutExpired:
         raise ModelLoadError("installing %s took longer than %d s" % (rel, PIP_TIMEOUT)) from None
     if res.returncode != 0:
         out = res.stdout.decode("utf-8", "replace").strip()
+        if not wheels:
+            # Without a wheel folder only requirements the image already meets can pass.
+            raise ModelLoadError(
+                "%s lists %d requirement(s) (%s) that this image does not have, and the model artifact ships no "
+                "wheel folder (code/wheels/ or code/lib/): this container installs nothing from the network. "
+                "Put the wheels next to it, e.g. `pip download --only-binary=:all: -r requirements.txt -d "
+                "code/wheels`, or remove the file. (pip: %s)"
+                % (rel, len(lines), ", ".join(lines[:5]), out.splitlines()[-1] if out else ""))
         raise ModelLoadError("installing %s from the shipped wheels failed (pip exit %d): %s"
                              % (rel, res.returncode, out[-2000:]))
-    open(os.path.join(site, ".mce-done"), "w").close()
+    os.makedirs(site, exist_ok=True)
+    open(os.path.join(base, ".mce-done"), "w").close()
     return site
 
 

@@ -5,14 +5,12 @@ import threading
 import types
 import unittest
 
-import numpy as np
-
 from mce_serving.app import SingleModelApp
 from mce_serving.handler import Handler
 from mce_serving.multimodel import MultiModelApp
 from mce_serving.settings import Settings, SettingsError
 
-from .helpers import ModelDir, call, error_of
+from .helpers import call, error_of
 
 SCRIPT = """
 import json, os

@@ -55,6 +55,28 @@ class DecodeTest(unittest.TestCase):
                     content.decode(body, ct)
                 self.assertEqual(cm.exception.status_code, 400)
 
+    def test_npy_announcing_more_than_it_holds(self):
+        hdr = np.lib.format.header_data_from_array_1_0(np.zeros(4))
+        hdr["shape"] = (10 ** 13,)
+        out = io.BytesIO()
+        np.lib.format.write_array_header_1_0(out, hdr)
+        with self.assertRaisesRegex(InferenceError, "announces"):
+            content.decode(out.getvalue() + b"\0" * 32, "application/x-npy")
+
+    def test_npz(self):
+        import scipy.sparse
+        buf = io.BytesIO()
+        scipy.sparse.save_npz(buf, scipy.sparse.csr_matrix(np.eye(3)))
+        np.testing.assert_array_equal(content.decode(buf.getvalue(), "application/x-npz").toarray(), np.eye(3))
+
+    def test_npz_bomb_refused(self):
+        import zipfile
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("data.npy", b"\0" * (300 << 20))
+        with self.assertRaisesRegex(InferenceError, "decompresses"):
+            content.decode(buf.getvalue(), "application/x-npz")
+
     def test_pickled_npy_refused(self):
         buf = io.BytesIO()
         np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)

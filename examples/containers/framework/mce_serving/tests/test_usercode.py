@@ -11,13 +11,14 @@ from mce_serving.errors import ModelLoadError
 from .helpers import ModelDir
 
 
-def make_wheel(folder, name, source):
+def make_wheel(folder, name, source, requires=()):
     """A minimal pure-Python wheel of package name."""
     info = "%s-1.0.dist-info" % name
     path = os.path.join(folder, "%s-1.0-py3-none-any.whl" % name)
     with zipfile.ZipFile(path, "w") as z:
         z.writestr("%s/__init__.py" % name, source)
-        z.writestr("%s/METADATA" % info, "Metadata-Version: 2.1\nName: %s\nVersion: 1.0\n" % name)
+        z.writestr("%s/METADATA" % info, "Metadata-Version: 2.1\nName: %s\nVersion: 1.0\n" % name
+                   + "".join("Requires-Dist: %s\n" % r for r in requires))
         z.writestr("%s/WHEEL" % info, "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
         z.writestr("%s/RECORD" % info, "")
     return path
@@ -54,13 +55,18 @@ class RequirementsTest(unittest.TestCase):
             self.assertIsNone(usercode.install_requirements(os.path.join(d, "code")))
 
     def test_without_wheels_fails_naming_the_file(self):
-        with ModelDir({"code/requirements.txt": "requests==2.0\n"}) as d:
+        with ModelDir({"code/requirements.txt": "notinthisimage==2.0\n"}) as d, tempfile.TemporaryDirectory() as site:
             with self.assertRaises(ModelLoadError) as cm:
-                usercode.install_requirements(os.path.join(d, "code"))
+                usercode.install_requirements(os.path.join(d, "code"), site_root=site)
         msg = str(cm.exception)
         self.assertIn("code/requirements.txt", msg)
         self.assertIn("code/wheels/", msg)
-        self.assertIn("requests==2.0", msg)
+        self.assertIn("notinthisimage==2.0", msg)
+
+    def test_without_wheels_the_image_may_suffice(self):
+        with ModelDir({"code/requirements.txt": "numpy\nscikit-learn>=1.0\n"}) as d, \
+                tempfile.TemporaryDirectory() as site:
+            self.assertIsNotNone(usercode.install_requirements(os.path.join(d, "code"), site_root=site))
 
     def test_installs_from_shipped_wheels_offline(self):
         with ModelDir({"code/requirements.txt": "mcetestpkg\n"}) as d, tempfile.TemporaryDirectory() as site:
@@ -72,6 +78,16 @@ class RequirementsTest(unittest.TestCase):
             self.assertEqual(out.stdout.strip(), "42", out.stderr)
             # A second start finds the installation done.
             self.assertEqual(usercode.install_requirements(os.path.join(d, "code"), site_root=site), got)
+
+    def test_image_packages_satisfy_dependencies(self):
+        # The wheel needs numpy, which the image has and the wheel folder does not.
+        with ModelDir({"code/requirements.txt": "mcedep\nnumpy\n"}) as d, tempfile.TemporaryDirectory() as site:
+            os.makedirs(os.path.join(d, "code", "lib"))
+            make_wheel(os.path.join(d, "code", "lib"), "mcedep", "import numpy\nN = numpy.int64(3)\n", ["numpy"])
+            got = usercode.install_requirements(os.path.join(d, "code"), site_root=site)
+            out = subprocess.run([sys.executable, "-c", "import mcedep; print(mcedep.N)"],
+                                 env=dict(os.environ, PYTHONPATH=got), capture_output=True, text=True)
+            self.assertEqual(out.stdout.strip(), "3", out.stderr)
 
     def test_missing_wheel_fails(self):
         with ModelDir({"code/requirements.txt": "notshipped\n", "code/lib/README": "no wheels here\n"}) as d, \

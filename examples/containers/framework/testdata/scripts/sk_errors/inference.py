@@ -1,8 +1,9 @@
-# Errors raised by user code: an exception with a status_code (as sagemaker_inference's
-# BaseInferenceToolkitError has) becomes that status; anything else a 500.
+# Errors raised by user code: an exception with a status_code becomes that status (the script's
+# own class, or sagemaker_inference's, as on SageMaker); anything else a 500.
 import os
 
 import joblib
+from sagemaker_inference import errors
 
 
 class InvalidInput(Exception):
@@ -19,6 +20,8 @@ def model_fn(model_dir):
 def predict_fn(input_data, model):
     if (input_data < 0).any():
         raise InvalidInput("features must not be negative")
+    if (input_data == 7).any():
+        raise errors.GenericInferenceToolkitError(422, "seven is not a valid feature value")
     if (input_data == 13).any():
         raise ValueError("unlucky feature value")
     return model.predict(input_data)
