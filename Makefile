@@ -34,7 +34,7 @@ models:
 	scripts/models.sh build/models
 
 # mce check on every image of examples/containers/check.tsv, with its model data and sample input.
-check-images: build images models
+check-images: build images models framework-images framework-models
 	scripts/mme-models.sh build/mme-models >/dev/null
 	scripts/check-images.sh
 
