@@ -14,7 +14,7 @@ import (
 // instance, and expects /ping 200 from both.
 func (r *run) twoCopies(ctx context.Context) {
 	t := time.Now()
-	cfg := &container.Config{Image: r.opts.Image, Cmd: []string{"serve"}, Env: r.env(secondPort, secondSafe)}
+	cfg := &container.Config{Image: r.opts.Image, Cmd: []string{"serve"}, Env: r.env(secondIndex)}
 	id, err := r.s.launch(ctx, "2", cfg, r.hostConfig("container:"+r.first))
 	if err != nil {
 		r.add(nameTwo, Fail, t, "the second copy did not start: "+err.Error())

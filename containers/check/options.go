@@ -62,13 +62,17 @@ const (
 	OversizeBytes = 7 << 20
 )
 
-// Ports the copies listen on, and their safe port ranges, as mce hands
-// them to the containers of a multi-container endpoint.
+// The copies are the first and second container of an instance: their
+// ports and safe port ranges are the ones mce hands out
+// (containers.SageMakerEnv).
+var (
+	firstPort  = containers.ContainerPort(firstIndex)
+	secondPort = containers.ContainerPort(secondIndex)
+)
+
 const (
-	firstPort   = 8080
-	secondPort  = 8081
-	firstSafe   = "9000-9099"
-	secondSafe  = "9100-9199"
+	firstIndex  = 0
+	secondIndex = 1
 	readyPoll   = 100 * time.Millisecond
 	pingTimeout = 2 * time.Second // SageMaker's /ping request timeout
 )

@@ -151,7 +151,7 @@ func (r *run) portsResult() {
 				": in a multi-container endpoint the containers share the instance's ports, so a fixed second port collides; use SAGEMAKER_BIND_TO_PORT, and SAGEMAKER_SAFE_PORT_RANGE for any other")
 			return
 		}
-		if !slices.ContainsFunc(r.ports, func(p netip.AddrPort) bool { return p.Port() == firstPort }) {
+		if !slices.ContainsFunc(r.ports, func(p netip.AddrPort) bool { return int(p.Port()) == firstPort }) {
 			r.addDur(name, Fail, 0, "no listener on port 8080 seen")
 			return
 		}

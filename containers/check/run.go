@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strconv"
 	"time"
 
@@ -175,20 +173,10 @@ func (r *run) labels(l map[string]string) {
 	}
 }
 
-// env is the environment of one copy, SageMaker's variables winning.
-func (r *run) env(port int, safe string) []string {
-	env := map[string]string{}
-	maps.Copy(env, r.opts.Env)
-	env["SAGEMAKER_BIND_TO_PORT"] = strconv.Itoa(port)
-	env["SAGEMAKER_SAFE_PORT_RANGE"] = safe
-	if r.multi {
-		env["SAGEMAKER_MULTI_MODEL"] = "true"
-	}
-	out := make([]string, 0, len(env))
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		out = append(out, k+"="+env[k])
-	}
-	return out
+// env is the environment of the index-th copy, as mce gives it to the
+// index-th container of an instance.
+func (r *run) env(index int) []string {
+	return containers.SageMakerEnv(r.opts.Env, index, r.multi)
 }
 
 func (r *run) hostConfig(netMode string) *container.HostConfig {
@@ -234,7 +222,7 @@ func (r *run) checks(ctx context.Context) {
 		return append(names, nameOversize, nameWrongCT, r.namePorts(), nameTwo)
 	}
 	t := time.Now()
-	cfg := &container.Config{Image: r.opts.Image, Cmd: []string{"serve"}, Env: r.env(firstPort, firstSafe), Hostname: "primary"}
+	cfg := &container.Config{Image: r.opts.Image, Cmd: []string{"serve"}, Env: r.env(firstIndex), Hostname: "primary"}
 	id, err := r.s.launch(ctx, "1", cfg, r.hostConfig(r.s.network))
 	r.first = id
 	if err != nil {
