@@ -148,7 +148,7 @@ func (r *authResolver) dockerConfigAuth(ctx context.Context, host string) (crede
 	path := r.configPath()
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) || path == "" {
-		return credentials{source: "no " + path}, nil
+		return credentials{source: "no docker config at " + path}, nil
 	}
 	if err != nil {
 		return credentials{}, fmt.Errorf("docker config: %w", err)
