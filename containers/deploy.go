@@ -541,7 +541,7 @@ func (rt *Runtime) checkImages(ctx context.Context, spec EndpointSpec) error {
 		}
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return fmt.Errorf("image %q is not present on the Docker engine and the pull policy is never (start mce with --pull if-missing, or build it or docker pull it first): %w", ref, ErrNotFound)
+				return fmt.Errorf("image %q is not present on the Docker engine and the pull policy is never (start mce with --pull to pull missing images, or build it or docker pull it first): %w", ref, ErrNotFound)
 			}
 			return err
 		}

@@ -20,8 +20,8 @@ var ErrUnauthorized = errors.New("unauthorized")
 // of one reference share one engine pull.
 func (rt *Runtime) Pull(ctx context.Context, ref string) error {
 	ch := rt.pulls.DoChan(ref, func() (any, error) {
-		// The pull outlives no caller: it runs under the runtime's context
-		// bounded by the first caller's deadline, if any.
+		// The pull is shared: a caller that gives up does not cancel it for
+		// the others; it ends with the pull or when the runtime closes.
 		pctx := context.WithoutCancel(ctx)
 		pctx, cancel := context.WithCancel(pctx)
 		defer cancel()

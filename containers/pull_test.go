@@ -251,6 +251,50 @@ func TestPullFromPrivateRegistry(t *testing.T) {
 		removeImage(t, cli, ref)
 	})
 
+	t.Run("deploy pulls a missing image", func(t *testing.T) {
+		e := newEnv(t)
+		probe := reg + "/mce-test/probe:" + e.instance
+		if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: e.probe, Target: probe}); err != nil {
+			t.Fatal(err)
+		}
+		pushProbe := func() {
+			push, err := cli.ImagePush(ctx, probe, client.ImagePushOptions{RegistryAuth: authHeader(t, "mce", "s3cret", reg)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := push.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pushProbe()
+		if _, err := cli.ImageRemove(ctx, probe, client.ImageRemoveOptions{}); err != nil { // the tag only
+			t.Fatal(err)
+		}
+		dir := writeDockerConfig(t, map[string]any{"auths": map[string]any{
+			reg: map[string]string{"username": "mce", "password": "s3cret"}}})
+		e.rt.Close()
+		rt, err := containers.New(ctx, containers.Options{
+			Engine: cli, Instance: e.instance, StateDir: e.state, Logger: zerolog.New(e.logs),
+			StopGrace: 2 * time.Second, PullPolicy: containers.PullIfMissing,
+			Registry: containers.RegistryOptions{DockerConfigDir: dir},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.rt = rt
+		defer cli.ImageRemove(context.Background(), probe, client.ImageRemoveOptions{})
+		d, err := e.deploy(t, probeSpec(probe, 3, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(d.Containers()); n != 3 {
+			t.Fatalf("%d containers, want 3", n)
+		}
+		if n := strings.Count(e.logs.String(), `"message":"pulling image"`); n != 1 {
+			t.Errorf("%d pulls for 3 containers of one image, want 1", n)
+		}
+	})
+
 	t.Run("wrong password", func(t *testing.T) {
 		dir := writeDockerConfig(t, map[string]any{"auths": map[string]any{
 			reg: map[string]string{"username": "mce", "password": "wrong"}}})
@@ -344,4 +388,19 @@ func TestPullFromECR(t *testing.T) {
 		}
 		t.Log(err)
 	})
+}
+
+func TestParsePullPolicy(t *testing.T) {
+	for in, want := range map[string]containers.PullPolicy{
+		"never": containers.PullNever, "false": containers.PullNever,
+		"if-missing": containers.PullIfMissing, "true": containers.PullIfMissing,
+		"always": containers.PullAlways, "Always": containers.PullAlways,
+	} {
+		if got, err := containers.ParsePullPolicy(in); err != nil || got != want {
+			t.Errorf("ParsePullPolicy(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := containers.ParsePullPolicy("sometimes"); err == nil || !strings.Contains(err.Error(), "never, if-missing or always") {
+		t.Errorf("ParsePullPolicy(sometimes): err = %v", err)
+	}
 }
