@@ -199,11 +199,14 @@ func (r *authResolver) helper(ctx context.Context, name, server string) (credent
 	prog := "docker-credential-" + name
 	cmd := exec.CommandContext(ctx, prog, "get")
 	cmd.Stdin = strings.NewReader(server)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	// Helpers print their errors on stdout (docker-credential-helpers'
+	// protocol); stderr is not shown, as it may hold anything.
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.WaitDelay = time.Second // a helper's child holding stdout open
 	err := cmd.Run()
 	if err != nil {
-		msg := strings.TrimSpace(out.String() + " " + errb.String())
+		msg := strings.TrimSpace(out.String())
 		if strings.Contains(msg, "credentials not found") {
 			return credentials{source: prog + ": none for " + server}, nil
 		}
