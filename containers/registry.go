@@ -165,6 +165,11 @@ func (r *authResolver) dockerConfigAuth(ctx context.Context, host string) (crede
 	}
 	if cf.CredsStore != "" {
 		c, err := r.helper(ctx, cf.CredsStore, keys[0])
+		if errors.Is(err, exec.ErrNotFound) {
+			// A store named in config.json but not installed (a config
+			// copied from Docker Desktop): its auths still count.
+			err = nil
+		}
 		if err != nil || c.auth != nil {
 			return c, err
 		}
@@ -209,6 +214,9 @@ func (r *authResolver) helper(ctx context.Context, name, server string) (credent
 		msg := strings.TrimSpace(out.String())
 		if strings.Contains(msg, "credentials not found") {
 			return credentials{source: prog + ": none for " + server}, nil
+		}
+		if errors.Is(err, exec.ErrNotFound) {
+			return credentials{source: prog + " is not installed"}, fmt.Errorf("credential helper %s named in docker config is not installed: %w", prog, err)
 		}
 		if ctx.Err() != nil {
 			return credentials{}, fmt.Errorf("credential helper %s did not answer within %s", prog, r.opts.HelperTimeout)

@@ -90,4 +90,15 @@ esac
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 500ms") || time.Since(start) > 3*time.Second {
 		t.Errorf("slow helper: %v after %s", err, time.Since(start))
 	}
+
+	// A credsStore that is not installed does not hide auths.
+	cfg, _ = json.Marshal(map[string]any{
+		"credsStore": "not-installed-mce",
+		"auths":      map[string]any{"plain.example": map[string]string{"username": "u", "password": "p"}},
+	})
+	os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600)
+	c, err = r.resolve(ctx, "plain.example")
+	if err != nil || c.auth == nil || c.auth.Username != "u" {
+		t.Errorf("auths behind a missing credsStore: %+v, %v", c.auth, err)
+	}
 }
