@@ -392,7 +392,7 @@ func TestPullFromECR(t *testing.T) {
 
 func TestParsePullPolicy(t *testing.T) {
 	for in, want := range map[string]containers.PullPolicy{
-		"never": containers.PullNever, "false": containers.PullNever,
+		"never": containers.PullNever, "false": containers.PullNever, "": containers.PullNever,
 		"if-missing": containers.PullIfMissing, "true": containers.PullIfMissing,
 		"always": containers.PullAlways, "Always": containers.PullAlways,
 	} {

@@ -31,10 +31,11 @@ const (
 )
 
 // ParsePullPolicy accepts never, if-missing and always, and the boolean
-// spellings of the old --pull flag (true = if-missing, false = never).
+// spellings of the old --pull flag (true = if-missing, false = never); empty
+// is never.
 func ParsePullPolicy(s string) (PullPolicy, error) {
 	switch strings.ToLower(s) {
-	case "never", "false":
+	case "never", "false", "":
 		return PullNever, nil
 	case "if-missing", "missing", "true":
 		return PullIfMissing, nil
