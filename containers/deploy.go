@@ -533,34 +533,21 @@ func (rt *Runtime) checkImages(ctx context.Context, spec EndpointSpec) error {
 	}
 	for _, ref := range slices.Sorted(maps.Keys(images)) {
 		labels, err := InspectImage(ctx, rt.engine, ref)
-		if errors.Is(err, ErrNotFound) && rt.opts.Pull {
-			if perr := rt.pull(ctx, ref); perr != nil {
+		if (errors.Is(err, ErrNotFound) && rt.opts.PullPolicy == PullIfMissing) || rt.opts.PullPolicy == PullAlways {
+			if perr := rt.Pull(ctx, ref); perr != nil {
 				return perr
 			}
 			labels, err = InspectImage(ctx, rt.engine, ref)
 		}
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return fmt.Errorf("image %q is not present on the Docker engine; mce does not pull images unless started with --pull (build it or docker load it first): %w", ref, ErrNotFound)
+				return fmt.Errorf("image %q is not present on the Docker engine and the pull policy is never (start mce with --pull to pull missing images, or build it or docker pull it first): %w", ref, ErrNotFound)
 			}
 			return err
 		}
 		if images[ref].multi && labels[LabelBindToPort] != "true" {
 			return fmt.Errorf("image %q does not carry the label %s=true that SageMaker requires of containers in a multi-container endpoint or pipeline", ref, LabelBindToPort)
 		}
-	}
-	return nil
-}
-
-func (rt *Runtime) pull(ctx context.Context, ref string) error {
-	rt.log.Info().Str("image", ref).Msg("pulling image")
-	resp, err := rt.engine.ImagePull(ctx, ref, client.ImagePullOptions{})
-	if err != nil {
-		return classify("pull image "+ref, err)
-	}
-	defer resp.Close()
-	if err := resp.Wait(ctx); err != nil {
-		return fmt.Errorf("pull image %s: %w", ref, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/singleflight"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -53,7 +54,13 @@ type Options struct {
 	Network  NetworkMode
 	Fetcher  *artifact.Fetcher // nil: one with default options is made on first use
 	GPUs     *gpu.Inventory    // nil: NVML is loaded on the first GPU request
-	Pull     bool              // pull missing images (the engine dials a registry)
+	// PullPolicy says when images are pulled; empty: if-missing when Pull
+	// is set, else never.
+	PullPolicy PullPolicy
+	Pull       bool // the older switch: pull missing images
+	// Registry says where pull credentials come from (docker config.json,
+	// credential helpers, ECR).
+	Registry RegistryOptions
 	// Adopt keeps what an earlier run of this instance left running: New does
 	// not remove it; the caller Adopts the endpoints it knows, then calls
 	// Reconcile to remove the rest.
@@ -124,6 +131,9 @@ type Runtime struct {
 	rtInfo      *gpu.RuntimeInfo
 	deployments map[deploymentKey]*Deployment // nil while a Deploy is under way
 	onAddr      []func(oldURL string)
+
+	auth  *authResolver
+	pulls singleflight.Group // one pull per image at a time
 }
 
 // New connects the runtime to its engine, takes the instance lock (one mce per
@@ -162,7 +172,17 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.Network == "" {
 		opts.Network = NetworkAuto
 	}
+	if opts.PullPolicy == "" {
+		opts.PullPolicy = PullNever
+		if opts.Pull {
+			opts.PullPolicy = PullIfMissing
+		}
+	}
+	if _, err := ParsePullPolicy(string(opts.PullPolicy)); err != nil {
+		return nil, fmt.Errorf("containers: %w", err)
+	}
 	rt := &Runtime{
+		auth:        newAuthResolver(opts.Registry),
 		engine:      opts.Engine,
 		opts:        opts,
 		log:         opts.Logger,

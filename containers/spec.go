@@ -24,7 +24,7 @@ var hostnamePattern = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
 // resolved for the local engine.
 type ContainerSpec struct {
 	Hostname     string            // ContainerHostname; DNS name on the endpoint network
-	Image        string            // a local image; mce does not pull unless Options.Pull is set
+	Image        string            // pulled per Options.PullPolicy (default never)
 	Environment  map[string]string // the definition's Environment
 	ModelDataURL string            // file:// or s3://; empty for none
 	BaseDir      string            // folder that relative file:// URLs are resolved against

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mce's tests, demo and benchmark use, when missing:
 # boto3 and the aws CLI (real AWS clients for the end-to-end script), wrk and
-# nginx (benchmark), curl, docker-compose (the compose check).
+# nginx (benchmark), curl, docker-compose (the compose check), docker-registry
+# (a real registry on 127.0.0.1 for the pull tests).
 set -euo pipefail
 need=()
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import boto3' 2>/dev/null || need+=(python3-boto3)
@@ -10,6 +11,7 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
+[ -x /usr/bin/docker-registry ] || need+=(docker-registry)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

@@ -33,7 +33,8 @@ type serveFlags struct {
 	instance         string
 	stateDir         string
 	networkMode      string
-	pull             bool
+	pull             string
+	ecrEndpoint      string
 	containerTimeout time.Duration
 	stopGrace        time.Duration
 	pidsLimit        int64
@@ -86,7 +87,9 @@ naming the container and the cause.`,
 	fl.StringVar(&f.instance, "instance", "default", "name of this mce instance, claimed on the Docker engine (a second mce with the same name refuses to start); its containers carry it in a label, and a restarted instance removes what it left behind")
 	fl.StringVar(&f.stateDir, "state-dir", "", "folder for the instance lock and extracted model artifacts (default $XDG_STATE_HOME/mce or ~/.local/state/mce)")
 	fl.StringVar(&f.networkMode, "network-mode", "auto", "how mce reaches containers: address (their address on the endpoint network), published (a port on 127.0.0.1), or auto")
-	fl.BoolVar(&f.pull, "pull", false, "pull images that are not present (the engine contacts their registry)")
+	fl.StringVar(&f.pull, "pull", "never", "when to pull images: never, if-missing (what a bare --pull means) or always (write --pull=always); credentials as the docker CLI's (config.json, credential helpers), ECR tokens from the AWS credentials")
+	fl.Lookup("pull").NoOptDefVal = "if-missing"
+	fl.StringVar(&f.ecrEndpoint, "ecr-endpoint", "", "endpoint URL of ECR's API for registry tokens (default: the region's own)")
 	fl.DurationVar(&f.containerTimeout, "container-timeout", 60*time.Second, "time limit of one container call")
 	fl.DurationVar(&f.stopGrace, "stop-grace", 30*time.Second, "time between SIGTERM and SIGKILL when containers are stopped")
 	fl.Int64Var(&f.pidsLimit, "pids-limit", 0, "the most processes and threads each model container may run; 0 for 4096 or 64 per CPU core, whichever is more; -1 for no limit")
@@ -278,10 +281,15 @@ func serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer cli.Close()
+	pull, err := containers.ParsePullPolicy(f.pull)
+	if err != nil {
+		return err
+	}
 	rt, err := containers.New(ctx, containers.Options{
 		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
-		Network: containers.NetworkMode(f.networkMode), Pull: f.pull,
-		Fetcher: fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,
+		Network: containers.NetworkMode(f.networkMode), PullPolicy: pull,
+		Registry: containers.RegistryOptions{ECREndpoint: f.ecrEndpoint},
+		Fetcher:  fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,
 		ArtifactDiskBudget: f.diskBudget,
 	})
 	if err != nil {
