@@ -40,7 +40,7 @@ type ContainerDefinition struct {
 	ModelDataURL               string            `json:"ModelDataUrl,omitempty"`
 	ModelDataSource            json.RawMessage   `json:"ModelDataSource,omitempty"`            // refused
 	AdditionalModelDataSources json.RawMessage   `json:"AdditionalModelDataSources,omitempty"` // refused
-	Environment                map[string]string `json:"Environment,omitempty"`
+	Environment                map[string]string `json:"Environment,omitzero"`                 // {} is kept: Describe echoes it
 	ModelPackageName           string            `json:"ModelPackageName,omitempty"`           // refused
 	InferenceSpecificationName string            `json:"InferenceSpecificationName,omitempty"` // refused
 	MultiModelConfig           *MultiModelConfig `json:"MultiModelConfig,omitempty"`
@@ -86,10 +86,11 @@ type InferenceExecutionConfig struct {
 	Mode string `json:"Mode,omitempty"`
 }
 
-// Tag is a resource tag; mce keeps tags but gives them no meaning.
+// Tag is a resource tag; mce keeps tags (AddTags, ListTags, DeleteTags) but
+// gives them no meaning.
 type Tag struct {
-	Key   string `json:"Key,omitempty"`
-	Value string `json:"Value,omitempty"`
+	Key   string `json:"Key"`
+	Value string `json:"Value"` // may be empty, and is then still sent
 }
 
 // VpcConfig is accepted and ignored: local containers run on mce's networks.
