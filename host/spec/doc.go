@@ -69,9 +69,10 @@
 //   - Members SageMaker has but mce cannot honour (ServerlessConfig,
 //     AsyncInferenceConfig, ShadowProductionVariants, ExplainerConfig,
 //     DataCaptureConfig, ModelPackageName, ModelDataSource, …) are refused
-//     with "… is not supported by mce"; harmless ones (Tags,
+//     with "… is not supported by mce"; harmless ones (
 //     ExecutionRoleArn, VpcConfig, KmsKeyId, ImageConfig, VolumeSizeInGB, …)
-//     are accepted and reported as warnings ("… ignored locally").
+//     are accepted and reported as warnings ("… ignored locally"). Tags
+//     are kept (ListTags, AddTags, DeleteTags) and have no effect.
 //   - A production variant needs ModelName, InstanceType and
 //     InitialInstanceCount (SageMaker makes them optional for serverless
 //     variants and inference components, which mce does not run), and all

@@ -18,7 +18,7 @@ type CreateModelInput struct {
 	Containers               []ContainerDefinition     `json:"Containers,omitempty"`
 	InferenceExecutionConfig *InferenceExecutionConfig `json:"InferenceExecutionConfig,omitempty"`
 	ExecutionRoleARN         string                    `json:"ExecutionRoleArn,omitempty"` // ignored locally
-	Tags                     []Tag                     `json:"Tags,omitempty"`             // ignored locally
+	Tags                     []Tag                     `json:"Tags,omitempty"`             // kept: ListTags
 	VpcConfig                *VpcConfig                `json:"VpcConfig,omitempty"`        // ignored locally
 	EnableNetworkIsolation   *bool                     `json:"EnableNetworkIsolation,omitempty"`
 }
@@ -104,7 +104,7 @@ type CreateEndpointConfigInput struct {
 	EndpointConfigName       string              `json:"EndpointConfigName,omitempty"`
 	ProductionVariants       []ProductionVariant `json:"ProductionVariants,omitempty"`
 	DataCaptureConfig        json.RawMessage     `json:"DataCaptureConfig,omitempty"`        // refused
-	Tags                     []Tag               `json:"Tags,omitempty"`                     // ignored locally
+	Tags                     []Tag               `json:"Tags,omitempty"`                     // kept: ListTags
 	KMSKeyID                 string              `json:"KmsKeyId,omitempty"`                 // ignored locally
 	AsyncInferenceConfig     json.RawMessage     `json:"AsyncInferenceConfig,omitempty"`     // refused
 	ExplainerConfig          json.RawMessage     `json:"ExplainerConfig,omitempty"`          // refused
@@ -163,7 +163,7 @@ type CreateEndpointInput struct {
 	EndpointName       string          `json:"EndpointName,omitempty"`
 	EndpointConfigName string          `json:"EndpointConfigName,omitempty"`
 	DeploymentConfig   json.RawMessage `json:"DeploymentConfig,omitempty"` // ignored locally
-	Tags               []Tag           `json:"Tags,omitempty"`             // ignored locally
+	Tags               []Tag           `json:"Tags,omitempty"`             // kept: ListTags
 }
 
 // File is the content of one endpoint file: lists of the three requests.

@@ -227,12 +227,11 @@ func (d *ContainerDefinition) refused() []string {
 }
 
 // Warnings lists the members of a valid request that mce accepts but does
-// not act on, e.g. `model "ab": Tags ignored locally`.
+// not act on, e.g. `model "ab": VpcConfig ignored locally`.
 func (m *CreateModelInput) Warnings() []string {
 	var w warnings
 	w.prefix = "model " + strconv.Quote(m.ModelName) + ": "
 	w.ifSet(m.ExecutionRoleARN != "", "ExecutionRoleArn")
-	w.ifSet(len(m.Tags) > 0, "Tags")
 	w.ifSet(m.VpcConfig != nil, "VpcConfig")
 	if m.PrimaryContainer != nil && len(m.Containers) == 0 && m.PrimaryContainer.ContainerHostname != "" {
 		w.add("PrimaryContainer.ContainerHostname ignored: a PrimaryContainer is always named " + strconv.Quote(HostnamePrimary))

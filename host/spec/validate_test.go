@@ -379,7 +379,6 @@ func TestWarnings(t *testing.T) {
 	}{
 		{"model", m.Warnings(), []string{
 			`model "ab-model": ExecutionRoleArn ignored locally`,
-			`model "ab-model": Tags ignored locally`,
 			`model "ab-model": VpcConfig ignored locally`,
 			`model "ab-model": ImageConfig (container "english") ignored locally`,
 			`model "ab-model": MultiModelConfig ignored (container "german"): the container is not in MultiModel mode`,
@@ -394,7 +393,6 @@ func TestWarnings(t *testing.T) {
 			`endpoint configuration "ab-config": ManagedInstanceScaling (production variant "AllTraffic") ignored locally`,
 		}},
 		{"endpoint", e.Warnings(), []string{
-			`endpoint "ab-test": Tags ignored locally`,
 			`endpoint "ab-test": DeploymentConfig ignored locally`,
 		}},
 		{"nothing to say", plain.Warnings(), nil},
