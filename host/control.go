@@ -263,7 +263,7 @@ func (s *Server) checkModelData(in spec.CreateModelInput, baseDir string) error 
 		defs = append([]spec.ContainerDefinition{*in.PrimaryContainer}, defs...)
 	}
 	for _, d := range defs {
-		if err := s.cfg.ModelData.CheckModelDataURL(d.ModelDataURL, baseDir); err != nil {
+		if err := s.cfg.ModelData.CheckModelDataURL(d.ModelData(), baseDir); err != nil {
 			return validationException("%s", err.Error())
 		}
 	}

@@ -68,7 +68,7 @@
 //     otherwise; CPU types give none.
 //   - Members SageMaker has but mce cannot honour (ServerlessConfig,
 //     AsyncInferenceConfig, ShadowProductionVariants, ExplainerConfig,
-//     DataCaptureConfig, ModelPackageName, ModelDataSource, …) are refused
+//     DataCaptureConfig, ModelPackageName, AdditionalModelDataSources, …) are refused
 //     with "… is not supported by mce"; harmless ones (
 //     ExecutionRoleArn, VpcConfig, KmsKeyId, ImageConfig, VolumeSizeInGB, …)
 //     are accepted and reported as warnings ("… ignored locally"). Tags

@@ -38,7 +38,7 @@ type ContainerDefinition struct {
 	// artifacts: file:///abs/path, or file://rel/path relative to the folder
 	// of the file that defines the model. For MultiModel it is a prefix.
 	ModelDataURL               string            `json:"ModelDataUrl,omitempty"`
-	ModelDataSource            json.RawMessage   `json:"ModelDataSource,omitempty"`            // refused
+	ModelDataSource            json.RawMessage   `json:"ModelDataSource,omitempty"`            // see ModelData
 	AdditionalModelDataSources json.RawMessage   `json:"AdditionalModelDataSources,omitempty"` // refused
 	Environment                map[string]string `json:"Environment,omitzero"`                 // {} is kept: Describe echoes it
 	ModelPackageName           string            `json:"ModelPackageName,omitempty"`           // refused
