@@ -121,12 +121,12 @@ func modelDataSourceSemantics(s *semantic, in string, d *ContainerDefinition) {
 	case strings.HasPrefix(src.S3URI, "https://"):
 		s.add("ModelDataSource.S3DataSource.S3Uri must be an s3:// URL (or mce's file://)" + in + ".")
 	case src.S3DataType == "S3Prefix" && src.CompressionType == "None" && !strings.HasSuffix(src.S3URI, "/"):
-		s.add("ModelDataSource.S3DataSource.S3Uri must end with \"/\" for S3DataType S3Prefix" + in + ": it names the folder of the model's files.")
+		s.add("ModelDataSource.S3DataSource.S3Uri must end with a slash for S3DataType S3Prefix" + in + ": it names the folder of the model's files.")
 	case src.S3DataType == "S3Prefix" && src.CompressionType != "None":
 		s.add("ModelDataSource.S3DataSource with S3DataType S3Prefix needs CompressionType None" + in + " (an uncompressed folder); for one model.tar.gz use S3Object and Gzip.")
 	case src.S3DataType == "S3Object" && src.CompressionType != "Gzip":
 		s.add("ModelDataSource.S3DataSource with S3DataType S3Object needs CompressionType Gzip" + in + " (a model.tar.gz); for a folder of files use S3Prefix and None.")
 	case src.S3DataType == "S3Object" && strings.HasSuffix(src.S3URI, "/"):
-		s.add("ModelDataSource.S3DataSource.S3Uri of an S3Object must name an object, not end with \"/\"" + in + ".")
+		s.add("ModelDataSource.S3DataSource.S3Uri of an S3Object must name an object, not end with a slash" + in + ".")
 	}
 }

@@ -227,7 +227,7 @@ func TestCreateModelValidate(t *testing.T) {
 		{"ModelDataSource: a prefix without its slash", func(m *CreateModelInput) {
 			m.Containers[1].ModelDataURL = ""
 			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://b/llm","S3DataType":"S3Prefix","CompressionType":"None"}}`)
-		}, `ModelDataSource.S3DataSource.S3Uri must end with "/" for S3DataType S3Prefix (container "german"): it names the folder of the model's files.`},
+		}, `ModelDataSource.S3DataSource.S3Uri must end with a slash for S3DataType S3Prefix (container "german"): it names the folder of the model's files.`},
 		{"ModelDataSource: a compressed prefix", func(m *CreateModelInput) {
 			m.Containers[1].ModelDataURL = ""
 			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://b/llm/","S3DataType":"S3Prefix","CompressionType":"Gzip"}}`)
