@@ -367,3 +367,17 @@ Credentials:
 		t.Errorf("other's tags: %s", got)
 	}
 }
+
+// TestTagActions: the IAM actions of the tag operations are the ones
+// policies name.
+func TestTagActions(t *testing.T) {
+	for target, want := range map[string]string{"SageMaker.AddTags": authz.ActionAddTags,
+		"SageMaker.ListTags": authz.ActionListTags, "SageMaker.DeleteTags": authz.ActionDeleteTags} {
+		if got, ok := authz.ControlPlaneAction(target); !ok || got != want {
+			t.Errorf("ControlPlaneAction(%q) = %q, %v; want %q", target, got, ok, want)
+		}
+		if operations[strings.TrimPrefix(target, "SageMaker.")] == nil {
+			t.Errorf("%s is not an operation", target)
+		}
+	}
+}
