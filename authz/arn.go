@@ -27,6 +27,11 @@ const (
 	ActionUpdateEndpoint                   = "sagemaker:UpdateEndpoint"
 	ActionListEndpoints                    = "sagemaker:ListEndpoints"
 	ActionUpdateEndpointWeightsAndCapacity = "sagemaker:UpdateEndpointWeightsAndCapacities"
+	// The tag operations are authorized on their ResourceArn (a model,
+	// endpoint configuration or endpoint).
+	ActionAddTags    = "sagemaker:AddTags"
+	ActionListTags   = "sagemaker:ListTags"
+	ActionDeleteTags = "sagemaker:DeleteTags"
 )
 
 // Condition keys mce fills in. Keys are case-insensitive (IAM rules); the

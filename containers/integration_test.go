@@ -34,14 +34,23 @@ type env struct {
 	state    string
 	logs     *testenv.SyncBuffer
 	probe    string
+	fetch    artifact.Options // the runtime's fetcher
 }
 
 // newEnv starts a runtime with a fresh instance name and checks, when the test
 // ends, that nothing labelled with it is left on the engine.
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, artifact.Options{})
+}
+
+// newEnvWith is newEnv with a fetcher of these options; test artifacts live
+// in t.TempDir() folders, so the temporary folder is always a model root.
+func newEnvWith(t *testing.T, fetch artifact.Options) *env {
+	t.Helper()
+	fetch.ModelRoots = append(fetch.ModelRoots, os.TempDir())
 	cli := testenv.Docker(t)
-	e := &env{cli: cli, instance: testenv.Instance(t), state: t.TempDir(), logs: &testenv.SyncBuffer{}}
+	e := &env{cli: cli, instance: testenv.Instance(t), state: t.TempDir(), logs: &testenv.SyncBuffer{}, fetch: fetch}
 	e.probe = testenv.Image(t, "probe")
 	e.rt = e.start(t)
 	t.Cleanup(func() {
@@ -57,9 +66,7 @@ func (e *env) start(t *testing.T) *containers.Runtime {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// Test artifacts live in t.TempDir() folders: the temporary folder is
-	// the model root.
-	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{os.TempDir()}})
+	f, err := artifact.NewFetcher(e.fetch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,9 @@ var operations = map[string]operation{
 		return s.arn(spec.KindEndpoint, in.EndpointName)
 	}, opUpdateWeightsAndCapacities},
 	"DeleteEndpoint": op[endpointInput]{endpointResource, opDeleteEndpoint},
+	"AddTags":        op[addTagsInput]{func(s *Server, in *addTagsInput) string { return s.tagResource(in.ResourceArn) }, opAddTags},
+	"ListTags":       op[listTagsInput]{func(s *Server, in *listTagsInput) string { return s.tagResource(in.ResourceArn) }, opListTags},
+	"DeleteTags":     op[deleteTagsInput]{func(s *Server, in *deleteTagsInput) string { return s.tagResource(in.ResourceArn) }, opDeleteTags},
 }
 
 // controlPlane serves POST /.
@@ -238,7 +241,7 @@ func (s *Server) CreateModel(in spec.CreateModelInput, baseDir string) (string, 
 	if err := s.checkModelData(in, baseDir); err != nil {
 		return "", err
 	}
-	rec := ModelRecord{Input: in, BaseDir: baseDir, ARN: s.arn(spec.KindModel, in.ModelName), Created: time.Now()}
+	rec := ModelRecord{Input: in, BaseDir: baseDir, ARN: s.arn(spec.KindModel, in.ModelName), Created: time.Now(), Tags: tagList(in.Tags)}
 	ok, err := s.store.Create(store.Models, in.ModelName, rec)
 	if err != nil {
 		return "", err
@@ -260,7 +263,7 @@ func (s *Server) checkModelData(in spec.CreateModelInput, baseDir string) error 
 		defs = append([]spec.ContainerDefinition{*in.PrimaryContainer}, defs...)
 	}
 	for _, d := range defs {
-		if err := s.cfg.ModelData.CheckModelDataURL(d.ModelDataURL, baseDir); err != nil {
+		if err := s.cfg.ModelData.CheckModelDataURL(d.ModelData(), baseDir); err != nil {
 			return validationException("%s", err.Error())
 		}
 	}
@@ -472,7 +475,7 @@ func (s *Server) CreateEndpointConfig(in spec.CreateEndpointConfigInput) (string
 			return "", err
 		}
 	}
-	rec := ConfigRecord{Input: in, ARN: s.arn(spec.KindEndpointConfig, in.EndpointConfigName), Created: time.Now()}
+	rec := ConfigRecord{Input: in, ARN: s.arn(spec.KindEndpointConfig, in.EndpointConfigName), Created: time.Now(), Tags: tagList(in.Tags)}
 	ok, err := s.store.Create(store.EndpointConfigs, in.EndpointConfigName, rec)
 	if err != nil {
 		return "", err
@@ -563,7 +566,7 @@ func (s *Server) CreateEndpoint(in spec.CreateEndpointInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e, err := s.startEndpoint(plan, in.EndpointConfigName)
+	e, err := s.startTaggedEndpoint(plan, in.EndpointConfigName, in.Tags)
 	if err != nil {
 		return "", err
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 	"strings"
@@ -58,15 +59,15 @@ func controlFixture(t *testing.T) *Server {
 func controlState(t *testing.T, s *Server) map[string]string {
 	t.Helper()
 	st := map[string]string{}
-	if err := store.List(s.store, store.Models, func(r ModelRecord) error { st[r.ARN] = "model"; return nil }); err != nil {
+	if err := store.List(s.store, store.Models, func(r ModelRecord) error { st[r.ARN] = fmt.Sprint("model ", r.Tags); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error { st[r.ARN] = "config"; return nil }); err != nil {
+	if err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error { st[r.ARN] = fmt.Sprint("config ", r.Tags); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range s.reg.all() {
 		rec := e.record()
-		st[rec.ARN] = string(e.Status()) + " " + rec.ConfigName + " " + rec.Pending
+		st[rec.ARN] = fmt.Sprint(e.Status(), " ", rec.ConfigName, " ", rec.Pending, " ", rec.Tags)
 	}
 	return st
 }
@@ -149,6 +150,22 @@ func FuzzControlResource(f *testing.F) {
 	} {
 		f.Add(index(seed.op), []byte(seed.body))
 	}
+	// Tag operations act on the ResourceArn, however it is spelled.
+	victimModel := `"arn:aws:sagemaker:us-east-1:123456789012:model/victim"`
+	for _, seed := range []struct{ op, body string }{
+		{"AddTags", `{"ResourceArn":` + victimModel + `,"Tags":[{"Key":"k","Value":"v"}]}`},
+		{"AddTags", `{"ResourceArn":"arn:aws:sagemaker:us-east-1:123456789012:endpoint/VICTIM","Tags":[{"Key":"k","Value":"v"}]}`},
+		{"AddTags", `{"ResourceArn":"arn:aws:sagemaker:us-east-1:123456789012:endpoint-config/\u0076ictim","Tags":[{"Key":"k","Value":""}]}`},
+		{"AddTags", `{"ResourceArn":"arn:aws:sagemaker:us-east-1:123456789012:model/other","Tags":[{"Key":"k","Value":"v"}]}`},
+		{"AddTags", `{"ResourceArn":"arn:aws:sagemaker:us-east-1:123456789012:model/other","resourceArn":` + victimModel + `,"Tags":[]}`},
+		{"AddTags", `{"ResourceArn":"arn:aws:sagemaker:us-east-1:123456789012:model/other/../victim","Tags":[{"Key":"k","Value":"v"}]}`},
+		{"DeleteTags", `{"ResourceArn":` + victimModel + `,"TagKeys":["k"]}`},
+		{"DeleteTags", bom + `{"ResourceArn":"arn:aws:sagemaker:us-east-1:123456789012:endpoint/other","TagKeys":["k"]}`},
+		{"ListTags", `{"ResourceArn":` + victimModel + `}`},
+		{"ListTags", `{"ResourceArn":"arn:aws:sagemaker:us-east-1:123456789012:endpoint-config/other","MaxResults":50}`},
+	} {
+		f.Add(index(seed.op), []byte(seed.body))
+	}
 
 	victims := map[string]bool{}
 	for _, kind := range []spec.Kind{spec.KindModel, spec.KindEndpointConfig, spec.KindEndpoint} {
@@ -192,6 +209,9 @@ func FuzzControlResource(f *testing.F) {
 		b, jerr := json.Marshal(out)
 		if jerr != nil {
 			t.Fatal(jerr)
+		}
+		if strings.HasSuffix(name, "Tags") {
+			return // changes, if any, were to the resource authorized (checked above)
 		}
 		if strings.HasPrefix(name, "List") {
 			if resource != "*" || len(diff) > 0 {

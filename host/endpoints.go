@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -267,6 +268,11 @@ func (s *Server) checkCapacity(delta int, except *Endpoint) error {
 // startEndpoint registers a new endpoint as Creating and launches it in the
 // background.
 func (s *Server) startEndpoint(plan spec.EndpointPlan, configName string) (*Endpoint, error) {
+	return s.startTaggedEndpoint(plan, configName, nil)
+}
+
+// startTaggedEndpoint is startEndpoint for an endpoint created with tags.
+func (s *Server) startTaggedEndpoint(plan spec.EndpointPlan, configName string, tags []spec.Tag) (*Endpoint, error) {
 	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
 		return nil, err
 	}
@@ -274,6 +280,7 @@ func (s *Server) startEndpoint(plan spec.EndpointPlan, configName string) (*Endp
 	rec := EndpointRecord{
 		Name: plan.Name, ARN: spec.ARN(s.cfg.Region, s.cfg.Account, spec.KindEndpoint, plan.Name),
 		ConfigName: configName, Status: StatusCreating, Created: now, Modified: now, Generation: 1, Plan: plan,
+		Tags: slices.Clone(tags),
 	}
 	e := s.newEndpoint(rec)
 	if !s.reg.add(e) {

@@ -59,3 +59,80 @@ func TestCreateModelConfinesFileData(t *testing.T) {
 		t.Errorf("CreateModel inside the root: %v", err)
 	}
 }
+
+// TestModelDataSourceFolder: a container's ModelDataSource (an uncompressed
+// S3Prefix folder, here mce's file:// form) is accepted, echoed by
+// DescribeModel as sent, confined to the model roots like ModelDataUrl, and
+// becomes the model data the endpoint's container is given.
+func TestModelDataSourceFolder(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "models", "llm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "models", "llm", "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{ModelData: f, BaseDir: root})
+	sm, ctx := h.sm(), context.Background()
+	source := func(uri string) *smtypes.ModelDataSource {
+		return &smtypes.ModelDataSource{S3DataSource: &smtypes.S3ModelDataSource{S3Uri: aws.String(uri),
+			S3DataType: smtypes.S3ModelDataTypeS3Prefix, CompressionType: smtypes.ModelCompressionTypeNone,
+			ModelAccessConfig: &smtypes.ModelAccessConfig{AcceptEula: aws.Bool(true)}}}
+	}
+	_, err = sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("outside"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"), ModelDataSource: source("file:///etc/")}})
+	if code, msg := apiCode(t, err); code != "ValidationException" || !strings.Contains(msg, "--model-root") {
+		t.Errorf("ModelDataSource outside the model roots: %s %s", code, msg)
+	}
+	_, err = sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("noslash"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"), ModelDataSource: source("s3://bucket/llm")}})
+	if code, msg := apiCode(t, err); code != "ValidationException" || !strings.Contains(msg, "must end with a slash") {
+		t.Errorf("an S3Prefix without its slash: %s %s", code, msg)
+	}
+
+	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("llm"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"), ModelDataSource: source("file://models/llm/"),
+			Environment: map[string]string{}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sm.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String("llm")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := out.PrimaryContainer
+	if pc == nil || pc.ModelDataSource == nil || pc.ModelDataSource.S3DataSource == nil {
+		t.Fatalf("DescribeModel lost ModelDataSource: %+v", pc)
+	}
+	s3 := pc.ModelDataSource.S3DataSource
+	if aws.ToString(s3.S3Uri) != "file://models/llm/" || s3.S3DataType != smtypes.S3ModelDataTypeS3Prefix ||
+		s3.CompressionType != smtypes.ModelCompressionTypeNone || s3.ModelAccessConfig == nil || !aws.ToBool(s3.ModelAccessConfig.AcceptEula) {
+		t.Errorf("DescribeModel ModelDataSource = %+v", s3)
+	}
+	if pc.ModelDataUrl != nil || pc.Environment == nil {
+		t.Errorf("ModelDataUrl %v (want absent), Environment %v (want {})", pc.ModelDataUrl, pc.Environment)
+	}
+
+	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("llm"),
+		ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), ModelName: aws.String("llm"),
+			InitialInstanceCount: aws.Int32(1), InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("llm"), EndpointConfigName: aws.String("llm")}); err != nil {
+		t.Fatal(err)
+	}
+	c := h.srv.reg.get("llm").record().Plan.Variants[0].Containers[0]
+	if c.ModelDataURL != "file://models/llm/" || c.BaseDir != root {
+		t.Fatalf("the container's model data is %q in %q", c.ModelDataURL, c.BaseDir)
+	}
+	dir, err := f.Prepare(ctx, c.ModelDataURL, c.BaseDir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err != nil || string(b) != "{}" {
+		t.Errorf("staged folder: %q %v", b, err)
+	}
+}

@@ -20,6 +20,9 @@ type ModelRecord struct {
 	BaseDir string // folder that relative file:// URLs resolve against
 	ARN     string
 	Created time.Time
+	// Tags are the model's tags now (Input.Tags as created, then AddTags
+	// and DeleteTags); nil in records written before mce kept them.
+	Tags []spec.Tag
 }
 
 // ConfigRecord is a created endpoint configuration.
@@ -27,6 +30,7 @@ type ConfigRecord struct {
 	Input   spec.CreateEndpointConfigInput
 	ARN     string
 	Created time.Time
+	Tags    []spec.Tag // as ModelRecord.Tags
 }
 
 // EndpointRecord is an endpoint and what it runs.
@@ -47,6 +51,9 @@ type EndpointRecord struct {
 	// Desired holds weights and counts an UpdateEndpointWeightsAndCapacities
 	// in progress moves to, by variant.
 	Desired map[string]VariantTarget `json:",omitempty"`
+	// Tags are the endpoint's tags (CreateEndpoint's, then AddTags and
+	// DeleteTags).
+	Tags []spec.Tag `json:",omitempty"`
 }
 
 // VariantTarget is a variant's desired weight and instance count.

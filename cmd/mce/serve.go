@@ -166,7 +166,7 @@ func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
 			defs = append([]spec.ContainerDefinition{*m.PrimaryContainer}, defs...)
 		}
 		for _, d := range defs {
-			p, ok := strings.CutPrefix(d.ModelDataURL, "file://")
+			p, ok := strings.CutPrefix(d.ModelData(), "file://")
 			if !ok || p == "" {
 				continue
 			}
@@ -182,7 +182,7 @@ func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
 				p = filepath.Dir(p)
 			}
 			if err := artifact.ValidModelRoot(p); err != nil {
-				return nil, fmt.Errorf("%s (%s): ModelDataUrl %q: %w", m.File, m.Path, d.ModelDataURL, err)
+				return nil, fmt.Errorf("%s (%s): model data %q: %w", m.File, m.Path, d.ModelData(), err)
 			}
 			roots = append(roots, p)
 		}

@@ -166,6 +166,11 @@ func NewFetcher(opts Options) (*Fetcher, error) {
 //   - s3://bucket/key: the object is downloaded in parallel byte ranges to a
 //     temporary file under workDir, extracted, and the temporary file
 //     removed.
+//   - s3://bucket/prefix/ (ending in "/"): an uncompressed model folder, as
+//     ModelDataSource's S3Prefix with CompressionType None. Every object
+//     under the prefix is downloaded to its key relative to the prefix,
+//     with the names, counts and sizes checked as an archive's entries.
+//     PrepareArchive refuses it (an s3:// object is looked up instead).
 //
 // Archives are extracted with [Extract] into a new directory under workDir
 // (created if missing); the caller owns and removes that directory. On error
@@ -195,6 +200,8 @@ func (f *Fetcher) prepare(ctx context.Context, modelDataURL, baseDir, workDir st
 	switch {
 	case strings.HasPrefix(modelDataURL, "file://"):
 		dir, err = f.prepareFile(ctx, modelDataURL, baseDir, workDir, folders)
+	case strings.HasPrefix(modelDataURL, "s3://") && strings.HasSuffix(modelDataURL, "/") && folders:
+		dir, err = f.prepareS3Prefix(ctx, modelDataURL, workDir)
 	case strings.HasPrefix(modelDataURL, "s3://"):
 		dir, err = f.prepareS3(ctx, modelDataURL, workDir)
 	default:

@@ -195,3 +195,46 @@ func formatFloat(f float64) string {
 	}
 	return s
 }
+
+// CheckTags validates the Tags of AddTags as SageMaker does (at most 50,
+// keys 1–128 and values 0–256 characters of the tag pattern); keys starting
+// with "aws:" are reserved.
+func CheckTags(path string, tags []Tag) error {
+	var c checker
+	c.tags(path, tags)
+	if err := c.err(); err != nil {
+		return err
+	}
+	keys := make([]string, len(tags))
+	for i, t := range tags {
+		keys[i] = t.Key
+	}
+	return reservedTagKeys(keys)
+}
+
+// CheckTagKeys validates the TagKeys of DeleteTags: 1–50 keys of 1–128
+// characters of the tag pattern.
+func CheckTagKeys(path string, keys []string) error {
+	var c checker
+	c.listLen(path, len(keys), 1, maxTags)
+	for i, k := range keys {
+		c.requiredStr(member1(path, i), k, maxTagKeyLen, tagKeyRe, tagPattern)
+	}
+	if err := c.err(); err != nil {
+		return err
+	}
+	return reservedTagKeys(keys)
+}
+
+// MaxTags is how many tags one resource may carry.
+const MaxTags = maxTags
+
+func reservedTagKeys(keys []string) error {
+	var s semantic
+	for _, k := range keys {
+		if strings.HasPrefix(strings.ToLower(k), "aws:") {
+			s.add("Tag keys starting with 'aws:' are reserved for system use: " + quote(k) + ".")
+		}
+	}
+	return s.err()
+}

@@ -68,10 +68,11 @@
 //     otherwise; CPU types give none.
 //   - Members SageMaker has but mce cannot honour (ServerlessConfig,
 //     AsyncInferenceConfig, ShadowProductionVariants, ExplainerConfig,
-//     DataCaptureConfig, ModelPackageName, ModelDataSource, …) are refused
-//     with "… is not supported by mce"; harmless ones (Tags,
+//     DataCaptureConfig, ModelPackageName, AdditionalModelDataSources, …) are refused
+//     with "… is not supported by mce"; harmless ones (
 //     ExecutionRoleArn, VpcConfig, KmsKeyId, ImageConfig, VolumeSizeInGB, …)
-//     are accepted and reported as warnings ("… ignored locally").
+//     are accepted and reported as warnings ("… ignored locally"). Tags
+//     are kept (ListTags, AddTags, DeleteTags) and have no effect.
 //   - A production variant needs ModelName, InstanceType and
 //     InitialInstanceCount (SageMaker makes them optional for serverless
 //     variants and inference components, which mce does not run), and all

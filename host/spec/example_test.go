@@ -36,7 +36,6 @@ func ExampleLoadFiles() {
 	//   v2/english mce-example/sentiment:v2 gpus="4"
 	//   v2/german mce-example/sentiment:v2 gpus="device=1"
 	// warning: testdata/ab-test.yaml: model "ab-model": ExecutionRoleArn ignored locally
-	// warning: testdata/ab-test.yaml: endpoint configuration "ab-config": Tags ignored locally
 }
 
 func ExampleCreateModelInput_Validate() {

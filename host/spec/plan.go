@@ -49,7 +49,7 @@ type ContainerPlan struct {
 	Hostname     string
 	Image        string
 	Environment  map[string]string // a copy; nil when empty
-	ModelDataURL string            // as written; see ModelDataPath for file:// URLs
+	ModelDataURL string            // as written, or ModelDataSource's S3Uri; see ModelDataPath for file:// URLs
 	BaseDir      string            // absolute folder of the defining file; relative file:// URLs start here
 	// Mode is "SingleModel" or "MultiModel".
 	Mode string
@@ -208,7 +208,7 @@ func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (VariantPl
 		cp := ContainerPlan{
 			Hostname:     names[i],
 			Image:        d.Image,
-			ModelDataURL: d.ModelDataURL,
+			ModelDataURL: d.ModelData(),
 			BaseDir:      dir,
 			Mode:         ModeSingleModel,
 			GPUs:         instanceGPU,

@@ -96,11 +96,9 @@ func TestPlansDirectAndSerial(t *testing.T) {
 	}{
 		{"Direct endpoint, YAML", []string{"testdata/ab-test.yaml"}, []EndpointPlan{direct}, []string{
 			`testdata/ab-test.yaml: model "ab-model": ExecutionRoleArn ignored locally`,
-			`testdata/ab-test.yaml: endpoint configuration "ab-config": Tags ignored locally`,
 		}},
 		{"Direct endpoint, JSON", []string{"testdata/ab-test.json"}, []EndpointPlan{direct}, []string{
 			`testdata/ab-test.json: model "ab-model": ExecutionRoleArn ignored locally`,
-			`testdata/ab-test.json: endpoint configuration "ab-config": Tags ignored locally`,
 		}},
 		{"Serial endpoint", []string{"testdata/pipeline.yaml"}, []EndpointPlan{serial}, nil},
 		{"several files, file order", []string{"testdata/pipeline.yaml", "testdata/mme.yaml"}, []EndpointPlan{serial, mme}, nil},
@@ -157,7 +155,6 @@ func TestBuildPlan(t *testing.T) {
 		{name: "unknown GPU instance type warns", endpoint: endpoint, config: unknownGPU, lookup: lookup,
 			wantHosts: []string{"english", "german"},
 			wantWarns: []string{
-				`endpoint configuration "ab-config": Tags ignored locally`,
 				`production variant "AllTraffic": mce does not know how many GPUs instance type "ml.g9.xlarge" has and gives it none; set Resources.Gpus on its containers`,
 			}},
 		{name: "missing model", endpoint: endpoint, config: config, lookup: MapLookup(nil, ""),

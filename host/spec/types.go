@@ -18,7 +18,7 @@ type CreateModelInput struct {
 	Containers               []ContainerDefinition     `json:"Containers,omitempty"`
 	InferenceExecutionConfig *InferenceExecutionConfig `json:"InferenceExecutionConfig,omitempty"`
 	ExecutionRoleARN         string                    `json:"ExecutionRoleArn,omitempty"` // ignored locally
-	Tags                     []Tag                     `json:"Tags,omitempty"`             // ignored locally
+	Tags                     []Tag                     `json:"Tags,omitempty"`             // kept: ListTags
 	VpcConfig                *VpcConfig                `json:"VpcConfig,omitempty"`        // ignored locally
 	EnableNetworkIsolation   *bool                     `json:"EnableNetworkIsolation,omitempty"`
 }
@@ -38,9 +38,9 @@ type ContainerDefinition struct {
 	// artifacts: file:///abs/path, or file://rel/path relative to the folder
 	// of the file that defines the model. For MultiModel it is a prefix.
 	ModelDataURL               string            `json:"ModelDataUrl,omitempty"`
-	ModelDataSource            json.RawMessage   `json:"ModelDataSource,omitempty"`            // refused
+	ModelDataSource            json.RawMessage   `json:"ModelDataSource,omitempty"`            // see ModelData
 	AdditionalModelDataSources json.RawMessage   `json:"AdditionalModelDataSources,omitempty"` // refused
-	Environment                map[string]string `json:"Environment,omitempty"`
+	Environment                map[string]string `json:"Environment,omitzero"`                 // {} is kept: Describe echoes it
 	ModelPackageName           string            `json:"ModelPackageName,omitempty"`           // refused
 	InferenceSpecificationName string            `json:"InferenceSpecificationName,omitempty"` // refused
 	MultiModelConfig           *MultiModelConfig `json:"MultiModelConfig,omitempty"`
@@ -86,10 +86,11 @@ type InferenceExecutionConfig struct {
 	Mode string `json:"Mode,omitempty"`
 }
 
-// Tag is a resource tag; mce keeps tags but gives them no meaning.
+// Tag is a resource tag; mce keeps tags (AddTags, ListTags, DeleteTags) but
+// gives them no meaning.
 type Tag struct {
-	Key   string `json:"Key,omitempty"`
-	Value string `json:"Value,omitempty"`
+	Key   string `json:"Key"`
+	Value string `json:"Value"` // may be empty, and is then still sent
 }
 
 // VpcConfig is accepted and ignored: local containers run on mce's networks.
@@ -103,7 +104,7 @@ type CreateEndpointConfigInput struct {
 	EndpointConfigName       string              `json:"EndpointConfigName,omitempty"`
 	ProductionVariants       []ProductionVariant `json:"ProductionVariants,omitempty"`
 	DataCaptureConfig        json.RawMessage     `json:"DataCaptureConfig,omitempty"`        // refused
-	Tags                     []Tag               `json:"Tags,omitempty"`                     // ignored locally
+	Tags                     []Tag               `json:"Tags,omitempty"`                     // kept: ListTags
 	KMSKeyID                 string              `json:"KmsKeyId,omitempty"`                 // ignored locally
 	AsyncInferenceConfig     json.RawMessage     `json:"AsyncInferenceConfig,omitempty"`     // refused
 	ExplainerConfig          json.RawMessage     `json:"ExplainerConfig,omitempty"`          // refused
@@ -162,7 +163,7 @@ type CreateEndpointInput struct {
 	EndpointName       string          `json:"EndpointName,omitempty"`
 	EndpointConfigName string          `json:"EndpointConfigName,omitempty"`
 	DeploymentConfig   json.RawMessage `json:"DeploymentConfig,omitempty"` // ignored locally
-	Tags               []Tag           `json:"Tags,omitempty"`             // ignored locally
+	Tags               []Tag           `json:"Tags,omitempty"`             // kept: ListTags
 }
 
 // File is the content of one endpoint file: lists of the three requests.

@@ -94,7 +94,6 @@ func checkVariant(c *checker, p string, v *ProductionVariant) {
 func (c *CreateEndpointConfigInput) Warnings() []string {
 	var w warnings
 	w.prefix = "endpoint configuration " + strconv.Quote(c.EndpointConfigName) + ": "
-	w.ifSet(len(c.Tags) > 0, "Tags")
 	w.ifSet(c.KMSKeyID != "", "KmsKeyId")
 	w.ifSet(c.ExecutionRoleARN != "", "ExecutionRoleArn")
 	w.ifSet(c.VpcConfig != nil, "VpcConfig")
@@ -129,7 +128,6 @@ func (e *CreateEndpointInput) Validate() error {
 func (e *CreateEndpointInput) Warnings() []string {
 	var w warnings
 	w.prefix = "endpoint " + strconv.Quote(e.EndpointName) + ": "
-	w.ifSet(len(e.Tags) > 0, "Tags")
 	w.ifSet(present(e.DeploymentConfig), "DeploymentConfig")
 	return w.list
 }

@@ -57,6 +57,7 @@ func checkContainer(c *checker, p string, d *ContainerDefinition) {
 	}
 	c.enum(p+".mode", d.Mode, ModeSingleModel, ModeMultiModel)
 	c.str(p+".modelDataUrl", d.ModelDataURL, maxModelDataURLLen, modelDataURLRe, modelDataURLPattern)
+	checkModelDataSource(c, p, d)
 	checkEnvironment(c, p+".environment", d.Environment)
 	if d.MultiModelConfig != nil {
 		c.enum(p+".multiModelConfig.modelCacheSetting", d.MultiModelConfig.ModelCacheSetting, "Enabled", "Disabled")
@@ -119,6 +120,7 @@ func (m *CreateModelInput) semantics() *semantic {
 		for _, field := range d.refused() {
 			s.add(field + " is not supported by mce (container " + strconv.Quote(names[i]) + "): give the container's Image, and its ModelDataUrl when it needs artifacts.")
 		}
+		modelDataSourceSemantics(&s, " (container "+strconv.Quote(names[i])+")", d)
 		if d.Image == "" && d.ModelPackageName == "" {
 			s.add("Container " + strconv.Quote(names[i]) + " has no Image; mce runs every container from its Image.")
 		}
@@ -217,9 +219,6 @@ func (d *ContainerDefinition) refused() []string {
 	if d.InferenceSpecificationName != "" {
 		out = append(out, "InferenceSpecificationName")
 	}
-	if present(d.ModelDataSource) {
-		out = append(out, "ModelDataSource")
-	}
 	if present(d.AdditionalModelDataSources) {
 		out = append(out, "AdditionalModelDataSources")
 	}
@@ -227,12 +226,11 @@ func (d *ContainerDefinition) refused() []string {
 }
 
 // Warnings lists the members of a valid request that mce accepts but does
-// not act on, e.g. `model "ab": Tags ignored locally`.
+// not act on, e.g. `model "ab": VpcConfig ignored locally`.
 func (m *CreateModelInput) Warnings() []string {
 	var w warnings
 	w.prefix = "model " + strconv.Quote(m.ModelName) + ": "
 	w.ifSet(m.ExecutionRoleARN != "", "ExecutionRoleArn")
-	w.ifSet(len(m.Tags) > 0, "Tags")
 	w.ifSet(m.VpcConfig != nil, "VpcConfig")
 	if m.PrimaryContainer != nil && len(m.Containers) == 0 && m.PrimaryContainer.ContainerHostname != "" {
 		w.add("PrimaryContainer.ContainerHostname ignored: a PrimaryContainer is always named " + strconv.Quote(HostnamePrimary))

@@ -193,11 +193,56 @@ func TestCreateModelValidate(t *testing.T) {
 		{"model packages are refused", func(m *CreateModelInput) {
 			m.Containers[0].ModelPackageName = "arn:aws:sagemaker:us-east-1:123456789012:model-package/p/1"
 		}, `ModelPackageName is not supported by mce (container "english"): give the container's Image, and its ModelDataUrl when it needs artifacts.`},
-		{"model data sources are refused", func(m *CreateModelInput) {
-			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{}}`)
+		{"additional model data sources are refused", func(m *CreateModelInput) {
 			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[]`)
-		}, `ModelDataSource is not supported by mce (container "german"): give the container's Image, and its ModelDataUrl when it needs artifacts. ` +
-			`AdditionalModelDataSources is not supported by mce (container "german"): give the container's Image, and its ModelDataUrl when it needs artifacts.`},
+		}, `AdditionalModelDataSources is not supported by mce (container "german"): give the container's Image, and its ModelDataUrl when it needs artifacts.`},
+		{"ModelDataSource: an uncompressed S3 folder", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://bucket/llm/","S3DataType":"S3Prefix","CompressionType":"None","ModelAccessConfig":{"AcceptEula":true}}}`)
+		}, ""},
+		{"ModelDataSource: a file:// folder", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"file://models/llm/","S3DataType":"S3Prefix","CompressionType":"None"}}`)
+		}, ""},
+		{"ModelDataSource: a gzip archive", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://bucket/model.tar.gz","S3DataType":"S3Object","CompressionType":"Gzip"}}`)
+		}, ""},
+		{"ModelDataSource: members missing", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"ModelAccessConfig":{}}}`)
+		}, "4 validation errors detected: Value null at 'containers.2.member.modelDataSource.s3DataSource.s3Uri' failed to satisfy constraint: Member must not be null; " +
+			"Value null at 'containers.2.member.modelDataSource.s3DataSource.s3DataType' failed to satisfy constraint: Member must not be null; " +
+			"Value null at 'containers.2.member.modelDataSource.s3DataSource.compressionType' failed to satisfy constraint: Member must not be null; " +
+			"Value null at 'containers.2.member.modelDataSource.s3DataSource.modelAccessConfig.acceptEula' failed to satisfy constraint: Member must not be null"},
+		{"ModelDataSource: no S3DataSource", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{}`)
+		}, "1 validation error detected: Value null at 'containers.2.member.modelDataSource.s3DataSource' failed to satisfy constraint: Member must not be null"},
+		{"ModelDataSource: enums", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://b/p/","S3DataType":"Prefix","CompressionType":"Zip"}}`)
+		}, "2 validation errors detected: Value 'Prefix' at 'containers.2.member.modelDataSource.s3DataSource.s3DataType' failed to satisfy constraint: Member must satisfy enum value set: [S3Prefix, S3Object]; " +
+			"Value 'Zip' at 'containers.2.member.modelDataSource.s3DataSource.compressionType' failed to satisfy constraint: Member must satisfy enum value set: [None, Gzip]"},
+		{"ModelDataSource: a prefix without its slash", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://b/llm","S3DataType":"S3Prefix","CompressionType":"None"}}`)
+		}, `ModelDataSource.S3DataSource.S3Uri must end with a slash for S3DataType S3Prefix (container "german"): it names the folder of the model's files.`},
+		{"ModelDataSource: a compressed prefix", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://b/llm/","S3DataType":"S3Prefix","CompressionType":"Gzip"}}`)
+		}, `ModelDataSource.S3DataSource with S3DataType S3Prefix needs CompressionType None (container "german") (an uncompressed folder); for one model.tar.gz use S3Object and Gzip.`},
+		{"ModelDataSource: a hub", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://b/llm/","S3DataType":"S3Prefix","CompressionType":"None","HubAccessConfig":{"HubContentArn":"x"}}}`)
+		}, `ModelDataSource.S3DataSource.HubAccessConfig is not supported by mce (container "german"): give the S3Uri of the model data.`},
+		{"ModelDataSource and ModelDataUrl", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://b/llm/","S3DataType":"S3Prefix","CompressionType":"None"}}`)
+		}, `Specify either ModelDataUrl or ModelDataSource, not both (container "german").`},
+		{"ModelDataSource with an unknown member", func(m *CreateModelInput) {
+			m.Containers[1].ModelDataURL = ""
+			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://b/llm/","S3DataType":"S3Prefix","CompressionType":"None","Bogus":1}}`)
+		}, "1 validation error detected: Value at 'containers.2.member.modelDataSource' failed to satisfy constraint: Member must be a ModelDataSource structure: S3DataSource.Bogus: unknown field"},
 		{"null kept-raw members count as absent", func(m *CreateModelInput) {
 			m.Containers[1].ModelDataSource = json.RawMessage(`null`)
 		}, ""},
@@ -379,7 +424,6 @@ func TestWarnings(t *testing.T) {
 	}{
 		{"model", m.Warnings(), []string{
 			`model "ab-model": ExecutionRoleArn ignored locally`,
-			`model "ab-model": Tags ignored locally`,
 			`model "ab-model": VpcConfig ignored locally`,
 			`model "ab-model": ImageConfig (container "english") ignored locally`,
 			`model "ab-model": MultiModelConfig ignored (container "german"): the container is not in MultiModel mode`,
@@ -394,7 +438,6 @@ func TestWarnings(t *testing.T) {
 			`endpoint configuration "ab-config": ManagedInstanceScaling (production variant "AllTraffic") ignored locally`,
 		}},
 		{"endpoint", e.Warnings(), []string{
-			`endpoint "ab-test": Tags ignored locally`,
 			`endpoint "ab-test": DeploymentConfig ignored locally`,
 		}},
 		{"nothing to say", plain.Warnings(), nil},

@@ -109,6 +109,27 @@ func (s *Store) Delete(kind, name string) (bool, error) {
 	return existed, err
 }
 
+// Update rewrites an existing record in one transaction: fn receives the
+// stored JSON and returns the new JSON. It reports false, without calling fn,
+// when there is no record, so an update never recreates a deleted one.
+func (s *Store) Update(kind, name string, fn func([]byte) ([]byte, error)) (bool, error) {
+	found := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket([]byte(kind))
+		old := bk.Get(key(name))
+		if old == nil {
+			return nil
+		}
+		found = true
+		b, err := fn(append([]byte(nil), old...))
+		if err != nil {
+			return err
+		}
+		return bk.Put(key(name), b)
+	})
+	return found, err
+}
+
 // List decodes every record of a kind, in key order, calling fn for each.
 func List[T any](s *Store, kind string, fn func(T) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
