@@ -59,7 +59,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-unit: images models framework-images framework-models
+unit: build images models framework-images framework-models   # build: the README snippet test (internal/docsnippets) runs bin/mce
 	$(GO) test $(TESTFLAGS) ./...
 
 e2e: deps build images models
