@@ -11,8 +11,8 @@
 //	<!-- snippet: skip REASON -->  the block is not run; REASON is required
 //	                                (a GPU, minutes of building, an interactive
 //	                                program).
-//	<!-- snippet: serve -->         the block starts mce (bin/mce serve …) and
-//	                                runs until stopped: it runs in the
+//	<!-- snippet: serve -->         the block starts mce (bin/mce serve …, or
+//	                                docker-compose up -d): it runs in the
 //	                                background, the next block waits until
 //	                                127.0.0.1:8080 lists every endpoint
 //	                                InService, and it is stopped when the

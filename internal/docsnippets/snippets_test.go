@@ -123,22 +123,23 @@ func command(ctx context.Context, root string, b Block) *exec.Cmd {
 }
 
 // waitInService waits until mce on mceAddr lists endpoints, none of them
-// still being created.
-func waitInService(ctx context.Context, exited <-chan struct{}) error {
+// still being created, or until failed is closed.
+func waitInService(ctx context.Context, failed <-chan struct{}) error {
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+mceAddr+"/mce/endpoints", nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			s := string(b)
-			if resp.StatusCode == 200 && strings.Contains(s, `"InService"`) && !strings.Contains(s, `"Creating"`) && !strings.Contains(s, `"Updating"`) {
+			if resp.StatusCode == 200 && strings.Contains(s, `"InService"`) && !strings.Contains(s, `Creating"`) &&
+				!strings.Contains(s, `Updating"`) && !strings.Contains(s, `"RollingBack"`) { // Updating, SystemUpdating
 				return nil
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-exited:
+		case <-failed:
 			return io.ErrUnexpectedEOF
 		case <-time.After(250 * time.Millisecond):
 		}
@@ -212,10 +213,17 @@ func TestREADMESnippets(t *testing.T) {
 					if err := cmd.Start(); err != nil {
 						t.Fatalf("%s:%d: %v", file, b.Line, err)
 					}
-					exited := make(chan struct{})
-					go func() { cmd.Wait(); close(exited) }()
+					// A block that starts mce in the background (docker-compose up -d)
+					// exits 0 at once: then only mce's answer is waited for.
+					exited, failed := make(chan struct{}), make(chan struct{})
+					go func() {
+						if cmd.Wait() != nil {
+							close(failed)
+						}
+						close(exited)
+					}()
 					servers = append(servers, server{cmd.Process.Pid, exited})
-					if err := waitInService(ctx, exited); err != nil {
+					if err := waitInService(ctx, failed); err != nil {
 						t.Fatalf("%s:%d: mce never had every endpoint InService (%v):\n%s\n%s", file, b.Line, err, b.Text, out.String())
 					}
 					continue
