@@ -61,7 +61,7 @@ as a chain) behind the SageMaker Runtime API. boto3, the aws CLI and every AWS S
 against it with only the endpoint URL changed.
 
 Start with:  mce serve -f examples/go-ab-test/endpoint.yaml
-Then:        mce invoke ab-test --target-container english --content-type text/plain 'what a lovely day'
+Then:        mce invoke ab-test --target-container english 'what a lovely day'
 Check a container image against SageMaker's contract:  mce check IMAGE`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
