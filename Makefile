@@ -11,6 +11,9 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 GO        ?= go
 BIN       := bin/mce
 GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
+# The version mce --version prints: the commit (and tag) the binary was built from;
+# Go's own VCS stamp is off where GOFLAGS carries -buildvcs=false.
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
 .PHONY: all build images framework-images models framework-models deps demo test unit vet fmt-check e2e compose-test bench soak clean check-images
@@ -20,7 +23,7 @@ all: build
 build: $(BIN)
 
 $(BIN): $(GOFILES) go.mod go.sum
-	$(GO) build -o $(BIN) ./cmd/mce
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/mce
 
 images:
 	scripts/images.sh
@@ -56,7 +59,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-unit: images models framework-images framework-models
+unit: build images models framework-images framework-models   # build: the README snippet test (internal/docsnippets) runs bin/mce
 	$(GO) test $(TESTFLAGS) ./...
 
 e2e: deps build images models

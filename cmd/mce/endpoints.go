@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/spf13/cobra"
 )
 
@@ -30,14 +29,7 @@ func (f *clientFlags) register(cmd *cobra.Command) {
 }
 
 func (f *clientFlags) sagemaker(ctx context.Context) (*sagemaker.Client, error) {
-	opts := []func(*config.LoadOptions) error{
-		config.WithRegion(f.region),
-		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
-	}
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
-		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := loadSDKConfig(ctx, f.region)
 	if err != nil {
 		return nil, err
 	}
@@ -66,16 +58,24 @@ func newEndpointsCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: f.run(func(ctx context.Context, cmd *cobra.Command, _ []string, cli *sagemaker.Client) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tMODIFIED")
+			fmt.Fprintln(tw, "NAME\tSTATUS\tCREATED\tMODIFIED\tFAILURE REASON")
 			p := sagemaker.NewListEndpointsPaginator(cli, &sagemaker.ListEndpointsInput{SortBy: "Name", SortOrder: "Ascending"})
 			for p.HasMorePages() {
 				page, err := p.NextPage(ctx)
 				if err != nil {
-					return &exitError{code: 1, msg: describeInvokeError(err)}
+					return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 				}
 				for _, e := range page.Endpoints {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", aws.ToString(e.EndpointName), e.EndpointStatus,
-						aws.ToTime(e.CreationTime).Local().Format(time.DateTime), aws.ToTime(e.LastModifiedTime).Local().Format(time.DateTime))
+					// ListEndpoints has no FailureReason: ask DescribeEndpoint for the endpoints that have one.
+					reason := ""
+					if e.EndpointStatus == types.EndpointStatusFailed {
+						d, err := cli.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: e.EndpointName})
+						if err == nil {
+							reason = strings.Join(strings.Fields(aws.ToString(d.FailureReason)), " ")
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", aws.ToString(e.EndpointName), e.EndpointStatus,
+						aws.ToTime(e.CreationTime).Local().Format(time.DateTime), aws.ToTime(e.LastModifiedTime).Local().Format(time.DateTime), reason)
 				}
 			}
 			return tw.Flush()
@@ -94,7 +94,7 @@ func newDescribeCmd() *cobra.Command {
 		RunE: f.run(func(ctx context.Context, cmd *cobra.Command, args []string, cli *sagemaker.Client) error {
 			out, err := cli.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(args[0])})
 			if err != nil {
-				return &exitError{code: 1, msg: describeInvokeError(err)}
+				return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 			}
 			return printJSON(cmd.OutOrStdout(), out)
 		}),
@@ -115,9 +115,30 @@ func printJSON(w io.Writer, v any) error {
 		return err
 	}
 	delete(m, "ResultMetadata")
+	dropNulls(m)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(m)
+}
+
+// dropNulls removes the fields the SDK left unset (JSON null) from v, at
+// every depth, so describe prints what the endpoint has rather than every
+// field the API could return.
+func dropNulls(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if e == nil {
+				delete(v, k)
+				continue
+			}
+			dropNulls(e)
+		}
+	case []any:
+		for _, e := range v {
+			dropNulls(e)
+		}
+	}
 }
 
 func newDeleteCmd() *cobra.Command {
@@ -129,7 +150,7 @@ func newDeleteCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: f.run(func(ctx context.Context, cmd *cobra.Command, args []string, cli *sagemaker.Client) error {
 			if _, err := cli.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(args[0])}); err != nil {
-				return &exitError{code: 1, msg: describeInvokeError(err)}
+				return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 			}
 			if wait {
 				w := sagemaker.NewEndpointDeletedWaiter(cli, func(o *sagemaker.EndpointDeletedWaiterOptions) {

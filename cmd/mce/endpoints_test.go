@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +67,24 @@ func TestEndpointCommands(t *testing.T) {
 	out, err = runCLI(ctx, "describe", "ep", "--endpoint-url", url)
 	if err != nil || !strings.Contains(out, `"EndpointStatus": "InService"`) || strings.Contains(out, "ResultMetadata") {
 		t.Errorf("mce describe: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "null") {
+		t.Errorf("mce describe prints unset fields as null:\n%s", out)
+	}
+	// Text on the command line goes as text/plain, @file by extension, with no --content-type.
+	out, err = runCLI(ctx, "invoke", "ep", "--endpoint-url", url, "--custom-attributes", "info", "what a lovely day")
+	if err != nil || !strings.Contains(out, `"content_type":"text/plain"`) {
+		t.Errorf("mce invoke TEXT: %v\n%s", err, out)
+	}
+	csv := filepath.Join(t.TempDir(), "case.csv")
+	os.WriteFile(csv, []byte("1,2,3\n"), 0o644)
+	out, err = runCLI(ctx, "invoke", "ep", "--endpoint-url", url, "--custom-attributes", "info", "@"+csv)
+	if err != nil || !strings.Contains(out, `"content_type":"text/csv"`) {
+		t.Errorf("mce invoke @file.csv: %v\n%s", err, out)
+	}
+	out, err = runCLI(ctx, "invoke", "ep", "--endpoint-url", url, "--content-type", "application/json", "@"+csv)
+	if err != nil || !strings.Contains(out, "1,2,3") {
+		t.Errorf("mce invoke --content-type: %v\n%s", err, out)
 	}
 	out, err = runCLI(ctx, "delete", "ep", "--endpoint-url", url)
 	if err != nil || !strings.Contains(out, "deleted ep") {

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/aws/smithy-go"
@@ -43,6 +42,13 @@ The body is the argument itself, @file for a file's contents, or - (or nothing) 
 standard input. The answer's body goes to standard output; with -v the invoked variant,
 content type and custom attributes go to standard error.
 
+The ContentType is --content-type when given; otherwise text on the command line is
+sent as text/plain and @file by its extension (.json application/json, .jsonl
+application/jsonlines, .csv text/csv, .txt text/plain, .npy application/x-npy,
+.npz application/x-npz, .parquet application/x-parquet, .png image/png, .jpg/.jpeg
+image/jpeg, .pb application/x-protobuf). Standard input and other extensions need
+--content-type.
+
 Credentials come from the usual AWS environment variables or profile when present;
 otherwise the request is sent unsigned (mce treats it as anonymous).`,
 		Args: cobra.RangeArgs(1, 2),
@@ -56,7 +62,7 @@ otherwise the request is sent unsigned (mce treats it as anonymous).`,
 	fl.StringVar(&f.targetContainer, "target-container", "", "TargetContainerHostname (Direct mode)")
 	fl.StringVar(&f.targetVariant, "target-variant", "", "TargetVariant")
 	fl.StringVar(&f.targetModel, "target-model", "", "TargetModel (multi-model endpoints)")
-	fl.StringVar(&f.contentType, "content-type", "", "ContentType of the body (the SDK sends application/octet-stream when empty)")
+	fl.StringVar(&f.contentType, "content-type", "", "ContentType of the body (default: text/plain for text arguments, by extension for @file)")
 	fl.StringVar(&f.accept, "accept", "", "Accept")
 	fl.StringVar(&f.customAttributes, "custom-attributes", "", "CustomAttributes")
 	fl.StringVar(&f.inferenceID, "inference-id", "", "InferenceId")
@@ -98,17 +104,57 @@ func readBodyArg(args []string, stdin io.Reader) ([]byte, error) {
 	return b, nil
 }
 
+// contentTypeOf maps a file extension to the content type SageMaker
+// containers expect for it, or "" when there is none.
+func contentTypeOf(ext string) string {
+	switch ext {
+	case ".json":
+		return "application/json"
+	case ".jsonl":
+		return "application/jsonlines"
+	case ".csv":
+		return "text/csv"
+	case ".txt":
+		return "text/plain"
+	case ".npy":
+		return "application/x-npy"
+	case ".npz":
+		return "application/x-npz"
+	case ".parquet":
+		return "application/x-parquet"
+	case ".png":
+		return "image/png"
+	case ".jpg", ".jpeg":
+		return "image/jpeg"
+	case ".pb":
+		return "application/x-protobuf"
+	}
+	return ""
+}
+
+// inferContentType returns explicit when set; else text/plain for a body given
+// on the command line, the type of an @file's extension, or an error that
+// says to pass --content-type.
+func inferContentType(args []string, explicit string) (string, error) {
+	if explicit != "" {
+		return explicit, nil
+	}
+	switch {
+	case len(args) < 2 || args[1] == "-":
+		return "", errors.New("cannot tell the content type of standard input: pass --content-type (e.g. --content-type application/json)")
+	case strings.HasPrefix(args[1], "@"):
+		ext := strings.ToLower(filepath.Ext(args[1]))
+		if ct := contentTypeOf(ext); ct != "" {
+			return ct, nil
+		}
+		return "", fmt.Errorf("cannot tell the content type of %s from its extension %q: pass --content-type", args[1][1:], ext)
+	default:
+		return "text/plain", nil
+	}
+}
+
 func newRuntimeClient(ctx context.Context, endpointURL, region string) (*sagemakerruntime.Client, error) {
-	opts := []func(*config.LoadOptions) error{
-		config.WithRegion(region),
-		// Never ask the EC2 metadata service for credentials: mce runs on
-		// laptops and servers where that address is not ours to dial.
-		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
-	}
-	if os.Getenv("AWS_ACCESS_KEY_ID") == "" && os.Getenv("AWS_PROFILE") == "" {
-		opts = append(opts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
-	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := loadSDKConfig(ctx, region)
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +164,11 @@ func newRuntimeClient(ctx context.Context, endpointURL, region string) (*sagemak
 }
 
 func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	contentType, err := inferContentType(args, f.contentType)
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	f.contentType = contentType
 	body, err := readBodyArg(args, stdin)
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
@@ -143,7 +194,7 @@ func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, 
 	set(&in.InferenceId, f.inferenceID)
 	out, err := cli.InvokeEndpoint(ctx, in)
 	if err != nil {
-		return &exitError{code: 1, msg: describeInvokeError(err)}
+		return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 	}
 	if f.verbose {
 		fmt.Fprintf(stderr, "InvokedProductionVariant: %s\nContentType: %s\n", aws.ToString(out.InvokedProductionVariant), aws.ToString(out.ContentType))

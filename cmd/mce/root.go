@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -12,8 +13,43 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version may be set at build time with -ldflags "-X main.version=…"; when it
+// is not, buildVersion reads the module version and VCS stamp Go embeds.
+var version = ""
+
+// buildVersion describes this binary: the -ldflags version when set, else the
+// main module's version with the commit, its time and "modified" when the
+// work tree had changes, as `go build` records them.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	v := version
+	if v == "" && ok {
+		v = bi.Main.Version
+	}
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	if !ok {
+		return v
+	}
+	var rev, at, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (commit %s, %s%s)", rev, at, modified)
+	}
+	return v + ", " + bi.GoVersion
+}
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -25,11 +61,11 @@ as a chain) behind the SageMaker Runtime API. boto3, the aws CLI and every AWS S
 against it with only the endpoint URL changed.
 
 Start with:  mce serve -f examples/go-ab-test/endpoint.yaml
-Then:        mce invoke ab-test --target-container english --content-type text/plain 'what a lovely day'
+Then:        mce invoke ab-test --target-container english 'what a lovely day'
 Check a container image against SageMaker's contract:  mce check IMAGE`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       version,
+		Version:       buildVersion(),
 	}
 	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd())
 	return root

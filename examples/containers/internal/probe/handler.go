@@ -127,11 +127,17 @@ func (h *Handler) echo(w http.ResponseWriter, r *http.Request, ct string) {
 		_, _ = w.Write(append(b, h.tag...)) // a failed write means the client left
 		return
 	}
-	w.WriteHeader(http.StatusOK)
-	if _, err := io.CopyN(w, r.Body, n); err != nil {
-		return // headers are out; the short body tells the client
+	// Read the whole body before answering: Go's HTTP/1 server may close the
+	// request body once the response headers are flushed (net/http's
+	// ResponseWriter contract), so copying body to answer in a stream comes back
+	// short for bodies past the first flush.
+	b := make([]byte, n, n+int64(len(h.tag)))
+	if _, err := io.ReadFull(r.Body, b); err != nil {
+		smserve.WriteError(w, smserve.Errorf(http.StatusBadRequest, "read request body: %w", err))
+		return
 	}
-	_, _ = w.Write(h.tag)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, h.tag...)) // a failed write means the client left
 }
 
 func (h *Handler) size(w http.ResponseWriter, ct string, n int64) {
