@@ -95,8 +95,11 @@ func skipOrFail(t *testing.T, format string, args ...any) {
 }
 
 // userEnv is the environment of a reader who has not configured AWS: no
-// credentials, profile or region of the caller's leak into the snippets.
-func userEnv() []string {
+// credentials, profile or region of the caller's leak into the snippets. Nor
+// does mce's state of earlier runs: stateHome is the README's own
+// XDG_STATE_HOME, so `mce serve` starts from an empty default state folder as
+// on a new machine (endpoints kept there would otherwise come back).
+func userEnv(stateHome string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "MCE_") {
@@ -104,10 +107,11 @@ func userEnv() []string {
 		}
 		env = append(env, kv)
 	}
-	return append(env, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true")
+	return append(env, "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
+		"XDG_STATE_HOME="+stateHome)
 }
 
-func command(ctx context.Context, root string, b Block) *exec.Cmd {
+func command(ctx context.Context, root, stateHome string, b Block) *exec.Cmd {
 	var cmd *exec.Cmd
 	if b.Lang == "python" {
 		cmd = exec.CommandContext(ctx, "python3", "-c", b.Text)
@@ -115,7 +119,7 @@ func command(ctx context.Context, root string, b Block) *exec.Cmd {
 		cmd = exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", b.Text)
 	}
 	cmd.Dir = root
-	cmd.Env = userEnv()
+	cmd.Env = userEnv(stateHome)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 10 * time.Second
@@ -163,6 +167,7 @@ func TestREADMESnippets(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
+			stateHome := t.TempDir()
 			runnable := 0
 			for _, b := range blocks {
 				if b.Directive != "skip" {
@@ -207,7 +212,7 @@ func TestREADMESnippets(t *testing.T) {
 					t.Logf("%s:%d: skipped: %s", file, b.Line, b.Reason)
 					continue
 				case "serve":
-					cmd := command(context.Background(), root, b)
+					cmd := command(context.Background(), root, stateHome, b)
 					var out strings.Builder
 					cmd.Stdout, cmd.Stderr = &out, &out
 					if err := cmd.Start(); err != nil {
@@ -228,7 +233,7 @@ func TestREADMESnippets(t *testing.T) {
 					}
 					continue
 				}
-				out, err := command(ctx, root, b).CombinedOutput()
+				out, err := command(ctx, root, stateHome, b).CombinedOutput()
 				if err != nil {
 					t.Fatalf("%s:%d: %v\n--- snippet\n%s--- output\n%s", file, b.Line, err, b.Text, out)
 				}
