@@ -137,6 +137,26 @@ func signalProbe(pid string) (string, bool) {
 	return "", err == nil || errors.Is(err, syscall.EPERM)
 }
 
+// ProcessStart is the start time of process pid on this machine (clock
+// ticks after boot, from /proc), which tells it from a later process given
+// the same PID; ok is false when it cannot be read.
+func ProcessStart(pid int) (start string, ok bool) { return procStart(strconv.Itoa(pid)) }
+
+// ProcessGone reports whether the process pid, which started at start (from
+// ProcessStart; "" when unknown), no longer runs on this machine: no process
+// has the PID, or a later one has taken it. Without /proc only the PID's
+// existence is checked.
+func ProcessGone(pid int, start string) bool {
+	if pid <= 0 {
+		return false
+	}
+	if now, ok := ProcessStart(pid); ok {
+		return start != "" && now != start
+	}
+	_, alive := signalProbe(strconv.Itoa(pid))
+	return !alive
+}
+
 // procStart reads field 22 of /proc/<pid>/stat: the process's start time in
 // clock ticks after boot, which tells a process from a later one given the
 // same PID.

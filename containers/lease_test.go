@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -207,3 +208,33 @@ func TestPidsLimit(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestProcessGone: a process is gone when its PID is free or held by a later
+// process than the one recorded.
+func TestProcessGone(t *testing.T) {
+	me := os.Getpid()
+	start, ok := ProcessStart(me)
+	if !ok {
+		t.Skip("no /proc here")
+	}
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		pid   int
+		start string
+		want  bool
+	}{
+		{"this process", me, start, false},
+		{"this process, start unknown", me, "", false},
+		{"its PID held by a later process", me, start + "0", true},
+		{"an exited process", dead.Process.Pid, "", true},
+		{"no PID", 0, "", false},
+	} {
+		if got := ProcessGone(c.pid, c.start); got != c.want {
+			t.Errorf("%s: ProcessGone(%d, %q) = %v, want %v", c.name, c.pid, c.start, got, c.want)
+		}
+	}
+}

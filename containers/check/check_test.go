@@ -416,8 +416,11 @@ func TestReapsWhatAKilledCheckLeft(t *testing.T) {
 		t.Cleanup(func() { cli.NetworkRemove(context.Background(), name, client.NetworkRemoveOptions{}) })
 		return name
 	}
-	deadNet := mk(host + ":" + strconv.Itoa(pid))
-	liveNet := mk(host + ":1") // init never dies
+	deadNet := mk(host + ":" + strconv.Itoa(pid) + ":")
+	initStart, _ := containers.ProcessStart(1)
+	liveNet := mk(host + ":1:" + initStart) // init never dies
+	// A PID now held by a later process than the owner: the owner is gone.
+	reusedNet := mk(host + ":1:" + initStart + "0")
 	runCheck(t, cli, check.Options{Image: "mce-test-no-such-image:" + testenv.Instance(t)})
 	// A missing image stops before anything is reaped; a real run reaps.
 	bi := newBadImages(t, cli)
@@ -431,5 +434,8 @@ func TestReapsWhatAKilledCheckLeft(t *testing.T) {
 	}
 	if !exists(liveNet) {
 		t.Error("a live owner's network was removed")
+	}
+	if exists(reusedNet) {
+		t.Error("the network of an owner whose PID was reused is still there")
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -26,8 +25,9 @@ import (
 const (
 	// LabelCheck marks a check's containers and networks ("true").
 	LabelCheck = "io.mce.check"
-	// LabelOwner is "<hostname>:<pid>" of the process that ran the check;
-	// a later check on that machine removes what a dead owner left.
+	// LabelOwner is "<hostname>:<pid>:<start>" of the process that ran the
+	// check (start: its start time, containers.ProcessStart); a later check
+	// on that machine removes what a dead owner left.
 	LabelOwner = "io.mce.check.owner"
 )
 
@@ -56,7 +56,8 @@ func newSession(e Engine) *session {
 // Owner is the value of LabelOwner on what this process creates.
 func Owner() string {
 	host, _ := os.Hostname()
-	return host + ":" + strconv.Itoa(os.Getpid())
+	start, _ := containers.ProcessStart(os.Getpid())
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + start
 }
 
 func (s *session) labels() map[string]string {
@@ -171,16 +172,18 @@ func (s *session) close(ctx context.Context) error {
 // reap removes containers and networks that an earlier check on this
 // machine left behind when its process was killed (SIGKILL gives no chance
 // to clean up): those whose owner label names this host and a process that
-// no longer exists. Another machine's, or a live process's, are left alone.
+// no longer runs (gone, or its PID reused by a later process). Another
+// machine's, or a live process's, are left alone.
 func reap(ctx context.Context, e Engine) error {
 	host, _ := os.Hostname()
 	dead := func(owner string) bool {
-		h, p, ok := strings.Cut(owner, ":")
+		h, rest, ok := strings.Cut(owner, ":")
+		p, start, _ := strings.Cut(rest, ":")
 		pid, err := strconv.Atoi(p)
-		if !ok || h != host || err != nil || pid <= 0 {
+		if !ok || h != host || err != nil {
 			return false
 		}
-		return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+		return containers.ProcessGone(pid, start)
 	}
 	f := client.Filters{}.Add("label", LabelCheck+"=true")
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
