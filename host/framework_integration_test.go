@@ -15,7 +15,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -33,25 +32,15 @@ import (
 // extract and load its model first.
 const invokeTimeout = 60 * time.Second
 
-// frameworkSetup builds the framework images and the artifacts of the named
-// examples (both scripts are cached, so this is quick after the first run) and
-// returns the repository root.
-func frameworkSetup(t *testing.T, examples ...string) string {
+// frameworkSetup builds the framework images and the examples' artifacts
+// once per test binary (both scripts are cached, so this is quick after the
+// first run) and returns the repository root.
+func frameworkSetup(t *testing.T) string {
 	t.Helper()
 	testenv.Docker(t)
 	root := testenv.RepoRoot(t)
-	for _, cmd := range [][]string{
-		{"scripts/framework-images.sh"},
-		append([]string{"scripts/framework-models.sh"}, examples...),
-	} {
-		c := exec.Command(cmd[0], cmd[1:]...)
-		c.Dir = root
-		out, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(cmd, " "), err, out)
-		}
-		t.Logf("%s:\n%s", strings.Join(cmd, " "), out)
-	}
+	testenv.FrameworkImages(t)
+	testenv.FrameworkModels(t)
 	return root
 }
 
@@ -123,7 +112,7 @@ func metricLabeled(text, name string, labels ...string) float64 {
 // TestFrameworkChainOnDocker: examples/preprocess-inference, scikit-learn
 // StandardScaler+PCA → PyTorch MLP on the digits test rows, CSV between them.
 func TestFrameworkChainOnDocker(t *testing.T) {
-	root := frameworkSetup(t, "preprocess-inference")
+	root := frameworkSetup(t)
 	var want struct {
 		Accuracy      float64
 		Rows          [][]float64
@@ -225,7 +214,7 @@ type cancerAnswer struct {
 // random forest (v2) on the breast-cancer test rows, by variant weights and by
 // TargetVariant on ab-test, by TargetContainerHostname on ab-test-direct.
 func TestFrameworkABTestOnDocker(t *testing.T) {
-	root := frameworkSetup(t, "ab-test")
+	root := frameworkSetup(t)
 	var want struct {
 		Classes  []string
 		Rows     [][]float64
@@ -325,7 +314,7 @@ func TestFrameworkABTestOnDocker(t *testing.T) {
 // models; its memory budget holds fewer than 30, so models are evicted and
 // reloaded, and every answer comes from the right model's own script.
 func TestFrameworkMultiModelOnDocker(t *testing.T) {
-	root := frameworkSetup(t, "mme")
+	root := frameworkSetup(t)
 	var man struct {
 		Models []struct {
 			TargetModel string          `json:"target_model"`

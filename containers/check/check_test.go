@@ -162,6 +162,8 @@ func TestExampleImages(t *testing.T) {
 		t.Run(strings.ReplaceAll(r.image+" "+filepath.Base(r.model), "/", "_"), func(t *testing.T) {
 			if name, ok := strings.CutPrefix(r.image, "mce-example/"); ok {
 				testenv.Image(t, strings.TrimSuffix(name, ":latest"))
+			} else if strings.HasPrefix(r.image, "mce-framework/") {
+				testenv.FrameworkImages(t)
 			} else if _, err := containers.InspectImage(context.Background(), cli, r.image); err != nil {
 				if os.Getenv("CI") != "" {
 					t.Fatalf("%s is in check.tsv but not built: %v", r.image, err)
@@ -169,6 +171,8 @@ func TestExampleImages(t *testing.T) {
 				t.Skipf("SKIPPING %s: not built here (%v); CI never skips this", r.image, err)
 			}
 			switch {
+			case strings.HasPrefix(r.model, "build/models/framework/"), strings.HasPrefix(r.model, "build/models/mme-torch/"):
+				testenv.FrameworkModels(t)
 			case strings.HasPrefix(r.model, "build/models/"):
 				testenv.Models(t)
 			case strings.HasPrefix(r.model, "build/mme-models/"):
@@ -197,10 +201,8 @@ func TestExampleImages(t *testing.T) {
 			if st["two copies (ports 8080, 8081) answer /ping"] != check.Pass || st["listens only on port 8080"] != check.Pass {
 				t.Errorf("two copies or listeners not passed: %v", st)
 			}
+			// Every image's warnings are as expected: none, unless listed.
 			want, known := warns[r.image]
-			if !strings.HasPrefix(r.image, "mce-example/") {
-				return
-			}
 			var got []string
 			for _, c := range rep.Checks {
 				if c.Status == check.Warn {

@@ -68,7 +68,46 @@ var (
 	modelsErr  error
 	mmeOnce    sync.Once
 	mmeErr     error
+	fwModOnce  sync.Once
+	fwModErr   error
+	fwOnce     sync.Once
+	fwIDs      map[string]string
+	fwErr      error
 )
+
+// The framework images scripts/framework-images.sh builds.
+const (
+	SklearnImage = "mce-framework/sklearn:latest"
+	PyTorchImage = "mce-framework/pytorch:latest"
+)
+
+// FrameworkImages builds the framework images with
+// scripts/framework-images.sh once per test binary (cached by Docker's layer
+// cache and the bases' content hash) and returns each tag's image ID as the
+// build printed it. Tests that run the ID cannot have the image swapped
+// under them by a build from another checkout on the machine.
+func FrameworkImages(tb testing.TB) map[string]string {
+	tb.Helper()
+	fwOnce.Do(func() {
+		var out string
+		if out, fwErr = run(tb, "scripts/framework-images.sh"); fwErr != nil {
+			return
+		}
+		fwIDs = map[string]string{}
+		for line := range strings.Lines(out) {
+			if f := strings.Fields(line); len(f) >= 2 && (f[0] == SklearnImage || f[0] == PyTorchImage) {
+				fwIDs[f[0]] = "sha256:" + f[1]
+			}
+		}
+		if len(fwIDs) != 2 {
+			fwErr = fmt.Errorf("scripts/framework-images.sh printed no image IDs:\n%s", out)
+		}
+	})
+	if fwErr != nil {
+		tb.Fatalf("building the framework images: %v", fwErr)
+	}
+	return fwIDs
+}
 
 // MMEModels generates the 200 multi-model artifacts and their manifest once
 // per test binary and returns their folder.
@@ -76,7 +115,7 @@ func MMEModels(tb testing.TB) string {
 	tb.Helper()
 	root := RepoRoot(tb)
 	dir := filepath.Join(root, "build", "mme-models")
-	mmeOnce.Do(func() { mmeErr = run(tb, "scripts/mme-models.sh", dir) })
+	mmeOnce.Do(func() { _, mmeErr = run(tb, "scripts/mme-models.sh", dir) })
 	if mmeErr != nil {
 		tb.Fatalf("building multi-model artifacts: %v", mmeErr)
 	}
@@ -91,7 +130,7 @@ func Image(tb testing.TB, name string) string {
 	defer buildMu.Unlock()
 	err, done := builtImage[name]
 	if !done {
-		err = run(tb, "scripts/images.sh", name)
+		_, err = run(tb, "scripts/images.sh", name)
 		builtImage[name] = err
 	}
 	if err != nil {
@@ -105,22 +144,35 @@ func Image(tb testing.TB, name string) string {
 func Models(tb testing.TB) string {
 	tb.Helper()
 	root := RepoRoot(tb)
-	modelsOnce.Do(func() { modelsErr = run(tb, "scripts/models.sh", filepath.Join(root, "build", "models")) })
+	modelsOnce.Do(func() { _, modelsErr = run(tb, "scripts/models.sh", filepath.Join(root, "build", "models")) })
 	if modelsErr != nil {
 		tb.Fatalf("building model artifacts: %v", modelsErr)
 	}
 	return filepath.Join(root, "build", "models")
 }
 
-func run(tb testing.TB, script string, args ...string) error {
+// FrameworkModels trains and packs the real-framework examples' models
+// (scripts/framework-models.sh, cached by their inputs) once per test binary
+// and returns the folder under build/models holding them.
+func FrameworkModels(tb testing.TB) string {
+	tb.Helper()
+	fwModOnce.Do(func() { _, fwModErr = run(tb, "scripts/framework-models.sh") })
+	if fwModErr != nil {
+		tb.Fatalf("building the framework examples' models: %v", fwModErr)
+	}
+	return filepath.Join(RepoRoot(tb), "build", "models")
+}
+
+// run runs a script of the repository from its root and returns its output.
+func run(tb testing.TB, script string, args ...string) (string, error) {
 	root := RepoRoot(tb)
 	cmd := exec.Command(filepath.Join(root, script), args...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, out)
+		return "", fmt.Errorf("%s %s: %w\n%s", script, strings.Join(args, " "), err, out)
 	}
-	return nil
+	return string(out), nil
 }
 
 // Instance returns a fresh mce instance name for one test.

@@ -10,11 +10,9 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,19 +25,9 @@ import (
 )
 
 const (
-	sklearnImage = "mce-framework/sklearn:latest"
-	pytorchImage = "mce-framework/pytorch:latest"
+	sklearnImage = testenv.SklearnImage
+	pytorchImage = testenv.PyTorchImage
 )
-
-// imageBuild builds both framework images once per test binary (scripts/framework-images.sh, cached
-// by Docker's layer cache and the base images' content hash). Tests use the image IDs the build
-// printed, not the tags, so that a build from another checkout on the machine cannot swap the
-// images under a running test.
-var imageBuild struct {
-	once sync.Once
-	ids  map[string]string // tag → image ID
-	err  error
-}
 
 // suite is what one test needs: the engine, a unique instance label, the repository.
 type suite struct {
@@ -53,28 +41,8 @@ func newSuite(t *testing.T) *suite {
 	t.Helper()
 	cli := testenv.Docker(t)
 	root := testenv.RepoRoot(t)
-	imageBuild.once.Do(func() {
-		cmd := exec.Command(filepath.Join(root, "scripts", "framework-images.sh"))
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			imageBuild.err = fmt.Errorf("scripts/framework-images.sh: %w\n%s", err, out)
-			return
-		}
-		imageBuild.ids = map[string]string{}
-		for line := range strings.Lines(string(out)) {
-			if f := strings.Fields(line); len(f) >= 2 && (f[0] == sklearnImage || f[0] == pytorchImage) {
-				imageBuild.ids[f[0]] = "sha256:" + f[1]
-			}
-		}
-		if len(imageBuild.ids) != 2 {
-			imageBuild.err = fmt.Errorf("scripts/framework-images.sh printed no image IDs:\n%s", out)
-		}
-	})
-	if imageBuild.err != nil {
-		t.Fatal(imageBuild.err)
-	}
-	return &suite{cli: cli, instance: testenv.Instance(t), root: root, ids: imageBuild.ids}
+	// Tests run the image IDs the build printed, not the tags.
+	return &suite{cli: cli, instance: testenv.Instance(t), root: root, ids: testenv.FrameworkImages(t)}
 }
 
 // image is the ID of the image built for tag.
