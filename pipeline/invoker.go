@@ -221,6 +221,9 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 			return nil, err // typed by the model manager; the host words it for the client
 		}
 
+		if res.outcome == hopDialFailed || res.outcome == hopBroken {
+			inst.suspect(time.Now())
+		}
 		if res.outcome == hopDialFailed && !retried {
 			// Instances of one variant share a container set; the length
 			// check only guards a chain against a malformed one.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
+	"time"
 )
 
 // Container is one running model container as the pipeline needs to see it.
@@ -56,7 +57,21 @@ type Instance struct {
 	containers  []Container
 	hosts       []string
 	outstanding atomic.Int64
+	// suspectUntil (unix nanoseconds) is set when a call to one of the
+	// instance's containers broke at the transport (no connection, or no
+	// answer): until then the instance is chosen only when no other ready
+	// one is left, so traffic moves off a copy that is dying before the
+	// engine's event says so (passive health), without ever taking the
+	// last copy out of routing.
+	suspectUntil atomic.Int64
 }
+
+// suspectFor is how long a transport failure keeps an instance behind the
+// others: longer than the engine takes to report a crash.
+const suspectFor = 2 * time.Second
+
+// suspect marks the instance as failing at the transport since now.
+func (in *Instance) suspect(now time.Time) { in.suspectUntil.Store(now.Add(suspectFor).UnixNano()) }
 
 // NewInstance returns an instance made of cs, in order. The slice is copied
 // and each container's hostname is read once.

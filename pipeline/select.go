@@ -1,6 +1,10 @@
 package pipeline
 
-import "math/rand/v2"
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+)
 
 // pickVariant returns the variant named target, or when target is empty one
 // drawn with probability weight/sum over the variants with weight > 0.
@@ -58,7 +62,8 @@ func (r *Route) pickVariant(target string) (*Variant, error) {
 
 // choose returns the instance with the fewest outstanding requests among
 // insts that are ready for the call, skipping exclude, ties broken uniformly
-// at random. For Direct (direct true) the call needs the container named host
+// at random; an instance suspected after a transport failure comes after
+// every other. For Direct (direct true) the call needs the container named host
 // and idx is its position in the chosen instance; for Serial every container
 // must be ready and idx is -1. known reports whether host exists in any
 // instance looked at (always true for Serial).
@@ -67,6 +72,7 @@ func choose(insts []*Instance, direct bool, host string, exclude *Instance) (bes
 	known = !direct
 	var least int64
 	ties := 0
+	now := time.Now().UnixNano()
 	for _, in := range insts {
 		if in == exclude {
 			continue
@@ -82,6 +88,9 @@ func choose(insts []*Instance, direct bool, host string, exclude *Instance) (bes
 			continue
 		}
 		n := in.outstanding.Load()
+		if in.suspectUntil.Load() > now {
+			n += math.MaxInt32 // behind every unsuspected instance
+		}
 		switch {
 		case best == nil || n < least:
 			best, idx, least, ties = in, i, n, 1

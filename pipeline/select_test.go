@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestChoose(t *testing.T) {
@@ -87,6 +88,27 @@ func TestChoose(t *testing.T) {
 				t.Errorf("picks %v, want only %v", picked, tt.want)
 			}
 		})
+	}
+}
+
+// TestChooseSuspect: an instance whose container broke at the transport is
+// passed over while another is ready, whatever its load, and chosen again
+// when it is the only one left or once the suspicion expires.
+func TestChooseSuspect(t *testing.T) {
+	a := NewInstance([]Container{newFake("a", "http://127.0.0.1:1")})
+	b := NewInstance([]Container{newFake("a", "http://127.0.0.1:1")})
+	b.outstanding.Store(50)
+	now := time.Now()
+	a.suspect(now)
+	if got, _, _ := choose([]*Instance{a, b}, false, "", nil); got != b {
+		t.Errorf("chose the suspected idle instance over a loaded healthy one")
+	}
+	if got, _, _ := choose([]*Instance{a}, false, "", nil); got != a {
+		t.Errorf("the only ready instance, though suspected, was not chosen")
+	}
+	a.suspectUntil.Store(now.Add(-time.Millisecond).UnixNano())
+	if got, _, _ := choose([]*Instance{a, b}, false, "", nil); got != a {
+		t.Errorf("an expired suspicion still held the instance back")
 	}
 }
 
