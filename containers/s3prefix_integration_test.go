@@ -1,36 +1,26 @@
 package containers_test
 
 import (
-	"bytes"
 	"context"
-	"net/http/httptest"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/internal/testenv"
 )
 
 // TestS3PrefixFolderStaged: an uncompressed model folder under an s3://
 // prefix (ModelDataSource S3Prefix, CompressionType None) reaches the
 // container at /opt/ml/model, read-only, file by file.
 func TestS3PrefixFolderStaged(t *testing.T) {
-	mem := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(mem).Server())
-	t.Cleanup(srv.Close)
-	if err := mem.CreateBucket("models"); err != nil {
-		t.Fatal(err)
-	}
+	s3 := testenv.S3Server(t)
+	s3.Bucket(t, "models")
 	for key, body := range map[string]string{"llm/tag": "s3-folder-v1", "llm/weights/w.bin": "0123", "llm-other/x": "not under llm/"} {
-		if _, err := mem.PutObject("models", key, nil, bytes.NewReader([]byte(body)), int64(len(body)), nil); err != nil {
-			t.Fatal(err)
-		}
+		s3.Put(t, "models", key, []byte(body))
 	}
-	e := newEnvWith(t, artifact.Options{S3: artifact.S3Options{Endpoint: srv.URL, Region: "us-east-1", UsePathStyle: true,
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")}})
+	e := newEnvWith(t, artifact.Options{S3: artifact.S3Options{Endpoint: s3.Endpoint, Region: s3.Region, UsePathStyle: true,
+		Credentials: s3.Credentials()}})
 	s := probeSpec(e.probe, 1, nil)
 	s.Variants[0].Containers[0].ModelDataURL = "s3://models/llm/"
 	d, err := e.deploy(t, s)

@@ -136,7 +136,7 @@ func (f *Fetcher) prepareS3(ctx context.Context, modelDataURL, workDir string) (
 		os.Remove(tmp.Name())
 	}()
 	if size > 0 {
-		w := &boundedWriterAt{f: tmp, size: size}
+		w := &boundedWriterAt{f: tmp, size: size, prog: newProgress(ctx, "download", modelDataURL, size)}
 		_, err := c.tm.DownloadObject(ctx, &transfermanager.DownloadObjectInput{
 			Bucket:   aws.String(bucket),
 			Key:      aws.String(key),
@@ -153,6 +153,7 @@ func (f *Fetcher) prepareS3(ctx context.Context, modelDataURL, workDir string) (
 		if got := w.end(); got != size {
 			return "", fmt.Errorf("download incomplete: got %d of %d bytes", got, size)
 		}
+		w.prog.done()
 	}
 	return f.extractInto(ctx, workDir, func(dest string) error {
 		return Extract(ctx, io.NewSectionReader(tmp, 0, size), dest, f.limits(size))
@@ -220,6 +221,7 @@ func classifyS3(err error) error {
 type boundedWriterAt struct {
 	f    *os.File
 	size int64
+	prog *progress
 
 	mu   sync.Mutex
 	max  int64
@@ -234,6 +236,7 @@ func (w *boundedWriterAt) WriteAt(p []byte, off int64) (int, error) {
 		return 0, fmt.Errorf("write of %d bytes at %d passes the object size %d", len(p), off, w.size)
 	}
 	n, err := w.f.WriteAt(p, off)
+	w.prog.add(int64(n), 0)
 	w.mu.Lock()
 	w.max = max(w.max, off+int64(n))
 	w.mu.Unlock()

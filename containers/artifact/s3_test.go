@@ -2,13 +2,14 @@ package artifact
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,88 +19,93 @@ import (
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/mce-run/mce/internal/awstest"
+	"github.com/mce-run/mce/internal/s3test"
 )
 
 // TestMain isolates the AWS SDK from the network and the developer's AWS files.
 func TestMain(m *testing.M) { os.Exit(awstest.Run(m)) }
 
-// fakeS3 is an in-process S3 (gofakes3, in memory) on a loopback port.
-type fakeS3 struct {
-	url     string
-	backend *s3mem.Backend
+// testS3 is a real S3 server (versitygw, internal/s3test) on loopback, and
+// a transparent proxy in front of it that counts ranged GETs and can hold
+// them, so a test proves parallel part downloads rather than hoping for them.
+type testS3 struct {
+	*s3test.Server
+	proxyURL string // the proxy; the server itself is at Endpoint
 
-	rangeGets   atomic.Int64 // GETs with a Range header
+	rangeGets   atomic.Int64 // GETs with a Range header through the proxy
 	inflight    atomic.Int64 // ranged GETs being served now
 	maxInflight atomic.Int64
 	// holdRanges makes ranged GETs past the first part wait (up to 5 s)
-	// until two are in flight at once, so parallelism is proven, not hoped for.
+	// until two are in flight at once.
 	holdRanges atomic.Bool
 	peer       chan struct{}
 	peerOnce   sync.Once
 }
 
-func newFakeS3(t *testing.T, buckets ...string) *fakeS3 {
+func newS3(t *testing.T, region string, buckets ...string) *testS3 {
 	t.Helper()
-	fs := &fakeS3{backend: s3mem.New(), peer: make(chan struct{})}
-	h := gofakes3.New(fs.backend).Server()
+	ts := &testS3{Server: s3test.StartInRegion(t, region), peer: make(chan struct{})}
+	target, err := url.Parse(ts.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Host header is part of the SigV4 signature: the proxy keeps the
+	// client's, so the server checks the signature the client made.
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		r.Out.Host = r.In.Host
+	}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rng := r.Header.Get("Range"); r.Method == http.MethodGet && rng != "" {
-			fs.rangeGets.Add(1)
-			n := fs.inflight.Add(1)
-			defer fs.inflight.Add(-1)
-			for m := fs.maxInflight.Load(); n > m && !fs.maxInflight.CompareAndSwap(m, n); m = fs.maxInflight.Load() {
+			ts.rangeGets.Add(1)
+			n := ts.inflight.Add(1)
+			defer ts.inflight.Add(-1)
+			for m := ts.maxInflight.Load(); n > m && !ts.maxInflight.CompareAndSwap(m, n); m = ts.maxInflight.Load() {
 			}
 			if n >= 2 {
-				fs.peerOnce.Do(func() { close(fs.peer) })
+				ts.peerOnce.Do(func() { close(ts.peer) })
 			}
-			if fs.holdRanges.Load() && !strings.HasPrefix(rng, "bytes=0-") {
+			if ts.holdRanges.Load() && !strings.HasPrefix(rng, "bytes=0-") {
 				select {
-				case <-fs.peer:
+				case <-ts.peer:
 				case <-time.After(5 * time.Second):
 				case <-r.Context().Done():
 				}
 			}
 		}
-		h.ServeHTTP(w, r)
+		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
-	fs.url = srv.URL
+	ts.proxyURL = srv.URL
 	for _, b := range buckets {
-		if err := fs.backend.CreateBucket(b); err != nil {
-			t.Fatal(err)
-		}
+		ts.Bucket(t, b)
 	}
-	return fs
+	return ts
 }
 
-func (fs *fakeS3) put(t *testing.T, bucket, key string, data []byte) {
+func (ts *testS3) put(t *testing.T, bucket, key string, data []byte) {
 	t.Helper()
-	if _, err := fs.backend.PutObject(bucket, key, nil, bytes.NewReader(data), int64(len(data)), nil); err != nil {
-		t.Fatal(err)
-	}
+	ts.Put(t, bucket, key, data)
 }
 
-// options points a Fetcher at the fake with explicit static credentials and
-// region, so nothing is looked up elsewhere.
-func (fs *fakeS3) options() Options {
+// options points a Fetcher straight at the server with explicit static
+// credentials and region, so nothing is looked up elsewhere.
+func (ts *testS3) options() Options {
 	return Options{S3: S3Options{
-		Endpoint:     fs.url,
-		Region:       "us-east-1",
+		Endpoint:     ts.Endpoint,
+		Region:       ts.Region,
 		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		Credentials:  ts.Credentials(),
 	}}
 }
 
 func TestPrepareS3(t *testing.T) {
-	fake := newFakeS3(t, "models")
+	fake := newS3(t, "us-east-1", "models")
 	fake.put(t, "models", "small/model.tar.gz", buildTar(t, true, file("config.pbtxt", "name: \"m\""), file("1/model.onnx", "onnx")))
 	fake.put(t, "models", "dir/my model+v1.tar", buildTar(t, false, file("config.pbtxt", "name: \"m\""), file("1/model.onnx", "onnx")))
 	f, err := NewFetcher(fake.options())
@@ -126,7 +132,7 @@ func TestPrepareS3(t *testing.T) {
 }
 
 func TestPrepareS3LargeObjectInRanges(t *testing.T) {
-	fake := newFakeS3(t, "models")
+	fake := newS3(t, "us-east-1", "models")
 	payload := make([]byte, 40<<20)
 	rng := rand.New(rand.NewChaCha8([32]byte{1, 2, 3}))
 	for i := 0; i < len(payload); i += 8 {
@@ -139,6 +145,7 @@ func TestPrepareS3LargeObjectInRanges(t *testing.T) {
 	fake.put(t, "models", "large.tar", data)
 	fake.holdRanges.Store(true)
 	opts := fake.options()
+	opts.S3.Endpoint = fake.proxyURL
 	opts.S3.Concurrency = 4
 	opts.S3.PartSizeBytes = 5 << 20
 	f, err := NewFetcher(opts)
@@ -204,7 +211,7 @@ func TestClassifyS3(t *testing.T) {
 }
 
 func TestPrepareS3Errors(t *testing.T) {
-	fake := newFakeS3(t, "models")
+	fake := newS3(t, "us-east-1", "models")
 	fake.put(t, "models", "notes.txt", []byte("plain text"))
 	fake.put(t, "models", "empty.tar.gz", nil)
 	fake.put(t, "models", "evil.tar.gz", buildTar(t, true, symlink("l", "../../etc")))
@@ -248,12 +255,12 @@ func TestPrepareS3Errors(t *testing.T) {
 // TestPrepareS3DefaultChain uses no explicit credentials or region: both
 // come from the environment through aws-sdk-go-v2's default chain.
 func TestPrepareS3DefaultChain(t *testing.T) {
-	fake := newFakeS3(t, "models")
+	fake := newS3(t, "eu-west-1", "models")
 	fake.put(t, "models", "m.tar.gz", buildTar(t, true, file("a", "x")))
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_ACCESS_KEY_ID", fake.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", fake.SecretKey)
 	t.Setenv("AWS_REGION", "eu-west-1")
-	f, err := NewFetcher(Options{S3: S3Options{Endpoint: fake.url, UsePathStyle: true}})
+	f, err := NewFetcher(Options{S3: S3Options{Endpoint: fake.Endpoint, UsePathStyle: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

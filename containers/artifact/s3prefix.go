@@ -71,6 +71,7 @@ func (f *Fetcher) prepareS3Prefix(ctx context.Context, modelDataURL, workDir str
 		}
 		defer root.Close()
 		x := newExtractor(ctx, root, lim)
+		x.prog = newProgress(ctx, "download", modelDataURL, total)
 		for _, o := range objects {
 			name, reason := cleanName(strings.TrimPrefix(o.key, prefix))
 			if reason != "" {
@@ -89,6 +90,7 @@ func (f *Fetcher) prepareS3Prefix(ctx context.Context, modelDataURL, workDir str
 				return err
 			}
 		}
+		x.prog.done()
 		return nil
 	})
 }

@@ -3,6 +3,9 @@ package artifact
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -10,12 +13,11 @@ import (
 // TestPrepareS3Prefix: an uncompressed model folder under an S3 prefix is
 // staged file by file, with archives' rules on names and sizes.
 func TestPrepareS3Prefix(t *testing.T) {
-	fake := newFakeS3(t, "models")
+	fake := newS3(t, "us-east-1", "models")
 	fake.put(t, "models", "llm/config.pbtxt", []byte(`name: "m"`))
 	fake.put(t, "models", "llm/1/model.onnx", []byte("onnx"))
 	fake.put(t, "models", "llm/1/", nil) // a console's folder marker
 	fake.put(t, "models", "llm-other/x", []byte("not under llm/"))
-	fake.put(t, "models", "evil/../escape", []byte("x"))
 	fake.put(t, "models", "big/a", []byte(strings.Repeat("a", 600)))
 	fake.put(t, "models", "big/b", []byte(strings.Repeat("b", 600)))
 	f, err := NewFetcher(fake.options())
@@ -30,9 +32,31 @@ func TestPrepareS3Prefix(t *testing.T) {
 	diffTrees(t, treeOf(t, got), modelTree)
 
 	t.Run("unsafe key", func(t *testing.T) {
-		_, err := f.Prepare(context.Background(), "s3://models/evil/", "", t.TempDir())
+		// A real server stores no key holding "..", so a hostile listing
+		// comes from a stand-in that answers ListObjectsV2 with one.
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Query().Get("list-type") != "2" {
+				w.Write([]byte("x")) // any GET of an object
+				return
+			}
+			w.Header().Set("Content-Type", "application/xml")
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>models</Name><Prefix>evil/</Prefix>`+
+				`<KeyCount>1</KeyCount><IsTruncated>false</IsTruncated><Contents><Key>evil/../escape</Key><Size>1</Size></Contents></ListBucketResult>`)
+		}))
+		t.Cleanup(srv.Close)
+		opts := fake.options()
+		opts.S3.Endpoint = srv.URL
+		hostile, err := NewFetcher(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		work := t.TempDir()
+		_, err = hostile.Prepare(context.Background(), "s3://models/evil/", "", work)
 		if !errors.Is(err, ErrUnsafeArchive) {
 			t.Fatalf("err = %v, want ErrUnsafeArchive", err)
+		}
+		if left := workDirEntries(t, work); len(left) != 0 {
+			t.Errorf("left behind %q", left)
 		}
 	})
 	t.Run("empty prefix", func(t *testing.T) {

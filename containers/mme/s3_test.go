@@ -3,37 +3,25 @@ package mme
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/internal/s3test"
 )
 
-// TestS3Prefix downloads models from an in-process S3 (gofakes3) on
+// TestS3Prefix downloads models from a real S3 server (versitygw) on
 // loopback, with static credentials and path-style addressing.
 func TestS3Prefix(t *testing.T) {
-	backend := s3mem.New()
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
-	if err := backend.CreateBucket("models"); err != nil {
-		t.Fatal(err)
-	}
-	put := func(key string, data []byte) {
-		if _, err := backend.PutObject("models", key, nil, bytesReader(data), int64(len(data)), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	put("mme/en/sentiment.tar.gz", modelArchive(t, "en", 200_000))
-	put("mme/de/sentiment.tar.gz", modelArchive(t, "de", 1000))
+	s3 := s3test.Start(t)
+	s3.Bucket(t, "models")
+	s3.Put(t, "models", "mme/en/sentiment.tar.gz", modelArchive(t, "en", 200_000))
+	s3.Put(t, "models", "mme/de/sentiment.tar.gz", modelArchive(t, "de", 1000))
 
 	fetcher, err := artifact.NewFetcher(artifact.Options{S3: artifact.S3Options{
-		Endpoint: srv.URL, Region: "us-east-1", UsePathStyle: true, PartSizeBytes: 64 << 10,
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		Endpoint: s3.Endpoint, Region: s3.Region, UsePathStyle: true, PartSizeBytes: 64 << 10,
+		Credentials: s3.Credentials(),
 	}})
 	if err != nil {
 		t.Fatal(err)

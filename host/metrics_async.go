@@ -1,0 +1,135 @@
+package host
+
+import (
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Asynchronous inference metrics, Prometheus-style names for SageMaker's
+// CloudWatch metrics of asynchronous endpoints (AWS/SageMaker namespace,
+// EndpointName dimension):
+//
+//	mce_async_backlog_size                 ApproximateBacklogSize
+//	mce_async_backlog_size_per_instance    ApproximateBacklogSizePerInstance
+//	mce_async_oldest_request_age_seconds   ApproximateAgeOfOldestRequest
+//	mce_async_has_backlog_without_capacity HasBacklogWithoutCapacity
+//
+// The backlog counts requests queued or in flight, as SageMaker's does. The
+// gauges are read from the queues at scrape time, so a deleted endpoint's
+// series go with its queue. No async series exists until an endpoint has
+// had an asynchronous request.
+type asyncMetrics struct {
+	accepted    *prometheus.CounterVec
+	completed   *prometheus.CounterVec
+	writeErrors *prometheus.CounterVec
+}
+
+var (
+	descBacklog = prometheus.NewDesc("mce_async_backlog_size",
+		"Asynchronous requests queued or in flight (CloudWatch ApproximateBacklogSize).", []string{"endpoint"}, nil)
+	descBacklogPerInstance = prometheus.NewDesc("mce_async_backlog_size_per_instance",
+		"Asynchronous backlog divided by the endpoint's running instances; the whole backlog when none runs (CloudWatch ApproximateBacklogSizePerInstance).", []string{"endpoint"}, nil)
+	descOldest = prometheus.NewDesc("mce_async_oldest_request_age_seconds",
+		"Age of the oldest asynchronous request queued or in flight, 0 when none (CloudWatch ApproximateAgeOfOldestRequest).", []string{"endpoint"}, nil)
+	descNoCapacity = prometheus.NewDesc("mce_async_has_backlog_without_capacity",
+		"1 when the endpoint has a backlog and no running instance to serve it, else 0 (CloudWatch HasBacklogWithoutCapacity).", []string{"endpoint"}, nil)
+)
+
+func newAsyncMetrics(reg *prometheus.Registry, s *Server) *asyncMetrics {
+	m := &asyncMetrics{
+		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_requests_accepted_total",
+			Help: "InvokeEndpointAsync requests accepted (persisted and answered 202)."}, []string{"endpoint"}),
+		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_requests_completed_total",
+			Help: "Asynchronous requests settled, by outcome: answered (OutputLocation) or failed (FailureLocation)."}, []string{"endpoint", "outcome"}),
+		writeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_result_write_errors_total",
+			Help: "Failed writes of asynchronous results to S3; the request stays queued and is tried again."}, []string{"endpoint"}),
+	}
+	reg.MustRegister(m.accepted, m.completed, m.writeErrors, asyncCollector{s})
+	return m
+}
+
+// asyncCollector reads the queues at scrape time.
+type asyncCollector struct{ s *Server }
+
+func (c asyncCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descBacklog
+	ch <- descBacklogPerInstance
+	ch <- descOldest
+	ch <- descNoCapacity
+}
+
+func (c asyncCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.s.asyncStats(time.Now()) {
+		perInstance := float64(st.backlog)
+		if st.instances > 0 {
+			perInstance /= float64(st.instances)
+		}
+		noCapacity := 0.0
+		if st.backlog > 0 && st.instances == 0 {
+			noCapacity = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descBacklog, prometheus.GaugeValue, float64(st.backlog), st.endpoint)
+		ch <- prometheus.MustNewConstMetric(descBacklogPerInstance, prometheus.GaugeValue, perInstance, st.endpoint)
+		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, st.oldest.Seconds(), st.endpoint)
+		ch <- prometheus.MustNewConstMetric(descNoCapacity, prometheus.GaugeValue, noCapacity, st.endpoint)
+	}
+}
+
+// asyncStat is one endpoint's queue, as the metrics show it.
+type asyncStat struct {
+	endpoint  string
+	backlog   int
+	instances int
+	oldest    time.Duration
+}
+
+func (s *Server) asyncStats(now time.Time) []asyncStat {
+	s.async.mu.Lock()
+	defer s.async.mu.Unlock()
+	var out []asyncStat
+	for _, q := range s.async.queues {
+		st := asyncStat{endpoint: q.name, backlog: len(q.pending) + len(q.running), instances: q.instances}
+		var first time.Time
+		for _, it := range q.pending {
+			if first.IsZero() || it.rec.Accepted.Before(first) {
+				first = it.rec.Accepted
+			}
+		}
+		for _, it := range q.running {
+			if first.IsZero() || it.rec.Accepted.Before(first) {
+				first = it.rec.Accepted
+			}
+		}
+		if !first.IsZero() {
+			st.oldest = max(now.Sub(first), 0)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// asyncEndpointGone settles the queued requests of a deleted endpoint at
+// their failure locations and drops its queue (requests in flight finish on
+// their own).
+func (s *Server) asyncEndpointGone(name string) {
+	k := strings.ToLower(name)
+	s.async.mu.Lock()
+	q := s.async.queues[k]
+	var pending []*asyncItem
+	if q != nil {
+		pending = q.pending
+		q.pending = nil
+		if len(q.running) == 0 {
+			delete(s.async.queues, k)
+		}
+	}
+	s.async.mu.Unlock()
+	for _, it := range pending {
+		s.background(func() { s.settleFailure(q, it, deletedMessage(it.rec)) })
+	}
+	s.asyncMetrics.accepted.DeleteLabelValues(name)
+	s.asyncMetrics.completed.DeletePartialMatch(prometheus.Labels{"endpoint": name})
+	s.asyncMetrics.writeErrors.DeleteLabelValues(name)
+}

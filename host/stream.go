@@ -1,0 +1,214 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/labstack/echo/v4"
+
+	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/internal/wire"
+	"github.com/mce-run/mce/pipeline"
+)
+
+// Headers of InvokeEndpointWithResponseStream that InvokeEndpoint does not
+// have (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointWithResponseStream.html): the model's Accept comes as
+// X-Amzn-SageMaker-Accept, and the answer's model Content-Type goes back as
+// X-Amzn-SageMaker-Content-Type (Content-Type is the event stream's).
+var (
+	hdrStreamAccept      = http.CanonicalHeaderKey(wire.HeaderStreamAccept)
+	hdrStreamContentType = http.CanonicalHeaderKey(wire.HeaderStreamContentType)
+)
+
+const eventStreamMediaType = "application/vnd.amazon.eventstream"
+
+// invokeEndpointStream is InvokeEndpointWithResponseStream: POST
+// /endpoints/{EndpointName}/invocations-response-stream (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointWithResponseStream.html).
+// Validation, authorization, routing and the body's limits are
+// InvokeEndpoint's (admitInvocation); the last container's answer is relayed
+// as PayloadPart events as its bytes arrive. A failure before the container's answer began
+// is answered as InvokeEndpoint answers it (ModelError 424 and so on); one
+// after it is a ModelStreamError exception event ending the stream.
+func (s *Server) invokeEndpointStream(c echo.Context) error {
+	start := time.Now()
+	r := c.Request()
+	w := c.Response()
+	reqID := s.ids.next()
+	w.Header().Set(hdrRequestID, reqID)
+	name := c.Param("name")
+
+	// The model's Accept is X-Amzn-SageMaker-Accept here; a plain Accept is
+	// the client's for the event stream itself. Validated as InvokeEndpoint
+	// validates Accept.
+	h := r.Header.Clone()
+	delete(h, hdrAccept)
+	if v, ok := h[hdrStreamAccept]; ok {
+		h[hdrAccept] = v
+		delete(h, hdrStreamAccept)
+	}
+	e, route, rb, api := s.admitInvocation(w, r, name, h, authz.ActionInvokeEndpointWithResponseStream)
+	if api != nil {
+		writeError(w, api)
+		return nil
+	}
+	defer rb.release()
+	body := rb.bytes()
+	// TargetModel is not a member of the operation (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointWithResponseStream.html):
+	// a multi-model endpoint has no model to stream from.
+	if header(h, hdrTargetModel) != "" {
+		writeError(w, validationError("TargetModel is not a parameter of InvokeEndpointWithResponseStream."))
+		return nil
+	}
+	if e.multiModel.Load() {
+		writeError(w, validationError("Endpoint %s is a multi-model endpoint: InvokeEndpointWithResponseStream has no TargetModel to choose a model with. Use InvokeEndpoint.", name))
+		return nil
+	}
+	if api := unsupportedHeaders(h); api != nil {
+		writeError(w, api)
+		return nil
+	}
+
+	req := pipelineRequest(h, body) // TargetModel was refused above
+	sink := &eventSink{w: w, rc: http.NewResponseController(w), start: start, timeout: s.cfg.ContainerTimeout,
+		endpoint: e.name, metrics: s.metrics}
+	res, err := s.invoker.InvokeStream(r.Context(), route, &req, sink)
+	if err == nil {
+		s.metrics.observeInvocation(e.name, res.Variant, time.Since(start), res.ModelLatency, nil)
+		s.series.record(e.name, res.Variant, start, true)
+		return nil
+	}
+	variant := sink.head.Variant
+	fv, container := failedIn(err)
+	if variant == "" {
+		variant = fv
+	}
+	s.series.record(e.name, variant, start, false)
+	if variant != "" {
+		s.metrics.observeInvocation(e.name, variant, time.Since(start), 0, err)
+	}
+	if r.Context().Err() != nil || errors.Is(err, pipeline.ErrSink) {
+		// The client hung up or stopped reading; nobody reads an answer.
+		s.log.Debug().Str("endpoint", name).Str("request_id", reqID).Err(err).Msg("stream client went away")
+		return nil
+	}
+	var se *pipeline.StreamError
+	if errors.As(err, &se) {
+		s.log.Info().Str("event", "stream_broken").Str("endpoint", name).Str("variant", variant).Str("container", container).
+			Str("request_id", reqID).Str("code", se.Code).Dur("latency_ms", time.Since(start)).Err(err).
+			AnErr("cause", se.Model.Err).Msg("invocation stream broke")
+		sink.exception(se)
+		return nil
+	}
+	if sink.began {
+		// Cannot happen: after Begin the pipeline fails with a
+		// StreamError or the caller's or sink's error. End the stream
+		// with the internal failure event rather than a second head.
+		s.log.Error().Str("endpoint", name).Str("request_id", reqID).Err(err).Msg("stream failed after it began")
+		sink.exceptionEvent("InternalStreamFailure", "An internal error occurred in mce (request ID "+reqID+").", "")
+		return nil
+	}
+	api = s.toAPIError(name, reqID, err)
+	s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).
+		AnErr("cause", errors.Unwrap(err)).Msg("invocation failed (detail)")
+	s.logFailedInvocation(reqID, name, variant, container, api, time.Since(start))
+	writeError(w, api)
+	return nil
+}
+
+// eventSink writes a streamed answer as an AWS event stream: the head as
+// HTTP headers, each piece of the body as one PayloadPart event, flushed at
+// once. Each write must be taken by the client within the container time
+// limit, so a client that stops reading cannot hold the stream for ever.
+type eventSink struct {
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	enc      *eventstream.Encoder
+	start    time.Time
+	timeout  time.Duration
+	endpoint string
+	metrics  *metrics
+	head     pipeline.StreamHead
+	began    bool
+	first    bool // a PayloadPart was written
+}
+
+var payloadPartHeaders = eventstream.Headers{
+	{Name: ":event-type", Value: eventstream.StringValue("PayloadPart")},
+	{Name: ":content-type", Value: eventstream.StringValue("application/octet-stream")},
+	{Name: ":message-type", Value: eventstream.StringValue("event")},
+}
+
+func (k *eventSink) Begin(h pipeline.StreamHead) error {
+	k.head, k.began = h, true
+	k.enc = eventstream.NewEncoder()
+	rh := k.w.Header()
+	ct := h.ContentType
+	if ct == "" {
+		ct = defaultContentType
+	}
+	rh.Set("Content-Type", eventStreamMediaType)
+	rh.Set(hdrStreamContentType, ct)
+	rh.Set(hdrInvokedVariant, h.Variant)
+	if h.CustomAttributes != "" {
+		rh.Set(hdrCustomAttributes, h.CustomAttributes)
+	}
+	if err := k.deadline(); err != nil {
+		return err
+	}
+	k.w.WriteHeader(http.StatusOK)
+	return k.rc.Flush()
+}
+
+func (k *eventSink) Write(p []byte) error {
+	if err := k.deadline(); err != nil {
+		return err
+	}
+	if err := k.enc.Encode(k.w, eventstream.Message{Headers: payloadPartHeaders, Payload: p}); err != nil {
+		return err
+	}
+	if err := k.rc.Flush(); err != nil {
+		return err
+	}
+	if !k.first {
+		k.first = true
+		k.metrics.observeFirstByte(k.endpoint, k.head.Variant, time.Since(k.start))
+	}
+	return nil
+}
+
+// deadline bounds the next write to the client.
+func (k *eventSink) deadline() error {
+	err := k.rc.SetWriteDeadline(time.Now().Add(k.timeout))
+	if errors.Is(err, http.ErrNotSupported) {
+		return nil // a writer without deadlines (tests' recorders)
+	}
+	return err
+}
+
+// exception ends the stream with a ModelStreamError event (
+// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointWithResponseStream.html).
+func (k *eventSink) exception(se *pipeline.StreamError) {
+	k.exceptionEvent("ModelStreamError", se.Message, se.Code)
+}
+
+func (k *eventSink) exceptionEvent(typ, msg, code string) {
+	payload, err := json.Marshal(struct {
+		Message   string
+		ErrorCode string `json:",omitempty"`
+	}{truncate(msg, maxMessageLen), code})
+	if err != nil {
+		return
+	}
+	if k.deadline() != nil {
+		return
+	}
+	_ = k.enc.Encode(k.w, eventstream.Message{Headers: eventstream.Headers{
+		{Name: ":exception-type", Value: eventstream.StringValue(typ)},
+		{Name: ":content-type", Value: eventstream.StringValue("application/json")},
+		{Name: ":message-type", Value: eventstream.StringValue("exception")},
+	}, Payload: payload})
+	_ = k.rc.Flush()
+}
