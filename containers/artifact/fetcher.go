@@ -149,8 +149,9 @@ func NewFetcher(opts Options) (*Fetcher, error) {
 }
 
 // Prepare makes the model data at modelDataURL available as a local
-// directory and returns its absolute path (reference/sagemaker-contracts.md
-// §2.2 ModelDataUrl; §3.1: the directory becomes /opt/ml/model).
+// directory and returns its absolute path; the directory becomes
+// /opt/ml/model (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html,
+// https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 //
 // Accepted URLs:
 //   - file:///abs/path, and file://rel/path or file://./rel/path relative to
@@ -186,13 +187,14 @@ func (f *Fetcher) Prepare(ctx context.Context, modelDataURL, baseDir, workDir st
 }
 
 // PrepareArchive is [Fetcher.Prepare] for artifacts that must be archives,
-// as multi-model artifacts are (reference/sagemaker-contracts.md §4.1): a
-// file:// URL naming a folder is refused with [ErrInvalidArchive].
+// as multi-model artifacts are (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html):
+// a file:// URL naming a folder is refused with [ErrInvalidArchive].
 func (f *Fetcher) PrepareArchive(ctx context.Context, modelDataURL, baseDir, workDir string) (string, error) {
 	return f.prepare(ctx, modelDataURL, baseDir, workDir, false)
 }
 
 func (f *Fetcher) prepare(ctx context.Context, modelDataURL, baseDir, workDir string, folders bool) (string, error) {
+	ctx = withSource(ctx, modelDataURL)
 	var (
 		dir string
 		err error

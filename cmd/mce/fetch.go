@@ -1,0 +1,98 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mce-run/mce/containers/artifact"
+)
+
+// fetchFlags are `mce fetch`'s flags.
+type fetchFlags struct {
+	url, dest          string
+	modelRoots         []string
+	s3Endpoint         string
+	s3PathStyle        bool
+	maxBytes, maxRatio int64
+}
+
+// newFetchCmd is what the kubernetes engine's init container runs: the
+// model data of one container, fetched with the same fetcher and limits as
+// `mce serve`, written into a folder the model container mounts at
+// /opt/ml/model.
+func newFetchCmd() *cobra.Command {
+	var f fetchFlags
+	cmd := &cobra.Command{
+		Use:   "fetch --url URL --dest DIR",
+		Short: "Fetch and extract one ModelDataUrl into a folder (the kubernetes engine's init container)",
+		Long: `fetch writes the model data at --url (s3://bucket/key.tar.gz, s3://bucket/prefix/, or a
+file:// path inside a --model-root) into --dest, with the same safety limits as serve:
+archives are checked entry by entry, and their size and expansion are capped. It is what
+the init container of every pod of the kubernetes engine runs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fetch(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.url, "url", "", "ModelDataUrl: s3:// or file://")
+	fl.StringVar(&f.dest, "dest", "", "folder to write the model data into (created if missing; what it holds is kept)")
+	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from; repeatable")
+	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store")
+	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing")
+	fl.Int64Var(&f.maxBytes, "max-artifact-bytes", artifact.DefaultMaxExtractedBytes, "the most bytes of files the artifact may extract")
+	fl.Int64Var(&f.maxRatio, "max-artifact-ratio", artifact.DefaultMaxRatio, "the most an archive may expand, as a multiple of its own size, past its first 64 MiB")
+	_ = cmd.MarkFlagRequired("url")
+	_ = cmd.MarkFlagRequired("dest")
+	return cmd
+}
+
+func fetch(cmd *cobra.Command, f fetchFlags) error {
+	if f.maxBytes < 0 || f.maxRatio < 0 {
+		return &exitError{code: 2, msg: "--max-artifact-bytes and --max-artifact-ratio must not be negative"}
+	}
+	fetcher, err := artifact.NewFetcher(artifact.Options{
+		S3:                artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle},
+		ModelRoots:        f.modelRoots,
+		MaxExtractedBytes: f.maxBytes,
+		MaxRatio:          f.maxRatio,
+	})
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	if err := os.MkdirAll(f.dest, 0o755); err != nil {
+		return err
+	}
+	// The work folder is inside dest, so the extracted entries move into
+	// place by rename (one file system), and a failure leaves nothing.
+	work, err := os.MkdirTemp(f.dest, ".mce-fetch-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	dir, err := fetcher.Prepare(cmd.Context(), f.url, "", work)
+	if err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		to := filepath.Join(f.dest, e.Name())
+		if _, err := os.Lstat(to); err == nil {
+			return fmt.Errorf("model data entry %q exists in %s already", e.Name(), f.dest)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if err := os.Rename(filepath.Join(dir, e.Name()), to); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "fetched %s: %d entries into %s\n", f.url, len(entries), f.dest)
+	return nil
+}

@@ -1,0 +1,85 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/mce-run/mce/containers/artifact"
+)
+
+func (d *Deployment) modelDir(variant, hostname string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.models[modelKey{variant, hostname}]
+}
+
+type modelKey struct{ variant, hostname string }
+
+// prepareArtifacts fetches and extracts each container's model once per
+// variant; the copies of a variant share the read-only directory.
+func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, v := range spec.Variants {
+		for _, c := range v.Containers {
+			if c.ModelDataURL == "" || c.MultiModel {
+				continue // a multi-model container's URL is a prefix, loaded per model
+			}
+			g.Go(func() error {
+				f, err := d.rt.artifactFetcher(gctx)
+				if err != nil {
+					return err
+				}
+				work := filepath.Join(d.workDir, v.Name, c.Hostname)
+				if err := os.MkdirAll(work, 0o755); err != nil {
+					var pe *fs.PathError
+					if errors.As(err, &pe) { // the state folder is not the caller's business
+						err = pe.Err
+					}
+					return fmt.Errorf("artifact folder: %w", err)
+				}
+				// Long downloads and extractions are reported with the
+				// endpoint's and container's names.
+				lctx := d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", v.Name).
+					Str("container", c.Hostname).Logger().WithContext(gctx)
+				dir, err := f.Prepare(lctx, c.ModelDataURL, c.BaseDir, work)
+				if err == nil {
+					err = d.reserve(dir)
+				}
+				if err != nil {
+					return &LaunchError{Endpoint: d.endpoint, Variant: v.Name, Container: c.Hostname,
+						Reason: fmt.Sprintf("could not get its model data from %q", c.ModelDataURL), Err: err}
+				}
+				d.mu.Lock()
+				d.models[modelKey{v.Name, c.Hostname}] = dir
+				d.mu.Unlock()
+				return nil
+			})
+		}
+	}
+	return g.Wait()
+}
+
+// reserve counts an extracted artifact against the runtime's disk budget
+// (making room by deleting unused multi-model files), removing it when it
+// does not fit. teardown gives the bytes back.
+func (d *Deployment) reserve(dir string) error {
+	size, err := artifact.DirSize(dir)
+	if err == nil {
+		err = d.rt.budget.Reserve(size)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return err
+	}
+	d.mu.Lock()
+	d.reserved += size
+	d.mu.Unlock()
+	return nil
+}

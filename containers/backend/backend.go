@@ -1,0 +1,152 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/gpu"
+	"github.com/mce-run/mce/containers/mme"
+	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/pipeline"
+)
+
+// Docker launches endpoints on the Docker engine through a
+// containers.Runtime.
+type Docker struct {
+	Runtime *containers.Runtime
+}
+
+var (
+	_ host.Backend              = (*Docker)(nil)
+	_ host.Preflighter          = (*Docker)(nil)
+	_ host.UsageSource          = (*Docker)(nil)
+	_ host.MultiModelObservable = (*Docker)(nil)
+)
+
+// Launch implements host.Backend.
+func (b *Docker) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (host.Launched, error) {
+	es, err := EndpointSpec(plan)
+	if err != nil {
+		return nil, err
+	}
+	es.Generation = gen
+	d, err := b.Runtime.Deploy(ctx, es)
+	if err != nil {
+		return nil, err
+	}
+	return launched{d}, nil
+}
+
+// Adopt implements host.Backend.
+func (b *Docker) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (host.Launched, error) {
+	es, err := EndpointSpec(plan)
+	if err != nil {
+		return nil, err
+	}
+	es.Generation = gen
+	d, err := b.Runtime.Adopt(ctx, es)
+	if err != nil {
+		return nil, err
+	}
+	return launched{d}, nil
+}
+
+// Reconcile implements host.Backend.
+func (b *Docker) Reconcile(ctx context.Context) error { return b.Runtime.Reconcile(ctx) }
+
+// SetMultiModelObserver implements host.MultiModelObservable.
+func (b *Docker) SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer) {
+	b.Runtime.SetMultiModelObserver(fn)
+}
+
+// Usage implements host.UsageSource.
+func (b *Docker) Usage(ctx context.Context) []containers.Usage { return b.Runtime.Usage(ctx) }
+
+// DiskPercent implements host.UsageSource.
+func (b *Docker) DiskPercent() (float64, error) { return b.Runtime.DiskPercent() }
+
+// GPUUtilization implements host.UsageSource.
+func (b *Docker) GPUUtilization(i int) (float64, float64, error) {
+	return b.Runtime.GPUUtilization(i)
+}
+
+// EndpointSpec translates a resolved SageMaker endpoint into what the Docker
+// runtime launches.
+func EndpointSpec(plan spec.EndpointPlan) (containers.EndpointSpec, error) {
+	es := containers.EndpointSpec{Name: plan.Name}
+	for _, v := range plan.Variants {
+		vs := containers.VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout,
+			NetworkIsolation: v.NetworkIsolation}
+		for _, c := range v.Containers {
+			req, err := gpu.ParseRequest(c.GPUs)
+			if err != nil {
+				return es, fmt.Errorf("variant %q container %q: GPUs: %w", v.Name, c.Hostname, err)
+			}
+			vs.Containers = append(vs.Containers, containers.ContainerSpec{
+				Hostname:           c.Hostname,
+				Image:              c.Image,
+				Environment:        c.Environment,
+				ModelDataURL:       c.ModelDataURL,
+				BaseDir:            c.BaseDir,
+				MultiModel:         c.Mode == "MultiModel",
+				ModelCacheDisabled: c.ModelCacheSetting == "Disabled",
+				GPUs:               req,
+				CPUs:               c.Resources.Cpus,
+				MemoryBytes:        c.Resources.MemoryMiB << 20,
+			})
+		}
+		es.Variants = append(es.Variants, vs)
+	}
+	return es, nil
+}
+
+// launched is one generation of an endpoint on the Docker engine.
+type launched struct{ d *containers.Deployment }
+
+func (l launched) Copies(variant string) [][]pipeline.Container {
+	copies := l.d.Copies(variant)
+	out := make([][]pipeline.Container, len(copies))
+	for i, cp := range copies {
+		for _, c := range cp {
+			if c.Models() != nil {
+				out[i] = append(out[i], multiModelContainer{c})
+				continue
+			}
+			out[i] = append(out[i], c)
+		}
+	}
+	return out
+}
+
+func (l launched) Scale(ctx context.Context, variant string, n int) error {
+	return l.d.Scale(ctx, variant, n)
+}
+
+func (l launched) Close(ctx context.Context) error { return l.d.Close(ctx) }
+
+// multiModelContainer lets the pipeline reach a MultiModel container's model
+// manager (Go has no covariant results: *mme.Lease is returned as a
+// pipeline.Lease here, and never as a typed nil).
+type multiModelContainer struct{ *containers.Container }
+
+func (m multiModelContainer) Acquire(ctx context.Context, target string) (pipeline.Lease, error) {
+	l, err := m.Models().Acquire(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// LoadedModels and CacheUsage implement host.MultiModelDetail.
+func (m multiModelContainer) LoadedModels() []string   { return m.Models().Loaded() }
+func (m multiModelContainer) CacheUsage() (int64, int) { return m.Models().CacheUsage() }
+
+var (
+	_ host.Launched         = launched{}
+	_ pipeline.Container    = (*containers.Container)(nil)
+	_ pipeline.MultiModel   = multiModelContainer{}
+	_ host.ContainerDetail  = (*containers.Container)(nil)
+	_ host.MultiModelDetail = multiModelContainer{}
+)

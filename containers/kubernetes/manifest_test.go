@@ -1,0 +1,216 @@
+package kubernetes
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/mce-run/mce/host/spec"
+)
+
+func testOptions() ManifestOptions {
+	return ManifestOptions{Instance: "default", Namespace: "ml", FetchImage: "mce-example/mce:latest",
+		FetchArgs: []string{"--s3-endpoint", "http://s3.local:9000"}}
+}
+
+func testPlan() spec.EndpointPlan {
+	return spec.EndpointPlan{Name: "Sentiment-EP", Mode: "Serial", Variants: []spec.VariantPlan{{
+		Name: "AllTraffic", InstanceCount: 2, Weight: 1, HealthCheckTimeout: 60 * time.Second,
+		Containers: []spec.ContainerPlan{
+			{Hostname: "Pre", Image: "mce-example/pre:latest", Environment: map[string]string{"A": "1", "SAGEMAKER_BIND_TO_PORT": "9999"},
+				Mode: "SingleModel", Resources: spec.Resources{Cpus: 1.5, MemoryMiB: 512}},
+			{Hostname: "model", Image: "mce-example/model:latest", ModelDataURL: "s3://bucket/model.tar.gz",
+				Mode: "SingleModel", GPUs: "2"},
+		},
+	}}}
+}
+
+func TestDeploymentManifest(t *testing.T) {
+	plan := testPlan()
+	owner := OwnerConfigMap(testOptions(), plan, 3, "h")
+	owner.UID = "owner-uid"
+	d, err := Deployment(testOptions(), plan, 3, plan.Variants[0], owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{LabelManaged: "true", LabelInstance: "default", LabelEndpoint: "Sentiment-EP",
+		LabelVariant: "AllTraffic", LabelGeneration: "3"}
+	if !strings.HasPrefix(d.Name, "mce-default-sentiment-ep-g3-") || len(d.Name) > 46 || !dnsLabel.MatchString(d.Name) {
+		t.Errorf("name %q: want a DNS label of at most 46 characters with a hash (the endpoint name has capitals)", d.Name)
+	}
+	if d.Namespace != "ml" || *d.Spec.Replicas != 2 {
+		t.Errorf("namespace %q replicas %d, want ml and 2", d.Namespace, *d.Spec.Replicas)
+	}
+	for what, got := range map[string]map[string]string{"labels": d.Labels, "selector": d.Spec.Selector.MatchLabels, "pod labels": d.Spec.Template.Labels} {
+		if !equality.Semantic.DeepEqual(got, wantLabels) {
+			t.Errorf("%s = %v, want %v", what, got, wantLabels)
+		}
+	}
+	if len(d.OwnerReferences) != 1 || d.OwnerReferences[0].UID != "owner-uid" || d.OwnerReferences[0].Kind != "ConfigMap" || d.OwnerReferences[0].Name != owner.Name {
+		t.Errorf("owner references %+v, want the owner ConfigMap", d.OwnerReferences)
+	}
+	if d.Annotations[AnnotationSpec] == "" {
+		t.Error("no spec fingerprint")
+	}
+	pod := d.Spec.Template.Spec
+	if *pod.AutomountServiceAccountToken || *pod.EnableServiceLinks {
+		t.Error("model containers get a service account token or service links")
+	}
+	if d.Spec.Template.Annotations[AnnotationHostnames] != "Pre,model" {
+		t.Errorf("hostnames annotation %q", d.Spec.Template.Annotations[AnnotationHostnames])
+	}
+	probe := func(failures int32) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ping", Port: intstr.FromInt(8080), Scheme: "HTTP"}},
+			PeriodSeconds: 2, TimeoutSeconds: 2, FailureThreshold: failures, SuccessThreshold: 1}
+	}
+	lim := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("512Mi")}
+	want0 := corev1.Container{
+		Name: "pre", Image: "mce-example/pre:latest", ImagePullPolicy: corev1.PullIfNotPresent,
+		Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "SAGEMAKER_BIND_TO_PORT", Value: "8080"},
+			{Name: "SAGEMAKER_SAFE_PORT_RANGE", Value: pod.Containers[0].Env[2].Value}},
+		Ports:        []corev1.ContainerPort{{Name: "sm-8080", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+		StartupProbe: probe(30), ReadinessProbe: probe(3), TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		Resources: corev1.ResourceRequirements{Limits: lim, Requests: lim},
+	}
+	if !equality.Semantic.DeepEqual(pod.Containers[0], want0) {
+		t.Errorf("container 0:\n got %+v\nwant %+v", pod.Containers[0], want0)
+	}
+	if pod.Containers[0].Env[2].Name != "SAGEMAKER_SAFE_PORT_RANGE" {
+		t.Errorf("env %v", pod.Containers[0].Env)
+	}
+	c1 := pod.Containers[1]
+	if c1.Ports[0].ContainerPort != 8081 || c1.ReadinessProbe.HTTPGet.Port.IntValue() != 8081 || c1.StartupProbe.HTTPGet.Port.IntValue() != 8081 {
+		t.Errorf("second container's ports %+v probe %+v, want 8081", c1.Ports, c1.ReadinessProbe.HTTPGet)
+	}
+	if q := c1.Resources.Limits[ResourceGPU]; q.Value() != 2 || len(c1.Resources.Limits) != 1 {
+		t.Errorf("second container's limits %v, want nvidia.com/gpu 2 only", c1.Resources.Limits)
+	}
+	wantMount := []corev1.VolumeMount{{Name: "model-1", MountPath: "/opt/ml/model", ReadOnly: true}}
+	if !equality.Semantic.DeepEqual(c1.VolumeMounts, wantMount) || len(pod.Containers[0].VolumeMounts) != 0 {
+		t.Errorf("mounts %+v / %+v, want model data read-only at /opt/ml/model in the second only", pod.Containers[0].VolumeMounts, c1.VolumeMounts)
+	}
+	wantInit := []corev1.Container{{Name: "fetch-1", Image: "mce-example/mce:latest", ImagePullPolicy: corev1.PullIfNotPresent,
+		Args:                     []string{"fetch", "--url", "s3://bucket/model.tar.gz", "--dest", "/mnt/model", "--s3-endpoint", "http://s3.local:9000"},
+		VolumeMounts:             []corev1.VolumeMount{{Name: "model-1", MountPath: "/mnt/model"}},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}}
+	if !equality.Semantic.DeepEqual(pod.InitContainers, wantInit) {
+		t.Errorf("init containers:\n got %+v\nwant %+v", pod.InitContainers, wantInit)
+	}
+	wantVols := []corev1.Volume{{Name: "model-1", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	if !equality.Semantic.DeepEqual(pod.Volumes, wantVols) {
+		t.Errorf("volumes %+v", pod.Volumes)
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	o, plan := testOptions(), testPlan()
+	a, _ := Deployment(o, plan, 1, plan.Variants[0], nil)
+	scaled := plan
+	scaled.Variants = []spec.VariantPlan{plan.Variants[0]}
+	scaled.Variants[0].InstanceCount = 7
+	b, _ := Deployment(o, scaled, 1, scaled.Variants[0], nil)
+	if a.Annotations[AnnotationSpec] != b.Annotations[AnnotationSpec] {
+		t.Error("the instance count changes the fingerprint; scaling would stop adoption")
+	}
+	other := scaled
+	other.Variants = []spec.VariantPlan{scaled.Variants[0]}
+	other.Variants[0].Containers = append([]spec.ContainerPlan(nil), plan.Variants[0].Containers...)
+	other.Variants[0].Containers[1].Image = "mce-example/model:v2"
+	c, _ := Deployment(o, other, 1, other.Variants[0], nil)
+	if a.Annotations[AnnotationSpec] == c.Annotations[AnnotationSpec] {
+		t.Error("a new image keeps the fingerprint")
+	}
+	h1, _ := PlanHash(o, plan, 1)
+	h2, _ := PlanHash(o, other, 1)
+	if h1 == h2 || h1 == "" {
+		t.Errorf("plan hashes %q %q", h1, h2)
+	}
+}
+
+func TestOwnerConfigMap(t *testing.T) {
+	cm := OwnerConfigMap(testOptions(), testPlan(), 2, "abc")
+	if cm.Name != Name(253, "mce", "default", "Sentiment-EP", "g2") || cm.Namespace != "ml" || cm.Annotations[AnnotationSpec] != "abc" {
+		t.Errorf("owner %+v", cm.ObjectMeta)
+	}
+	want := map[string]string{LabelManaged: "true", LabelInstance: "default", LabelEndpoint: "Sentiment-EP", LabelGeneration: "2"}
+	if !equality.Semantic.DeepEqual(cm.Labels, want) {
+		t.Errorf("labels %v", cm.Labels)
+	}
+}
+
+func TestName(t *testing.T) {
+	long := strings.Repeat("Ab", 40)
+	for _, tc := range []struct {
+		parts []string
+		max   int
+	}{{[]string{"mce", "x"}, 46}, {[]string{"mce", long, "g1"}, 46}, {[]string{"a_b", "C"}, 63}, {[]string{"--"}, 63}} {
+		n := Name(tc.max, tc.parts...)
+		if len(n) > tc.max || !dnsLabel.MatchString(n) {
+			t.Errorf("Name(%d, %q) = %q: not a DNS label within the limit", tc.max, tc.parts, n)
+		}
+	}
+	if Name(46, "mce", "x") != "mce-x" {
+		t.Errorf("a valid name changed: %q", Name(46, "mce", "x"))
+	}
+	if Name(46, "mce", long+"a") == Name(46, "mce", long+"b") {
+		t.Error("shortened names collide")
+	}
+	if Name(63, "A") == Name(63, "a") {
+		t.Error("names differing in case collide")
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	mm := testPlan()
+	mm.Variants[0].Containers[1].Mode = "MultiModel"
+	if err := Check(mm); !errors.Is(err, ErrMultiModel) || !strings.Contains(err.Error(), "MultiModel on the kubernetes engine is not supported yet") {
+		t.Errorf("multi-model: %v", err)
+	}
+	iso := testPlan()
+	iso.Variants[0].NetworkIsolation = true
+	if err := Check(iso); !errors.Is(err, ErrNetworkIsolation) {
+		t.Errorf("isolation: %v", err)
+	}
+	for _, g := range []string{"all", "device=0"} {
+		p := testPlan()
+		p.Variants[0].Containers[1].GPUs = g
+		if err := Check(p); err == nil || !strings.Contains(err.Error(), "give Resources.Gpus a count") {
+			t.Errorf("GPUs %q: %v", g, err)
+		}
+	}
+	if err := Check(testPlan()); err != nil {
+		t.Errorf("a plan the engine runs: %v", err)
+	}
+}
+
+func TestModelVolumesAndFileURLs(t *testing.T) {
+	o := testOptions()
+	o.ModelVolumes = []ModelVolume{{Volume: corev1.Volume{Name: "models", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "models"}}}, MountPath: "/models"}}
+	o.FetchArgs = []string{"--model-root", "/models"}
+	plan := testPlan()
+	plan.Variants[0].Containers[1].ModelDataURL = "file://m/model.tar.gz"
+	plan.Variants[0].Containers[1].BaseDir = "/models"
+	d, err := Deployment(o, plan, 1, plan.Variants[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init := d.Spec.Template.Spec.InitContainers[0]
+	if init.Args[2] != "file:///models/m/model.tar.gz" {
+		t.Errorf("relative file:// URL passed as %q, want it resolved against the model's folder", init.Args[2])
+	}
+	if m := init.VolumeMounts[1]; m.Name != "models" || m.MountPath != "/models" || !m.ReadOnly {
+		t.Errorf("model volume mount %+v", m)
+	}
+	if vols := d.Spec.Template.Spec.Volumes; len(vols) != 2 || vols[1].Name != "models" {
+		t.Errorf("volumes %+v", vols)
+	}
+	_ = metav1.Now
+}

@@ -1,0 +1,13 @@
+//go:build tools
+
+// Package tools pins the commands scripts/kube/build.sh builds, so that go.mod
+// and go.sum record every module they need.
+package tools
+
+import (
+	_ "go.etcd.io/etcd/server/v3"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)
