@@ -16,7 +16,7 @@ GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build images framework-images models framework-models deps demo test unit vet fmt-check e2e compose-test bench soak clean check-images
+.PHONY: all build images framework-images models framework-models deps versitygw demo test unit vet fmt-check e2e compose-test bench soak clean check-images kube-test
 
 all: build
 
@@ -45,9 +45,13 @@ check-images: build images models framework-images framework-models
 framework-models:
 	scripts/framework-models.sh
 
-# Debian packages the tests and the demo use; installed when missing (as root).
+# Debian packages the tests and the demo use; installed when missing (as root). And versitygw, a real S3 server.
 deps:
 	scripts/deps.sh
+
+# versitygw alone (go install, once per machine; no root): the S3 tests and examples/s3's README use it.
+versitygw:
+	scripts/deps.sh versitygw
 
 demo: deps build framework-images framework-models
 	scripts/demo.sh
@@ -59,7 +63,7 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-unit: build images models framework-images framework-models   # build: the README snippet test (internal/docsnippets) runs bin/mce
+unit: build images models framework-images framework-models versitygw   # build: the README snippet test (internal/docsnippets) runs bin/mce
 	$(GO) test $(TESTFLAGS) ./...
 
 e2e: deps build images models
@@ -70,6 +74,13 @@ compose-test: deps images models
 	compose/test.sh
 
 test: deps fmt-check vet unit e2e compose-test
+
+# The Kubernetes engine on a real single-node cluster (opt-in, not yet part of make test): builds the pinned
+# Kubernetes binaries once per machine (about 12 min cold), mce's own image, and runs the cluster tests as root.
+kube-test: deps build images
+	scripts/kube/build.sh
+	scripts/images.sh mce
+	MCE_KUBE_TEST=1 $(GO) test -count=1 -timeout 30m ./internal/kubetest ./containers/kubernetes ./cmd/mce -run 'TestClusterUpDown|TestOnCluster|TestServeOnKubernetes'
 
 bench: deps build images
 	scripts/bench.sh

@@ -3,6 +3,8 @@ package authz
 import (
 	"net/http"
 	"strings"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // IAM action names the host asks about. Runtime calls are authorized as
@@ -94,13 +96,13 @@ func ModelARN(region, account, name string) string {
 // key, so IAM's missing-key rules apply.
 func InvokeContext(h http.Header) map[string]string {
 	m := make(map[string]string, 3)
-	if v := h.Get("X-Amzn-SageMaker-Target-Model"); v != "" {
+	if v := h.Get(wire.HeaderTargetModel); v != "" {
 		m[KeyTargetModel] = v
 	}
-	if v := h.Get("X-Amzn-SageMaker-Target-Variant"); v != "" {
+	if v := h.Get(wire.HeaderTargetVariant); v != "" {
 		m[KeyTargetVariant] = v
 	}
-	if v := h.Get("X-Amzn-SageMaker-Target-Container-Hostname"); v != "" {
+	if v := h.Get(wire.HeaderTargetContainer); v != "" {
 		m[KeyTargetContainerHostname] = v
 	}
 	return m

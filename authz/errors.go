@@ -3,6 +3,8 @@ package authz
 import (
 	"errors"
 	"net/http"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // AWS error codes of failed authentication (SigV4) and authorization.
@@ -43,7 +45,7 @@ func IsAuthError(err error) (*AuthError, bool) {
 // protocol.
 func authErr(r *http.Request, code, msg string) *AuthError {
 	status := http.StatusForbidden
-	if code == CodeIncompleteSignature || r.Header.Get("X-Amz-Target") != "" {
+	if code == CodeIncompleteSignature || r.Header.Get(wire.HeaderAmzTarget) != "" {
 		status = http.StatusBadRequest
 	}
 	return &AuthError{Status: status, Code: code, Message: msg}

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // SigV4 as aws-sdk-go-v2 (aws/signer/v4) and botocore sign requests for
@@ -37,6 +39,7 @@ const (
 	amzDateLayout    = "20060102T150405Z"
 	scopeDateLayout  = "20060102"
 	signingService   = "sagemaker"
+	logsService      = "logs"
 	scopeTerminator  = "aws4_request"
 	maxAuthHeaderLen = 8 << 10
 	maxSignedHeaders = 64
@@ -67,7 +70,7 @@ func verifySigV4(r *http.Request, body []byte, keys map[string]*credential, now 
 		return nil, aerr
 	}
 	payloadHash := sha256Hex(body)
-	if ph := r.Header.Values("X-Amz-Content-Sha256"); len(ph) > 0 {
+	if ph := r.Header.Values(wire.HeaderAmzContentSHA256); len(ph) > 0 {
 		if len(ph) > 1 || !strings.EqualFold(ph[0], payloadHash) {
 			return nil, authErr(r, CodeInvalidSignature, contentSHAMismatch)
 		}
@@ -94,6 +97,21 @@ type headerChecked struct {
 	signatureChecked bool
 }
 
+// LogsTargetPrefix starts the X-Amz-Target of CloudWatch Logs calls
+// (awsJson1_1, e.g. "Logs_20140328.FilterLogEvents"), which mce answers for
+// endpoints' container output.
+const LogsTargetPrefix = "Logs_20140328."
+
+// SigningService is the service a request must be signed for: "logs" for
+// CloudWatch Logs calls (clients sign those for CloudWatch Logs), else
+// "sagemaker". A signature is valid for its own service only.
+func SigningService(r *http.Request) string {
+	if strings.HasPrefix(r.Header.Get(wire.HeaderAmzTarget), LogsTargetPrefix) {
+		return logsService
+	}
+	return signingService
+}
+
 // verifySigV4Headers makes every check of verifySigV4 that needs no body:
 // the Authorization header's shape, X-Amz-Date, the credential scope, that
 // the access key exists, the clock skew and the session token. When the
@@ -113,7 +131,7 @@ func verifySigV4Headers(r *http.Request, keys map[string]*credential, now time.T
 		return headerChecked{}, aerr
 	}
 
-	dates := r.Header.Values("X-Amz-Date")
+	dates := r.Header.Values(wire.HeaderAmzDate)
 	if len(dates) != 1 {
 		return headerChecked{}, authErr(r, CodeIncompleteSignature, "Authorization header requires existence of a 'X-Amz-Date' header (mce does not accept the 'Date' header). Authorization="+echo(h))
 	}
@@ -127,8 +145,8 @@ func verifySigV4Headers(r *http.Request, keys map[string]*credential, now time.T
 	if auth.terminator != scopeTerminator {
 		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped with a valid terminator: 'aws4_request', not '"+echo(auth.terminator)+"'.")
 	}
-	if auth.service != signingService {
-		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped to correct service: '"+signingService+"'. ")
+	if want := SigningService(r); auth.service != want {
+		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped to correct service: '"+want+"'. ")
 	}
 	if region != "" && auth.region != region {
 		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped to a valid region, not '"+echo(auth.region)+"'. ")
@@ -154,7 +172,7 @@ func verifySigV4Headers(r *http.Request, keys map[string]*credential, now time.T
 	}
 
 	// Session token: required when the credential has one, refused otherwise.
-	tokens := r.Header.Values("X-Amz-Security-Token")
+	tokens := r.Header.Values(wire.HeaderAmzSecurityToken)
 	switch {
 	case len(tokens) > 1:
 		return headerChecked{}, authErr(r, CodeIncompleteSignature, "Only one X-Amz-Security-Token header is allowed.")
@@ -168,7 +186,7 @@ func verifySigV4Headers(r *http.Request, keys map[string]*credential, now time.T
 	// is not a SHA-256; when the header is signed, the signature can be
 	// checked before the body arrives (verifySigV4 still compares the hash
 	// with the body).
-	if ph := r.Header.Values("X-Amz-Content-Sha256"); len(ph) > 0 {
+	if ph := r.Header.Values(wire.HeaderAmzContentSHA256); len(ph) > 0 {
 		v := strings.ToLower(ph[0])
 		if len(ph) > 1 || len(v) != 2*sha256.Size || !isLowerHex(v) {
 			return headerChecked{}, authErr(r, CodeInvalidSignature, contentSHAMismatch)

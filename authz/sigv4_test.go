@@ -336,3 +336,34 @@ func TestAuthErrorIs(t *testing.T) {
 		t.Fatal("IsAuthError did not find the wrapped error")
 	}
 }
+
+// TestSigningServiceFollowsTheTarget: CloudWatch Logs calls are signed for
+// service "logs", every other call for "sagemaker"; a signature for one is
+// refused for the other.
+func TestSigningServiceFollowsTheTarget(t *testing.T) {
+	srv := authServer(t, loadTestdata(t))
+	for _, c := range []struct {
+		target, service, want string
+	}{
+		{"Logs_20140328.FilterLogEvents", "logs", ""},
+		{"Logs_20140328.FilterLogEvents", "sagemaker", "Credential should be scoped to correct service: 'logs'."},
+		{"SageMaker.ListEndpoints", "logs", "Credential should be scoped to correct service: 'sagemaker'."},
+		{"SageMaker.ListEndpoints", "sagemaker", ""},
+	} {
+		body := []byte(`{}`)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/", bytes.NewReader(body))
+		req.Header.Set("X-Amz-Target", c.target)
+		req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+		creds := aws.Credentials{AccessKeyID: aliceKey, SecretAccessKey: aliceSecret}
+		if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, sha256HexOf(body), c.service, "us-east-1", testNow.Add(-3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		got := send(t, req)
+		switch {
+		case c.want == "" && got.principal == "":
+			t.Errorf("%s signed for %s: %+v, want accepted", c.target, c.service, got)
+		case c.want != "" && (got.code != CodeInvalidSignature || !strings.Contains(got.message, c.want)):
+			t.Errorf("%s signed for %s: %+v, want %q", c.target, c.service, got, c.want)
+		}
+	}
+}

@@ -65,7 +65,7 @@ def series(text, name, *labels):
 
 
 def hist(before, after, name, *labels):
-    """count, mean, p50, p99 (µs) of histogram name between two scrapes."""
+    """count, mean, p50, p99 (µs) of histogram name (in seconds) between two scrapes."""
     b = series(before, name + "_bucket", *labels)
     a = series(after, name + "_bucket", *labels)
     count = series(after, name + "_count", *labels).get("", 0) - series(before, name + "_count", *labels).get("", 0)
@@ -82,7 +82,7 @@ def hist(before, after, name, *labels):
                 return lo + (ub - lo) * ((rank - prev) / max(c - prev, 1e-9))
             lo, prev = ub, c
         return bounds[-1]
-    return int(count), total / count, q(0.5), q(0.99)
+    return int(count), total / count * 1e6, q(0.5) * 1e6, q(0.99) * 1e6
 
 
 def _key(d, ub):
@@ -109,7 +109,7 @@ def chain(url, metrics_url, expected, n=500):
         times.append(ms)
         correct += int(data.decode().strip()) == exp["labels"][i % len(rows)]
     after = scrape(metrics_url)
-    ep = 'EndpointName="preprocess-inference"'
+    ep = 'endpoint="preprocess-inference"'
     print(f"\n### Chain preprocess-inference (scikit-learn -> PyTorch), {n} sequential calls of one image, "
           f"1 client; {correct}/{n} correct\n")
     print("| what | calls | p50 ms | p99 ms | mean ms |")
@@ -117,10 +117,10 @@ def chain(url, metrics_url, expected, n=500):
     row("client round trip (exact)", n, sum(times) / n * 1000, percentile(times, 0.5) * 1000,
         percentile(times, 0.99) * 1000)
     for name, labels, label in [
-        ("ModelLatency", (ep,), "ModelLatency (both containers)"),
-        ("ContainerLatency", (ep, 'ContainerName="preprocess"'), "ContainerLatency preprocess (sklearn)"),
-        ("ContainerLatency", (ep, 'ContainerName="network"'), "ContainerLatency network (PyTorch)"),
-        ("OverheadLatency", (ep,), "OverheadLatency (mce, both hops)"),
+        ("mce_model_latency_seconds", (ep,), "ModelLatency (both containers)"),
+        ("mce_container_latency_seconds", (ep, 'container="preprocess"'), "ContainerLatency preprocess (sklearn)"),
+        ("mce_container_latency_seconds", (ep, 'container="network"'), "ContainerLatency network (PyTorch)"),
+        ("mce_overhead_latency_seconds", (ep,), "OverheadLatency (mce, both hops)"),
     ]:
         row(label + " (histogram)", *hist(before, after, name, *labels))
 
@@ -128,7 +128,7 @@ def chain(url, metrics_url, expected, n=500):
 def mme(url, metrics_url, manifest):
     man = json.load(open(manifest))["models"]
     c = Client(url)
-    ep = 'EndpointName="mme"'
+    ep = 'endpoint="mme"'
 
     def calls(idx):
         out = []
@@ -145,7 +145,7 @@ def mme(url, metrics_url, manifest):
     cold = calls(range(len(man)))                   # first call of every model: fetch, extract, load (evicting)
     m1 = scrape(metrics_url)
     # The models still loaded are the most recent ones (LRU): call them in the same order, 200 calls.
-    k = max(1, int(series(m1, "LoadedModelCount", ep).get("", 1)))
+    k = max(1, int(series(m1, "mce_loaded_models", ep).get("", 1)))
     recent = list(range(len(man) - k, len(man)))
     warm = calls((recent * (200 // k + 1))[:200])
     m2 = scrape(metrics_url)
@@ -161,16 +161,19 @@ def mme(url, metrics_url, manifest):
     for label, t, b, a in [("cold: first call of each model (download+extract+load)", cold, m0, m1),
                            (f"warm: the {k} loaded models", warm, m1, m2),
                            ("reload: evicted models, already extracted", reload_, m2, m3)]:
-        print(f"| {label} | {len(t)} | {count(b, a, 'ModelLoadingTime_count')} | "
-              f"{count(b, a, 'ModelUnloadingTime_count')} | {count(b, a, 'ModelCacheHit_sum')} | "
+        print(f"| {label} | {len(t)} | {count(b, a, 'mce_model_loading_seconds_count')} | "
+              f"{count(b, a, 'mce_model_evictions_total')} | {count(b, a, 'mce_model_cache_hits_total')} | "
               f"{percentile(t, 0.5):.2f} | {percentile(t, 0.99):.2f} | {sum(t) / len(t):.2f} |")
-    loaded = series(m3, "LoadedModelCount", ep).get("", 0)
+    loaded = series(m3, "mce_loaded_models", ep).get("", 0)
     print(f"\nLoaded at the end: {int(loaded)} of {len(man)}.")
     print("| mce histogram, whole run | calls | p50 ms | p99 ms | mean ms |")
     print("|---|---|---|---|---|")
-    for name in ("ModelLoadingTime", "ModelLoadingWaitTime", "ModelDownloadingTime", "ModelUnloadingTime",
-                 "ModelLatency", "OverheadLatency"):
-        row(name, *hist(m0, m3, name, ep))
+    for name, cw in (("mce_model_loading_seconds", "ModelLoadingTime"),
+                     ("mce_model_loading_wait_seconds", "ModelLoadingWaitTime"),
+                     ("mce_model_downloading_seconds", "ModelDownloadingTime"),
+                     ("mce_model_unloading_seconds", "ModelUnloadingTime"),
+                     ("mce_model_latency_seconds", "ModelLatency"), ("mce_overhead_latency_seconds", "OverheadLatency")):
+        row(f"{name} ({cw})", *hist(m0, m3, name, ep))
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 				if err != nil {
 					return fail(fmt.Errorf("%w: %v", ErrNotAdoptable, err))
 				}
-				c := d.newContainer(id, name, v.Name, cp, cs, basePort+i, health)
+				c := d.newContainer(id, name, v.Name, cp, cs, ContainerPort(i), health)
 				c.create, c.network = opts, d.networkFor(v)
 				adopted = append(adopted, c)
 				if cs.MultiModel {

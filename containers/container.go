@@ -32,6 +32,7 @@ type Container struct {
 	health   time.Duration
 	log      zerolog.Logger
 	tail     *lineRing
+	subs     logSubs // followers of the output (Follow)
 
 	url      atomic.Pointer[string]
 	ready    atomic.Bool

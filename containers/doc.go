@@ -17,6 +17,18 @@
 // a running container only through its Hostname, BaseURL and Ready methods) and
 // anything of the SageMaker API (package host).
 //
-// Sub-packages: artifact (ModelDataUrl download and safe extraction) and gpu
-// (NVML inventory and Docker device requests).
+// One job per file: deploy.go (Deploy, the Deployment and the parallel launch
+// of copies), create.go (a container's configuration and start), network.go
+// (the endpoint's networks), artifacts.go (model data staged for
+// /opt/ml/model), multimodel.go (a variant's multi-model cache), scale.go,
+// address.go (a container's address on its network), teardown.go (Close and
+// container removal, in parallel through internal/parallel), adopt.go,
+// reconcile.go, health.go, supervise.go (restarts), logs.go, stats.go, image.go,
+// pull.go and registry.go, preflight.go, lease.go, labels.go.
+//
+// Sub-packages: backend (this engine as host's Backend: the translation of a
+// resolved SageMaker endpoint, spec.EndpointPlan, into an EndpointSpec; the
+// only package of the engine that imports host), artifact (ModelDataUrl
+// download and safe extraction), gpu (NVML inventory and Docker device
+// requests), mme (multi-model loading; engine-neutral), check (mce check).
 package containers

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// pingTimeout is SageMaker's per-request /ping timeout (contracts doc §3.1).
+// pingTimeout is SageMaker's per-request /ping timeout (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 const pingTimeout = 2 * time.Second
 
 // failedPingsToUnready is how many liveness pings in a row must fail before a
@@ -43,14 +43,28 @@ func (c *Container) ping(ctx context.Context) error {
 // waitHealthy polls /ping until it answers 200, the container exits, or the
 // window closes. Polling starts fast (a container usually binds its port in
 // tens of milliseconds) and backs off to 250 ms.
+//
+// A wait longer than pingProgressEvery is reported at info every
+// pingProgressEvery, with the time waited and the container's last output
+// line, and its end with the time it took.
 func (c *Container) waitHealthy(ctx context.Context, window time.Duration) error {
 	deadline := time.NewTimer(window)
 	defer deadline.Stop()
 	wait := 20 * time.Millisecond
+	start := time.Now()
+	nextReport := start.Add(pingProgressEvery)
 	var last error
 	for {
 		if last = c.ping(ctx); last == nil {
+			if took := time.Since(start); took >= pingProgressEvery {
+				c.log.Info().Str("event", "ping_ready").Dur("took_ms", took).
+					Msgf("%s passed /ping after %s", c.spec.Hostname, roundDuration(took))
+			}
 			return nil
+		}
+		if now := time.Now(); !now.Before(nextReport) {
+			nextReport = now.Add(pingProgressEvery)
+			c.reportPingWait(now.Sub(start), window, last)
 		}
 		select {
 		case <-ctx.Done():
@@ -69,4 +83,33 @@ func (c *Container) waitHealthy(ctx context.Context, window time.Duration) error
 			wait *= 2
 		}
 	}
+}
+
+// pingProgressEvery is how often a long wait for /ping is reported.
+const pingProgressEvery = 5 * time.Second
+
+// reportPingWait logs one progress line of a wait for /ping, last being the
+// error of the ping that just failed:
+// "waiting for /ping on english (12s of 60s): <last output line>".
+func (c *Container) reportPingWait(elapsed, window time.Duration, last error) {
+	line := "(no output yet)"
+	if tail := c.tail.lines(); len(tail) > 0 {
+		line = tail[len(tail)-1]
+	}
+	c.log.Info().Str("event", "ping_wait").Dur("elapsed_ms", elapsed).
+		Dur("timeout_ms", window).Str("last_output", line).
+		Str("ping", firstLine(last.Error(), 200)).
+		Msgf("waiting for /ping on %s (%s of %s): %s", c.spec.Hostname, roundDuration(elapsed), window, line)
+}
+
+// roundDuration prints a duration with a unit at a precision fit for a log
+// line: whole seconds from 10 s, tenths below, milliseconds below 1 s.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }

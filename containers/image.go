@@ -2,7 +2,10 @@ package containers
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/moby/moby/client"
 )
@@ -35,5 +38,42 @@ func InspectImage(ctx context.Context, e ImageInspector, ref string) (map[string
 }
 
 // LabelMultiModels is the image label SageMaker requires of containers that
-// serve a multi-model endpoint (contracts doc §3.2, §4.1).
+// serve a multi-model endpoint (https://docs.aws.amazon.com/sagemaker/latest/dg/inference-pipeline-real-time.html, https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html).
 const LabelMultiModels = "com.amazonaws.sagemaker.capabilities.multi-models"
+
+// checkImages makes sure every image is present (pulling it only when the
+// runtime is allowed to) and, for multi-container sets, carries SageMaker's
+// bind-to-port label.
+func (rt *Runtime) checkImages(ctx context.Context, spec EndpointSpec) error {
+	type need struct{ multi bool }
+	images := map[string]*need{}
+	for _, v := range spec.Variants {
+		for _, c := range v.Containers {
+			n := images[c.Image]
+			if n == nil {
+				n = &need{}
+				images[c.Image] = n
+			}
+			n.multi = n.multi || len(v.Containers) > 1
+		}
+	}
+	for _, ref := range slices.Sorted(maps.Keys(images)) {
+		labels, err := InspectImage(ctx, rt.engine, ref)
+		if (errors.Is(err, ErrNotFound) && rt.opts.PullPolicy == PullIfMissing) || rt.opts.PullPolicy == PullAlways {
+			if perr := rt.Pull(ctx, ref); perr != nil {
+				return perr
+			}
+			labels, err = InspectImage(ctx, rt.engine, ref)
+		}
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("image %q is not present on the Docker engine and the pull policy is never (start mce with --pull to pull missing images, or build it or docker pull it first): %w", ref, ErrNotFound)
+			}
+			return err
+		}
+		if images[ref].multi && labels[LabelBindToPort] != "true" {
+			return fmt.Errorf("image %q does not carry the label %s=true that SageMaker requires of containers in a multi-container endpoint or pipeline", ref, LabelBindToPort)
+		}
+	}
+	return nil
+}

@@ -19,5 +19,13 @@ const (
 )
 
 // LabelBindToPort is the image label SageMaker requires of containers that
-// run in a pipeline or multi-container endpoint (contracts doc §3.2).
+// run in a pipeline or multi-container endpoint (https://docs.aws.amazon.com/sagemaker/latest/dg/inference-pipeline-real-time.html).
 const LabelBindToPort = "com.amazonaws.sagemaker.capabilities.accept-bind-to-port"
+
+func (rt *Runtime) labels(endpoint string) map[string]string {
+	return map[string]string{
+		LabelManaged:  "true",
+		LabelInstance: rt.opts.Instance,
+		LabelEndpoint: endpoint,
+	}
+}

@@ -2,7 +2,9 @@ package containers
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,11 +51,161 @@ func (r *lineRing) lines() []string {
 	return append(out, r.buf[:r.next]...)
 }
 
-// lineWriter turns a byte stream into log events, one per line.
+// LogLine is one line a container printed, as Follow delivers it.
+type LogLine struct {
+	Stream string // stdout or stderr
+	Text   string
+	// Time is when the engine received the line; set by LogsBetween only.
+	Time time.Time
+	// Dropped counts the lines this follower missed just before this one
+	// because it did not keep up.
+	Dropped int
+}
+
+// logSubs fans a container's output out to its followers. A follower that
+// does not keep up misses lines (counted, and told with the next line it
+// gets): the container's log reader never waits for one.
+type logSubs struct {
+	mu   sync.Mutex
+	subs map[*logSub]struct{}
+}
+
+type logSub struct {
+	ch      chan LogLine
+	dropped int // guarded by logSubs.mu
+}
+
+func (s *logSubs) add(buffer int) *logSub {
+	sub := &logSub{ch: make(chan LogLine, max(buffer, 1))}
+	s.mu.Lock()
+	if s.subs == nil {
+		s.subs = map[*logSub]struct{}{}
+	}
+	s.subs[sub] = struct{}{}
+	s.mu.Unlock()
+	return sub
+}
+
+func (s *logSubs) remove(sub *logSub) {
+	s.mu.Lock()
+	delete(s.subs, sub)
+	s.mu.Unlock()
+}
+
+func (s *logSubs) publish(stream, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for sub := range s.subs {
+		select {
+		case sub.ch <- LogLine{Stream: stream, Text: text, Dropped: sub.dropped}:
+			sub.dropped = 0
+		default:
+			sub.dropped++
+		}
+	}
+}
+
+// Follow delivers each line the container prints from now on, until stop is
+// called (which the follower must do). done is closed when the container is
+// removed: nothing more will come. At most buffer lines wait for the
+// follower; beyond that lines are dropped and counted in the next
+// LogLine.Dropped. Lines of a restarted container keep coming.
+func (c *Container) Follow(buffer int) (lines <-chan LogLine, done <-chan struct{}, stop func()) {
+	sub := c.subs.add(buffer)
+	return sub.ch, c.ctx.Done(), func() { c.subs.remove(sub) }
+}
+
+// MaxLogTail is the most history lines Logs returns.
+const MaxLogTail = 10000
+
+// Logs calls fn with the last n lines (at most MaxLogTail) the container
+// printed, oldest first, from the engine's log (the container's current
+// incarnation: a recreated container's earlier output is gone). It stops at
+// fn's first error.
+func (c *Container) Logs(ctx context.Context, n int, fn func(LogLine) error) error {
+	n = min(max(n, 0), MaxLogTail)
+	if n == 0 {
+		return nil
+	}
+	return c.readLogs(ctx, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(n)}, fn)
+}
+
+// LogsBetween calls fn with each line the container printed from since
+// until until (either zero for no bound), oldest first, with the engine's
+// timestamps, from the engine's log of the container's current incarnation.
+// It stops at fn's first error, which it returns.
+func (c *Container) LogsBetween(ctx context.Context, since, until time.Time, fn func(LogLine) error) error {
+	opts := client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true}
+	if !since.IsZero() {
+		opts.Since = since.UTC().Format(time.RFC3339Nano)
+	}
+	if !until.IsZero() {
+		opts.Until = until.UTC().Format(time.RFC3339Nano)
+	}
+	return c.readLogs(ctx, opts, fn)
+}
+
+// readLogs reads the engine's log of the container with opts and calls fn
+// with each line, stopping at fn's first error, which it returns. With
+// opts.Timestamps each line's engine timestamp goes to LogLine.Time.
+func (c *Container) readLogs(ctx context.Context, opts client.ContainerLogsOptions, fn func(LogLine) error) error {
+	rc, err := c.rt.engine.ContainerLogs(ctx, c.ID(), opts)
+	if err != nil {
+		return classify("logs of container "+c.name, err)
+	}
+	defer rc.Close()
+	var ferr error
+	sink := func(stream, text string) {
+		if ferr != nil {
+			return
+		}
+		l := LogLine{Stream: stream, Text: text}
+		if opts.Timestamps {
+			// "2026-11-24T05:15:18.123456789Z message"; a line split for
+			// length carries no timestamp of its own.
+			if ts, rest, ok := strings.Cut(text, " "); ok {
+				if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+					l.Time, l.Text = t, rest
+				}
+			}
+		}
+		ferr = fn(l)
+	}
+	out := &lineWriter{stream: "stdout", sink: sink}
+	errw := &lineWriter{stream: "stderr", sink: sink}
+	_, err = stdcopy.StdCopy(out, errw, &stopReader{r: rc, err: &ferr})
+	out.flush()
+	errw.flush()
+	if ferr != nil {
+		return ferr
+	}
+	if err != nil && err != io.EOF {
+		return classify("logs of container "+c.name, err)
+	}
+	return nil
+}
+
+// stopReader ends a copy once *err is set (the consumer gave up).
+type stopReader struct {
+	r   io.Reader
+	err *error
+}
+
+func (s *stopReader) Read(p []byte) (int, error) {
+	if *s.err != nil {
+		return 0, *s.err
+	}
+	return s.r.Read(p)
+}
+
+// lineWriter turns a byte stream into log events, one per line: into mce's
+// log (when log is set), the tail ring, the followers, and sink.
 type lineWriter struct {
-	log     zerolog.Logger
+	log     *zerolog.Logger
 	stream  string
 	tail    *lineRing
+	subs    *logSubs
+	sink    func(stream, line string)
 	partial []byte
 }
 
@@ -93,7 +245,15 @@ func (w *lineWriter) emit(b []byte) {
 	if w.tail != nil {
 		w.tail.add(w.stream + ": " + line)
 	}
-	w.log.Info().Str("stream", w.stream).Msg(line)
+	if w.subs != nil {
+		w.subs.publish(w.stream, line)
+	}
+	if w.sink != nil {
+		w.sink(w.stream, line)
+	}
+	if w.log != nil {
+		w.log.Info().Str("stream", w.stream).Msg(line)
+	}
 }
 
 // streamLogs copies the container's stdout and stderr into mce's log until the
@@ -101,8 +261,8 @@ func (w *lineWriter) emit(b []byte) {
 // stops; after a restart the stream is opened again from where it left off.
 func (c *Container) streamLogs(since time.Time) {
 	defer c.wg.Done()
-	out := &lineWriter{log: c.log, stream: "stdout", tail: c.tail}
-	errw := &lineWriter{log: c.log, stream: "stderr", tail: c.tail}
+	out := &lineWriter{log: &c.log, stream: "stdout", tail: c.tail, subs: &c.subs}
+	errw := &lineWriter{log: &c.log, stream: "stderr", tail: c.tail, subs: &c.subs}
 	for {
 		rc, err := c.rt.engine.ContainerLogs(c.ctx, c.ID(), client.ContainerLogsOptions{
 			ShowStdout: true, ShowStderr: true, Follow: true,

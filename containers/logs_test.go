@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 )
@@ -12,7 +13,8 @@ import (
 func TestLineWriter(t *testing.T) {
 	var out bytes.Buffer
 	ring := newLineRing(3)
-	w := &lineWriter{log: zerolog.New(&out).With().Str("container", "c1").Logger(), stream: "stderr", tail: ring}
+	log := zerolog.New(&out).With().Str("container", "c1").Logger()
+	w := &lineWriter{log: &log, stream: "stderr", tail: ring}
 	for _, chunk := range []string{"first li", "ne\nsecond\r\nthi", "rd\nfourth", ""} {
 		w.Write([]byte(chunk))
 	}
@@ -39,7 +41,8 @@ func TestLineWriter(t *testing.T) {
 
 func TestLineWriterSplitsLongLines(t *testing.T) {
 	var out bytes.Buffer
-	w := &lineWriter{log: zerolog.New(&out), stream: "stdout"}
+	log := zerolog.New(&out)
+	w := &lineWriter{log: &log, stream: "stdout"}
 	w.Write(bytes.Repeat([]byte("x"), maxLogLine+10))
 	w.flush()
 	if n := strings.Count(out.String(), "\n"); n != 2 {
@@ -60,5 +63,42 @@ func TestLineRing(t *testing.T) {
 	r.add("c")
 	if got := strings.Join(r.lines(), ","); got != "b,c" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestLogSubsDropsForSlowFollowers: a follower that does not read never
+// blocks the writer; it gets what fits in its buffer, then the next line it
+// receives counts what it missed.
+func TestLogSubsDropsForSlowFollowers(t *testing.T) {
+	var subs logSubs
+	slow := subs.add(2)
+	w := &lineWriter{stream: "stdout", subs: &subs}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 10 {
+			w.Write([]byte(strings.Repeat("x", i+1) + "\n"))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer blocked on a follower that does not read")
+	}
+	first, second := <-slow.ch, <-slow.ch
+	if first.Text != "x" || second.Text != "xx" || first.Dropped != 0 || second.Dropped != 0 {
+		t.Fatalf("buffered lines = %+v, %+v", first, second)
+	}
+	w.Write([]byte("after\n"))
+	got := <-slow.ch
+	if got.Text != "after" || got.Dropped != 8 || got.Stream != "stdout" {
+		t.Errorf("line after the drops = %+v, want Text after, Dropped 8", got)
+	}
+	subs.remove(slow)
+	w.Write([]byte("unheard\n"))
+	select {
+	case l := <-slow.ch:
+		t.Errorf("a removed follower got %+v", l)
+	default:
 	}
 }

@@ -16,7 +16,7 @@ import (
 var ErrUnauthorized = errors.New("unauthorized")
 
 // Pull pulls ref with the credentials the docker CLI would use (or an ECR
-// token), logging progress at info at most once a second. Concurrent pulls
+// token), logging progress at info at most every 3 s. Concurrent pulls
 // of one reference share one engine pull.
 func (rt *Runtime) Pull(ctx context.Context, ref string) error {
 	ch := rt.pulls.DoChan(ref, func() (any, error) {
@@ -68,7 +68,7 @@ func (rt *Runtime) pull(ctx context.Context, ref string) error {
 			return rt.pullError(ref, host, creds, errors.New(m.Error.Message))
 		}
 		p.add(m.ID, m.Status, m.Progress)
-		if time.Since(last) >= time.Second {
+		if time.Since(last) >= pullProgressEvery {
 			last = time.Now()
 			rt.logProgress(ref, &p, start, "pull progress")
 		}
@@ -82,12 +82,17 @@ func (rt *Runtime) pull(ctx context.Context, ref string) error {
 	return nil
 }
 
+// pullProgressEvery is how often a pull in progress is reported: often
+// enough to show it moves, rarely enough not to drown the log (as the
+// artifact package's progress lines).
+const pullProgressEvery = 3 * time.Second
+
 func (rt *Runtime) logProgress(ref string, p *pullProgress, start time.Time, msg string) {
 	done, n, cur, total := p.sums()
-	rt.log.Info().Str("image", ref).Int("layers_done", done).Int("layers", n).
+	rt.log.Info().Str("event", "pull").Str("image", ref).Int("layers_done", done).Int("layers", n).
 		Str("downloaded", units.HumanSize(float64(cur))).Str("size", units.HumanSize(float64(total))).
 		Int64("downloaded_bytes", cur).Int64("size_bytes", total).
-		Str("elapsed", time.Since(start).Round(100*time.Millisecond).String()).Msg(msg)
+		Dur("elapsed_ms", time.Since(start)).Msg(msg)
 }
 
 // pullError says what to do about a failed pull.

@@ -7,9 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 
 	"github.com/moby/moby/client"
+
+	"github.com/mce-run/mce/internal/parallel"
 )
 
 // Reconcile removes every container and network labelled with this runtime's
@@ -27,29 +28,23 @@ func (rt *Runtime) Reconcile(ctx context.Context) error {
 		return classify("list leftover containers", err)
 	}
 	keep := rt.keptEndpoints()
-	var errs []error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	removed := 0
+	var leftovers []string
 	for _, s := range list.Items {
 		if rt.lookup(s.ID) != nil {
 			continue // a live container of an adopted or running deployment
 		}
-		removed++
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rctx, cancel := context.WithTimeout(ctx, callTimeout)
-			_, err := rt.engine.ContainerRemove(rctx, s.ID, client.ContainerRemoveOptions{Force: true})
-			cancel()
-			if !gone(err) {
-				mu.Lock()
-				errs = append(errs, classify("remove leftover container "+s.ID[:12], err))
-				mu.Unlock()
-			}
-		}()
+		leftovers = append(leftovers, s.ID)
 	}
-	wg.Wait()
+	removed := len(leftovers)
+	errs := []error{parallel.Each(leftovers, func(id string) error {
+		rctx, cancel := context.WithTimeout(ctx, callTimeout)
+		_, err := rt.engine.ContainerRemove(rctx, id, client.ContainerRemoveOptions{Force: true})
+		cancel()
+		if !gone(err) {
+			return classify("remove leftover container "+id[:12], err)
+		}
+		return nil
+	})}
 	cctx, cancel = context.WithTimeout(ctx, callTimeout)
 	nets, err := rt.engine.NetworkList(cctx, client.NetworkListOptions{Filters: f})
 	cancel()

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers/gpu"
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // MaxContainers is SageMaker's limit of containers in one model: a pipeline or
-// multi-container endpoint holds 1 to 15 (contracts doc §2.2).
+// multi-container endpoint holds 1 to 15 (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateModel.html).
 const MaxContainers = 15
 
-// hostnamePattern is ContainerHostname's pattern, anchored (contracts doc §2.2, §7).
-var hostnamePattern = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
+// hostnamePattern is ContainerHostname's pattern, anchored (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html).
+var hostnamePattern = regexp.MustCompile("^" + wire.EntityNamePattern + "$")
 
 // ContainerSpec is one container of a variant: a SageMaker ContainerDefinition
 // resolved for the local engine.
@@ -91,7 +92,7 @@ func (s *EndpointSpec) networks() []bool {
 }
 
 // DefaultHealthTimeout is SageMaker's documented window for a container to
-// start passing /ping (contracts doc §3.1).
+// start passing /ping (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 const DefaultHealthTimeout = 4 * time.Minute
 
 // ErrInvalidSpec is wrapped by every validation error from Validate.

@@ -13,7 +13,7 @@ import (
 )
 
 // Usage is one running container's resource use, as SageMaker's instance
-// metrics count it (contracts doc §6).
+// metrics count it (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 type Usage struct {
 	Endpoint, Variant, Container string
 	Copy                         int

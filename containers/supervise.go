@@ -34,7 +34,7 @@ func (c *Container) supervise() {
 			backoff = c.rt.opts.RestartBackoff
 		}
 		c.setDown("exited with code %d; mce is restarting it", code)
-		c.log.Error().Int("exit_code", code).Dur("restart_in", backoff).Msg("container exited; restarting")
+		c.log.Error().Int("exit_code", code).Dur("restart_in_ms", backoff).Msg("container exited; restarting")
 		if !c.restart(backoff) {
 			return false
 		}

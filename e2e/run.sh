@@ -4,12 +4,16 @@
 # e2e/test_runtime.py (the runtime API) and then e2e/test_control.py (the
 # control plane: models, endpoint configs, endpoints) in the same mce session,
 # both with boto3 and the aws CLI from Debian (endpoint URL changed, nothing
-# else), stops mce with SIGTERM and checks it left no container or network
+# else), then e2e/test_s3.py: s3:// model data (single archives, a multi-model
+# prefix, an S3Prefix folder) uploaded with both clients to a real S3 server,
+# versitygw, which this script starts on loopback and points mce at with
+# --s3-endpoint, --s3-path-style and the standard AWS_* variables, and e2e/test_async.py:
+# InvokeEndpointAsync with inputs and answers in that store; stops mce with SIGTERM and checks it left no container or network
 # behind. Then it starts a second mce with authorization on (--credentials and
 # --policies: copies of examples/authz's files in a temporary folder) and
 # e2e/authz-endpoints.yaml, runs e2e/test_authz.py (SigV4 identities, the IAM
 # policies, SIGHUP reloads) against it and stops it the same way. Its last
-# line is the one summary "N passed, M failed" over the three scripts and the
+# line is the one summary "N passed, M failed" over the four scripts and the
 # stop checks. Builds nothing: it checks the prerequisites and names the make
 # target that makes each.
 set -euo pipefail
@@ -29,6 +33,9 @@ done
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import boto3' 2>/dev/null || fail "/usr/bin/python3 with boto3 (python3-boto3) is missing: run 'make deps'"
 [ -x /usr/bin/aws ] || fail "/usr/bin/aws (awscli) is missing: run 'make deps'"
 command -v curl >/dev/null 2>&1 || fail "curl is missing: run 'make deps'"
+# versitygw: where scripts/deps.sh installs it (internal/s3test looks in the same places).
+vgw="$(scripts/versitygw.sh --path 2>/dev/null || true)"
+[ -n "$vgw" ] || fail "versitygw (a real S3 server for the s3:// checks) is missing: run 'make deps'"
 
 # --- start mce
 # start_mce PIDVAR INSTANCE PORT STATE LOG ENDPOINTS_FILE [mce serve flags...]:
@@ -102,14 +109,39 @@ authz=""
 
 started=$(date +%s)
 pid1=""
+s3pid=""
+s3dir="$(mktemp -d)"
 cleanup() {
   remove_instance "$pid1" "$instance"
   remove_instance "$pid2" "$instance2"
-  rm -rf "$state" "$home" ${state2:+"$state2"} ${authz:+"$authz"}
+  if [ -n "$s3pid" ]; then kill -TERM "$s3pid" 2>/dev/null || true; wait "$s3pid" 2>/dev/null || true; fi
+  rm -rf "$state" "$home" "$s3dir" ${state2:+"$state2"} ${authz:+"$authz"}
 }
 trap cleanup EXIT
 
-start_mce pid1 "$instance" "$port" "$state" "$log" e2e/endpoints.yaml
+# --- a real S3 server: versitygw on loopback, its POSIX backend in a temporary
+# folder, random root keys (what mce and the clients sign S3 requests with).
+s3port="$(free_port)"
+s3url="http://127.0.0.1:${s3port}"
+s3key="E2E$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+s3secret="$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
+mkdir -p "$s3dir/data" "$s3dir/mme"
+ROOT_ACCESS_KEY="$s3key" ROOT_SECRET_KEY="$s3secret" "$vgw" --port "127.0.0.1:${s3port}" posix "$s3dir/data" \
+  >build/e2e-versitygw.log 2>&1 &
+s3pid=$!
+for _ in $(seq 1 120); do # 30 s
+  curl -s -o /dev/null --max-time 1 "$s3url/" && break
+  kill -0 "$s3pid" 2>/dev/null || { cat build/e2e-versitygw.log >&2; fail "versitygw exited"; }
+  sleep 0.25
+done
+curl -s -o /dev/null --max-time 1 "$s3url/" || fail "versitygw did not answer on ${s3url} within 30 s"
+echo "e2e: versitygw (S3) on ${s3url}, data in ${s3dir}/data"
+# Three multi-model artifacts and their expected answers (about a second).
+scripts/mme-models.sh "$s3dir/mme" 3 >/dev/null
+
+# mce reads S3 through --s3-endpoint, with credentials from the standard chain.
+AWS_ACCESS_KEY_ID="$s3key" AWS_SECRET_ACCESS_KEY="$s3secret" AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
+  start_mce pid1 "$instance" "$port" "$state" "$log" e2e/endpoints.yaml --s3-endpoint "$s3url" --s3-path-style
 
 # --- the clients: Debian's python3/boto3 and aws CLI, fake credentials, nothing
 # from this machine's AWS configuration or Python environment.
@@ -149,6 +181,10 @@ run_script() {
 for t in test_runtime test_control; do
   run_script "$t" --url "$url"
 done
+run_script test_s3 --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \
+  --models "$PWD/build/models" --mme-dir "$s3dir/mme"
+run_script test_async --url "$url" --s3-endpoint "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \
+  --bucket e2e-async --endpoint e2e-async --create mce-example/probe:latest
 
 # --- stop mce and look for leftovers
 # stop_mce PID INSTANCE LOG STATE: SIGTERM, then two checks, counted in the
@@ -205,6 +241,6 @@ if [ "$rc" -ne 0 ]; then
 else
   echo "e2e: OK in $(($(date +%s) - started)) s"
 fi
-# The one summary line, last: the three scripts' checks and the stop checks.
+# The one summary line, last: the four scripts' checks and the stop checks.
 echo "${passed} passed, ${failed} failed"
 exit "$rc"

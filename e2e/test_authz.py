@@ -374,7 +374,7 @@ def control_checks():
 
     def status(cl, ck):
         # Not a check: SageMaker's status for AccessDeniedException is
-        # UNCONFIRMED (reference/sagemaker-contracts.md); shown because mce's
+        # not documented for SageMaker (AWS's common errors list it as 403); shown because mce's
         # other control-plane errors, InvalidSignatureException included, are 400.
         if not isinstance(cl, Boto):  # the CLI shows the status only with --debug
             return

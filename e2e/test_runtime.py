@@ -7,6 +7,11 @@ invoke-endpoint --endpoint-url URL ...), both unmodified Debian packages. The
 endpoints come from e2e/endpoints.yaml; e2e/run.sh starts mce and calls this
 script with --url. Standard library and boto3 only.
 
+InvokeEndpointWithResponseStream (case_stream) runs with boto3 only: neither
+Debian's aws CLI nor its boto3 has the operation, so its event stream is read
+off the wire with botocore's own decoder, and through boto3's operation
+where the boto3 running the script has it.
+
 Output: one line per check (PASS/FAIL [client] what: detail), then the
 summary line "N passed, M failed". Exit status 1 if any check failed.
 """
@@ -23,9 +28,13 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
+import uuid
 
 import boto3
 import botocore
+from botocore.eventstream import EventStreamBuffer
 from botocore.exceptions import ClientError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # python3 -I leaves the script's folder out
@@ -400,6 +409,109 @@ def case_boto_metadata(cl, ck):
     ck.eq("no retries on success", r.attempts, 1)
 
 
+def probe_parts(n, body_len, tag=""):
+    """What the probe streams for stream=n with a body of body_len bytes."""
+    return "".join("part %d of %d, %d bytes in%s\n" % (i, n, body_len, tag) for i in range(1, n + 1)).encode()
+
+
+class RawStream:
+    """InvokeEndpointWithResponseStream on the wire, its events parsed by botocore's own event-stream
+    decoder (EventStreamBuffer: prelude, headers, CRCs). Debian's boto3 predates the operation, so this is
+    how the e2e checks the framing with an AWS client library everywhere."""
+
+    def __init__(self, url, endpoint, body, attrs=None, host=None):
+        req = urllib.request.Request("%s/endpoints/%s/invocations-response-stream" % (url, endpoint),
+                                     data=body, method="POST")
+        if attrs:
+            req.add_header("X-Amzn-SageMaker-Custom-Attributes", attrs)
+        if host:
+            req.add_header("X-Amzn-SageMaker-Target-Container-Hostname", host)
+        self.status, self.headers, self.error = None, {}, None
+        try:
+            self.resp = urllib.request.urlopen(req, timeout=20)
+            self.status, self.headers = self.resp.status, self.resp.headers
+        except urllib.error.HTTPError as e:
+            self.resp, self.status, self.headers = None, e.code, e.headers
+            self.error = json.loads(e.read() or b"{}")
+        self.buf = EventStreamBuffer()
+        self.pending = []
+
+    def next(self):
+        """The next message (event or exception) as a dict, or None at the end."""
+        while not self.pending:
+            chunk = self.resp.read1(65536)
+            if not chunk:
+                return None
+            self.buf.add_data(chunk)
+            for m in self.buf:
+                self.pending.append(m.to_response_dict())
+        return self.pending.pop(0)
+
+
+def case_stream(cl, ck):
+    """InvokeEndpointWithResponseStream: the wire (botocore's event-stream decoder), and boto3's own
+    operation when this boto3 has it."""
+    gate = "e2e-" + uuid.uuid4().hex[:12]
+    s = RawStream(cl.url, PROBES, b"hello", attrs="stream=3,gate=" + gate, host="two")
+    if not ck.eq("stream HTTP status", s.status, 200):
+        return
+    ck.eq("stream X-Amzn-SageMaker-Content-Type", s.headers.get("X-Amzn-SageMaker-Content-Type"), "text/plain")
+    ck.eq("stream x-Amzn-Invoked-Production-Variant", s.headers.get("x-Amzn-Invoked-Production-Variant"),
+          "AllTraffic")
+    first = s.next()
+    ck.eq("stream first event is a PayloadPart, received while the probe waits on its gate",
+          (first or {}).get("headers", {}).get(":event-type"), "PayloadPart")
+    # The probe holds parts 2 and 3 until this second call opens its gate.
+    ck.success("stream gate opened by InvokeEndpoint", cl.invoke(PROBES, b"", attrs="open=" + gate, host="two"))
+    got, m = (first or {}).get("body", b""), s.next()
+    while m is not None:
+        got += m.get("body", b"")
+        m = s.next()
+    ck.eq("stream PayloadParts concatenated", got, probe_parts(3, 5, "2"))
+
+    for attrs, code, what in (("stream=4,cut=1", "StreamBroken", "broken after one part"),
+                              ("stream=4,stall=1", "ModelInvocationTimeExceeded",
+                               "stalled past --container-timeout 2s")):
+        s = RawStream(cl.url, PROBES, b"", attrs=attrs, host="one")
+        msgs = []
+        m = s.next() if s.status == 200 else None
+        while m is not None:
+            msgs.append(m)
+            m = s.next()
+        last = msgs[-1] if msgs else {}
+        ck.eq("stream %s -> one part, then a ModelStreamError %s exception event" % (what, code),
+              (len(msgs), last.get("headers", {}).get(":message-type"), last.get("headers", {}).get(":exception-type"),
+               json.loads(last.get("body") or b"{}").get("ErrorCode")), (2, "exception", "ModelStreamError", code))
+    s = RawStream(cl.url, PROBES, b"", attrs="status=500", host="one")
+    ck.eq("stream container 500 before any part -> ModelError 424",
+          (s.status, (s.error or {}).get("__type"), (s.error or {}).get("OriginalStatusCode")), (424, "ModelError", 500))
+    s = RawStream(cl.url, "e2e-missing", b"x")
+    ck.eq("stream unknown endpoint -> ValidationError 400", (s.status, (s.error or {}).get("__type")),
+          (400, "ValidationError"))
+
+    c = cl.client()
+    if not hasattr(c, "invoke_endpoint_with_response_stream"):
+        ck.info("boto3 %s predates invoke_endpoint_with_response_stream (botocore 1.31): the operation itself "
+                "is checked by the README's snippet and the Go SDK's tests" % boto3.__version__)
+        return
+    r = c.invoke_endpoint_with_response_stream(EndpointName=CHAIN, Body=b"x", CustomAttributes="stream=2")
+    body = b"".join(ev["PayloadPart"]["Bytes"] for ev in r["Body"] if "PayloadPart" in ev)
+    a = probe_parts(2, 1, "a")
+    b = probe_parts(2, len(a), "b")
+    ck.eq("boto3 stream: Serial chain, the last container streams", body, probe_parts(2, len(b), "c"))
+    try:
+        r = c.invoke_endpoint_with_response_stream(EndpointName=PROBES, TargetContainerHostname="one",
+                                                   Body=b"", CustomAttributes="stream=3,stall=1")
+        for _ in r["Body"]:
+            pass
+        ck.ok("boto3 stream over the time limit -> ModelStreamError", False, "the stream ended without an error")
+    except botocore.exceptions.EventStreamError as e:
+        # botocore keeps the exception's Code and Message only (its ErrorCode is checked on the wire).
+        err = e.response.get("Error", {})
+        ck.ok("boto3 stream over the time limit -> ModelStreamError", err.get("Code") == "ModelStreamError" and
+              "timed out" in err.get("Message", ""), repr(err))
+
+
 CASES = [case_direct_sentiment, case_serial_tickets, case_probe_chain, case_validation_errors,
          case_model_errors, case_timeout, case_payload_limit, case_variants]
 
@@ -432,7 +544,7 @@ def main():
         # its cases in this thread; the lines come out grouped by client.
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             cli_results = [pool.submit(run_case, c, cli) for c in CASES]
-            for case in CASES + [case_boto_metadata]:
+            for case in CASES + [case_boto_metadata, case_stream]:
                 ck = run_case(case, boto)
                 print("\n".join(ck.lines), flush=True)
                 passed, failed = passed + ck.passed, failed + ck.failed

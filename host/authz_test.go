@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/spec"
 )
 
 func exampleAuthz(t *testing.T) *authz.Authorizer {
@@ -308,5 +309,34 @@ Credentials:
 	status, code, body := h.signedControl(t, "CreateModel", []byte(`{"ModelName":"m","PrimaryContainer":{"Image":"x"}}`))
 	if status != 200 {
 		t.Fatalf("signed CreateModel after the reload: %d %s %s", status, code, body)
+	}
+}
+
+// TestAuthorizationAsync: InvokeEndpointAsync is authorized as
+// sagemaker:InvokeEndpointAsync on the endpoint: a policy that allows only
+// InvokeEndpoint does not allow it, "sagemaker:*" does.
+func TestAuthorizationAsync(t *testing.T) {
+	h := newHarness(t, Config{Authz: exampleAuthz(t)})
+	p := plan("my-mce", "Direct", map[string][]string{"AllTraffic": {"customIps1:A"}})
+	p.Async = &spec.AsyncPlan{OutputPath: "s3://b/out", FailurePath: "s3://b/failed", MaxConcurrentPerInstance: 1}
+	if err := h.deploy(p); err != nil {
+		t.Fatal(err)
+	}
+	in := &sagemakerruntime.InvokeEndpointAsyncInput{EndpointName: aws.String("my-mce"), InputLocation: aws.String("s3://b/in")}
+	for _, tc := range []struct {
+		who        string
+		c          *sagemakerruntime.Client
+		code, text string
+	}{
+		{"alice (InvokeEndpoint only)", h.runtimeAs("AKIAALICE0000EXAMPLE", "alice-example-secret-key-000000000000"), "AccessDeniedException", "sagemaker:InvokeEndpointAsync"},
+		{"anonymous", h.runtimeAs("", ""), "AccessDeniedException", "sagemaker:InvokeEndpointAsync"},
+		// Authorized; this host has no S3 access, which is the next thing it says.
+		{"ops (sagemaker:*)", h.runtimeAs("AKIAOPS00000EXAMPLE", "ops-example-secret-key-00000000000000"), "ServiceUnavailable", "no S3 access"},
+	} {
+		_, err := tc.c.InvokeEndpointAsync(context.Background(), in, func(o *sagemakerruntime.Options) { o.RetryMaxAttempts = 1 })
+		var api smithy.APIError
+		if !errors.As(err, &api) || api.ErrorCode() != tc.code || !strings.Contains(api.ErrorMessage(), tc.text) {
+			t.Errorf("%s: %v; want %s %q", tc.who, err, tc.code, tc.text)
+		}
 	}
 }

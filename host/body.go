@@ -111,7 +111,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, too
 		return requestBody{}, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, err: err,
 			Message: "mce is holding as many request bodies as its memory budget allows; retry the request later."}
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
-		s.log.Info().Str("remote_addr", r.RemoteAddr).Dur("body_timeout", s.cfg.BodyTimeout).
+		s.log.Info().Str("remote_addr", r.RemoteAddr).Dur("body_timeout_ms", s.cfg.BodyTimeout).
 			Msg("request body not received in time; connection cut")
 		return requestBody{}, &APIError{Status: http.StatusBadRequest, Code: codeRequestTimeout, err: err,
 			Message: "The request body was not received within " + s.cfg.BodyTimeout.String() + "; send it faster, or ask the operator to raise --body-timeout."}

@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,9 +20,10 @@ import (
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/wire"
 )
 
-// The SageMaker control plane, awsJson1_1 (contracts doc §2): every
+// The SageMaker control plane, awsJson1_1 (https://smithy.io/2.0/aws/protocols/aws-json-1_1-protocol.html): every
 // operation is POST / with X-Amz-Target: SageMaker.<Operation> and a JSON
 // body; errors are HTTP 400 with __type and Message.
 
@@ -113,7 +116,10 @@ var operations = map[string]operation{
 func (s *Server) controlPlane(c echo.Context) error {
 	r, w := c.Request(), c.Response()
 	w.Header().Set(hdrRequestID, s.ids.next())
-	target := r.Header.Get("X-Amz-Target")
+	target := r.Header.Get(wire.HeaderAmzTarget)
+	if op, ok := strings.CutPrefix(target, authz.LogsTargetPrefix); ok {
+		return s.cloudWatchLogs(c, op)
+	}
 	service, opName, ok := strings.Cut(target, ".")
 	op := operations[opName]
 	if !ok || service != "SageMaker" || op == nil {
@@ -148,6 +154,9 @@ func (s *Server) controlPlane(c echo.Context) error {
 		return nil
 	}
 	out, err := s.control(r.Context(), op, body, func(resource string) *APIError {
+		if e := accessOf(c); e != nil {
+			e.Resource = resource
+		}
 		return s.decide(r.Context(), r, p, action, resource, nil)
 	})
 	if err != nil {
@@ -566,7 +575,7 @@ func (s *Server) CreateEndpoint(in spec.CreateEndpointInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	e, err := s.startTaggedEndpoint(plan, in.EndpointConfigName, in.Tags)
+	e, err := s.startEndpoint(plan, in.EndpointConfigName, in.Tags)
 	if err != nil {
 		return "", err
 	}
@@ -616,6 +625,9 @@ type describeEndpointOutput struct {
 	FailureReason      string           `json:"FailureReason,omitempty"`
 	CreationTime       epoch            `json:"CreationTime"`
 	LastModifiedTime   epoch            `json:"LastModifiedTime"`
+	// AsyncInferenceConfig is the queue settings of an asynchronous
+	// endpoint, as its configuration gave them.
+	AsyncInferenceConfig *spec.AsyncInferenceConfig `json:"AsyncInferenceConfig,omitempty"`
 }
 
 // DescribeEndpoint is the endpoint as DescribeEndpoint shows it.
@@ -626,9 +638,11 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 		EndpointName: rec.Name, EndpointArn: rec.ARN, EndpointConfigName: rec.ConfigName,
 		EndpointStatus: status, FailureReason: reason,
 		CreationTime: epoch(rec.Created), LastModifiedTime: epoch(rec.Modified),
+		AsyncInferenceConfig: asyncConfigOf(rec.Plan.Async),
 	}
-	if out.EndpointStatus == StatusCreating || out.EndpointStatus == StatusFailed {
-		return out // no variants run yet
+	if out.EndpointStatus == StatusCreating || out.EndpointStatus == StatusFailed ||
+		(out.EndpointStatus == StatusUpdating && e.route.Load() == nil) {
+		return out // no variants run (yet): a Failed endpoint being updated runs nothing
 	}
 	for _, v := range rec.Plan.Variants {
 		vs := variantSummary{VariantName: v.Name, CurrentWeight: v.Weight, DesiredWeight: v.Weight,
@@ -794,8 +808,16 @@ func (s *Server) DeleteEndpoint(ctx context.Context, name string) error {
 // Apply makes the state match a bundle of endpoint files, through the same
 // operations as the API: missing models and configurations are created,
 // changed ones replaced (files are the source of truth for what they define);
-// a missing endpoint is created, one on a changed configuration updated, a
-// Failed one recreated. It returns the names of the files' endpoints.
+// a missing endpoint is created, a Failed one recreated.
+//
+// An endpoint that exists is left as it is when the files' definition of it
+// (endpoint, configuration and models) is unchanged since Apply last applied
+// it: the files give its initial configuration, and what the API changed
+// since (UpdateEndpointWeightsAndCapacities, UpdateEndpoint) is kept across
+// restarts. When that definition changed, or the endpoint was not created
+// from the files, or its last update failed, the files win and the endpoint
+// is updated to them. A log line says which and why. It returns the names of
+// the files' endpoints.
 func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 	for _, m := range b.Models {
 		old, err := s.getModel(m.ModelName)
@@ -833,9 +855,13 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 			}
 			e = nil
 		}
+		digest := fileDigest(b, ep)
 		if e == nil {
 			if _, err := s.CreateEndpoint(ep.CreateEndpointInput); err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", ep.File, ep.Path, err)
+			}
+			if e = s.reg.get(ep.EndpointName); e != nil {
+				s.save(e, func(r *EndpointRecord) { r.Applied = digest })
 			}
 			continue
 		}
@@ -844,15 +870,68 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 			return nil, fmt.Errorf("%s: %s: %w", ep.File, ep.Path, err)
 		}
 		rec := e.record()
-		if strings.EqualFold(rec.ConfigName, ep.EndpointConfigName) && !changedConfigs[strings.ToLower(ep.EndpointConfigName)] && reflect.DeepEqual(rec.Plan.Variants, plan.Variants) {
-			continue // already what the file says (recovered at start)
+		log := s.log.With().Str("endpoint", e.name).Str("file", ep.File).Logger()
+		switch {
+		case strings.EqualFold(rec.ConfigName, ep.EndpointConfigName) && !changedConfigs[strings.ToLower(ep.EndpointConfigName)] && reflect.DeepEqual(rec.Plan.Variants, plan.Variants):
+			// already what the file says (recovered at start)
+		case rec.Applied != "" && rec.Applied == digest && rec.FailureReason == "":
+			log.Info().Str("config", rec.ConfigName).
+				Msg("keeping the endpoint as the API left it (weights, instance counts or configuration): its definition in the file is unchanged since it was last applied; change the file to apply it again")
+			continue
+		default:
+			why := "the endpoint was not created from this file"
+			switch {
+			case rec.Applied != "" && rec.Applied == digest:
+				why = "its last update failed"
+			case rec.Applied != "":
+				why = "its definition in the file changed since it was last applied"
+			}
+			log.Info().Str("from_config", rec.ConfigName).Str("to_config", ep.EndpointConfigName).
+				Msg("updating the endpoint to the file's definition: " + why)
+			if err := s.WaitEndpoint(ctx, ep.EndpointName); err != nil && e.Status() != StatusInService {
+				return nil, err
+			}
+			if err := s.updateEndpoint(e, plan, ep.EndpointConfigName); err != nil {
+				return nil, err
+			}
 		}
-		if err := s.WaitEndpoint(ctx, ep.EndpointName); err != nil && e.Status() != StatusInService {
-			return nil, err
-		}
-		if err := s.updateEndpoint(e, plan, ep.EndpointConfigName); err != nil {
-			return nil, err
-		}
+		s.save(e, func(r *EndpointRecord) { r.Applied = digest })
 	}
 	return names, nil
+}
+
+// fileDigest fingerprints what the files define for one endpoint: the
+// endpoint, its configuration and that configuration's models (with the
+// folder their relative file:// URLs resolve against). Apply compares it with
+// the one it recorded when it last applied the endpoint.
+func fileDigest(b *spec.Bundle, ep spec.Endpoint) string {
+	type model struct {
+		Input spec.CreateModelInput
+		Dir   string
+	}
+	d := struct {
+		Endpoint spec.CreateEndpointInput
+		Config   *spec.CreateEndpointConfigInput
+		Models   []model
+	}{Endpoint: ep.CreateEndpointInput}
+	for i := range b.EndpointConfigs {
+		c := &b.EndpointConfigs[i]
+		if !strings.EqualFold(c.EndpointConfigName, ep.EndpointConfigName) {
+			continue
+		}
+		d.Config = &c.CreateEndpointConfigInput
+		for _, v := range c.ProductionVariants {
+			for _, m := range b.Models {
+				if strings.EqualFold(m.ModelName, v.ModelName) {
+					d.Models = append(d.Models, model{m.CreateModelInput, m.Dir})
+				}
+			}
+		}
+	}
+	j, err := json.Marshal(d)
+	if err != nil { // plain data: cannot fail; Apply never keeps on an empty digest
+		return ""
+	}
+	sum := sha256.Sum256(j)
+	return hex.EncodeToString(sum[:])
 }

@@ -1,8 +1,14 @@
 // Package host is mce's HTTP front: the SageMaker Runtime API (restJson1,
-// POST /endpoints/{name}/invocations) on one listener, request parsing and
-// validation against the limits in the contracts doc (§1.3), the endpoint
+// POST /endpoints/{name}/invocations, and .../invocations-response-stream
+// answered as an AWS event stream, stream.go) on one listener, request parsing and
+// validation against InvokeEndpoint's limits
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html), the endpoint
 // registry and its lifecycle (Creating → InService | Failed → Deleting),
-// SageMaker's error shapes, and the Prometheus metrics endpoint.
+// SageMaker's error shapes, the Prometheus metrics endpoint, and the
+// operator's status page (statuspage.go, fed by the bounded recorder in
+// series.go), and asynchronous inference (async.go: InvokeEndpointAsync's
+// durable queue in the state store, inputs and answers in S3 through an
+// ObjectStore; its metrics in metrics_async.go).
 //
 // Every error a client sees is written in exactly one place (writeError): an
 // *APIError with SageMaker's code, HTTP status, X-Amzn-ErrorType header and a
@@ -11,5 +17,13 @@
 // spec.ValidationError …) and toAPIError maps them.
 //
 // host reaches containers only through pipeline (routing) and the Backend
-// interface (bringing endpoints up and down); it never calls Docker itself.
+// interface (bringing endpoints up and down); it knows no engine and never
+// calls Docker itself. The Docker engine's Backend is
+// containers/backend.Docker, which `mce serve` builds and passes in
+// Config.Backend. What an engine offers beyond Backend is found by type
+// assertion on that interface value, never on a concrete type: Preflighter
+// (checks before a launch), UsageSource (CPU, memory, disk and GPU use for
+// the metrics), MultiModelObservable (multi-model events for the metrics),
+// and, on the containers a Launched returns, ContainerDetail and
+// MultiModelDetail (the status page and GET /mce/endpoints).
 package host

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/containers/backend"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -69,7 +70,7 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: &host.DockerBackend{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
+	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
 		ModelData: fetcher, MetricsOnAPI: true})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())
@@ -160,9 +161,9 @@ func TestExamplesOnDocker(t *testing.T) {
 	time.Sleep(6 * time.Second) // past the sampling interval
 	metrics := scrape()
 	for _, want := range []string{
-		`CPUUtilization{ContainerName="german",EndpointName="ab-test",VariantName="AllTraffic"}`,
-		`MemoryUtilization{ContainerName="classifier",EndpointName="preprocess-inference",VariantName="AllTraffic"}`,
-		`DiskUtilization{EndpointName="ab-test",VariantName="AllTraffic"}`,
+		`mce_container_cpu_utilization_ratio{container="german",endpoint="ab-test",variant="AllTraffic"}`,
+		`mce_container_memory_utilization_ratio{container="classifier",endpoint="preprocess-inference",variant="AllTraffic"}`,
+		"mce_disk_utilization_ratio ",
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)

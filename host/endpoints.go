@@ -17,7 +17,7 @@ import (
 )
 
 // Status is an endpoint's lifecycle state, with SageMaker's names
-// (contracts doc §2.4).
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeEndpoint.html).
 type Status string
 
 const (
@@ -68,10 +68,16 @@ func (s *Server) opContext(e *Endpoint) (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// errInProgress is SageMaker's answer to a change of an endpoint that is not
-// InService (being created, updated or deleted).
+// errInProgress is SageMaker's answer to a change of an endpoint that is
+// being created, updated or deleted.
 func errInProgress(e *Endpoint) error {
 	return validationException("Cannot update in-progress endpoint %q.", e.record().ARN)
+}
+
+// errFailedScale answers UpdateEndpointWeightsAndCapacities on a Failed
+// endpoint: nothing runs to re-weight or scale.
+func errFailedScale(arn string) error {
+	return validationException("Cannot update the weights and capacities of endpoint %q: it is Failed (see FailureReason in DescribeEndpoint) and runs nothing. Update it with UpdateEndpoint to a working endpoint configuration, or delete it.", arn)
 }
 
 // Status is the endpoint's current state.
@@ -144,7 +150,7 @@ func (s *Server) Endpoints() []EndpointInfo {
 		rec := e.record()
 		status, reason := e.shown(rec)
 		out = append(out, EndpointInfo{Name: e.name, Status: status, FailureReason: reason,
-			Mode: rec.Plan.Mode, Variants: len(rec.Plan.Variants)})
+			Mode: endpointMode(rec, e.multiModel.Load()), Variants: len(rec.Plan.Variants)})
 	}
 	return out
 }
@@ -214,7 +220,19 @@ func (s *Server) saveIf(e *Endpoint, ok func(EndpointRecord) error, change func(
 
 // inService accepts an endpoint that is InService (saveIf's ok).
 func inService(rec EndpointRecord) error {
+	if rec.Status == StatusFailed {
+		return errFailedScale(rec.ARN)
+	}
 	if rec.Status != StatusInService {
+		return validationException("Cannot update in-progress endpoint %q.", rec.ARN)
+	}
+	return nil
+}
+
+// updatable accepts an endpoint UpdateEndpoint may change: InService, or
+// Failed (saveIf's ok).
+func updatable(rec EndpointRecord) error {
+	if rec.Status != StatusInService && rec.Status != StatusFailed {
 		return validationException("Cannot update in-progress endpoint %q.", rec.ARN)
 	}
 	return nil
@@ -265,14 +283,9 @@ func (s *Server) checkCapacity(delta int, except *Endpoint) error {
 	return nil
 }
 
-// startEndpoint registers a new endpoint as Creating and launches it in the
-// background.
-func (s *Server) startEndpoint(plan spec.EndpointPlan, configName string) (*Endpoint, error) {
-	return s.startTaggedEndpoint(plan, configName, nil)
-}
-
-// startTaggedEndpoint is startEndpoint for an endpoint created with tags.
-func (s *Server) startTaggedEndpoint(plan spec.EndpointPlan, configName string, tags []spec.Tag) (*Endpoint, error) {
+// startEndpoint registers a new endpoint (with its tags, if any) as Creating
+// and launches it in the background.
+func (s *Server) startEndpoint(plan spec.EndpointPlan, configName string, tags []spec.Tag) (*Endpoint, error) {
 	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
 		return nil, err
 	}
@@ -312,10 +325,20 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 	if e.deleting.Load() {
 		return
 	}
-	log.Info().Str("status", string(from)).Str("mode", plan.Mode).Int("generation", gen).Msg("launching endpoint")
+	log.Info().Str("status", string(from)).Str("mode", endpointMode(EndpointRecord{Plan: plan}, false)).Int("generation", gen).Msg("launching endpoint")
 	start := time.Now()
 	ctx, cancel := s.opContext(e)
 	defer cancel()
+	if problems := s.preflight(ctx, e, plan); len(problems) > 0 {
+		if e.deleting.Load() || s.ctx.Err() != nil {
+			return
+		}
+		log.Error().Int("problems", len(problems)).Msg("endpoint failed its pre-flight; no container was started")
+		s.save(e, func(r *EndpointRecord) {
+			r.Status, r.FailureReason = StatusFailed, preflightReason("", problems, maxFailureReason)
+		})
+		return
+	}
 	l, err := s.cfg.Backend.Launch(ctx, plan, gen)
 	if err != nil {
 		if e.deleting.Load() || s.ctx.Err() != nil {
@@ -336,7 +359,7 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 			r.FailureReason = ""
 		}
 	})
-	log.Info().Dur("took", time.Since(start)).Msg("endpoint InService")
+	log.Info().Dur("took_ms", time.Since(start)).Msg("endpoint InService")
 }
 
 // install makes a launched generation the endpoint's own (finishDelete
@@ -402,14 +425,22 @@ func (s *Server) drainInstances(insts []*pipeline.Instance) {
 // updateEndpoint moves an InService endpoint to a new configuration: the new
 // generation comes up beside the old, traffic moves to it, then the old one
 // drains and goes. If the new one fails, the old one keeps serving.
+//
+// A Failed endpoint may be updated too (it runs nothing): it is Updating
+// while the new configuration launches, then InService, or Failed again
+// with the new reason.
 func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName string) error {
-	if st := e.Status(); st != StatusInService {
+	if st := e.Status(); st != StatusInService && st != StatusFailed {
 		return errInProgress(e)
 	}
 	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
 		return err
 	}
-	if err := s.saveIf(e, inService, func(r *EndpointRecord) { r.Status, r.Pending = StatusUpdating, configName }); err != nil {
+	var wasFailed bool
+	if err := s.saveIf(e, func(r EndpointRecord) error {
+		wasFailed = r.Status == StatusFailed
+		return updatable(r)
+	}, func(r *EndpointRecord) { r.Status, r.Pending = StatusUpdating, configName }); err != nil {
 		return err
 	}
 	s.background(func() {
@@ -423,16 +454,50 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 		gen := rec.Generation + 1
 		ctx, cancel := s.opContext(e)
 		defer cancel()
+		// failed records an update that did not happen: a Failed endpoint
+		// stays Failed with the new configuration's reason; an InService
+		// one keeps serving its previous configuration.
+		failed := func(reason string) {
+			s.save(e, func(r *EndpointRecord) {
+				r.Pending = ""
+				if wasFailed {
+					r.Status, r.ConfigName, r.Plan, r.FailureReason = StatusFailed, configName, plan, truncate(reason, maxFailureReason)
+					return
+				}
+				r.Status = StatusInService
+				r.FailureReason = truncate("Update to endpoint configuration "+configName+" failed: "+reason, maxFailureReason)
+			})
+		}
+		if problems := s.preflight(ctx, e, plan); len(problems) > 0 {
+			if e.deleting.Load() || s.ctx.Err() != nil {
+				return
+			}
+			log.Error().Int("problems", len(problems)).Bool("was_failed", wasFailed).Msg("update failed its pre-flight; no container was started")
+			prefix := ""
+			if !wasFailed {
+				prefix = "Update to endpoint configuration " + configName + " failed: "
+			}
+			reason := preflightReason(prefix, problems, maxFailureReason)
+			s.save(e, func(r *EndpointRecord) {
+				r.Pending, r.FailureReason = "", reason
+				r.Status = StatusInService
+				if wasFailed {
+					r.Status, r.ConfigName, r.Plan = StatusFailed, configName, plan
+				}
+			})
+			return
+		}
 		l, err := s.cfg.Backend.Launch(ctx, plan, gen)
 		if err != nil {
 			if e.deleting.Load() || s.ctx.Err() != nil {
 				return
 			}
-			log.Error().Err(err).Msg("update failed; the endpoint keeps its previous configuration")
-			s.save(e, func(r *EndpointRecord) {
-				r.Status, r.Pending = StatusInService, ""
-				r.FailureReason = truncate("Update to endpoint configuration "+configName+" failed: "+redactPaths(err.Error()), 1024)
-			})
+			if wasFailed {
+				log.Error().Err(err).Msg("update of the Failed endpoint failed")
+			} else {
+				log.Error().Err(err).Msg("update failed; the endpoint keeps its previous configuration")
+			}
+			failed(redactPaths(err.Error()))
 			return
 		}
 		oldRoute := e.route.Load()
@@ -465,7 +530,9 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 // instance counts by scaling (new copies ready before they take traffic;
 // surplus copies out of routing before they stop).
 func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]VariantTarget) error {
-	if st := e.Status(); st != StatusInService {
+	if st := e.Status(); st == StatusFailed {
+		return errFailedScale(e.record().ARN)
+	} else if st != StatusInService {
 		return errInProgress(e)
 	}
 	rec := e.record()
@@ -588,7 +655,10 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	if _, err := s.store.Delete(store.Endpoints, e.name); err != nil {
 		s.log.Error().Err(err).Str("endpoint", e.name).Msg("could not remove the endpoint's record")
 	}
+	s.metrics.forget(e.name) // before the name is free for a new endpoint
 	s.reg.remove(e)
+	s.series.drop(e.name)
+	s.asyncEndpointGone(e.name)
 	s.log.Info().Str("endpoint", e.name).Msg("endpoint deleted")
 }
 
@@ -639,5 +709,5 @@ func (s *Server) Recover(ctx context.Context) error {
 		s.save(e, func(r *EndpointRecord) { r.Status, r.Generation = from, gen })
 		s.background(func() { s.runLaunch(e, rec.Plan, gen, from) })
 	}
-	return nil
+	return s.recoverAsync()
 }

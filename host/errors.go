@@ -11,10 +11,11 @@ import (
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/internal/wire"
 	"github.com/mce-run/mce/pipeline"
 )
 
-// Runtime error codes and their HTTP statuses (contracts doc §1.5).
+// Runtime error codes and their HTTP statuses (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors).
 const (
 	CodeValidation        = "ValidationError"
 	CodeModelError        = "ModelError"
@@ -49,7 +50,7 @@ func validationError(format string, args ...any) *APIError {
 }
 
 // errorBody is the JSON body of every error. Message is capitalised: older Go
-// SDKs match only "Message" (contracts doc §1.5). OriginalStatusCode is a JSON
+// SDKs match only "Message" (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors). OriginalStatusCode is a JSON
 // number: a string fails the Go SDK's decoding.
 type errorBody struct {
 	Type               string `json:"__type"`
@@ -73,7 +74,7 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("X-Amzn-ErrorType", e.Code)
+	h.Set(wire.HeaderErrorType, e.Code)
 	h.Set("Content-Length", fmt.Sprint(len(body)))
 	w.WriteHeader(e.Status)
 	w.Write(body)
@@ -107,7 +108,7 @@ func (s *Server) toAPIError(endpoint, reqID string, err error) *APIError {
 		return api
 	case errors.As(err, &notReady):
 		// ModelNotReadyException: the model is still downloading or
-		// loading; SDKs with legacy retries try again (contracts doc §1.5, §4.1).
+		// loading; SDKs with legacy retries try again (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors, https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html).
 		return &APIError{Status: http.StatusTooManyRequests, Code: CodeModelNotReady, err: err,
 			Message: "Model " + notReady.TargetModel + " is still being loaded on endpoint " + endpoint + "; the load carries on. Wait and try your request again."}
 	case errors.As(err, &notFound):

@@ -86,7 +86,7 @@ func scrapeURL(t *testing.T, url string) string {
 }
 
 // metricLabeled is the value of the series name{...} whose labels contain
-// every one of labels (e.g. `EndpointName="ab-test"`); 0 when there is none.
+// every one of labels (e.g. `endpoint="ab-test"`); 0 when there is none.
 func metricLabeled(text, name string, labels ...string) float64 {
 	total := 0.0
 	for _, line := range strings.Split(text, "\n") {
@@ -196,8 +196,8 @@ func TestFrameworkChainOnDocker(t *testing.T) {
 
 	m := scrapeURL(t, url)
 	for _, h := range []string{"preprocess", "network"} {
-		if n := metricLabeled(m, "ContainerLatency_count", `ContainerName="`+h+`"`); n < 3 {
-			t.Errorf("ContainerLatency_count for %s = %v, want ≥ 3", h, n)
+		if n := metricLabeled(m, "mce_container_latency_seconds_count", `container="`+h+`"`); n < 3 {
+			t.Errorf("mce_container_latency_seconds_count for %s = %v, want ≥ 3", h, n)
 		}
 	}
 }
@@ -301,11 +301,11 @@ func TestFrameworkABTestOnDocker(t *testing.T) {
 	// The comparison the README shows, from mce's metrics.
 	m := scrapeURL(t, url)
 	for v, n := range map[string]int{"v1": seen["v1"], "v2": seen["v2"] + 1} {
-		if got := metricLabeled(m, "Invocations", `EndpointName="ab-test"`, `VariantName="`+v+`"`); got != float64(n) {
-			t.Errorf("Invocations{ab-test,%s} = %v, want %d", v, got, n)
+		if got := metricLabeled(m, "mce_invocations_total", `endpoint="ab-test"`, `variant="`+v+`"`); got != float64(n) {
+			t.Errorf("mce_invocations_total{ab-test,%s} = %v, want %d", v, got, n)
 		}
-		if got := metricLabeled(m, "ContainerLatency_count", `EndpointName="ab-test-direct"`, `ContainerName="`+v+`"`); got != 1 {
-			t.Errorf("ContainerLatency_count{ab-test-direct,%s} = %v, want 1", v, got)
+		if got := metricLabeled(m, "mce_container_latency_seconds_count", `endpoint="ab-test-direct"`, `container="`+v+`"`); got != 1 {
+			t.Errorf("mce_container_latency_seconds_count{ab-test-direct,%s} = %v, want 1", v, got)
 		}
 	}
 }
@@ -365,23 +365,30 @@ func TestFrameworkMultiModelOnDocker(t *testing.T) {
 		call(i)
 	}
 	m := scrapeURL(t, url)
-	ep := `EndpointName="mme"`
-	loads, unloads := metricLabeled(m, "ModelLoadingTime_count", ep), metricLabeled(m, "ModelUnloadingTime_count", ep)
-	loaded := metricLabeled(m, "LoadedModelCount", ep)
-	t.Logf("after %d cold calls: %v loads, %v unloads, %v loaded", n, loads, unloads, loaded)
+	ep := `endpoint="mme"`
+	loads, unloads := metricLabeled(m, "mce_model_loading_seconds_count", ep), metricLabeled(m, "mce_model_unloading_seconds_count", ep)
+	loaded := metricLabeled(m, "mce_loaded_models", ep)
+	evictions := metricLabeled(m, "mce_model_evictions_total", ep)
+	t.Logf("after %d cold calls: %v loads, %v unloads (%v evictions), %v loaded", n, loads, unloads, evictions, loaded)
 	if loads < n || unloads == 0 || loaded >= n || loaded < 1 {
 		t.Errorf("after %d models: %v loads, %v unloads, %v loaded; want ≥ %d loads, some unloads, fewer than %d loaded", n, loads, unloads, loaded, n, n)
 	}
+	if evictions == 0 || evictions > unloads {
+		t.Errorf("%v evictions for %v unloads; want some, at most one per unload", evictions, unloads)
+	}
+	if per := metricLabeled(m, "mce_model_loaded", ep); per != loaded {
+		t.Errorf("mce_model_loaded sums to %v, mce_loaded_models says %v", per, loaded)
+	}
 	// The last model is warm (a cache hit, no load); the first was evicted
 	// and comes back with a load.
-	hits := metricLabeled(m, "ModelCacheHit_sum", ep)
+	hits := metricLabeled(m, "mce_model_cache_hits_total", ep)
 	call(n - 1)
 	call(0)
 	m = scrapeURL(t, url)
-	if got := metricLabeled(m, "ModelCacheHit_sum", ep); got != hits+1 {
+	if got := metricLabeled(m, "mce_model_cache_hits_total", ep); got != hits+1 {
 		t.Errorf("cache hits %v → %v, want one more (model %d warm)", hits, got, n-1)
 	}
-	if got := metricLabeled(m, "ModelLoadingTime_count", ep); got != loads+1 {
+	if got := metricLabeled(m, "mce_model_loading_seconds_count", ep); got != loads+1 {
 		t.Errorf("loads %v → %v, want one more (model 0 evicted, reloaded)", loads, got)
 	}
 }

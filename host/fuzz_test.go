@@ -38,20 +38,6 @@ func FuzzValidateInvokeHeaders(f *testing.F) {
 	})
 }
 
-// FuzzValidName checks the hand-written name matcher against the service
-// model's regular expression it replaces.
-func FuzzValidName(f *testing.F) {
-	re := regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9])*$`)
-	for _, s := range []string{"", "a", "-", "a-", "-a", "a--b", "ab-c9", "a_b", "é", "A1-b2--C3"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := validName(s), re.MatchString(s); got != want {
-			t.Fatalf("validName(%q) = %v, the regexp says %v", s, got, want)
-		}
-	})
-}
-
 // FuzzPrintMatcher checks the TargetModel/InferenceId matcher against the
 // regexp it replaces.
 func FuzzPrintMatcher(f *testing.F) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -57,7 +58,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // deploy creates the endpoint from a plan and waits until its launch ends.
 func (h *harness) deploy(p spec.EndpointPlan) error {
 	h.t.Helper()
-	if _, err := h.srv.startEndpoint(p, p.ConfigName); err != nil {
+	if _, err := h.srv.startEndpoint(p, p.ConfigName, nil); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -252,7 +253,7 @@ func TestEndpointStates(t *testing.T) {
 	t.Run("creating", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		h.backend.delay = 2 * time.Second
-		if _, err := h.srv.startEndpoint(plan("later", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "later"); err != nil {
+		if _, err := h.srv.startEndpoint(plan("later", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "later", nil); err != nil {
 			t.Fatal(err)
 		}
 		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("later"), Body: body("x")})
@@ -281,7 +282,7 @@ func TestEndpointStates(t *testing.T) {
 		if err := h.deploy(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.srv.startEndpoint(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "twice"); err == nil {
+		if _, err := h.srv.startEndpoint(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "twice", nil); err == nil {
 			t.Fatal("a second endpoint with the same name was accepted")
 		}
 	})
@@ -364,7 +365,7 @@ func TestErrorShape(t *testing.T) {
 		{"bad endpoint name", "POST", "/endpoints/bad_name/invocations", "ValidationError", 400},
 		{"unknown path", "GET", "/nothing/here", "UnknownOperationException", 404},
 		{"wrong method", "GET", "/endpoints/x/invocations", "UnknownOperationException", 405},
-		{"streaming not supported", "POST", "/endpoints/x/invocations-response-stream", "ValidationError", 400},
+		{"streaming, unknown endpoint", "POST", "/endpoints/x/invocations-response-stream", "ValidationError", 400},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,18 +413,132 @@ func TestMetrics(t *testing.T) {
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(resp.Body)
 	for _, want := range []string{
-		`Invocations{EndpointName="m",VariantName="AllTraffic"} 4`,
-		`Invocation4XXErrors{EndpointName="m",VariantName="AllTraffic"} 1`,
-		`InvocationModelErrors{EndpointName="m",VariantName="AllTraffic"} 1`,
-		`ModelLatency_count{EndpointName="m",VariantName="AllTraffic"} 3`,
-		`OverheadLatency_count{EndpointName="m",VariantName="AllTraffic"} 3`,
-		`ContainerLatency_count{ContainerName="a",EndpointName="m",VariantName="AllTraffic"} 4`,
-		`ContainerLatency_count{ContainerName="b",EndpointName="m",VariantName="AllTraffic"} 4`,
-		`ContainerInvocation4XXErrors{ContainerName="b",EndpointName="m",VariantName="AllTraffic"} 1`,
+		`mce_invocations_total{endpoint="m",variant="AllTraffic"} 4`,
+		`mce_invocation_4xx_errors_total{endpoint="m",variant="AllTraffic"} 1`,
+		`mce_invocation_5xx_errors_total{endpoint="m",variant="AllTraffic"} 0`,
+		`mce_invocation_model_errors_total{endpoint="m",variant="AllTraffic"} 1`,
+		`mce_model_latency_seconds_count{endpoint="m",variant="AllTraffic"} 3`,
+		`mce_overhead_latency_seconds_count{endpoint="m",variant="AllTraffic"} 3`,
+		`mce_container_latency_seconds_count{container="a",endpoint="m",variant="AllTraffic"} 4`,
+		`mce_container_latency_seconds_count{container="b",endpoint="m",variant="AllTraffic"} 4`,
+		`mce_container_invocations_total{container="b",endpoint="m",variant="AllTraffic"} 4`,
+		`mce_container_invocation_4xx_errors_total{container="b",endpoint="m",variant="AllTraffic"} 1`,
+		`mce_container_invocation_4xx_errors_total{container="a",endpoint="m",variant="AllTraffic"} 0`,
+		`mce_endpoint_status{endpoint="m",status="InService"} 1`,
+		`mce_endpoint_status{endpoint="m",status="Creating"} 0`,
+		`mce_variant_desired_instances{endpoint="m",variant="AllTraffic"} 1`,
+		`mce_container_ready{container="a",endpoint="m",variant="AllTraffic"} 1`,
+		`mce_container_restarts_total{container="b",endpoint="m",variant="AllTraffic"} 0`,
+		`mce_inflight_requests{endpoint="m",variant="AllTraffic"} 0`,
+		`mce_build_info{`,
 	} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestMetricsOfDeletedEndpoint: a caller's spelling of the endpoint's name
+// (names match case-insensitively) makes no series of its own, and a deleted
+// endpoint's series go with it, so that no caller can grow them without
+// bound.
+func TestMetricsOfDeletedEndpoint(t *testing.T) {
+	h := newHarness(t, Config{MetricsOnAPI: true})
+	scrape := func() string {
+		t.Helper()
+		resp, err := h.http.Client().Get(h.http.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if err := h.deploy(plan("Gone", "Serial", map[string][]string{"AllTraffic": {"a:A"}})); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Gone", "gone", "GONE"} {
+		if _, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), Body: body("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := scrape()
+	if want := `mce_invocations_total{endpoint="Gone",variant="AllTraffic"} 3`; !strings.Contains(m, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	if strings.Contains(m, `endpoint="gone"`) || strings.Contains(m, `endpoint="GONE"`) {
+		t.Errorf("the callers' spellings have series of their own")
+	}
+	h.srv.deleteEndpoint(h.srv.reg.get("gone"))
+	deadline := time.Now().Add(5 * time.Second)
+	for h.srv.reg.get("gone") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the endpoint was not deleted")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if m := scrape(); strings.Contains(m, `endpoint="Gone"`) {
+		t.Errorf("a deleted endpoint's series stay:\n%s", m)
+	}
+}
+
+// TestStateMetrics: the state read at scrape time. A call in progress shows
+// in mce_inflight_requests and leaves it; a failed launch shows as
+// status="Failed" and nothing else.
+func TestStateMetrics(t *testing.T) {
+	h := newHarness(t, Config{MetricsOnAPI: true})
+	scrape := func() string {
+		t.Helper()
+		resp, err := h.http.Client().Get(h.http.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if err := h.deploy(plan("slow", "Serial", map[string][]string{"AllTraffic": {"a:A"}})); err != nil {
+		t.Fatal(err)
+	}
+	const idle, busy = `mce_inflight_requests{endpoint="slow",variant="AllTraffic"} 0`, `mce_inflight_requests{endpoint="slow",variant="AllTraffic"} 1`
+	if m := scrape(); !strings.Contains(m, idle) {
+		t.Fatalf("before any call: /metrics lacks %s", idle)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("slow"), Body: body("x"), CustomAttributes: aws.String("sleep=1500ms")})
+		done <- err
+	}()
+	deadline := time.Now().Add(time.Second)
+	for !strings.Contains(scrape(), busy) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s while a call was in progress", busy)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if m := scrape(); !strings.Contains(m, idle) {
+		t.Errorf("after the call: /metrics lacks %s", idle)
+	}
+
+	h.backend.fail = errors.New("image missing")
+	if err := h.deploy(plan("broken", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})); err == nil {
+		t.Fatal("launch succeeded, want failure")
+	}
+	m := scrape()
+	for _, st := range endpointStatuses {
+		want := 0
+		if st == StatusFailed {
+			want = 1
+		}
+		if line := fmt.Sprintf(`mce_endpoint_status{endpoint="broken",status="%s"} %d`, st, want); !strings.Contains(m, line) {
+			t.Errorf("/metrics lacks %s", line)
+		}
+	}
+	if strings.Contains(m, `container_ready{container="primary",endpoint="broken"`) {
+		t.Errorf("a failed endpoint reports containers")
 	}
 }
 
@@ -434,7 +549,7 @@ func TestCloseStopsContainersKeepsEndpoints(t *testing.T) {
 	st := openStore(t)
 	s := New(Config{Backend: b, Logger: zerolog.Nop(), Store: st})
 	for _, name := range []string{"e1", "e2"} {
-		if _, err := s.startEndpoint(plan(name, "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), name); err != nil {
+		if _, err := s.startEndpoint(plan(name, "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), name, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.WaitEndpoint(context.Background(), name); err != nil {
@@ -517,5 +632,32 @@ func TestMetricsOnlyForTheOperator(t *testing.T) {
 				t.Errorf("operator's metrics listener: %d", resp.StatusCode)
 			}
 		})
+	}
+}
+
+// TestEndpointsMode: the listing names a multi-model endpoint MultiModel, not
+// the Serial its model's (absent) InferenceExecutionConfig defaults to.
+func TestEndpointsMode(t *testing.T) {
+	h := newHarness(t, Config{})
+	mme := plan("many", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})
+	mme.Variants[0].Containers[0].Mode = "MultiModel"
+	for _, p := range []spec.EndpointPlan{
+		mme,
+		plan("chain", "Serial", map[string][]string{"AllTraffic": {"a:A", "b:B"}}),
+		plan("direct", "Direct", map[string][]string{"AllTraffic": {"a:A", "b:B"}}),
+	} {
+		if err := h.deploy(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]string{"many": "MultiModel", "chain": "Serial", "direct": "Direct"}
+	infos := h.srv.Endpoints()
+	if len(infos) != len(want) {
+		t.Fatalf("Endpoints() = %+v", infos)
+	}
+	for _, info := range infos {
+		if info.Mode != want[info.Name] {
+			t.Errorf("%s: Mode = %q, want %q", info.Name, info.Mode, want[info.Name])
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // invokeEndpoint is InvokeEndpoint: POST /endpoints/{EndpointName}/invocations
-// (contracts doc §1.2–1.5).
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html).
 func (s *Server) invokeEndpoint(c echo.Context) error {
 	start := time.Now()
 	r := c.Request()
@@ -23,87 +23,46 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	w.Header().Set(hdrRequestID, reqID)
 	name := c.Param("name")
 	h := r.Header
+	variant, container := header(h, hdrTargetVariant), header(h, hdrTargetContainer)
+	fail := func(api *APIError) {
+		s.logFailedInvocation(reqID, name, variant, container, api, time.Since(start))
+		writeError(w, api)
+	}
 
-	if err := validateInvokeHeaders(name, h); err != nil {
-		writeError(w, err)
-		return nil
-	}
-	// The body: refused from its announced length when it is too big, and
-	// read with a cap when the length is not announced. A caller who cannot
-	// be authorized is refused before the body is read, where the headers
-	// tell (contracts: SigV4 signs the headers; unsigned callers are known
-	// from the headers alone).
-	if r.ContentLength > MaxPayload {
-		writeError(w, payloadTooLarge(r.ContentLength))
-		return nil
-	}
-	resource := s.arn(spec.KindEndpoint, name)
-	keys := authz.InvokeContext(h)
-	authorized, api := s.preAuthorize(r.Context(), r, "sagemaker:InvokeEndpoint", resource, keys)
+	e, route, rb, api := s.admitInvocation(w, r, name, h, authz.ActionInvokeEndpoint)
 	if api != nil {
-		writeError(w, api)
-		return nil
-	}
-	rb, api := s.readBody(w, r, MaxPayload, payloadTooLarge)
-	if api != nil {
-		writeError(w, api)
+		fail(api)
 		return nil
 	}
 	defer rb.release()
 	body := rb.bytes()
-
-	if !authorized {
-		if api := s.authorize(r.Context(), r, body, "sagemaker:InvokeEndpoint", resource, keys); api != nil {
-			writeError(w, api)
-			return nil
-		}
-	}
-	e := s.reg.get(name)
-	if e == nil {
-		writeError(w, validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
-		return nil
-	}
-	// An endpoint serves while it has a route: InService, and also while an
-	// update brings up its next generation (as SageMaker keeps serving).
-	route := e.route.Load()
-	if route == nil {
-		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
-		return nil
-	}
 	if tm := header(h, hdrTargetModel); tm != "" {
 		if !e.multiModel.Load() {
-			writeError(w, validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
+			fail(validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
 			return nil
 		}
 		if api := validateTargetModel(tm); api != nil {
-			writeError(w, api)
+			fail(api)
 			return nil
 		}
 	}
 	if api := unsupportedHeaders(h); api != nil {
-		writeError(w, api)
+		fail(api)
 		return nil
 	}
 
-	ct := header(h, hdrContentType)
-	if ct == "" {
-		ct = defaultContentType
-	}
-	req := pipeline.Request{
-		Body:                    body,
-		ContentType:             ct,
-		Accept:                  header(h, hdrAccept),
-		CustomAttributes:        header(h, hdrCustomAttributes),
-		TargetContainerHostname: header(h, hdrTargetContainer),
-		TargetVariant:           header(h, hdrTargetVariant),
-		InferenceID:             header(h, hdrInferenceID),
-		TargetModel:             header(h, hdrTargetModel),
-	}
+	req := pipelineRequest(h, body)
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
-		variant := variantOf(err)
+		if v, ctr := failedIn(err); v != "" {
+			variant = v
+			if ctr != "" {
+				container = ctr
+			}
+		}
+		s.series.record(e.name, variant, start, false)
 		if variant != "" {
-			s.metrics.observeInvocation(name, variant, time.Since(start), 0, err)
+			s.metrics.observeInvocation(e.name, variant, time.Since(start), 0, err)
 		}
 		if r.Context().Err() != nil {
 			// The client hung up; nobody reads an answer. Record it in the
@@ -113,13 +72,13 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		}
 		api := s.toAPIError(name, reqID, err)
 		s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).
-			AnErr("cause", errors.Unwrap(err)).Msg("invocation failed")
-		writeError(w, api)
+			AnErr("cause", errors.Unwrap(err)).Msg("invocation failed (detail)")
+		fail(api)
 		return nil
 	}
 	defer resp.Release()
 	rh := w.Header()
-	ct = resp.ContentType
+	ct := resp.ContentType
 	if ct == "" {
 		ct = defaultContentType // never let net/http sniff one
 	}
@@ -129,23 +88,97 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		rh.Set(hdrCustomAttributes, resp.CustomAttributes)
 	}
 	rh.Set("Content-Length", strconv.Itoa(len(resp.Body)))
-	s.metrics.observeInvocation(name, resp.Variant, time.Since(start), resp.ModelLatency, nil)
+	// Labelled with the endpoint's own spelling: names match case-insensitively,
+	// and a caller's spellings must not make series of their own.
+	s.metrics.observeInvocation(e.name, resp.Variant, time.Since(start), resp.ModelLatency, nil)
+	s.series.record(e.name, resp.Variant, start, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)
 	return nil
 }
 
-// variantOf names the variant an error happened in, if one was picked.
-func variantOf(err error) string {
+// admitInvocation holds the checks that InvokeEndpoint and
+// InvokeEndpointWithResponseStream share, in their order: the headers (h,
+// with the model's Accept in Accept), the body's announced size, the
+// caller's authorization for action, the body, and an endpoint that serves.
+// On success the caller releases rb; on failure it is already released.
+func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name string, h http.Header, action string) (*Endpoint, *pipeline.Route, requestBody, *APIError) {
+	var none requestBody
+	if api := validateInvokeHeaders(name, h); api != nil {
+		return nil, nil, none, api
+	}
+	// The body: refused from its announced length when it is too big, and
+	// read with a cap when the length is not announced. A caller who cannot
+	// be authorized is refused before the body is read, where the headers
+	// tell (contracts: SigV4 signs the headers; unsigned callers are known
+	// from the headers alone).
+	if r.ContentLength > MaxPayload {
+		return nil, nil, none, payloadTooLarge(r.ContentLength)
+	}
+	resource := s.arn(spec.KindEndpoint, name)
+	keys := authz.InvokeContext(h)
+	authorized, api := s.preAuthorize(r.Context(), r, action, resource, keys)
+	if api != nil {
+		return nil, nil, none, api
+	}
+	rb, api := s.readBody(w, r, MaxPayload, payloadTooLarge)
+	if api != nil {
+		return nil, nil, none, api
+	}
+	refuse := func(api *APIError) (*Endpoint, *pipeline.Route, requestBody, *APIError) {
+		rb.release()
+		return nil, nil, none, api
+	}
+	if !authorized {
+		if api := s.authorize(r.Context(), r, rb.bytes(), action, resource, keys); api != nil {
+			return refuse(api)
+		}
+	}
+	e := s.reg.get(name)
+	if e == nil {
+		return refuse(validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
+	}
+	// An endpoint serves while it has a route: InService, and also while an
+	// update brings up its next generation (as SageMaker keeps serving).
+	route := e.route.Load()
+	if route == nil {
+		return refuse(validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
+	}
+	return e, route, rb, nil
+}
+
+// pipelineRequest is the container call that an invocation's headers and
+// body describe (InvokeEndpoint and InvokeEndpointWithResponseStream, whose
+// Accept the caller has already moved to the Accept header).
+func pipelineRequest(h http.Header, body []byte) pipeline.Request {
+	ct := header(h, hdrContentType)
+	if ct == "" {
+		ct = defaultContentType
+	}
+	return pipeline.Request{
+		Body:                    body,
+		ContentType:             ct,
+		Accept:                  header(h, hdrAccept),
+		CustomAttributes:        header(h, hdrCustomAttributes),
+		TargetContainerHostname: header(h, hdrTargetContainer),
+		TargetVariant:           header(h, hdrTargetVariant),
+		InferenceID:             header(h, hdrInferenceID),
+		TargetModel:             header(h, hdrTargetModel),
+	}
+}
+
+// failedIn names the variant an error happened in, if one was picked, and
+// the container, when one is known.
+func failedIn(err error) (variant, container string) {
 	var m *pipeline.ModelError
 	var u *pipeline.UnavailableError
 	switch {
 	case errors.As(err, &m):
-		return m.Variant
+		return m.Variant, m.Container
 	case errors.As(err, &u):
-		return u.Variant
+		return u.Variant, u.Container
 	}
-	return ""
+	return "", ""
 }
 
 // unsupportedHeaders refuses InvokeEndpoint features mce does not have, rather

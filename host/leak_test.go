@@ -32,6 +32,9 @@ func TestBadInputsAreClientErrors(t *testing.T) {
 	inv := func(ep string, hdr ...string) req {
 		return req{method: "POST", path: "/endpoints/" + ep + "/invocations", body: "x", headers: hdr}
 	}
+	cw := func(op, body string) req {
+		return req{method: "POST", path: "/", body: body, headers: []string{"X-Amz-Target", "Logs_20140328." + op, "Content-Type", "application/x-amz-json-1.1"}}
+	}
 	ctl := func(op, body string) req {
 		return req{method: "POST", path: "/", body: body, headers: []string{"X-Amz-Target", "SageMaker." + op, "Content-Type", "application/x-amz-json-1.1"}}
 	}
@@ -58,7 +61,29 @@ func TestBadInputsAreClientErrors(t *testing.T) {
 		"body over 6 MiB":               {method: "POST", path: "/endpoints/ab/invocations", body: strings.Repeat("x", MaxPayload+1), headers: []string{hdrTargetContainer, "english"}},
 		"async invocation":              {method: "POST", path: "/endpoints/ab/async-invocations"},
 		"streaming invocation":          {method: "POST", path: "/endpoints/ab/invocations-response-stream"},
+		"streaming, multi-model":        {method: "POST", path: "/endpoints/mme/invocations-response-stream", body: "x"},
+		"streaming with TargetModel":    {method: "POST", path: "/endpoints/mme/invocations-response-stream", body: "x", headers: []string{hdrTargetModel, "m.tar.gz"}},
+		"streaming, bad Accept":         {method: "POST", path: "/endpoints/ab/invocations-response-stream", body: "x", headers: []string{hdrStreamAccept, "tëxt", hdrTargetContainer, "english"}},
+		"streaming, body over 6 MiB":    {method: "POST", path: "/endpoints/ab/invocations-response-stream", body: strings.Repeat("x", MaxPayload+1), headers: []string{hdrTargetContainer, "english"}},
 		"unknown path":                  {method: "GET", path: "/etc/passwd"},
+		"logs of an unknown endpoint":   {method: "GET", path: "/mce/endpoints/nope/logs"},
+		"logs, endpoint name traversal": {method: "GET", path: "/mce/endpoints/..%2f..%2fetc/logs"},
+		"logs, tail out of range":       {method: "GET", path: "/mce/endpoints/ab/logs?tail=99999"},
+		"logs, tail not a number":       {method: "GET", path: "/mce/endpoints/ab/logs?tail=-1"},
+		"logs, follow not a boolean":    {method: "GET", path: "/mce/endpoints/ab/logs?follow=maybe"},
+		"logs, container traversal":     {method: "GET", path: "/mce/endpoints/ab/logs?container=../../etc"},
+		"logs, unknown container":       {method: "GET", path: "/mce/endpoints/ab/logs?container=french"},
+		"logs, unknown variant":         {method: "GET", path: "/mce/endpoints/ab/logs?variant=Other"},
+		"CloudWatch, unknown operation": cw("DeleteLogGroup", `{"logGroupName": "/aws/sagemaker/Endpoints/ab"}`),
+		"CloudWatch, another log group": cw("FilterLogEvents", `{"logGroupName": "/var/log/syslog"}`),
+		"CloudWatch, group traversal":   cw("FilterLogEvents", `{"logGroupName": "/aws/sagemaker/Endpoints/../../etc"}`),
+		"CloudWatch, unknown endpoint":  cw("FilterLogEvents", `{"logGroupName": "/aws/sagemaker/Endpoints/nope"}`),
+		"CloudWatch, malformed JSON":    cw("FilterLogEvents", `{"logGroupName": `),
+		"CloudWatch, filterPattern":     cw("FilterLogEvents", `{"logGroupName": "/aws/sagemaker/Endpoints/ab", "filterPattern": "ERROR"}`),
+		"CloudWatch, limit 0":           cw("FilterLogEvents", `{"logGroupName": "/aws/sagemaker/Endpoints/ab", "limit": 0}`),
+		"CloudWatch, forged token":      cw("FilterLogEvents", `{"logGroupName": "/aws/sagemaker/Endpoints/ab", "nextToken": "f/AAAA"}`),
+		"CloudWatch, no stream":         cw("GetLogEvents", `{"logGroupName": "/aws/sagemaker/Endpoints/ab"}`),
+		"CloudWatch, unknown stream":    cw("GetLogEvents", `{"logGroupName": "/aws/sagemaker/Endpoints/ab", "logStreamName": "x/0/y"}`),
 		"path traversal":                {method: "POST", path: "/endpoints/../../invocations"},
 		"wrong method":                  {method: "DELETE", path: "/endpoints/ab/invocations"},
 		"unknown operation":             ctl("DropTables", "{}"),

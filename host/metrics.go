@@ -11,18 +11,35 @@ import (
 	"github.com/mce-run/mce/pipeline"
 )
 
-// Metric and label names are SageMaker's CloudWatch metric names and
-// dimensions (contracts doc §6), so dashboards translate one to one: a
-// histogram's _sum is CloudWatch's Sum and its _count is SampleCount.
-// Latencies are in microseconds, as SageMaker reports them.
+// Metrics follow Prometheus' conventions: names in the mce_ namespace,
+// counters ending in _total, durations in seconds as histograms, shares as
+// ratios. Each stands for one of SageMaker's CloudWatch metrics
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html);
+// docs/metrics.md lists them with their CloudWatch counterparts and
+// the PromQL that computes CloudWatch's statistics from them.
+//
+// Labels are the CloudWatch dimensions: endpoint (EndpointName), variant
+// (VariantName), container (ContainerName). No metric of the invocation path
+// has a model label: TargetModel is chosen by the caller, so a label would let
+// any caller create series without bound (SageMaker has no per-model metrics
+// either). Only mce_model_loaded names models, those loaded now, evaluated at
+// scrape time, so its series are bounded by what the containers hold.
 const (
-	dimEndpoint  = "EndpointName"
-	dimVariant   = "VariantName"
-	dimContainer = "ContainerName"
+	namespace    = "mce"
+	lblEndpoint  = "endpoint"
+	lblVariant   = "variant"
+	lblContainer = "container"
+	lblModel     = "model"
+	lblStatus    = "status"
 )
 
-// latencyBuckets span 50 µs to about 100 s.
-var latencyBuckets = prometheus.ExponentialBuckets(50, 2.5, 17)
+// latencyBuckets span 100 µs to 60 s (SageMaker's limit on a call) in
+// 1-2.5-5 steps: mce's own overhead is well under a millisecond, models take
+// milliseconds to seconds.
+var latencyBuckets = []float64{
+	0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+}
 
 type metrics struct {
 	reg *prometheus.Registry
@@ -40,7 +57,8 @@ type metrics struct {
 	container4xx         *prometheus.CounterVec
 	container5xx         *prometheus.CounterVec
 
-	mme *mmeMetrics
+	mme    *mmeMetrics
+	stream *streamMetrics
 
 	mu         sync.RWMutex
 	variants   map[[2]string]*variantMetrics
@@ -108,37 +126,88 @@ func (m *metrics) container(endpoint, variant, container string) *containerMetri
 	return c
 }
 
+var (
+	labelsEV  = []string{lblEndpoint, lblVariant}
+	labelsEVC = []string{lblEndpoint, lblVariant, lblContainer}
+)
+
+func newCounterVec(name, help string, labels []string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+}
+
+func newHistogramVec(name, help string, buckets []float64, labels []string) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, labels)
+}
+
+// newDesc describes a metric read at scrape time (the state and usage
+// collectors).
+func newDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+}
+
 func newMetrics() *metrics {
-	ev := []string{dimEndpoint, dimVariant}
-	evc := []string{dimEndpoint, dimVariant, dimContainer}
-	counter := func(name, help string, labels []string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-	}
-	hist := func(name, help string, labels []string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, labels)
-	}
+	ev, evc := labelsEV, labelsEVC
 	m := &metrics{
-		reg:                  prometheus.NewRegistry(),
-		invocations:          counter("Invocations", "InvokeEndpoint requests sent to the model.", ev),
-		invocation4xx:        counter("Invocation4XXErrors", "InvokeEndpoint requests where the model returned a 4xx status.", ev),
-		invocation5xx:        counter("Invocation5XXErrors", "InvokeEndpoint requests where the model returned a 5xx status.", ev),
-		invocationModel:      counter("InvocationModelErrors", "InvokeEndpoint requests that ended in a ModelError (non-2xx, timeout, connection failure, oversize payload).", ev),
-		modelLatency:         hist("ModelLatency", "Time inside the model containers, in microseconds (a pipeline: all containers together).", ev),
-		overheadLatency:      hist("OverheadLatency", "Time mce added to a request (total minus ModelLatency), in microseconds.", ev),
-		containerLatency:     hist("ContainerLatency", "Time one container took to answer, in microseconds.", evc),
-		containerInvocations: counter("ContainerInvocations", "Requests sent to one container (SageMaker: Invocations with the ContainerName dimension).", evc),
-		container4xx:         counter("ContainerInvocation4XXErrors", "4xx answers of one container (SageMaker: Invocation4XXErrors with ContainerName).", evc),
-		container5xx:         counter("ContainerInvocation5XXErrors", "5xx answers of one container (SageMaker: Invocation5XXErrors with ContainerName).", evc),
+		reg: prometheus.NewRegistry(),
+		invocations: newCounterVec("invocations_total",
+			"InvokeEndpoint requests sent to a variant (CloudWatch Invocations).", ev),
+		invocation4xx: newCounterVec("invocation_4xx_errors_total",
+			"InvokeEndpoint requests where the model returned a 4xx status (CloudWatch Invocation4XXErrors).", ev),
+		invocation5xx: newCounterVec("invocation_5xx_errors_total",
+			"InvokeEndpoint requests where the model returned a 5xx status (CloudWatch Invocation5XXErrors).", ev),
+		invocationModel: newCounterVec("invocation_model_errors_total",
+			"InvokeEndpoint requests that ended in a ModelError: non-2xx, timeout, connection failure, oversize payload (CloudWatch InvocationModelErrors).", ev),
+		modelLatency: newHistogramVec("model_latency_seconds",
+			"Time inside the model containers of a successful call; for a chain, all containers together (CloudWatch ModelLatency, in microseconds there).", latencyBuckets, ev),
+		overheadLatency: newHistogramVec("overhead_latency_seconds",
+			"Time mce added to a successful call: total minus model latency (CloudWatch OverheadLatency, in microseconds there).", latencyBuckets, ev),
+		containerLatency: newHistogramVec("container_latency_seconds",
+			"Time one container took to answer (CloudWatch ContainerLatency, in microseconds there).", latencyBuckets, evc),
+		containerInvocations: newCounterVec("container_invocations_total",
+			"Requests sent to one container (CloudWatch Invocations with the ContainerName dimension).", evc),
+		container4xx: newCounterVec("container_invocation_4xx_errors_total",
+			"4xx answers of one container (CloudWatch Invocation4XXErrors with the ContainerName dimension).", evc),
+		container5xx: newCounterVec("container_invocation_5xx_errors_total",
+			"5xx answers of one container (CloudWatch Invocation5XXErrors with the ContainerName dimension).", evc),
 	}
 	m.reg.MustRegister(m.invocations, m.invocation4xx, m.invocation5xx, m.invocationModel,
 		m.modelLatency, m.overheadLatency, m.containerLatency,
 		m.containerInvocations, m.container4xx, m.container5xx,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.mme = newMMEMetrics(m.reg)
+	m.stream = newStreamMetrics(m.reg)
 	return m
 }
 
-func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+// forget drops a deleted endpoint's series: they would stay in every scrape,
+// and creating and deleting endpoints under new names would add series
+// without bound. The state metrics go by themselves (read at scrape time).
+func (m *metrics) forget(endpoint string) {
+	m.mu.Lock()
+	for k := range m.variants {
+		if k[0] == endpoint {
+			delete(m.variants, k)
+		}
+	}
+	for k := range m.containers {
+		if k[0] == endpoint {
+			delete(m.containers, k)
+		}
+	}
+	m.mu.Unlock()
+	match := prometheus.Labels{lblEndpoint: endpoint}
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{
+		m.invocations, m.invocation4xx, m.invocation5xx, m.invocationModel,
+		m.modelLatency, m.overheadLatency, m.containerLatency,
+		m.containerInvocations, m.container4xx, m.container5xx,
+		m.mme.wait, m.mme.download, m.mme.load, m.mme.unload, m.mme.hits, m.mme.requests, m.mme.evictions,
+		m.stream.ttfb,
+	} {
+		v.DeletePartialMatch(match)
+	}
+}
 
 // ObserveContainer implements pipeline.Observer: one container call.
 func (m *metrics) ObserveContainer(endpoint, variant, container string, d time.Duration, status int, err error) {
@@ -151,7 +220,7 @@ func (m *metrics) ObserveContainer(endpoint, variant, container string, d time.D
 		c.c4xx.Inc()
 	}
 	if status > 0 {
-		c.latency.Observe(micros(d))
+		c.latency.Observe(d.Seconds())
 	}
 }
 
@@ -174,6 +243,6 @@ func (m *metrics) observeInvocation(endpoint, variant string, total, model time.
 		}
 		return
 	}
-	v.model.Observe(micros(model))
-	v.overhead.Observe(micros(max(total-model, 0)))
+	v.model.Observe(model.Seconds())
+	v.overhead.Observe(max(total-model, 0).Seconds())
 }

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -9,75 +8,80 @@ import (
 	"github.com/mce-run/mce/containers/mme"
 )
 
-// Multi-model metrics, SageMaker's names (contracts doc §6): latencies in
-// microseconds with EndpointName and VariantName; ModelCacheHit as a
-// histogram of 0/1 so that _sum is the hits and _count the calls (CloudWatch's
-// Sum and SampleCount); LoadedModelCount per container.
+// loadBuckets span 1 ms to 5 min: model downloads, extractions and loads
+// take from milliseconds (a cached file, a tiny model) to minutes.
+var loadBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// Multi-model metrics (CloudWatch: https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html). The times are
+// histograms in seconds per endpoint and variant, as CloudWatch has them;
+// ModelCacheHit (1 or 0 per call, whose Sum is the hits and SampleCount the
+// calls) is two counters; evictions are counted per container. What is
+// loaded and cached now (LoadedModelCount and the cache's size) is read at
+// scrape time by the state collector.
 type mmeMetrics struct {
 	wait, download, load, unload *prometheus.HistogramVec
-	hit                          *prometheus.HistogramVec
-	loaded                       *prometheus.GaugeVec
+	hits, requests               *prometheus.CounterVec
+	evictions                    *prometheus.CounterVec
 }
 
 func newMMEMetrics(reg *prometheus.Registry) *mmeMetrics {
-	ev := []string{dimEndpoint, dimVariant}
 	hist := func(name, help string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: latencyBuckets}, ev)
+		return newHistogramVec(name, help, loadBuckets, labelsEV)
 	}
 	m := &mmeMetrics{
-		wait:     hist("ModelLoadingWaitTime", "Time a request waited for its model to be downloaded and loaded, in microseconds."),
-		download: hist("ModelDownloadingTime", "Time to download and extract a model artifact, in microseconds."),
-		load:     hist("ModelLoadingTime", "Time the container's load call took, in microseconds."),
-		unload:   hist("ModelUnloadingTime", "Time the container's unload call took, in microseconds."),
-		hit: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "ModelCacheHit",
-			Help: "1 for a request whose model was already loaded, else 0 (_sum: hits, _count: requests).", Buckets: []float64{0.5}}, ev),
-		loaded: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "LoadedModelCount",
-			Help: "Models loaded in the multi-model containers."}, []string{dimEndpoint, dimVariant, dimContainer}),
+		wait: hist("model_loading_wait_seconds",
+			"Time a request whose model was not loaded waited for its download and load (CloudWatch ModelLoadingWaitTime, in microseconds there)."),
+		download: hist("model_downloading_seconds",
+			"Time to download and extract one model artifact (CloudWatch ModelDownloadingTime, in microseconds there)."),
+		load: hist("model_loading_seconds",
+			"Time one successful load call to the container took (CloudWatch ModelLoadingTime, in microseconds there)."),
+		unload: hist("model_unloading_seconds",
+			"Time one unload call to the container took (CloudWatch ModelUnloadingTime, in microseconds there)."),
+		hits: newCounterVec("model_cache_hits_total",
+			"Multi-model requests whose model was already loaded (CloudWatch ModelCacheHit: its Sum).", labelsEV),
+		requests: newCounterVec("model_cache_requests_total",
+			"Multi-model requests, hit or miss (CloudWatch ModelCacheHit: its SampleCount).", labelsEV),
+		evictions: newCounterVec("model_evictions_total",
+			"Models unloaded from a container to free memory for another model; idle unloads are not counted (no CloudWatch counterpart).", labelsEVC),
 	}
-	reg.MustRegister(m.wait, m.download, m.load, m.unload, m.hit, m.loaded)
+	reg.MustRegister(m.wait, m.download, m.load, m.unload, m.hits, m.requests, m.evictions)
 	return m
 }
 
 // MultiModelObserver returns the metrics sink of one multi-model container
-// (one per Cache and one per Manager; each tracks its own loaded count).
+// (one per Cache and one per Manager).
 func (s *Server) MultiModelObserver(endpoint, variant, container string) mme.Observer {
 	m := s.metrics.mme
 	return &mmeObserver{
 		wait: m.wait.WithLabelValues(endpoint, variant), download: m.download.WithLabelValues(endpoint, variant),
 		load: m.load.WithLabelValues(endpoint, variant), unload: m.unload.WithLabelValues(endpoint, variant),
-		hit: m.hit.WithLabelValues(endpoint, variant), loaded: m.loaded.WithLabelValues(endpoint, variant, container),
+		hits: m.hits.WithLabelValues(endpoint, variant), requests: m.requests.WithLabelValues(endpoint, variant),
+		evictions: m.evictions.WithLabelValues(endpoint, variant, container),
 	}
 }
 
-// mmeObserver holds its metric children, looked up once: ModelCacheHit is
-// observed on every call.
+// mmeObserver holds its metric children, looked up once: the cache hit is
+// counted on every call.
 type mmeObserver struct {
-	wait, download, load, unload, hit prometheus.Observer
-	loaded                            prometheus.Gauge
-	mu                                sync.Mutex
-	count                             int
+	wait, download, load, unload prometheus.Observer
+	hits, requests, evictions    prometheus.Counter
 }
 
-func (o *mmeObserver) ModelLoadingWaitTime(d time.Duration) { o.wait.Observe(micros(d)) }
-func (o *mmeObserver) ModelDownloadingTime(d time.Duration) { o.download.Observe(micros(d)) }
-func (o *mmeObserver) ModelLoadingTime(d time.Duration)     { o.load.Observe(micros(d)) }
-func (o *mmeObserver) ModelUnloadingTime(d time.Duration)   { o.unload.Observe(micros(d)) }
+func (o *mmeObserver) ModelLoadingWaitTime(d time.Duration) { o.wait.Observe(d.Seconds()) }
+func (o *mmeObserver) ModelDownloadingTime(d time.Duration) { o.download.Observe(d.Seconds()) }
+func (o *mmeObserver) ModelLoadingTime(d time.Duration)     { o.load.Observe(d.Seconds()) }
+func (o *mmeObserver) ModelUnloadingTime(d time.Duration)   { o.unload.Observe(d.Seconds()) }
+func (o *mmeObserver) ModelEvicted()                        { o.evictions.Inc() }
 func (o *mmeObserver) ModelCacheHit(hit bool) {
-	v := 0.0
+	o.requests.Inc()
 	if hit {
-		v = 1
+		o.hits.Inc()
 	}
-	o.hit.Observe(v)
 }
 
-// LoadedModelCount gets this manager's absolute count; the gauge sums the
-// copies of a container, so it moves by the difference.
-func (o *mmeObserver) LoadedModelCount(n int) {
-	o.mu.Lock()
-	delta := n - o.count
-	o.count = n
-	o.mu.Unlock()
-	o.loaded.Add(float64(delta))
-}
+// LoadedModelCount is not kept here: mce_loaded_models is read from the
+// containers at scrape time (stateCollector), so that it disappears with
+// its endpoint instead of staying at its last value.
+func (o *mmeObserver) LoadedModelCount(int) {}
 
 var _ mme.Observer = (*mmeObserver)(nil)

@@ -11,27 +11,18 @@ import (
 )
 
 // UsageSource is implemented by backends that can sample their containers'
-// resource use (the Docker backend does).
+// resource use (containers/backend.Docker does).
 type UsageSource interface {
 	Usage(ctx context.Context) []containers.Usage
 	DiskPercent() (float64, error)
 	GPUUtilization(index int) (gpuPercent, memoryPercent float64, err error)
 }
 
-// Usage implements UsageSource.
-func (b *DockerBackend) Usage(ctx context.Context) []containers.Usage { return b.Runtime.Usage(ctx) }
-
-// DiskPercent implements UsageSource.
-func (b *DockerBackend) DiskPercent() (float64, error) { return b.Runtime.DiskPercent() }
-
-// GPUUtilization implements UsageSource.
-func (b *DockerBackend) GPUUtilization(i int) (float64, float64, error) {
-	return b.Runtime.GPUUtilization(i)
-}
-
-// usageCollector reports SageMaker's instance metrics (contracts doc §6,
-// namespace /aws/sagemaker/Endpoints) at scrape time, sampling at most once
-// per usageTTL so that frequent scrapes do not load the engine.
+// usageCollector reports the instance metrics of CloudWatch's namespace
+// /aws/sagemaker/Endpoints (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html) at scrape time, sampling at
+// most once per usageTTL so that frequent scrapes do not load the engine.
+// CloudWatch counts them in percent; Prometheus' base unit for a share is
+// the ratio, so each is the CloudWatch value divided by 100.
 type usageCollector struct {
 	src                         UsageSource
 	cpu, mem, disk, gpu, gpuMem *prometheus.Desc
@@ -43,15 +34,18 @@ type usageCollector struct {
 const usageTTL = 5 * time.Second
 
 func newUsageCollector(src UsageSource) *usageCollector {
-	evc := []string{dimEndpoint, dimVariant, dimContainer}
-	ev := []string{dimEndpoint, dimVariant}
 	return &usageCollector{
-		src:    src,
-		cpu:    prometheus.NewDesc("CPUUtilization", "CPU use of a container, percent summed over cores (0-100 x cores), averaged over the variant's copies.", evc, nil),
-		mem:    prometheus.NewDesc("MemoryUtilization", "Memory use of a container, percent of its limit (or the host's memory), page cache excluded, averaged over copies.", evc, nil),
-		disk:   prometheus.NewDesc("DiskUtilization", "Used share of the filesystem holding mce's model artifacts and caches, percent.", ev, nil),
-		gpu:    prometheus.NewDesc("GPUUtilization", "GPU busy share summed over the variant's GPUs (0-100 x GPUs), from NVML.", ev, nil),
-		gpuMem: prometheus.NewDesc("GPUMemoryUtilization", "GPU memory use summed over the variant's GPUs (0-100 x GPUs), from NVML.", ev, nil),
+		src: src,
+		cpu: newDesc("container_cpu_utilization_ratio",
+			"CPU use of a container, summed over cores (0 to the number of cores), averaged over the variant's copies (CloudWatch CPUUtilization / 100).", labelsEVC...),
+		mem: newDesc("container_memory_utilization_ratio",
+			"Memory use of a container as a share of its limit (or of the host's memory), page cache excluded, averaged over copies (CloudWatch MemoryUtilization / 100).", labelsEVC...),
+		disk: newDesc("disk_utilization_ratio",
+			"Used share of the filesystem holding mce's model artifacts and caches, shared by every variant (CloudWatch DiskUtilization / 100)."),
+		gpu: newDesc("gpu_utilization_ratio",
+			"GPU busy share summed over the variant's GPUs (0 to the number of GPUs), from NVML (CloudWatch GPUUtilization / 100).", labelsEV...),
+		gpuMem: newDesc("gpu_memory_utilization_ratio",
+			"GPU memory use summed over the variant's GPUs (0 to the number of GPUs), from NVML (CloudWatch GPUMemoryUtilization / 100).", labelsEV...),
 	}
 }
 
@@ -107,15 +101,14 @@ func (c *usageCollector) sample() []prometheus.Metric {
 	var out []prometheus.Metric
 	for k, a := range per {
 		if a.ncpu > 0 {
-			out = append(out, prometheus.MustNewConstMetric(c.cpu, prometheus.GaugeValue, a.cpu/float64(a.ncpu), k.e, k.v, k.c))
+			out = append(out, prometheus.MustNewConstMetric(c.cpu, prometheus.GaugeValue, a.cpu/float64(a.ncpu)/100, k.e, k.v, k.c))
 		}
-		out = append(out, prometheus.MustNewConstMetric(c.mem, prometheus.GaugeValue, a.mem/float64(a.nmem), k.e, k.v, k.c))
+		out = append(out, prometheus.MustNewConstMetric(c.mem, prometheus.GaugeValue, a.mem/float64(a.nmem)/100, k.e, k.v, k.c))
 	}
-	disk, derr := c.src.DiskPercent()
+	if disk, err := c.src.DiskPercent(); err == nil {
+		out = append(out, prometheus.MustNewConstMetric(c.disk, prometheus.GaugeValue, disk/100))
+	}
 	for vk, gpus := range variants {
-		if derr == nil {
-			out = append(out, prometheus.MustNewConstMetric(c.disk, prometheus.GaugeValue, disk, vk[0], vk[1]))
-		}
 		if len(gpus) == 0 {
 			continue
 		}
@@ -130,8 +123,8 @@ func (c *usageCollector) sample() []prometheus.Metric {
 			g, m = g+gp, m+mp
 		}
 		if ok {
-			out = append(out, prometheus.MustNewConstMetric(c.gpu, prometheus.GaugeValue, g, vk[0], vk[1]),
-				prometheus.MustNewConstMetric(c.gpuMem, prometheus.GaugeValue, m, vk[0], vk[1]))
+			out = append(out, prometheus.MustNewConstMetric(c.gpu, prometheus.GaugeValue, g/100, vk[0], vk[1]),
+				prometheus.MustNewConstMetric(c.gpuMem, prometheus.GaugeValue, m/100, vk[0], vk[1]))
 		}
 	}
 	return out

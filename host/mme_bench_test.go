@@ -68,13 +68,13 @@ Endpoints:
 			b.Fatal(err)
 		}
 		after := scrapeMetrics(b, url)
-		dl := metricValue(after, "ModelDownloadingTime_sum") - metricValue(before, "ModelDownloadingTime_sum")
-		ld := metricValue(after, "ModelLoadingTime_sum") - metricValue(before, "ModelLoadingTime_sum")
+		dl := metricValue(after, "mce_model_downloading_seconds_sum") - metricValue(before, "mce_model_downloading_seconds_sum")
+		ld := metricValue(after, "mce_model_loading_seconds_sum") - metricValue(before, "mce_model_loading_seconds_sum")
 		warm, err := post("mme", man.Models[i].TargetModel, man.Models[i].Request)
 		if err != nil {
 			b.Fatal(err)
 		}
-		cold = append(cold, d-time.Duration((dl+ld)*float64(time.Microsecond))-warm)
+		cold = append(cold, d-time.Duration((dl+ld)*float64(time.Second))-warm)
 	}
 	for range 200 { // warm both paths
 		post("mme", target, body)

@@ -148,7 +148,7 @@ func TestMultiModelEndpoint(t *testing.T) {
 		}
 	}
 	text := scrape()
-	if d, l := metricValue(text, "ModelDownloadingTime_count"), metricValue(text, "ModelLoadingTime_count"); d != 1 || l != 1 {
+	if d, l := metricValue(text, "mce_model_downloading_seconds_count"), metricValue(text, "mce_model_loading_seconds_count"); d != 1 || l != 1 {
 		t.Errorf("100 concurrent first calls caused %v downloads and %v loads; want 1 and 1", d, l)
 	}
 
@@ -176,22 +176,22 @@ func TestMultiModelEndpoint(t *testing.T) {
 	}
 	wg.Wait()
 	text = scrape()
-	hits, calls := metricValue(text, "ModelCacheHit_sum"), metricValue(text, "ModelCacheHit_count")
-	unloads := metricValue(text, "ModelUnloadingTime_count")
+	hits, calls := metricValue(text, "mce_model_cache_hits_total"), metricValue(text, "mce_model_cache_requests_total")
+	unloads, evictions := metricValue(text, "mce_model_unloading_seconds_count"), metricValue(text, "mce_model_evictions_total")
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	t.Logf("200 models, 20 resident, %d clients: %d requests, %d failed, hit ratio %.2f (%v of %v), %v evictions, loaded now %v, p50 %v, p99 %v",
-		clients, len(lat), len(failures), hits/calls, hits, calls, unloads, metricValue(text, "LoadedModelCount"),
+	t.Logf("200 models, 20 resident, %d clients: %d requests, %d failed, hit ratio %.2f (%v of %v), %v unloads (%v evictions), loaded now %v, p50 %v, p99 %v",
+		clients, len(lat), len(failures), hits/calls, hits, calls, unloads, evictions, metricValue(text, "mce_loaded_models"),
 		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond))
 	for i, err := range failures {
 		if i < 5 {
 			t.Errorf("failed request: %v", err)
 		}
 	}
-	if unloads == 0 || hits == 0 {
-		t.Errorf("metrics show %v evictions and %v cache hits; want both", unloads, hits)
+	if evictions == 0 || hits == 0 {
+		t.Errorf("metrics show %v evictions and %v cache hits; want both", evictions, hits)
 	}
-	if loaded := metricValue(text, "LoadedModelCount"); loaded < 1 || loaded > 20 {
-		t.Errorf("LoadedModelCount = %v, want 1..20", loaded)
+	if loaded := metricValue(text, "mce_loaded_models"); loaded < 1 || loaded > 20 {
+		t.Errorf("mce_loaded_models = %v, want 1..20", loaded)
 	}
 }
 

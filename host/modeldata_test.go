@@ -1,7 +1,11 @@
 package host
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +16,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/internal/testenv"
 )
 
 // TestCreateModelConfinesFileData reproduces issue 9, class 3 through the
@@ -135,4 +140,107 @@ func TestModelDataSourceFolder(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "config.json")); err != nil || string(b) != "{}" {
 		t.Errorf("staged folder: %q %v", b, err)
 	}
+}
+
+// TestModelDataSourceS3 is TestModelDataSourceFolder's S3 form against a
+// real S3 server (versitygw): CreateModel with ModelDataSource S3Prefix and a
+// multi-model s3:// prefix through aws-sdk-go-v2's SageMaker client, then the
+// model data the endpoint's container is given, fetched from that server:
+// the folder file by file (not what sits next to the prefix), the
+// multi-model prefix's TargetModel, and a missing key as ErrNotFound.
+func TestModelDataSourceS3(t *testing.T) {
+	s3 := testenv.S3Server(t)
+	s3.Bucket(t, "models")
+	s3.Put(t, "models", "llm/config.json", []byte(`{"layers":2}`))
+	s3.Put(t, "models", "llm/weights/w.bin", []byte("0123"))
+	s3.Put(t, "models", "llm-other/x", []byte("not under llm/"))
+	f, err := artifact.NewFetcher(artifact.Options{S3: artifact.S3Options{Endpoint: s3.Endpoint, Region: s3.Region,
+		UsePathStyle: true, Credentials: s3.Credentials()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{ModelData: f, BaseDir: t.TempDir()})
+	sm, ctx := h.sm(), context.Background()
+	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("llm"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"), ModelDataSource: &smtypes.ModelDataSource{
+			S3DataSource: &smtypes.S3ModelDataSource{S3Uri: aws.String("s3://models/llm/"),
+				S3DataType: smtypes.S3ModelDataTypeS3Prefix, CompressionType: smtypes.ModelCompressionTypeNone}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("llm"),
+		ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), ModelName: aws.String("llm"),
+			InitialInstanceCount: aws.Int32(1), InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("llm"), EndpointConfigName: aws.String("llm")}); err != nil {
+		t.Fatal(err)
+	}
+	c := h.srv.reg.get("llm").record().Plan.Variants[0].Containers[0]
+	if c.ModelDataURL != "s3://models/llm/" {
+		t.Fatalf("the container's model data is %q", c.ModelDataURL)
+	}
+	dir, err := f.Prepare(ctx, c.ModelDataURL, c.BaseDir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		got[rel] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["config.json"] != `{"layers":2}` || got["weights/w.bin"] != "0123" {
+		t.Errorf("staged folder = %v, want config.json and weights/w.bin only", got)
+	}
+
+	// A multi-model s3:// prefix: the container's prefix, and its TargetModel fetched from it.
+	s3.Put(t, "models", "mme/a.tar.gz", gzipTar(t, "a.txt", "model a"))
+	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("mme"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"), Mode: smtypes.ContainerModeMultiModel,
+			ModelDataUrl: aws.String("s3://models/mme/")}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sm.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String("mme")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := aws.ToString(out.PrimaryContainer.ModelDataUrl)
+	dir, err = f.PrepareArchive(ctx, prefix+"a.tar.gz", "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "a.txt")); err != nil || string(b) != "model a" {
+		t.Errorf("TargetModel a.tar.gz from %s: %q %v", prefix, b, err)
+	}
+	if _, err := f.PrepareArchive(ctx, prefix+"b.tar.gz", "", t.TempDir()); !errors.Is(err, artifact.ErrNotFound) {
+		t.Errorf("a TargetModel with no object: %v, want ErrNotFound", err)
+	}
+}
+
+// gzipTar is a .tar.gz holding one file.
+func gzipTar(t *testing.T, name, body string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }

@@ -54,6 +54,10 @@ type EndpointRecord struct {
 	// Tags are the endpoint's tags (CreateEndpoint's, then AddTags and
 	// DeleteTags).
 	Tags []spec.Tag `json:",omitempty"`
+	// Applied fingerprints the endpoint files' definition of the endpoint
+	// when serve -f last applied it (Apply); empty for one created through
+	// the API.
+	Applied string `json:",omitempty"`
 }
 
 // VariantTarget is a variant's desired weight and instance count.
@@ -63,7 +67,7 @@ type VariantTarget struct {
 }
 
 // epoch is a timestamp as awsJson1_1 encodes it: seconds since the epoch, a
-// JSON number with millisecond precision (contracts doc §2.1).
+// JSON number with millisecond precision (https://smithy.io/2.0/aws/protocols/aws-json-1_1-protocol.html).
 type epoch time.Time
 
 func (t epoch) MarshalJSON() ([]byte, error) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -20,7 +21,7 @@ import (
 )
 
 // MaxPayload is SageMaker's 6 MiB limit on request and response bodies
-// (contracts doc §1.3).
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html).
 const MaxPayload = 6 << 20
 
 // Config configures a Server. Zero values are defaults.
@@ -28,7 +29,7 @@ type Config struct {
 	Region  string // default us-east-1
 	Account string // default 123456789012
 	// ContainerTimeout bounds each container call; default 60 s, SageMaker's
-	// limit (contracts doc §3.1).
+	// limit (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 	ContainerTimeout time.Duration
 	Backend          Backend
 	// Store holds models, endpoint configs and endpoints durably. Required.
@@ -54,12 +55,34 @@ type Config struct {
 	// requests together; a request beyond it is refused with 503
 	// ServiceUnavailable. Default DefaultBodyMemory (256 MiB).
 	BodyMemory int64
-	// MetricsOnAPI also serves GET /metrics on Handler, unsigned, for as
-	// long as no policy is enforced (never while Authz is enabled: metrics
-	// name every endpoint and their traffic). MetricsHandler serves them
-	// regardless, for a listener of the operator's.
+	// MetricsOnAPI also serves GET /metrics and the status page (GET /,
+	// /status, /status.json) on Handler, unsigned, for as long as no policy
+	// is enforced (never while Authz is enabled: metrics name every
+	// endpoint and their traffic). MetricsHandler and OperatorHandler serve
+	// them regardless, for a listener of the operator's.
 	MetricsOnAPI bool
-	Logger       zerolog.Logger
+	// Version labels mce_build_info; empty means the module version Go
+	// embedded in the binary.
+	Version string
+	// AccessLog, when set, gets one line per request (mce serve
+	// --access-log); the caller closes it after the HTTP server stopped.
+	AccessLog *AccessLog
+	Logger    zerolog.Logger
+	// AsyncObjects reads the inputs and writes the answers of
+	// InvokeEndpointAsync; nil refuses it (ServiceUnavailable).
+	AsyncObjects ObjectStore
+	// AsyncMaxPayload caps an asynchronous input and its answer, each held
+	// in memory while the request runs; default DefaultAsyncPayload, at
+	// most MaxAsyncPayload.
+	AsyncMaxPayload int64
+	// AsyncMemory is the most bytes of asynchronous inputs held in memory
+	// together; default DefaultAsyncMemory, and never less than
+	// AsyncMaxPayload.
+	AsyncMemory int64
+	// AsyncMaxBacklog is the most asynchronous requests queued or running,
+	// all endpoints together; beyond it InvokeEndpointAsync answers 503
+	// ServiceUnavailable. Default DefaultAsyncBacklog.
+	AsyncMaxBacklog int
 }
 
 // ModelDataChecker checks a model data URL, relative file:// URLs starting
@@ -78,13 +101,26 @@ type Server struct {
 	reg     registry
 	store   *store.Store
 	ids     *requestIDs
+	failLog failLimiter // rate of the info lines of failed invocations
 	// bodyBudget holds Config.BodyMemory bytes; request bodies take from it
 	// as they arrive.
 	bodyBudget *semaphore.Weighted
+	// series feeds the status page's charts.
+	series *seriesRecorder
+	// async is the InvokeEndpointAsync queues, served by asyncInvoker
+	// (its own per-request deadlines and payload cap).
+	async        asyncQueues
+	asyncInvoker *pipeline.Invoker
+	asyncMetrics *asyncMetrics
 
 	ctx    context.Context // cancelled by Close: aborts launches in progress
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// streams is cancelled by EndStreams (and Close): it ends the
+	// followers of container logs.
+	streams    context.Context
+	endStreams context.CancelFunc
+	followers  atomic.Int32 // log follows in progress
+	wg         sync.WaitGroup
 }
 
 // New builds the server and its routes.
@@ -104,30 +140,48 @@ func New(cfg Config) *Server {
 	if cfg.BodyMemory <= 0 {
 		cfg.BodyMemory = DefaultBodyMemory
 	}
+	if cfg.AsyncMaxPayload <= 0 {
+		cfg.AsyncMaxPayload = DefaultAsyncPayload
+	}
+	cfg.AsyncMaxPayload = min(cfg.AsyncMaxPayload, MaxAsyncPayload)
+	if cfg.AsyncMemory <= 0 {
+		cfg.AsyncMemory = DefaultAsyncMemory
+	}
+	cfg.AsyncMemory = max(cfg.AsyncMemory, cfg.AsyncMaxPayload) // one input always fits
+	if cfg.AsyncMaxBacklog <= 0 {
+		cfg.AsyncMaxBacklog = DefaultAsyncBacklog
+	}
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store,
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if b, ok := cfg.Backend.(*DockerBackend); ok {
-		b.Runtime.SetMultiModelObserver(s.MultiModelObserver)
+	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
+	s.streams, s.endStreams = context.WithCancel(context.Background())
+	if b, ok := cfg.Backend.(MultiModelObservable); ok {
+		b.SetMultiModelObserver(s.MultiModelObserver)
 	}
 	if src, ok := cfg.Backend.(UsageSource); ok {
 		s.metrics.reg.MustRegister(newUsageCollector(src))
 	}
+	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
 		Timeout:    cfg.ContainerTimeout,
 		MaxPayload: MaxPayload,
 		Observer:   s.metrics,
 	})
+	s.asyncInit()
 
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.echoError
+	if cfg.AccessLog != nil {
+		e.Use(s.accessLogger) // outermost: it sees the status a panic turned into
+	}
 	e.Use(s.recoverPanics)
 	e.POST("/", s.controlPlane)
 	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
-	e.POST("/endpoints/:name/invocations-response-stream", s.unsupported("InvokeEndpointWithResponseStream"))
-	e.POST("/endpoints/:name/async-invocations", s.unsupported("InvokeEndpointAsync"))
+	e.POST("/endpoints/:name/invocations-response-stream", s.invokeEndpointStream)
+	e.POST("/endpoints/:name/async-invocations", s.invokeEndpointAsync)
 	if cfg.MetricsOnAPI {
 		metrics := s.MetricsHandler()
 		e.GET("/metrics", func(c echo.Context) error {
@@ -139,7 +193,22 @@ func New(cfg Config) *Server {
 			metrics.ServeHTTP(c.Response(), c.Request())
 			return nil
 		})
+		// The status page goes where the metrics go, under the same rule.
+		for path, h := range map[string]http.HandlerFunc{
+			"/":            func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/status", http.StatusFound) },
+			"/status":      s.serveStatusPage,
+			"/status.json": s.serveStatusJSON,
+		} {
+			e.GET(path, func(c echo.Context) error {
+				if a := s.cfg.Authz; a != nil && a.Enabled() {
+					return echo.ErrNotFound
+				}
+				h(c.Response(), c.Request())
+				return nil
+			})
+		}
 	}
+	e.GET("/mce/endpoints/:name/logs", s.containerLogs)
 	e.GET("/ping", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	e.GET("/mce/endpoints", func(c echo.Context) error {
 		// The same information as ListEndpoints, so the same permission.
@@ -162,15 +231,28 @@ func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
 }
 
+// EndStreams ends the calls that stream until told (mce logs --follow), so
+// that a graceful shutdown of the HTTP server does not wait for them: give
+// it to http.Server.RegisterOnShutdown.
+func (s *Server) EndStreams() { s.endStreams() }
+
 // Invoker is the server's router to containers (for dropping pooled
 // connections to containers that moved).
 func (s *Server) Invoker() *pipeline.Invoker { return s.invoker }
+
+// ForgetAddress drops pooled connections to a container base URL that
+// moved, in every invoker of the server.
+func (s *Server) ForgetAddress(baseURL string) {
+	s.invoker.Forget(baseURL)
+	s.asyncInvoker.Forget(baseURL)
+}
 
 // Close aborts launches in progress and stops every endpoint's containers,
 // keeping the endpoints' records: the next start relaunches them. Stop the
 // HTTP server first (http.Server.Shutdown drains requests in flight).
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
+	s.endStreams()
 	s.wg.Wait()
 	var errs []error
 	var mu sync.Mutex
@@ -196,6 +278,7 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	s.invoker.Close()
+	s.asyncInvoker.Close()
 	return errors.Join(errs...)
 }
 

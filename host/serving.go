@@ -17,7 +17,7 @@ import (
 // endpoint's own state is still InService.
 const StatusOutOfService Status = "OutOfService"
 
-// maxFailureReason is FailureReason's length limit (contracts doc §2.4).
+// maxFailureReason is FailureReason's length limit (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeEndpoint.html).
 const maxFailureReason = 1024
 
 // unavailable is what a container may say about why it cannot serve;

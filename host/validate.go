@@ -8,30 +8,35 @@ import (
 	"unicode/utf8"
 
 	"github.com/mce-run/mce/containers/mme"
+	"github.com/mce-run/mce/internal/wire"
 )
 
-// Header names of InvokeEndpoint (contracts doc §1.3), spelled in Go's
+// Header names of InvokeEndpoint (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html), spelled in Go's
 // canonical form: net/http canonicalises incoming names, so boto3's mixed
 // case and the Go SDK's spelling both arrive like this, and lookups can index
-// the map directly instead of canonicalising on every call (hot path).
+// the map directly instead of canonicalising on every call (hot path). Each
+// name is declared once, in package wire.
+var (
+	hdrCustomAttributes = http.CanonicalHeaderKey(wire.HeaderCustomAttributes)
+	hdrTargetModel      = http.CanonicalHeaderKey(wire.HeaderTargetModel)
+	hdrTargetVariant    = http.CanonicalHeaderKey(wire.HeaderTargetVariant)
+	hdrTargetContainer  = http.CanonicalHeaderKey(wire.HeaderTargetContainer)
+	hdrInferenceID      = http.CanonicalHeaderKey(wire.HeaderInferenceID)
+	hdrEnableExplain    = http.CanonicalHeaderKey(wire.HeaderEnableExplanations)
+	hdrInferenceComp    = http.CanonicalHeaderKey(wire.HeaderInferenceComponent)
+	hdrSessionID        = http.CanonicalHeaderKey(wire.HeaderSessionID)
+	hdrInvokedVariant   = http.CanonicalHeaderKey(wire.HeaderInvokedVariant)
+	hdrRequestID        = http.CanonicalHeaderKey(wire.HeaderRequestID)
+)
+
 const (
 	hdrContentType       = "Content-Type"
 	hdrAccept            = "Accept"
-	hdrCustomAttributes  = "X-Amzn-Sagemaker-Custom-Attributes"
-	hdrTargetModel       = "X-Amzn-Sagemaker-Target-Model"
-	hdrTargetVariant     = "X-Amzn-Sagemaker-Target-Variant"
-	hdrTargetContainer   = "X-Amzn-Sagemaker-Target-Container-Hostname"
-	hdrInferenceID       = "X-Amzn-Sagemaker-Inference-Id"
-	hdrEnableExplain     = "X-Amzn-Sagemaker-Enable-Explanations"
-	hdrInferenceComp     = "X-Amzn-Sagemaker-Inference-Component"
-	hdrSessionID         = "X-Amzn-Sagemaker-Session-Id"
-	hdrInvokedVariant    = "X-Amzn-Invoked-Production-Variant"
-	hdrRequestID         = "X-Amzn-RequestId"
 	defaultContentType   = "application/octet-stream"
-	namePatternText      = `^[a-zA-Z0-9](-*[a-zA-Z0-9])*`
+	namePatternText      = wire.NamePattern
 	printPatternText     = `\A\S[\p{Print}]*\z`
 	componentPatternText = `^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$`
-	sessionPatternText   = `^(NEW_SESSION)$|^[a-zA-Z0-9](-*[a-zA-Z0-9])*$`
+	sessionPatternText   = `^(NEW_SESSION)$|` + wire.NamePattern + `$`
 )
 
 // header returns the first value of a header whose name is given in
@@ -41,22 +46,6 @@ func header(h http.Header, canonical string) string {
 		return v[0]
 	}
 	return ""
-}
-
-// validName matches ^[a-zA-Z0-9](-*[a-zA-Z0-9])*$ (endpoint, variant and
-// container names) without a regexp: alphanumerics and dashes, starting and
-// ending with an alphanumeric.
-func validName(s string) bool {
-	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return false
-		}
-	}
-	return true
 }
 
 // printMatcher matches \A\S[\p{Print}]*\z without a regexp, in Java's
@@ -81,10 +70,10 @@ func (printMatcher) MatchString(s string) bool {
 	return true
 }
 
-// nameMatcher adapts validName to the rule table.
+// nameMatcher adapts wire.ValidName to the rule table.
 type nameMatcher struct{}
 
-func (nameMatcher) MatchString(s string) bool { return validName(s) }
+func (nameMatcher) MatchString(s string) bool { return wire.ValidName(s) }
 
 type matcher interface{ MatchString(string) bool }
 
@@ -122,13 +111,18 @@ var invokeRules = []headerRule{
 // validateInvokeHeaders checks every InvokeEndpoint header that is present and
 // reports all violations at once, in SageMaker's wording.
 func validateInvokeHeaders(endpoint string, h http.Header) *APIError {
+	return validateHeaderRules(endpoint, h, invokeRules)
+}
+
+// validateHeaderRules checks the endpoint name and the headers of rules.
+func validateHeaderRules(endpoint string, h http.Header, rules []headerRule) *APIError {
 	var problems []string
 	if len(endpoint) > 63 {
 		problems = append(problems, constraint(endpoint, "endpointName", "Member must have length less than or equal to 63"))
 	} else if !namePattern.MatchString(endpoint) {
 		problems = append(problems, constraint(endpoint, "endpointName", "Member must satisfy regular expression pattern: "+namePatternText))
 	}
-	for _, r := range invokeRules {
+	for _, r := range rules {
 		vs := h[r.header]
 		if len(vs) == 0 {
 			continue

@@ -48,6 +48,13 @@ var (
 // connection; nothing else is retried here. exchange never returns while
 // anything still reads body.
 func (iv *Invoker) exchange(ctx context.Context, baseURL, method, path string, hdrs []header, body []byte, out *buffer) hopResult {
+	return iv.exchangeTo(ctx, baseURL, method, path, hdrs, body, out, nil)
+}
+
+// exchangeTo is exchange, with a 2xx body relayed to sink as it arrives
+// when sink is not nil (see readResponseTo). The request is sent again on
+// the idle-close race only while nothing reached the sink.
+func (iv *Invoker) exchangeTo(ctx context.Context, baseURL, method, path string, hdrs []header, body []byte, out *buffer, sink *streamSink) hopResult {
 	res := hopResult{announced: -1}
 	t, err := iv.target(baseURL)
 	if err != nil {
@@ -86,8 +93,8 @@ func (iv *Invoker) exchange(ctx context.Context, baseURL, method, path string, h
 				return res
 			}
 		}
-		rsp, err := iv.roundTrip(ctx, c, deadline, req, rest, method, out)
-		if err != nil && reused && !rsp.gotBytes && ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		rsp, err := iv.roundTrip(ctx, c, deadline, req, rest, method, out, sink)
+		if err != nil && reused && !rsp.gotBytes && !sink.begun() && ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			// The idle-close race: the container closed the pooled
 			// connection while the request went out.
 			c, reused = nil, false
@@ -116,7 +123,7 @@ func (iv *Invoker) exchange(ctx context.Context, baseURL, method, path string, h
 // reads the answer. It then gives c back to the pool when the exchange ended
 // cleanly and the container keeps the connection alive, and closes it
 // otherwise.
-func (iv *Invoker) roundTrip(ctx context.Context, c *conn, deadline time.Time, req, rest []byte, method string, out *buffer) (response, error) {
+func (iv *Invoker) roundTrip(ctx context.Context, c *conn, deadline time.Time, req, rest []byte, method string, out *buffer, sink *streamSink) (response, error) {
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		c.nc.Close()
 		return response{announced: -1}, err
@@ -142,7 +149,7 @@ func (iv *Invoker) roundTrip(ctx context.Context, c *conn, deadline time.Time, r
 	// answer (413, say) and close without reading the whole request.
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(c.nc)
-	rsp, err := readResponse(br, method, iv.maxPayload, out, c.lastCT, &c.body)
+	rsp, err := readResponseTo(br, method, iv.maxPayload, out, c.lastCT, &c.body, sink)
 	c.body = body{}
 	br.Reset(nil)
 	readers.Put(br)

@@ -3,9 +3,10 @@
 // instance serve it, which containers are called and in what order, the
 // per-hop timeout, payload caps, Content-Type chaining, and the typed errors
 // (ValidationError, UnavailableError, ModelError) that the host maps onto
-// SageMaker's error shapes (contracts doc §1.5).
+// SageMaker's error shapes (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors).
 //
-// It knows nothing of Docker or of any other mce package. Containers are
+// It knows nothing of Docker or of any other mce package but internal/wire
+// (header names). Containers are
 // reached through the small Container interface (a hostname, a base URL and a
 // readiness flag) that the containers package satisfies; the host parses and
 // validates the client's request, reads its body under the 6 MiB cap, and
@@ -24,11 +25,11 @@
 // When none is ready the call fails at once with an UnavailableError (the host
 // answers ServiceUnavailable, 503); it never waits for a container to come up.
 //
-// Direct mode (contracts doc §3.4). Request.TargetContainerHostname is
+// Direct mode (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-container-direct.html). Request.TargetContainerHostname is
 // required and must name a container of the variant, else ValidationError.
 // Only that container is called.
 //
-// Serial mode (contracts doc §3.3). TargetContainerHostname must be empty
+// Serial mode (https://docs.aws.amazon.com/sagemaker/latest/dg/inference-pipelines.html). TargetContainerHostname must be empty
 // (ValidationError otherwise). The body passes through the containers in
 // order: container k+1 receives container k's response body, with container
 // k's response Content-Type, verbatim, as its request Content-Type. Only the
@@ -38,7 +39,7 @@
 // the last container's (custom attributes only when it set them). An endpoint
 // with a single container is Serial with one container.
 //
-// Errors from a container (contracts doc §1.5). A status outside 2xx from
+// Errors from a container (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors). A status outside 2xx from
 // container k stops the chain (later containers are never called) and becomes
 // a ModelError carrying the container, its status and its body (truncated,
 // valid UTF-8), with SageMaker's wording. A hop that exceeds Options.Timeout
@@ -73,9 +74,22 @@
 // container sees as its request cancelled, and Invoke returns the context's
 // error.
 //
+// Streaming (InvokeStream, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointWithResponseStream.html). The chain runs as above,
+// except that the last container's 2xx answer is not read into a buffer: it
+// goes to the caller's Sink piece by piece as it comes off the connection
+// (reads of at most 16 KiB), each Write finishing before the next read, so a
+// slow sink slows the container down through TCP instead of filling memory.
+// Its length has no cap; Options.Timeout bounds the last call from its start
+// to the end of its answer. A failure before the answer began is what Invoke
+// returns; after it, a StreamError (StreamBroken, or
+// ModelInvocationTimeExceeded when the timeout expired) that unwraps to the
+// ModelError Invoke would have returned. Multi-model containers are not
+// streamed (there is no TargetModel).
+//
 // Latency. Response.ModelLatency is the sum of the time spent inside container
 // calls; Observer.ObserveContainer is called once per container call,
-// successful or not, for ContainerLatency and per-container metrics (§6).
+// successful or not, for ContainerLatency and per-container metrics
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 //
 // # Concurrency
 //

@@ -8,13 +8,13 @@ import (
 
 // maxOriginalMessage caps, in bytes, the container body kept in
 // ModelError.OriginalMessage, so that Message stays within SageMaker's 2048
-// characters (contracts doc §1.5).
+// characters (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors).
 const maxOriginalMessage = 1024
 
 // ValidationError is a request the endpoint cannot accept as sent: an unknown
 // TargetVariant, a missing or unknown TargetContainerHostname on a Direct
 // endpoint, a hostname on a Serial endpoint. The host answers SageMaker's
-// ValidationError (400, contracts doc §1.5) with Message.
+// ValidationError (400, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors) with Message.
 type ValidationError struct {
 	Endpoint string
 	Message  string
@@ -24,7 +24,7 @@ func (e *ValidationError) Error() string { return e.Message }
 
 // UnavailableError means no instance can serve the call now (no instance, or
 // none whose needed containers are ready, or no variant with a weight). The
-// host answers ServiceUnavailable (503, contracts doc §1.5) with Message.
+// host answers ServiceUnavailable (503, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors) with Message.
 type UnavailableError struct {
 	Endpoint string
 	Variant  string // empty when no variant was picked
@@ -37,7 +37,7 @@ func (e *UnavailableError) Error() string { return e.Message }
 
 // ModelError is a failure of a container: a status outside 2xx, a timeout, a
 // connection failure or an oversize payload. The host answers SageMaker's
-// ModelError (424, contracts doc §1.5) with Message, OriginalStatusCode and
+// ModelError (424, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors) with Message, OriginalStatusCode and
 // OriginalMessage.
 type ModelError struct {
 	Endpoint string
@@ -63,7 +63,8 @@ func (e *ModelError) Unwrap() error { return e.Err }
 
 // receivedError builds the ModelError for a container that answered status
 // (or 0 for no answer) with the message orig, in SageMaker's words
-// (contracts doc §1.5, "Real service error strings").
+// (as the real service writes them, e.g. in
+// https://github.com/aws/amazon-sagemaker-examples/issues/785).
 func receivedError(endpoint, variant, container string, status int, orig string, err error) *ModelError {
 	kind := "unexpected status" // 1xx, 2xx or 3xx where 2xx was needed
 	switch {
@@ -95,10 +96,10 @@ func receivedError(endpoint, variant, container string, status int, orig string,
 
 // timeoutError is the ModelError for a container that did not answer within
 // the per-hop timeout: OriginalStatusCode 0 and SageMaker's text, pointing at
-// mce's ContainerLatency metric instead of CloudWatch.
+// mce's container latency metric instead of CloudWatch.
 func timeoutError(endpoint, variant, container string, err error) *ModelError {
 	orig := "Your invocation timed out while waiting for a response from container " + container +
-		". Review the latency metrics for each container (ContainerLatency on mce's /metrics), resolve the issue, and try again."
+		". Review the latency metrics for each container (mce_container_latency_seconds on mce's /metrics), resolve the issue, and try again."
 	return receivedError(endpoint, variant, container, 0, orig, err)
 }
 

@@ -45,7 +45,7 @@ func TestTimeout(t *testing.T) {
 		t.Fatalf("error %T %v, want *ModelError", err, err)
 	}
 	want := `Received server error (0) from slow with message "Your invocation timed out while waiting for a response from container slow. ` +
-		`Review the latency metrics for each container (ContainerLatency on mce's /metrics), resolve the issue, and try again.". ` +
+		`Review the latency metrics for each container (mce_container_latency_seconds on mce's /metrics), resolve the issue, and try again.". ` +
 		`See the mce log for endpoint "E" (container "slow") for more information.`
 	if me.Message != want {
 		t.Errorf("Message =\n %s\nwant\n %s", me.Message, want)

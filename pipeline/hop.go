@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // Header names sent to containers, spelled as in the SageMaker API (header
@@ -11,8 +13,8 @@ import (
 const (
 	hdrContentType      = "Content-Type"
 	hdrAccept           = "Accept"
-	hdrCustomAttributes = "X-Amzn-SageMaker-Custom-Attributes"
-	hdrInferenceID      = "X-Amzn-SageMaker-Inference-Id"
+	hdrCustomAttributes = wire.HeaderCustomAttributes
+	hdrInferenceID      = wire.HeaderInferenceID
 )
 
 // errorBodyDrain bounds how much of an error body is read and thrown away so
@@ -53,7 +55,7 @@ type hopHeaders struct {
 // MultiModel is implemented by containers in MultiModel mode: Acquire makes
 // sure the target model is loaded (downloading and loading it, evicting
 // others, as needed) and holds it loaded until the lease is released
-// (contracts doc §4). Package host adapts the runtime's model manager to it.
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html). Package host adapts the runtime's model manager to it.
 type MultiModel interface {
 	Acquire(ctx context.Context, targetModel string) (Lease, error)
 }
@@ -73,7 +75,7 @@ type Lease interface {
 // maxMemoryRetries bounds how often one call evicts and retries after 507.
 const maxMemoryRetries = 8
 
-const hdrTargetModel = "X-Amzn-SageMaker-Target-Model"
+const hdrTargetModel = wire.HeaderTargetModel
 
 // hop calls one container: /invocations, or for a multi-model container the
 // target model's /models/<id>/invoke, retrying after a 507 once the lease
@@ -115,7 +117,7 @@ func (iv *Invoker) call(ctx context.Context, c Container, body []byte, h hopHead
 }
 
 // forward appends the headers a container receives: those the client set,
-// and for a multi-model invoke the Target-Model (contracts doc §4.1).
+// and for a multi-model invoke the Target-Model (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html).
 func (h hopHeaders) forward(dst []header, multiModel bool) []header {
 	for _, f := range [...]header{
 		{hdrContentType, h.contentType},

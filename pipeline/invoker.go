@@ -11,19 +11,19 @@ import (
 // Defaults for Options.
 const (
 	// DefaultTimeout is how long one container may take to answer: SageMaker
-	// requires containers to respond within 60 s (contracts doc §1.3, §3.1).
+	// requires containers to respond within 60 s (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html, https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 	DefaultTimeout = 60 * time.Second
 	// DefaultMaxPayload is the largest body accepted from a container, the
-	// runtime's BodyBlob maximum of 6 MiB (contracts doc §1.3, §1.4).
+	// runtime's BodyBlob maximum of 6 MiB (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html).
 	DefaultMaxPayload = 6291456
 	// DefaultDialTimeout bounds connecting to a container; SageMaker expects
-	// containers to accept connections within 250 ms (contracts doc §3.1).
+	// containers to accept connections within 250 ms (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 	DefaultDialTimeout = time.Second
 )
 
 // Observer receives one observation per container call, for ContainerLatency
 // and per-container Invocations / Invocation4XXErrors / Invocation5XXErrors
-// (contracts doc §6). status is the container's HTTP status, 0 when it gave
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html). status is the container's HTTP status, 0 when it gave
 // none; err is nil for a successful call, else the error the call produced
 // (a *ModelError, or the caller's context error). It is called synchronously
 // on the invocation path, concurrently from many invocations: it must be safe
@@ -48,7 +48,7 @@ type Options struct {
 	Observer Observer
 }
 
-// Request is one invocation as the host parsed it (contracts doc §1.3). Body
+// Request is one invocation as the host parsed it (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html). Body
 // is not modified, and not referenced once Invoke returns.
 type Request struct {
 	Body                    []byte
@@ -63,7 +63,7 @@ type Request struct {
 	TargetModel string
 }
 
-// Response is a successful invocation (contracts doc §1.4). Body lives in a
+// Response is a successful invocation (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html). Body lives in a
 // pooled buffer: call Release once Body is no longer needed (after writing
 // it to the client), and do not touch Body afterwards. A Response is for one
 // goroutine.
@@ -82,7 +82,7 @@ type Response struct {
 	// target of a Direct call, the last container of a Serial one.
 	Container string
 	// ModelLatency is the time spent inside container calls, summed over the
-	// chain (ModelLatency, contracts doc §6).
+	// chain (ModelLatency, https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 	ModelLatency time.Duration
 
 	buf  *buffer
@@ -153,6 +153,12 @@ func (iv *Invoker) putBuffer(b *buffer) {
 // the hostname is unknown, since no container set is there to check it
 // against.
 func (iv *Invoker) Invoke(ctx context.Context, r *Route, req *Request) (*Response, error) {
+	return iv.invoke(ctx, r, req, nil)
+}
+
+// invoke is Invoke, with the last container's answer streamed to sink when
+// sink is not nil (InvokeStream).
+func (iv *Invoker) invoke(ctx context.Context, r *Route, req *Request, sink Sink) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("pipeline: invoke endpoint %q: %w", r.Endpoint, err)
 	}
@@ -186,12 +192,13 @@ func (iv *Invoker) Invoke(ctx context.Context, r *Route, req *Request) (*Respons
 		}
 		return nil, &UnavailableError{Endpoint: r.Endpoint, Variant: v.name, Container: hostIf(direct, host), Message: msg + "."}
 	}
-	return iv.run(ctx, r, v, insts, inst, idx, req)
+	return iv.run(ctx, r, v, insts, inst, idx, req, sink)
 }
 
 // run calls the containers of inst: only idx for Direct (idx ≥ 0), all in
-// order for Serial (idx < 0).
-func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Instance, inst *Instance, idx int, req *Request) (*Response, error) {
+// order for Serial (idx < 0). With a sink, the last container's answer is
+// streamed to it.
+func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Instance, inst *Instance, idx int, req *Request, sink Sink) (*Response, error) {
 	direct := idx >= 0
 	inst.outstanding.Add(1)
 	defer func() { inst.outstanding.Add(-1) }() // inst may change on retry
@@ -213,15 +220,23 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 			h.accept = req.Accept
 		}
 		out := iv.getBuffer()
-		res, err := iv.hop(ctx, c, in, h, out)
 		host := inst.hosts[k]
+		var res hopResult
+		var err error
+		var ss *streamSink
+		if sink != nil && k == hi {
+			ss = &streamSink{sink: sink, head: StreamHead{Variant: v.name, Container: host}}
+			res, err = iv.hopStream(ctx, c, in, h, out, ss)
+		} else {
+			res, err = iv.hop(ctx, c, in, h, out)
+		}
 		if err != nil { // a multi-model container could not get its model
 			iv.putBuffer(out)
 			iv.putBuffer(held)
 			return nil, err // typed by the model manager; the host words it for the client
 		}
 
-		if res.outcome == hopDialFailed || res.outcome == hopBroken {
+		if (res.outcome == hopDialFailed || res.outcome == hopBroken) && (ss == nil || ss.werr == nil) {
 			inst.suspect(time.Now())
 		}
 		if res.outcome == hopDialFailed && !retried {
@@ -248,7 +263,12 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 			if k < hi {
 				next = inst.hosts[k+1]
 			}
-			err := iv.hopError(r, v, host, next, res)
+			var err error
+			if ss.begun() {
+				err = iv.streamError(r, v, host, res, ss)
+			} else {
+				err = iv.hopError(r, v, host, next, res)
+			}
 			iv.observe(r, v, host, res, err)
 			if res.outcome == hopCanceled {
 				return nil, fmt.Errorf("pipeline: invoke endpoint %q, container %q: %w", r.Endpoint, host, err)

@@ -80,6 +80,13 @@ type head struct {
 // limit+1 bytes of 2xx body (plus the chunk framing), errorBodyDrain bytes
 // of error body and maxHeaderBytes of trailer.
 func readResponse(br *bufio.Reader, method string, limit int, out *buffer, lastCT string, b *body) (response, error) {
+	return readResponseTo(br, method, limit, out, lastCT, b, nil)
+}
+
+// readResponseTo is readResponse, except that with a sink a 2xx body is not
+// read into out but handed to the sink as it arrives, without a cap on its
+// length (the exchange's deadline bounds it).
+func readResponseTo(br *bufio.Reader, method string, limit int, out *buffer, lastCT string, b *body, sink *streamSink) (response, error) {
 	rsp := response{announced: -1}
 	if _, err := br.Peek(1); err != nil {
 		return rsp, err
@@ -132,7 +139,11 @@ func readResponse(br *bufio.Reader, method string, limit int, out *buffer, lastC
 		h.close = true
 	}
 
-	if h.status >= 200 && h.status < 300 {
+	if h.status >= 200 && h.status < 300 && sink != nil {
+		if err := sink.relay(rsp.contentType, rsp.customAttrs, b); err != nil {
+			return rsp, err
+		}
+	} else if h.status >= 200 && h.status < 300 {
 		tooBig, err := readCapped(out, b, rsp.announced, limit)
 		if err != nil {
 			return rsp, err
@@ -309,7 +320,7 @@ func parseField(line []byte, h *head, lastCT string) error {
 			}
 		}
 	case len(hdrCustomAttributes):
-		if !h.seenAttrs && equalFold(name, "x-amzn-sagemaker-custom-attributes") {
+		if !h.seenAttrs && equalFold(name, lowerCustomAttributes) {
 			h.seenAttrs = true
 			h.attrs = string(value)
 		}
@@ -427,6 +438,9 @@ func validToken(s string) bool {
 	}
 	return true
 }
+
+// lowerCustomAttributes is the lower-case name equalFold compares with.
+var lowerCustomAttributes = strings.ToLower(hdrCustomAttributes)
 
 // equalFold reports whether b equals lower, a lower-case ASCII string,
 // ignoring ASCII case.

@@ -30,10 +30,10 @@ type Mode int
 
 const (
 	// Serial passes the request through every container in order
-	// (contracts doc §3.3). It is the zero value.
+	// (https://docs.aws.amazon.com/sagemaker/latest/dg/inference-pipelines.html). It is the zero value.
 	Serial Mode = iota
 	// Direct sends the request only to the container named by
-	// TargetContainerHostname (contracts doc §3.4).
+	// TargetContainerHostname (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-container-direct.html).
 	Direct
 )
 
@@ -169,7 +169,8 @@ func (v *Variant) SetInstances(insts []*Instance) {
 
 // Route is how one endpoint is invoked: its name, its mode and its variants.
 // Endpoint and Mode are set by NewRoute and must not be changed afterwards
-// (changing the mode takes a new endpoint configuration, §3.4, hence a new
+// (changing the mode takes a new endpoint configuration,
+// https://docs.aws.amazon.com/sagemaker/latest/dg/multi-container-direct.html, hence a new
 // Route); the variants can be replaced at any time with SetVariants. A Route
 // is safe for concurrent use.
 type Route struct {

@@ -12,8 +12,8 @@ import (
 
 const (
 	// maxIdlePerContainer bounds the idle keep-alive connections kept per
-	// container: enough for the 200 concurrent clients of the DESIGN.md
-	// benchmark to find one each. A connection returned to a full pool is
+	// container: enough for the 200 concurrent clients of the
+	// benchmark (bench/README.md) to find one each. A connection returned to a full pool is
 	// closed.
 	maxIdlePerContainer = 256
 	// idleTimeout is how long an idle connection is kept.

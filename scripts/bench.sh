@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: mce vs straight-to-container vs Docker's published port vs nginx, at 1/50/200 clients,
-# in one run on this machine (see bench/README.md and DESIGN.md "Performance targets").
+# in one run on this machine (see bench/README.md for the performance targets).
 #
 # Starts `bin/mce serve` with three endpoints of probe containers (Direct of 1, Serial of 2, Serial of 5),
 # one extra probe container on the Direct endpoint's network with a port published on 127.0.0.1, and
@@ -292,7 +292,7 @@ report() {
 		done
 	done
 	echo
-	echo "### Targets (DESIGN.md \"Performance targets\")"
+	echo "### Performance targets (bench/README.md)"
 	echo
 	for c in 50 200; do
 		verdict "mce Direct throughput at $c clients ≥ nginx's: ${RPS[direct,$c]} vs ${RPS[nginx,$c]} rps ($(calc "${RPS[direct,$c]} / ${RPS[nginx,$c]}" 2)×)" ge "${RPS[direct,$c]}" "${RPS[nginx,$c]}"

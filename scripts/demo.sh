@@ -67,8 +67,10 @@ for _ in $(seq 1 40); do
 done | sort | uniq -c | sed 's/^/  /'
 echo
 
-echo "== Metrics ($metrics): calls and latency per variant and per container, in microseconds"
-curl -fsS "$metrics" | grep -E '^(Invocations|ModelLatency_(sum|count)|OverheadLatency_(sum|count)|ContainerLatency_(sum|count))\{' |
+echo "== Metrics ($metrics, docs/metrics.md): status, calls, and latency in seconds per variant and per container"
+scrape="$(curl -fsS "$metrics")"
+grep -E '^mce_endpoint_status\{.* 1$' <<<"$scrape" | sed 's/^/  /'
+grep -E '^mce_(invocations_total|(model|overhead|container)_latency_seconds_(sum|count))\{' <<<"$scrape" |
   grep -E 'ab-test|preprocess-inference' | sed 's/^/  /'
 echo
 

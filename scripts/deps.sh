@@ -2,8 +2,32 @@
 # Installs the Debian packages mce's tests, demo and benchmark use, when missing:
 # boto3 and the aws CLI (real AWS clients for the end-to-end script), wrk and
 # nginx (benchmark), curl, docker-compose (the compose check), docker-registry
-# (a real registry on 127.0.0.1 for the pull tests).
+# (a real registry on 127.0.0.1 for the pull tests), chromium (the status page's
+# headless-browser test), prometheus (its promtool lints mce's metrics and checks
+# docs/prometheus.yml and the Grafana dashboard's queries; the Prometheus server
+# it also installs is not left running); and versitygw, a real S3-compatible
+# server the S3 tests start on loopback (built from Go modules once per machine,
+# see below); containerd, CNI plugins, iproute2, util-linux and openssl for the
+# Kubernetes test cluster (scripts/kube/, whose binaries scripts/kube/build.sh builds).
 set -euo pipefail
+
+# versitygw (github.com/versity/versitygw, Apache-2.0): installed with go install
+# into ${MCE_CACHE:-/var/cache/mce}/bin (~/.cache/mce/bin when that is not
+# writable), where internal/s3test looks for it; skipped when that version is there.
+VERSITYGW_VERSION=v1.8.0
+vgw_dir="${MCE_CACHE:-/var/cache/mce}/bin"
+if ! mkdir -p "$vgw_dir" 2>/dev/null || [ ! -w "$vgw_dir" ]; then
+  vgw_dir="${XDG_CACHE_HOME:-$HOME/.cache}/mce/bin"
+  mkdir -p "$vgw_dir"
+fi
+# go version -m reads the module version go install stamped into the binary.
+if ! "${GO:-go}" version -m "$vgw_dir/versitygw" 2>/dev/null | grep -Eq "^\s+mod\s+github.com/versity/versitygw\s+$VERSITYGW_VERSION\s"; then
+  echo "deps: installing versitygw $VERSITYGW_VERSION into $vgw_dir"
+  GOBIN="$vgw_dir" CGO_ENABLED=0 "${GO:-go}" install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+fi
+# scripts/deps.sh versitygw: only that (make unit needs it, and no root).
+[ "${1:-}" != versitygw ] || exit 0
+
 need=()
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import boto3' 2>/dev/null || need+=(python3-boto3)
 [ -x /usr/bin/aws ] || need+=(awscli)
@@ -12,6 +36,16 @@ command -v wrk >/dev/null 2>&1 || need+=(wrk)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# The Kubernetes test cluster (scripts/kube/cluster.sh): Debian's containerd
+# and CNI plugins, ip and nsenter/unshare for its namespaces, openssl for its
+# service-account keys.
+command -v containerd >/dev/null 2>&1 || need+=(containerd)
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v nsenter >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1 || need+=(util-linux)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
@@ -22,3 +56,8 @@ fi
 echo "deps: installing ${need[*]}"
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# Debian starts the Prometheus server on install where systemd runs; only
+# promtool is wanted.
+if [[ " ${need[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet prometheus 2>/dev/null; then
+  systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi

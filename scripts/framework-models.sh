@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Train and pack the model artifacts of the real-framework examples (scikit-learn and PyTorch), at build time,
-# inside the framework base images (nothing is downloaded: the data sets ship inside Debian's python3-sklearn):
+# inside the framework base images (nothing is downloaded: the data sets ship inside Debian's python3-sklearn, the
+# streaming example's text is /usr/share/common-licenses from base-files):
 #
 #   build/models/framework/digits-preprocess.tar.gz   examples/preprocess-inference: StandardScaler + PCA (sklearn)
 #   build/models/framework/digits-network.tar.gz      examples/preprocess-inference: TorchScript MLP (PyTorch)
@@ -11,8 +12,10 @@
 #   build/models/framework/cancer-sample.csv          5 test cases, one per line (README, make demo)
 #   build/models/mme-torch/model-000.tar.gz … 199      examples/mme: 200 TorchScript MLPs, each with its own code/
 #   build/models/mme-torch/manifest.json               a request and the expected answer per model
+#   build/models/framework/textgen.tar.gz             examples/streaming: a character 7-gram language model
+#   build/models/framework/textgen-expected.json      its held-out perplexities and in-process sample generations
 #
-# Usage: scripts/framework-models.sh [preprocess-inference|ab-test|mme ...]   (default: all three)
+# Usage: scripts/framework-models.sh [preprocess-inference|ab-test|mme|streaming ...]   (default: all four)
 #   MME_COUNT (default 200) and MME_HIDDEN (default 768) size the multi-model set.
 #
 # Cached: each example is rebuilt only when its inputs change (its training script and code/, the packing helper,
@@ -22,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(preprocess-inference ab-test mme)
+[ ${#names[@]} -gt 0 ] || names=(preprocess-inference ab-test mme streaming)
 MME_COUNT="${MME_COUNT:-200}"
 MME_HIDDEN="${MME_HIDDEN:-768}"
 
@@ -74,6 +77,9 @@ for n in "${names[@]}"; do
 		build "$n" "$(base pytorch)" build/models/mme-torch "$MME_COUNT $MME_HIDDEN" \
 			"manifest.json model-000.tar.gz model-$(printf %03d $((MME_COUNT - 1))).tar.gz" \
 			python3 "examples/$n/generate.py" /out "$MME_COUNT" "$MME_HIDDEN" ;;
-	*) echo "framework-models: unknown example '$n' (known: preprocess-inference ab-test mme)" >&2; exit 2 ;;
+	streaming)
+		build "$n" "$(base pytorch)" build/models/framework "" \
+			"textgen.tar.gz textgen-expected.json" python3 "examples/$n/train.py" /out ;;
+	*) echo "framework-models: unknown example '$n' (known: preprocess-inference ab-test mme streaming)" >&2; exit 2 ;;
 	esac
 done

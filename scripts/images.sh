@@ -6,6 +6,10 @@
 # `scripts/images.sh mce` builds mce-example/mce:latest, mce itself for docker-compose (compose/README.md):
 # ./cmd/mce built with CGO_ENABLED=0 (no NVML, so no GPU endpoints) in a FROM scratch image (compose/Dockerfile).
 #
+# `scripts/images.sh versitygw` builds mce-example/versitygw:latest, a real S3 server for docker-compose
+# (compose/docker-compose.s3.yml): the static versitygw binary scripts/deps.sh installs (go install, CGO_ENABLED=0),
+# FROM scratch (compose/versitygw/Dockerfile).
+#
 # Each program is built on the host as a static binary (CGO_ENABLED=0, -trimpath, no build ID), copied into
 # build/images/<name>/ with its Dockerfile, and built FROM scratch with the classic builder. The binary is
 # byte-identical between runs and only copied when it changed, so a second run reuses Go's build cache and
@@ -20,6 +24,8 @@ names=("$@")
 src() {
 	if [[ $1 == mce ]]; then
 		echo "./cmd/mce compose"
+	elif [[ $1 == versitygw ]]; then
+		echo "- compose/versitygw" # not a package of this module: scripts/deps.sh installs it
 	else
 		echo "./examples/containers/$1 examples/containers/$1"
 	fi
@@ -28,10 +34,10 @@ pkgs=()
 for n in "${names[@]}"; do
 	read -r pkg dir <<<"$(src "$n")"
 	if [[ ! -f "$dir/Dockerfile" ]]; then
-		echo "images.sh: unknown image '$n' (known: ${all[*]} mce)" >&2
+		echo "images.sh: unknown image '$n' (known: ${all[*]} mce versitygw)" >&2
 		exit 2
 	fi
-	pkgs+=("$pkg")
+	[[ $pkg == - ]] || pkgs+=("$pkg")
 done
 
 bin=build/images/.bin
@@ -39,7 +45,17 @@ mkdir -p "$bin"
 errlog=$(mktemp "${TMPDIR:-/tmp}/mce-images.XXXXXX")
 trap 'rm -f "$errlog"' EXIT
 # One go build for all: the links run in parallel and hit the cache when nothing changed.
-CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags='-s -w -buildid=' -o "$bin/" "${pkgs[@]}"
+[[ ${#pkgs[@]} -eq 0 ]] || CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags='-s -w -buildid=' -o "$bin/" "${pkgs[@]}"
+for n in "${names[@]}"; do
+	[[ $n == versitygw ]] || continue
+	vgw=$(scripts/versitygw.sh --path) || exit 1
+	# A FROM scratch image needs a static binary: go version -m shows how it was built.
+	if ! go version -m "$vgw" | grep -Eq '^\s+build\s+CGO_ENABLED=0$'; then
+		echo "images.sh: $vgw was built with cgo; reinstall it with: CGO_ENABLED=0 go install github.com/versity/versitygw/cmd/versitygw@v1.8.0" >&2
+		exit 1
+	fi
+	cp "$vgw" "$bin/versitygw"
+done
 
 for n in "${names[@]}"; do
 	ctx="build/images/$n"

@@ -68,7 +68,8 @@ arguments or when the checks could not run, 130 when interrupted.`,
       --input examples/containers/check/classifier.csv --content-type text/csv --accept application/json
   mce check mce-example/modelserver:latest --model-data build/mme-models/model-000.tar.gz \
       --input examples/containers/check/modelserver.json --content-type application/json --json
-  mce check my-image:latest --model-data s3://bucket/model.tar.gz --env SAGEMAKER_PROGRAM=serve.py --multi-model off`,
+  mce check mce-framework/sklearn:latest --model-data build/models/framework/cancer-v1.tar.gz \
+      --input build/models/framework/cancer-sample.csv --content-type text/csv --env SAGEMAKER_PROGRAM=inference.py`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheck(cmd.Context(), f, args[0], cmd.OutOrStdout())

@@ -29,18 +29,24 @@ type invokeFlags struct {
 	inferenceID      string
 	timeout          time.Duration
 	verbose          bool
+	stream           bool
 }
 
 func newInvokeCmd() *cobra.Command {
 	var f invokeFlags
 	cmd := &cobra.Command{
 		Use:   "invoke ENDPOINT [BODY | @file | -]",
-		Short: "Call InvokeEndpoint through the AWS SDK for Go and print the answer",
+		Short: "Call InvokeEndpoint (or, with --stream, InvokeEndpointWithResponseStream) through the AWS SDK for Go and print the answer",
 		Long: `invoke calls InvokeEndpoint on an mce host (or any SageMaker Runtime endpoint) with
 aws-sdk-go-v2's sagemakerruntime client, so the call is exactly what an application makes.
 The body is the argument itself, @file for a file's contents, or - (or nothing) for
 standard input. The answer's body goes to standard output; with -v the invoked variant,
 content type and custom attributes go to standard error.
+
+With --stream the call is InvokeEndpointWithResponseStream: the answer's parts are
+printed as they arrive, and a ModelStreamError that ends the stream is printed to
+standard error (exit status 1). --accept is then sent as X-Amzn-SageMaker-Accept, as the
+SDK does; --target-model is not a parameter of that operation.
 
 The ContentType is --content-type when given; otherwise text on the command line is
 sent as text/plain and @file by its extension (.json application/json, .jsonl
@@ -68,6 +74,7 @@ otherwise the request is sent unsigned (mce treats it as anonymous).`,
 	fl.StringVar(&f.inferenceID, "inference-id", "", "InferenceId")
 	fl.DurationVar(&f.timeout, "timeout", 70*time.Second, "time limit of the call (SageMaker advises 70 s)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print the invoked variant and response headers to standard error")
+	fl.BoolVar(&f.stream, "stream", false, "call InvokeEndpointWithResponseStream and print the parts as they arrive")
 	return cmd
 }
 
@@ -169,6 +176,9 @@ func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, 
 		return &exitError{code: 2, msg: err.Error()}
 	}
 	f.contentType = contentType
+	if f.stream && f.targetModel != "" {
+		return &exitError{code: 2, msg: "--target-model is not a parameter of InvokeEndpointWithResponseStream: multi-model endpoints do not stream"}
+	}
 	body, err := readBodyArg(args, stdin)
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
@@ -179,19 +189,17 @@ func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	in := &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(args[0]), Body: body}
-	set := func(dst **string, v string) {
-		if v != "" {
-			*dst = aws.String(v)
-		}
+	if f.stream {
+		return invokeStream(ctx, cli, f, args[0], body, stdout, stderr)
 	}
-	set(&in.TargetContainerHostname, f.targetContainer)
-	set(&in.TargetVariant, f.targetVariant)
-	set(&in.TargetModel, f.targetModel)
-	set(&in.ContentType, f.contentType)
-	set(&in.Accept, f.accept)
-	set(&in.CustomAttributes, f.customAttributes)
-	set(&in.InferenceId, f.inferenceID)
+	in := &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(args[0]), Body: body}
+	setString(&in.TargetContainerHostname, f.targetContainer)
+	setString(&in.TargetVariant, f.targetVariant)
+	setString(&in.TargetModel, f.targetModel)
+	setString(&in.ContentType, f.contentType)
+	setString(&in.Accept, f.accept)
+	setString(&in.CustomAttributes, f.customAttributes)
+	setString(&in.InferenceId, f.inferenceID)
 	out, err := cli.InvokeEndpoint(ctx, in)
 	if err != nil {
 		return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
@@ -205,6 +213,60 @@ func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, 
 	stdout.Write(out.Body)
 	if len(out.Body) > 0 && out.Body[len(out.Body)-1] != '\n' {
 		fmt.Fprintln(stdout)
+	}
+	return nil
+}
+
+// setString sets an optional input member to v, leaving it nil when v is
+// empty (the flag was not given).
+func setString(dst **string, v string) {
+	if v != "" {
+		*dst = aws.String(v)
+	}
+}
+
+// invokeStream calls InvokeEndpointWithResponseStream and writes each part
+// to stdout as it arrives.
+func invokeStream(ctx context.Context, cli *sagemakerruntime.Client, f invokeFlags, endpoint string, body []byte, stdout, stderr io.Writer) error {
+	in := &sagemakerruntime.InvokeEndpointWithResponseStreamInput{EndpointName: aws.String(endpoint), Body: body}
+	setString(&in.TargetContainerHostname, f.targetContainer)
+	setString(&in.TargetVariant, f.targetVariant)
+	setString(&in.ContentType, f.contentType)
+	setString(&in.Accept, f.accept)
+	setString(&in.CustomAttributes, f.customAttributes)
+	setString(&in.InferenceId, f.inferenceID)
+	out, err := cli.InvokeEndpointWithResponseStream(ctx, in)
+	if err != nil {
+		return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
+	}
+	es := out.GetStream()
+	defer es.Close()
+	if f.verbose {
+		fmt.Fprintf(stderr, "InvokedProductionVariant: %s\nContentType: %s\n", aws.ToString(out.InvokedProductionVariant), aws.ToString(out.ContentType))
+		if out.CustomAttributes != nil {
+			fmt.Fprintf(stderr, "CustomAttributes: %s\n", aws.ToString(out.CustomAttributes))
+		}
+	}
+	var last byte = '\n'
+	for ev := range es.Events() {
+		p, ok := ev.(*types.ResponseStreamMemberPayloadPart)
+		if !ok || len(p.Value.Bytes) == 0 {
+			continue // an event type this client does not know
+		}
+		if _, err := stdout.Write(p.Value.Bytes); err != nil {
+			return err
+		}
+		last = p.Value.Bytes[len(p.Value.Bytes)-1]
+	}
+	if last != '\n' {
+		fmt.Fprintln(stdout)
+	}
+	if err := es.Err(); err != nil {
+		var se *types.ModelStreamError
+		if errors.As(err, &se) {
+			return &exitError{code: 1, msg: fmt.Sprintf("ModelStreamError (%s): %s", aws.ToString(se.ErrorCode_), aws.ToString(se.Message))}
+		}
+		return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 	}
 	return nil
 }

@@ -16,7 +16,8 @@ import (
 )
 
 func TestServeMetrics(t *testing.T) {
-	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metric 1\n") })
+	h := http.NewServeMux()
+	h.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "metric 1\n") })
 	for _, off := range []string{"", "off"} {
 		stop, err := serveMetrics(off, h, zerolog.Nop())
 		if err != nil {
@@ -125,6 +126,13 @@ Credentials:
 			}
 			if got := get("http://" + f.listen + "/metrics"); got != c.apiStatus {
 				t.Errorf("/metrics on --listen: %d, want %d", got, c.apiStatus)
+			}
+			// The status page goes with the metrics.
+			if got := get("http://" + f.metricsListen + "/status"); got != 200 {
+				t.Errorf("/status on --metrics-listen: %d", got)
+			}
+			if got := get("http://" + f.listen + "/status"); got != c.apiStatus {
+				t.Errorf("/status on --listen: %d, want %d", got, c.apiStatus)
 			}
 		})
 	}

@@ -97,8 +97,8 @@ perform the action on the resource, and prints the decision, the statement or
 rule that decided it, SageMaker's AccessDenied message, and how every IAM
 statement of the principal evaluated.
 
-  mce policy eval --credentials creds.yaml --principal arn:aws:iam::123456789012:user/alice \
-      --action sagemaker:InvokeEndpoint --endpoint my-mce \
+  mce policy eval --credentials examples/authz/credentials.yaml --policies examples/authz/policies.yaml \
+      --principal arn:aws:iam::123456789012:user/alice --action sagemaker:InvokeEndpoint --endpoint my-mce \
       --context sagemaker:TargetContainerHostname=customIps-1
 
 The exit status is 0 whatever the decision, unless --fail-on-deny.`,

@@ -206,3 +206,116 @@ func TestRestartAfterSIGKILL(t *testing.T) {
 		t.Errorf("at the end: %d containers, %d networks", c, n)
 	}
 }
+
+// TestRestartKeepsWhatTheAPIScaled: serve -f, scale the variant through
+// UpdateEndpointWeightsAndCapacities, stop, start again with the same file:
+// the endpoint keeps its two copies. With the file changed, the file wins.
+func TestRestartKeepsWhatTheAPIScaled(t *testing.T) {
+	testenv.Docker(t)
+	testenv.Image(t, "probe")
+	listen := freePort(t)
+	base := "http://" + listen
+	file := endpointFile(t, "")
+	f := serveFlagsFor(t, listen, file)
+
+	try := func(op, body string) (map[string]any, int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+		req.Header.Set("X-Amz-Target", "SageMaker."+op)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		b, _ := io.ReadAll(resp.Body)
+		if json.Unmarshal(b, &out) != nil {
+			t.Fatalf("%s: %d %s", op, resp.StatusCode, b)
+		}
+		return out, resp.StatusCode, b
+	}
+	call := func(op, body string) map[string]any {
+		t.Helper()
+		out, code, b := try(op, body)
+		if code != 200 {
+			t.Fatalf("%s: %d %s", op, code, b)
+		}
+		return out
+	}
+	// copies waits until ep is InService and returns its instance count.
+	// copies waits until ep is InService with want instances and returns
+	// the count it settled on (the last InService count at the deadline).
+	// mce serves before it applies the file: a first start may not have the
+	// endpoint yet, and a restart shows the recovered endpoint InService
+	// before the file's update of it begins, so the first InService seen is
+	// not the answer.
+	copies := func(want float64) float64 {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		last := -1.0
+		for {
+			var d map[string]any
+			code := 0
+			if resp, err := http.Get(base + "/mce/endpoints"); err == nil { // serving yet
+				resp.Body.Close()
+				d, code, _ = try("DescribeEndpoint", `{"EndpointName":"ep"}`)
+			}
+			if code == 200 && d["EndpointStatus"] == "InService" {
+				v := d["ProductionVariants"].([]any)[0].(map[string]any)
+				if v["CurrentInstanceCount"] == v["DesiredInstanceCount"] {
+					last = v["CurrentInstanceCount"].(float64)
+					if last == want {
+						return last
+					}
+				}
+			}
+			if time.Now().After(deadline) {
+				if last < 0 {
+					t.Fatal("ep never settled InService")
+				}
+				return last
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	start := func() (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, f) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+		}
+	}
+
+	stop := start()
+	if n := copies(1); n != 1 {
+		t.Fatalf("first start: %v copies, want the file's 1", n)
+	}
+	call("UpdateEndpointWeightsAndCapacities", `{"EndpointName":"ep","DesiredWeightsAndCapacities":[{"VariantName":"AllTraffic","DesiredInstanceCount":2}]}`)
+	if n := copies(2); n != 2 {
+		t.Fatalf("after scaling: %v copies, want 2", n)
+	}
+	stop()
+
+	stop = start()
+	if n := copies(2); n != 2 {
+		t.Errorf("restart with the same file: %v copies, want the 2 the API set", n)
+	}
+	stop()
+
+	// The file changes (an environment variable): it wins, with its 1 copy.
+	changed := endpointFile(t, "PROBE_TAG: v2")
+	b, _ := os.ReadFile(changed)
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop = start()
+	if n := copies(1); n != 1 {
+		t.Errorf("restart with a changed file: %v copies, want the file's 1", n)
+	}
+	stop()
+}

@@ -62,12 +62,12 @@ against it with only the endpoint URL changed.
 
 Start with:  mce serve -f examples/go-ab-test/endpoint.yaml
 Then:        mce invoke ab-test --target-container english 'what a lovely day'
-Check a container image against SageMaker's contract:  mce check IMAGE`,
+Check a container image against SageMaker's contract:  mce check mce-example/probe:latest`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildVersion(),
 	}
-	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd())
+	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd(), newLogsCmd(), newFetchCmd())
 	return root
 }
 

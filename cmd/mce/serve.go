@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -11,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -55,7 +57,13 @@ type serveFlags struct {
 	metricsDefault   bool // --metrics-listen was not given: a busy port only warns
 	bodyTimeout      time.Duration
 	bodyMemory       byteSize
+	accessLog        string
+	asyncMaxPayload  byteSize
+	asyncMemory      byteSize
+	asyncMaxBacklog  int
 	log              logFlags
+	logTo            io.Writer // where mce's log goes; nil for stderr (tests set it)
+	kube             kubeFlags
 }
 
 func newServeCmd() *cobra.Command {
@@ -67,7 +75,10 @@ func newServeCmd() *cobra.Command {
 the endpoints kept in its state folder (adopting their containers if they still run,
 relaunching them otherwise), applies the -f files (SageMaker's CreateModel,
 CreateEndpointConfig and CreateEndpoint request shapes, in YAML or JSON, through the same
-operations as the API) and serves until SIGINT or SIGTERM. Then it stops taking
+operations as the API) and serves until SIGINT or SIGTERM. A file gives an endpoint's
+initial configuration: restarted with the same file, serve keeps what the API changed
+since (weights, instance counts, UpdateEndpoint); once the file's definition of the
+endpoint changes, the file wins and the endpoint is updated to it. Then it stops taking
 requests, drains those in flight, and removes every container, network and extracted
 artifact it created; the endpoints stay in the state for the next start.
 
@@ -81,6 +92,7 @@ naming the container and the cause.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "endpoint file (YAML or JSON); repeatable")
+	f.kube.register(fl)
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the SageMaker API on")
 	fl.StringVar(&f.region, "region", "us-east-1", "region shown in ARNs and messages")
 	fl.StringVar(&f.account, "account", "123456789012", "account ID shown in ARNs and messages")
@@ -100,10 +112,15 @@ naming the container and the cause.`,
 	fl.StringVar(&f.policies, "policies", "", "policies file: named IAM policies and their attachments")
 	fl.StringArrayVar(&f.rego, "rego", nil, "custom Rego module file or folder (package mce.custom); repeatable")
 	fl.StringVar(&f.debugListen, "debug-listen", "", "serve Go's pprof profiles on this address, which must be loopback (e.g. 127.0.0.1:6060); off when empty")
-	fl.StringVar(&f.metricsListen, "metrics-listen", defaultMetricsListen, "serve Prometheus metrics (unauthenticated) on this address; \"\" or \"off\" for none. With no policies and a loopback --listen, /metrics is on --listen too")
+	fl.StringVar(&f.metricsListen, "metrics-listen", defaultMetricsListen, "serve Prometheus metrics (/metrics) and the status page (/status, /status.json) unauthenticated on this address; \"\" or \"off\" for none. With no policies and a loopback --listen, they are on --listen too")
 	fl.DurationVar(&f.bodyTimeout, "body-timeout", host.DefaultBodyTimeout, "time limit for receiving a request's body (RequestTimeout beyond); 0 for the default")
 	f.bodyMemory = host.DefaultBodyMemory
 	fl.Var(&f.bodyMemory, "max-body-memory", "the most bytes of request bodies held in memory at once, all requests together (ServiceUnavailable beyond), e.g. 256MiB")
+	fl.StringVar(&f.accessLog, "access-log", "", "write one JSON line per API request (time, request_id, remote, operation, endpoint, status, bytes_in, bytes_out, duration_ms) to this file (created 0640, appended to), or - for stdout; off when empty")
+	f.asyncMaxPayload, f.asyncMemory = host.DefaultAsyncPayload, host.DefaultAsyncMemory
+	fl.Var(&f.asyncMaxPayload, "async-max-payload", "the largest InvokeEndpointAsync input (and answer) mce handles, each held in memory while it runs; at most 1GiB, SageMaker's limit")
+	fl.Var(&f.asyncMemory, "async-memory", "the most bytes of InvokeEndpointAsync inputs held in memory at once, all requests together")
+	fl.IntVar(&f.asyncMaxBacklog, "async-max-backlog", host.DefaultAsyncBacklog, "the most InvokeEndpointAsync requests queued or running, all endpoints together (ServiceUnavailable beyond)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
 	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from, besides the folders of the -f files; repeatable (/ and system folders are refused)")
@@ -191,13 +208,20 @@ func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
 }
 
 func serve(ctx context.Context, f serveFlags) error {
-	log, err := f.log.logger(os.Stderr)
+	var logTo io.Writer = os.Stderr
+	if f.logTo != nil {
+		logTo = f.logTo
+	}
+	log, err := f.log.logger(logTo)
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}
 
 	// Validate the files before touching Docker.
-	var bundle *spec.Bundle
+	var (
+		bundle *spec.Bundle
+		plans  []spec.EndpointPlan // the files' endpoints, for the pre-flight
+	)
 	if len(f.files) > 0 {
 		bundle, err = spec.LoadFiles(f.files...)
 		if err != nil {
@@ -205,7 +229,7 @@ func serve(ctx context.Context, f serveFlags) error {
 		}
 		// Cross-file checks (names, references) before anything starts; the
 		// warnings are logged once, when Apply creates the definitions.
-		if _, _, err := bundle.Plans(f.region, f.account); err != nil {
+		if plans, _, err = bundle.Plans(f.region, f.account); err != nil {
 			return &exitError{code: 2, msg: err.Error()}
 		}
 	}
@@ -276,43 +300,36 @@ func serve(ctx context.Context, f serveFlags) error {
 		log.Info().Str("listen", f.debugListen).Msg("pprof profiles on /debug/pprof/")
 	}
 
-	cli, err := containers.Connect(ctx)
+	eng, err := openEngine(ctx, f, fetcher, log)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	pull, err := containers.ParsePullPolicy(f.pull)
-	if err != nil {
-		return err
-	}
-	rt, err := containers.New(ctx, containers.Options{
-		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
-		Network: containers.NetworkMode(f.networkMode), PullPolicy: pull,
-		Registry: containers.RegistryOptions{ECREndpoint: f.ecrEndpoint},
-		Fetcher:  fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,
-		ArtifactDiskBudget: f.diskBudget,
-	})
-	if err != nil {
-		return err
-	}
-	defer rt.Close()
-	st, err := store.Open(filepath.Join(rt.InstanceDir(), "state.db"))
+	defer eng.close()
+	st, err := store.Open(filepath.Join(eng.instanceDir, "state.db"))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	accessLog, closeAccessLog, err := openAccessLog(f.accessLog)
+	if err != nil {
+		return &exitError{code: 2, msg: err.Error()}
+	}
+	defer closeAccessLog()
 	cwd, _ := os.Getwd()
 	srv := host.New(host.Config{
-		Region: f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
-		Backend: &host.DockerBackend{Runtime: rt}, Store: st, BaseDir: cwd, ModelData: fetcher,
-		MaxContainers: f.maxContainers, Authz: az, Logger: log,
+		AccessLog: accessLog,
+		Region:    f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
+		Backend: eng.backend, Store: st, BaseDir: cwd, ModelData: fetcher,
+		MaxContainers: f.maxContainers, Authz: az, Logger: log, Version: version,
 		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
+		AsyncObjects: fetcher, AsyncMaxPayload: int64(f.asyncMaxPayload), AsyncMemory: int64(f.asyncMemory),
+		AsyncMaxBacklog: f.asyncMaxBacklog,
 		// Unsigned scrapers keep /metrics on the API listener only in local
 		// development: loopback and no policies (the host also checks the
 		// policies on every scrape).
 		MetricsOnAPI: loopbackOnly && !az.Enabled(),
 	})
-	if stop, err := serveMetrics(f.metricsListen, srv.MetricsHandler(), log); err != nil {
+	if stop, err := serveMetrics(f.metricsListen, srv.OperatorHandler(), log); err != nil {
 		if !f.metricsDefault {
 			return &exitError{code: 2, msg: err.Error()}
 		}
@@ -320,7 +337,14 @@ func serve(ctx context.Context, f serveFlags) error {
 	} else {
 		defer stop()
 	}
-	rt.OnAddressChange(srv.Invoker().Forget)
+	eng.onAddressChange(srv.ForgetAddress)
+	// Every endpoint of the files is checked before anything starts; all
+	// their problems are told together.
+	if bundle != nil {
+		if msg := preflightFiles(ctx, srv, plans); msg != "" {
+			return &exitError{code: 1, msg: msg}
+		}
+	}
 	// Endpoints of the durable state come back first: adopted if their
 	// containers still run, relaunched otherwise.
 	if err := srv.Recover(ctx); err != nil {
@@ -335,6 +359,7 @@ func serve(ctx context.Context, f serveFlags) error {
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
+	hs.RegisterOnShutdown(srv.EndStreams) // followers of logs do not hold up the drain
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	log.Info().Str("listen", ln.Addr().String()).Str("instance", f.instance).Msg("mce is serving the SageMaker API")
@@ -382,11 +407,80 @@ func serve(ctx context.Context, f serveFlags) error {
 		}
 	}
 	// A last sweep: anything of this instance that no deployment owns any more.
-	if err := rt.Reconcile(tctx); err != nil {
+	if err := eng.backend.Reconcile(tctx); err != nil {
 		log.Error().Err(err).Msg("final clean-up")
 	}
 	log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
 	return runErr
+}
+
+// preflightFiles runs the pre-flight on every endpoint of the files (their
+// plans, as validated at start-up) at once and lists every problem of every
+// endpoint; "" when there is none.
+func preflightFiles(ctx context.Context, srv *host.Server, plans []spec.EndpointPlan) string {
+	found := make([][]host.Problem, len(plans))
+	var wg sync.WaitGroup
+	for i, p := range plans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found[i] = srv.Preflight(ctx, p)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return "" // stopped meanwhile: serve ends on its own
+	}
+	var b strings.Builder
+	n, eps := 0, 0
+	for i, p := range plans {
+		if len(found[i]) == 0 {
+			continue
+		}
+		eps++
+		fmt.Fprintf(&b, "\nendpoint %q:", p.Name)
+		for _, pr := range found[i] {
+			n++
+			fmt.Fprintf(&b, "\n  %d. %s", n, pr.Headline())
+			if pr.Fix != "" {
+				fmt.Fprintf(&b, "\n     fix: %s", pr.Fix)
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the pre-flight found %d problem%s in %d endpoint%s of the files; nothing was started:%s",
+		n, plural(n), eps, plural(eps), b.String())
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// openAccessLog opens --access-log: "" for none, "-" for stdout, else a
+// file appended to (created with mode 0640). The returned func flushes and
+// closes it; call it after the HTTP server stopped.
+func openAccessLog(path string) (*host.AccessLog, func(), error) {
+	switch path {
+	case "":
+		return nil, func() {}, nil
+	case "-":
+		l := host.NewAccessLog(os.Stdout)
+		return l, l.Close, nil
+	}
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--access-log: %w", err)
+	}
+	l := host.NewAccessLog(file)
+	return l, func() {
+		l.Close()
+		file.Close()
+	}, nil
 }
 
 // isLoopback reports whether a listen address binds loopback only.
@@ -437,10 +531,12 @@ const (
 	defaultMetricsListen = "127.0.0.1:9464"
 )
 
-// serveMetrics serves Prometheus metrics on addr at /metrics ("" or "off":
-// nowhere). Scrapers do not sign requests, so this listener is for the
-// operator: loopback by default; an address beyond loopback is allowed (a
-// Prometheus on another machine) with a warning.
+// serveMetrics serves the operator's handler on addr ("" or "off":
+// nowhere): Prometheus metrics at /metrics and the status page at /status.
+// Scrapers do not sign requests, so this listener is for the operator:
+// loopback by default; an address beyond loopback is allowed (a Prometheus
+// on another machine) with a warning, and the status page then leaves out
+// container output for requests from beyond loopback.
 func serveMetrics(addr string, h http.Handler, log zerolog.Logger) (stop func(), err error) {
 	if addr == "" || addr == "off" {
 		return func() {}, nil
@@ -456,10 +552,8 @@ func serveMetrics(addr string, h http.Handler, log zerolog.Logger) (stop func(),
 	if !loopback {
 		log.Warn().Str("listen", addr).Msg("metrics are served beyond loopback without authentication: they name every endpoint, variant and container")
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 10 * time.Second, WriteTimeout: time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 10 * time.Second, WriteTimeout: time.Minute}
 	go srv.Serve(ln)
-	log.Info().Str("listen", ln.Addr().String()).Msg("Prometheus metrics on /metrics")
+	log.Info().Str("listen", ln.Addr().String()).Msg("Prometheus metrics on /metrics, status page on /status")
 	return func() { srv.Close() }, nil
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
 // imdsRecorder stands in for the instance-metadata service on loopback:
@@ -33,8 +35,6 @@ func imdsRecorder(t *testing.T) (url string, hits *atomic.Int64) {
 // is asked only when not disabled, only for a bounded time, and here only
 // at a loopback stand-in (never 169.254.169.254).
 func TestS3WithoutCredentials(t *testing.T) {
-	fake := newFakeS3(t, "models")
-	fake.put(t, "models", "m.tar.gz", buildTar(t, true, file("a", "x")))
 	var s3Calls atomic.Int64
 	s3 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s3Calls.Add(1) }))
 	t.Cleanup(s3.Close)
@@ -92,13 +92,13 @@ func TestS3WithoutCredentials(t *testing.T) {
 // TestS3CredentialsFromEnvironment: credentials in the environment are
 // used, and the metadata service is not asked.
 func TestS3CredentialsFromEnvironment(t *testing.T) {
-	fake := newFakeS3(t, "models")
+	fake := newS3(t, "us-east-1", "models")
 	fake.put(t, "models", "m.tar.gz", buildTar(t, true, file("a", "x")))
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "false")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	t.Setenv("AWS_ACCESS_KEY_ID", fake.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", fake.SecretKey)
 	imds, hits := imdsRecorder(t)
-	f, err := NewFetcher(Options{S3: S3Options{Endpoint: fake.url, UsePathStyle: true, InstanceMetadataEndpoint: imds}})
+	f, err := NewFetcher(Options{S3: S3Options{Endpoint: fake.Endpoint, UsePathStyle: true, InstanceMetadataEndpoint: imds}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,17 +110,15 @@ func TestS3CredentialsFromEnvironment(t *testing.T) {
 	}
 }
 
-// TestS3ErrorsHideSDKText: an S3 refusal reads as S3's code and message,
-// not the SDK's operation/request-ID text.
+// TestS3ErrorsHideSDKText: an S3 refusal (the real server refusing a
+// wrong secret key) reads as S3's code and message, not the SDK's
+// operation/request-ID text.
 func TestS3ErrorsHideSDKText(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte(`<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message><RequestId>R1</RequestId></Error>`))
-	}))
-	t.Cleanup(srv.Close)
-	fake := &fakeS3{url: srv.URL}
-	f, err := NewFetcher(fake.options())
+	fake := newS3(t, "us-east-1", "models")
+	fake.put(t, "models", "m.tar.gz", buildTar(t, true, file("a", "x")))
+	opts := fake.options()
+	opts.S3.Credentials = credentials.NewStaticCredentialsProvider(fake.AccessKey, "not-the-secret", "")
+	f, err := NewFetcher(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
 // Package artifact turns a container definition's ModelDataUrl into a local
 // directory that the Docker adapter bind-mounts read-only at /opt/ml/model
-// (reference/sagemaker-contracts.md §2.2 ModelDataUrl, §3.1 "Model
-// artifacts"), and that the multi-model manager reuses for
-// <prefix>/<TargetModel> artifacts (§4.1).
+// (ModelDataUrl: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html;
+// model artifacts: https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html),
+// and that the multi-model manager reuses for <prefix>/<TargetModel>
+// artifacts (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html).
 //
 // It owns four things:
 //

@@ -133,9 +133,10 @@ func (l Limits) streamLimit() int64 {
 
 // Extract unpacks a tar archive, optionally gzip-compressed (detected by the
 // gzip magic bytes, not by a file name), from r into dest, which must be an
-// existing directory, normally empty. It is the single-model path of
-// reference/sagemaker-contracts.md §3.1: the result is mounted read-only at
-// /opt/ml/model for a container running as any user.
+// existing directory, normally empty. It is the single-model path
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html):
+// the result is mounted read-only at /opt/ml/model for a container running as
+// any user.
 //
 // Rules:
 //   - Names must be relative, at most [MaxNameLength] bytes, at most
@@ -178,8 +179,10 @@ func Extract(ctx context.Context, r io.Reader, dest string, lim Limits) error {
 	stream := &capReader{left: lim.streamLimit(), limit: lim.streamLimit()}
 	x := newExtractor(ctx, root, lim)
 	x.src = src
+	x.prog = newProgress(ctx, "extract", sourceOf(ctx), 0)
 	err = x.extract(src, stream)
 	if err == nil {
+		x.prog.done()
 		return nil
 	}
 	if cerr := ctx.Err(); cerr != nil {
@@ -203,6 +206,7 @@ type extractor struct {
 	byteCap  int64
 	capErr   *LimitError
 	src      *sourceReader // nil when staging a folder
+	prog     *progress     // nil when nobody is told
 	entries  int
 	written  int64
 	symlinks bool
@@ -418,6 +422,7 @@ func (x *extractor) copy(f *os.File, r io.Reader) (int64, error) {
 			nw, werr := f.Write(x.buf[:nr])
 			n += int64(nw)
 			x.written += int64(nw)
+			x.prog.add(int64(nw), 0)
 			if werr != nil {
 				return n, werr
 			}
@@ -427,6 +432,7 @@ func (x *extractor) copy(f *os.File, r io.Reader) (int64, error) {
 			}
 		}
 		if errors.Is(rerr, io.EOF) {
+			x.prog.add(0, 1)
 			return n, nil
 		}
 		if rerr != nil {

@@ -33,6 +33,7 @@ func stage(ctx context.Context, src *os.Root, dest string, lim Limits) error {
 	}
 	defer dst.Close()
 	x := newExtractor(ctx, dst, lim)
+	x.prog = newProgress(ctx, "stage", sourceOf(ctx), 0)
 	err = fs.WalkDir(src.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return fmt.Errorf("reading the model folder: %w", err)
@@ -65,8 +66,11 @@ func stage(ctx context.Context, src *os.Root, dest string, lim Limits) error {
 		return err
 	}
 	if x.symlinks {
-		return x.checkSymlinks()
+		if err := x.checkSymlinks(); err != nil {
+			return err
+		}
 	}
+	x.prog.done()
 	return nil
 }
 

@@ -1,6 +1,8 @@
 // Package check is `mce check IMAGE`: it tells whether a container image
-// honours SageMaker's inference container contract (reference/
-// sagemaker-contracts.md §3, §4.1) before anyone deploys it, by running it
+// honours SageMaker's inference container contract
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html,
+// and for multi-model containers https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html)
+// before anyone deploys it, by running it
 // as SageMaker would and reporting one pass/fail/warn/skip line per rule,
 // with timings.
 //

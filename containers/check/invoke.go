@@ -28,7 +28,7 @@ func (r *run) invoke(ctx context.Context, name, url string) {
 func (r *run) sampleHeaders() map[string]string {
 	h := map[string]string{"Content-Type": r.opts.ContentType, "Accept": r.opts.Accept}
 	if r.target != "" {
-		h["X-Amzn-SageMaker-Target-Model"] = r.target
+		h[targetModelHeader] = r.target
 	}
 	return h
 }
@@ -61,7 +61,7 @@ func (r *run) misuse(ctx context.Context, path string) {
 	for i := range big {
 		big[i] = 'x'
 	}
-	hdr := map[string]string{"Content-Type": ct, "Accept": r.opts.Accept, "X-Amzn-SageMaker-Target-Model": r.target}
+	hdr := map[string]string{"Content-Type": ct, "Accept": r.opts.Accept, targetModelHeader: r.target}
 	a, err := r.call(ctx, http.MethodPost, r.url(firstPort, path), big, hdr, r.opts.Timeout)
 	st, detail := Pass, ""
 	switch {

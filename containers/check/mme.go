@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
-// Names of the multi-model checks (contracts doc §4.1), in report order.
+// Names of the multi-model checks (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html), in report order.
 const (
 	nameLoad          = "mme: load (200)"
 	nameLoadAgain     = "mme: load again (409)"
@@ -20,7 +22,7 @@ const (
 	nameInvokeGone    = "mme: invoke after unload (404)"
 	nameGetGone       = "mme: get after unload (404)"
 	mmeListMaxPages   = 20
-	targetModelHeader = "X-Amzn-SageMaker-Target-Model"
+	targetModelHeader = wire.HeaderTargetModel
 )
 
 // mmeNames are the multi-model checks this run reports, or none.

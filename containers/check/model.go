@@ -50,8 +50,8 @@ func modelURL(s string) (u, root string, err error) {
 }
 
 // prepareModel fetches and extracts the model data. A multi-model artifact
-// lands at <work>/models/<hash>/model, as SageMaker lays it out (contracts
-// doc §4.1), its hash taken from the URL; the Target-Model name is the
+// lands at <work>/models/<hash>/model, as SageMaker lays it out
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html), its hash taken from the URL; the Target-Model name is the
 // artifact's file name.
 func (c *Checker) prepareModel(ctx context.Context, multi bool) (*modelData, error) {
 	u, root, err := modelURL(c.opts.ModelData)

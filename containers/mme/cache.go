@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mce-run/mce/containers/artifact"
+	"github.com/docker/go-units"
 	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/containers/artifact"
 )
 
 // CacheOptions configure a [Cache].
@@ -325,7 +327,8 @@ func (c *Cache) download(ctx context.Context, e *cacheEntry) error {
 	}
 	d := time.Since(start)
 	c.obs.ModelDownloadingTime(d)
-	c.log.Debug().Str("model", e.target).Int64("bytes", size).Dur("took", d).Msg("model downloaded")
+	c.log.Info().Str("event", "model_downloaded").Str("model", e.target).Int64("bytes", size).Dur("took_ms", d).
+		Msgf("downloaded model %s (%s) in %s", e.target, units.HumanSize(float64(size)), roundDuration(d))
 	return nil
 }
 
@@ -344,7 +347,8 @@ func (c *Cache) fetch(ctx context.Context, e *cacheEntry) (int64, error) {
 			os.RemoveAll(tmp)
 		}
 	}()
-	dir, err := c.fetcher.PrepareArchive(ctx, url, c.baseDir, tmp)
+	lctx := c.log.With().Str("model", e.target).Logger().WithContext(ctx) // progress of long downloads
+	dir, err := c.fetcher.PrepareArchive(lctx, url, c.baseDir, tmp)
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
 			return 0, &ModelNotFoundError{TargetModel: e.target, URL: url, Err: c.hidePrefix(url, e.target, err)}
@@ -426,7 +430,8 @@ func (c *Cache) discardLocked(e *cacheEntry) string {
 		c.log.Warn().Err(err).Str("model", e.target).Msg("could not delete cached model files")
 		return ""
 	}
-	c.log.Debug().Str("model", e.target).Int64("bytes", e.size).Msg("cached model files deleted")
+	c.log.Info().Str("event", "model_files_deleted").Str("model", e.target).Int64("bytes", e.size).
+		Msgf("deleted the cached files of model %s (%s)", e.target, units.HumanSize(float64(e.size)))
 	return trash
 }
 

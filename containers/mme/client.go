@@ -9,11 +9,14 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // TargetModelHeader carries the TargetModel on load, invoke and unload
-// (reference/sagemaker-contracts.md §4.1; Triton names the model after it, §4.2).
-const TargetModelHeader = "X-Amzn-SageMaker-Target-Model"
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html; Triton names the model after it,
+// https://github.com/triton-inference-server/server/blob/main/src/sagemaker_server.cc).
+const TargetModelHeader = wire.HeaderTargetModel
 
 const (
 	// maxErrorBody caps the bytes of a container answer that are read.
@@ -22,7 +25,7 @@ const (
 	maxMessage = 1 << 10
 )
 
-// apiClient speaks the MME container API (§4.1): load and unload.
+// apiClient speaks the MME container API (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html): load and unload.
 type apiClient struct {
 	base func() string
 	hc   *http.Client
@@ -86,7 +89,7 @@ func (c *apiClient) do(req *http.Request) (int, string, error) {
 	return resp.StatusCode, message(data), nil
 }
 
-// message extracts {"error": "…"} (Triton, §4.2) or the start of the body.
+// message extracts {"error": "…"} (Triton's SageMaker front end) or the start of the body.
 func message(data []byte) string {
 	var e struct {
 		Error   string `json:"error"`

@@ -1,5 +1,5 @@
 // Package mme is the host side of a SageMaker multi-model endpoint
-// (reference/sagemaker-contracts.md §4): it turns a TargetModel into a model
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html): it turns a TargetModel into a model
 // that a multi-model container (mce's modelserver example, NVIDIA Triton)
 // has loaded, so that the invocation pipeline can send
 // POST {base}/models/{id}/invoke with header X-Amzn-SageMaker-Target-Model.
@@ -31,7 +31,7 @@
 //     (ModelNotReadyException) while it carries on in the background.
 //
 // Model ids ([ModelID]) are the hex SHA-256 of the TargetModel: stable,
-// 64 characters of [0-9a-f], inside Triton's [0-9A-Za-z._] (§4.2).
+// 64 characters of [0-9a-f], inside Triton's [0-9A-Za-z._] (https://github.com/triton-inference-server/server/blob/main/src/sagemaker_server.cc).
 //
 // Errors are typed for the host to map in one place: [*NotReadyError] (429
 // ModelNotReadyException), [*ModelNotFoundError] (artifact missing),
@@ -40,11 +40,18 @@
 // [ErrInvalidTargetModel], [ErrClosed], and artifact's
 // [artifact.ErrUnsafeArchive], [artifact.ErrTooLarge] and
 // [artifact.ErrInvalidArchive] wrapped. Durations and counts go to an
-// [Observer] under SageMaker's MME metric names (§6).
+// [Observer] under SageMaker's MME metric names
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoint-cloudwatch-metrics.html).
 //
 // Concurrency: Cache and Manager are safe for concurrent use; a Lease is
 // used by the one request that acquired it. The package does not talk to
 // Docker, start or restart containers, invoke models, or map errors to
 // HTTP; the caller tells a Manager when its container restarted
 // ([Manager.Reset]) and closes it when the container is gone.
+//
+// Engines: nothing here is Docker's. What an engine must provide is a
+// folder that mce's process can write (CacheOptions.Dir) and that the
+// container sees at /opt/ml/models (the path the load call names), and the
+// container's HTTP address (ManagerOptions.BaseURL). The Docker engine
+// bind-mounts the folder (containers/multimodel.go, containers/create.go).
 package mme

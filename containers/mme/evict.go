@@ -24,6 +24,9 @@ func (m *Manager) beginUnloadLocked(st *modelState, claimed bool) *unloadTicket 
 	m.nLoaded--
 	m.nUnloading++
 	m.obs.LoadedModelCount(m.nLoaded)
+	if claimed {
+		m.obs.ModelEvicted()
+	}
 	return &unloadTicket{st: st, gen: m.gen, claimed: claimed}
 }
 
@@ -74,7 +77,8 @@ func (m *Manager) finishUnload(t *unloadTicket) error {
 		}
 		return ue
 	}
-	m.log.Debug().Str("model", st.target).Dur("took", d).Msg("model unloaded")
+	m.log.Info().Str("event", "model_unloaded").Str("model", st.target).Dur("took_ms", d).
+		Msgf("unloaded model %s in %s", st.target, roundDuration(d))
 	return nil
 }
 
@@ -108,7 +112,8 @@ func (m *Manager) makeRoom(ctx context.Context, self *modelState, seq *uint64) e
 		if _, victim, ok := m.idle.oldest(); ok { // never self: self is pinned or not loaded
 			t := m.beginUnloadLocked(victim, true)
 			m.mu.Unlock()
-			m.log.Debug().Str("model", self.target).Str("victim", victim.target).Msg("unloading the least recently used idle model")
+			m.log.Info().Str("event", "model_evicted").Str("model", victim.target).Str("for", self.target).
+				Msgf("evicting model %s (least recently used): the container had no memory (507) for %s", victim.target, self.target)
 			err := m.finishUnload(t)
 			m.mu.Lock()
 			*seq = m.freedSeq

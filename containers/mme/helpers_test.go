@@ -106,7 +106,7 @@ func (g *fakeGPU) Memory(index int) (uint64, uint64, error) {
 }
 
 // fakeMME is a multi-model container with Triton's SageMaker semantics
-// (reference/sagemaker-contracts.md §4.2): 409 on a second load, 404 for
+// (https://github.com/triton-inference-server/server/blob/main/src/sagemaker_server.cc): 409 on a second load, 404 for
 // unknown models, 507 when full, the model named by the Target-Model
 // header, {"error": …} bodies. It checks what mce sends and counts.
 type fakeMME struct {
@@ -318,6 +318,7 @@ func (f *fakeMME) check(tb testing.TB) {
 // countingObserver counts the metrics.
 type countingObserver struct {
 	hits, misses, downloads, loads, unloads, waits atomic.Int64
+	evictions                                      atomic.Int64
 	loadedNow, maxLoaded                           atomic.Int64
 }
 
@@ -325,6 +326,7 @@ func (o *countingObserver) ModelLoadingWaitTime(time.Duration) { o.waits.Add(1) 
 func (o *countingObserver) ModelDownloadingTime(time.Duration) { o.downloads.Add(1) }
 func (o *countingObserver) ModelLoadingTime(time.Duration)     { o.loads.Add(1) }
 func (o *countingObserver) ModelUnloadingTime(time.Duration)   { o.unloads.Add(1) }
+func (o *countingObserver) ModelEvicted()                      { o.evictions.Add(1) }
 func (o *countingObserver) ModelCacheHit(hit bool) {
 	if hit {
 		o.hits.Add(1)

@@ -97,6 +97,7 @@ func (m *Manager) load(id, target string) (err error) {
 				m.mu.Unlock()
 				continue
 			}
+			bytes := files.size
 			st.phase, st.files, files = loaded, files, nil
 			st.lastUsed = time.Now()
 			m.nLoaded++
@@ -108,7 +109,8 @@ func (m *Manager) load(id, target string) (err error) {
 			m.mu.Unlock()
 			d := time.Since(start)
 			m.obs.ModelLoadingTime(d)
-			m.log.Debug().Str("model", target).Int("status", status).Dur("took", d).Msg("model loaded")
+			m.log.Info().Str("event", "model_loaded").Str("model", target).Int("status", status).
+				Int64("bytes", bytes).Dur("took_ms", d).Msgf("loaded model %s in %s", target, roundDuration(d))
 			return nil
 		case http.StatusInsufficientStorage:
 			m.log.Debug().Str("model", target).Msg("container out of memory (507) on load; unloading an idle model")
@@ -164,8 +166,9 @@ func (m *Manager) evictAhead(ctx context.Context, st *modelState) (uint64, bool)
 		}
 		t := m.beginUnloadLocked(victim, true)
 		m.mu.Unlock()
-		m.log.Debug().Str("model", st.target).Str("victim", victim.target).Uint64("used", used).
-			Uint64("total", total).Uint64("expected", expect).Msg("unloading ahead of a GPU load")
+		m.log.Info().Str("event", "model_evicted").Str("model", victim.target).Str("for", st.target).Uint64("gpu_used_bytes", used).
+			Uint64("gpu_total_bytes", total).Uint64("gpu_expected_bytes", expect).
+			Msgf("evicting model %s (least recently used) to make GPU memory for %s", victim.target, st.target)
 		if err := m.finishUnload(t); err != nil {
 			m.log.Warn().Err(err).Msg("unloading ahead of a GPU load failed")
 			return used, true

@@ -17,7 +17,7 @@ import (
 // Defaults of [ManagerOptions].
 const (
 	// DefaultLoadTimeout: SageMaker answers InvokeEndpoint within 60 s and
-	// returns ModelNotReadyException when the load is not done (§4.1).
+	// returns ModelNotReadyException when the load is not done (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html).
 	DefaultLoadTimeout = 60 * time.Second
 	// DefaultBackgroundLoadTimeout: "loading continues for up to 360 seconds".
 	DefaultBackgroundLoadTimeout = 360 * time.Second
@@ -388,6 +388,10 @@ func (m *Manager) Loaded() []string {
 	slices.Sort(out)
 	return out
 }
+
+// CacheUsage returns the bytes and models of the file cache this manager
+// loads from (shared with the variant's other copies).
+func (m *Manager) CacheUsage() (bytes int64, models int) { return m.cache.Usage() }
 
 // Reset records that the container restarted: nothing is loaded any more.
 // Files stay cached; loads in progress load again into the new container;

@@ -150,6 +150,9 @@ func TestLeasedModelIsNeverEvicted(t *testing.T) {
 	if e.fake.unloads.Load() != 3 {
 		t.Errorf("unloads = %d, want 3 (b, c, d)", e.fake.unloads.Load())
 	}
+	if got := e.obs.evictions.Load(); got != 3 {
+		t.Errorf("evictions = %d, want 3 (b, c, d made room)", got)
+	}
 	e.fake.check(t)
 }
 
@@ -299,6 +302,9 @@ func TestIdleTTL(t *testing.T) {
 	waitFor(t, "the second unload", func() bool { return !e.fake.isLoaded("busy") })
 	if got := e.obs.loadedNow.Load(); got != 0 {
 		t.Errorf("LoadedModelCount = %d, want 0", got)
+	}
+	if got := e.obs.evictions.Load(); got != 0 {
+		t.Errorf("evictions = %d, want 0: idle unloads make no room for anyone", got)
 	}
 	e.fake.check(t)
 }

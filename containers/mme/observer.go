@@ -3,7 +3,7 @@ package mme
 import "time"
 
 // Observer receives SageMaker's multi-model metrics
-// (reference/sagemaker-contracts.md §6), to be published in microseconds
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoint-cloudwatch-metrics.html), to be published in microseconds
 // with dimensions EndpointName and VariantName. Methods must be cheap, safe
 // for concurrent use and must not call back into the Cache or Manager:
 // LoadedModelCount is called with the Manager's lock held so that values
@@ -18,6 +18,10 @@ type Observer interface {
 	ModelLoadingTime(d time.Duration)
 	// ModelUnloadingTime: one unload call to the container.
 	ModelUnloadingTime(d time.Duration)
+	// ModelEvicted: a model is being unloaded to free memory for another
+	// (a load or a call answered 507), as opposed to an idle or
+	// CacheDisabled unload. Called with the Manager's lock held.
+	ModelEvicted()
 	// ModelCacheHit: once per Acquire; true when the model was already loaded.
 	ModelCacheHit(hit bool)
 	// LoadedModelCount: the models loaded in the container, after each change.
@@ -31,7 +35,21 @@ func (NopObserver) ModelLoadingWaitTime(time.Duration) {}
 func (NopObserver) ModelDownloadingTime(time.Duration) {}
 func (NopObserver) ModelLoadingTime(time.Duration)     {}
 func (NopObserver) ModelUnloadingTime(time.Duration)   {}
+func (NopObserver) ModelEvicted()                      {}
 func (NopObserver) ModelCacheHit(bool)                 {}
 func (NopObserver) LoadedModelCount(int)               {}
 
 var _ Observer = NopObserver{}
+
+// roundDuration prints a duration with its unit at a precision fit for a
+// log line (as the containers package does): whole seconds from 10 s,
+// tenths below, milliseconds below 1 s.
+func roundDuration(d time.Duration) string {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(time.Second).String()
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Millisecond).String()
+}

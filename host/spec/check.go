@@ -6,17 +6,22 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
-// Patterns from SageMaker's service model (contracts doc §2.2–2.4). Each has
-// the text SageMaker shows in its messages beside it.
+// Patterns from SageMaker's service model (the API Reference pages of
+// CreateModel, CreateEndpointConfig and CreateEndpoint, e.g.
+// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateModel.html).
+// Each has the text SageMaker shows in its messages beside it.
 var (
-	// ModelName: observed messages show this text (contracts doc §2.1); the
+	// ModelName: messages seen from the real service show this text (e.g.
+	// https://github.com/aws/amazon-sagemaker-examples/issues/2236); the
 	// model's own pattern [a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])? is the
 	// same language.
-	modelNameRe = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9])*$`)
+	modelNameRe = regexp.MustCompile(wire.NamePattern + "$")
 	// EndpointName, EndpointConfigName, VariantName, ContainerHostname.
-	entityNameRe   = regexp.MustCompile(`^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$`)
+	entityNameRe   = regexp.MustCompile("^" + wire.EntityNamePattern + "$")
 	envKeyRe       = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 	imageRe        = regexp.MustCompile(`^[\S]+$`)
 	modelDataURLRe = regexp.MustCompile(`^(https|s3)://([^/]+)/?(.*)$|^file://(.+)$`)
@@ -27,8 +32,8 @@ var (
 )
 
 const (
-	modelNamePattern    = `^[a-zA-Z0-9](-*[a-zA-Z0-9])*`
-	entityNamePattern   = `[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`
+	modelNamePattern    = wire.NamePattern
+	entityNamePattern   = wire.EntityNamePattern
 	envKeyPattern       = `[a-zA-Z_][a-zA-Z0-9_]*`
 	envValuePattern     = `[\S\s]*`
 	imagePattern        = `[\S]+`

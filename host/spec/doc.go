@@ -1,6 +1,8 @@
 // Package spec owns mce's endpoint definitions: SageMaker's own request
-// shapes for CreateModel, CreateEndpointConfig and CreateEndpoint (contracts
-// doc §2.2–2.4), how they are decoded from endpoint files and request
+// shapes for CreateModel, CreateEndpointConfig and CreateEndpoint
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateModel.html,
+// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpointConfig.html,
+// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpoint.html), how they are decoded from endpoint files and request
 // bodies, how they are validated, and how an endpoint resolves into the
 // plan the runtime starts (EndpointPlan → VariantPlan → ContainerPlan).
 //

@@ -92,7 +92,7 @@ func (k Kind) noun() string {
 
 // NotFoundError is a reference to a resource that does not exist: an endpoint
 // configuration naming a missing model, an endpoint naming a missing
-// configuration. SageMaker reports it as a ValidationException (§2.1).
+// configuration. SageMaker reports it as a ValidationException.
 type NotFoundError struct {
 	Kind Kind
 	Name string
@@ -110,7 +110,7 @@ func (e *NotFoundError) Error() string { return joinNonEmpty(e.File, e.Path, e.M
 
 // AlreadyExistsError is a second definition of a name already taken (names
 // compare case-insensitively, as their ARNs do). SageMaker reports it as a
-// ValidationException (§2.1).
+// ValidationException.
 type AlreadyExistsError struct {
 	Kind     Kind
 	Name     string
@@ -134,7 +134,8 @@ func (e *AlreadyExistsError) Error() string {
 }
 
 // ARN is the Amazon Resource Name of a SageMaker resource. As SageMaker does,
-// it lower-cases the name while *Name fields keep the caller's case (§2.1).
+// it lower-cases the name while *Name fields keep the caller's case (e.g. the EndpointArn of
+// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeEndpoint.html#API_DescribeEndpoint_ResponseSyntax).
 // The partition follows the region: cn-* → aws-cn, us-gov-* → aws-us-gov.
 func ARN(region, account string, kind Kind, name string) string {
 	partition := "aws"

@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// ModelDataSource is a container's ModelDataSource (§2.2): where SageMaker
+// ModelDataSource is a container's ModelDataSource
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ModelDataSource.html): where SageMaker
 // finds model data that is not one archive, as JumpStart and large language
 // models use. mce supports its S3DataSource: an uncompressed folder
 // (S3DataType S3Prefix, CompressionType None) under an s3:// prefix or a

@@ -10,7 +10,7 @@ import (
 
 // DefaultHealthCheckTimeout is how long a container may take to pass its
 // first /ping when ContainerStartupHealthCheckTimeoutInSeconds is unset:
-// SageMaker's documented 4-minute window (contracts doc §3.1).
+// SageMaker's documented 4-minute window (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 const DefaultHealthCheckTimeout = 240 * time.Second
 
 // EndpointPlan is what the runtime needs to start one endpoint. Plans are
@@ -20,6 +20,16 @@ type EndpointPlan struct {
 	ConfigName string
 	Mode       string // "Serial" or "Direct", shared by all variants
 	Variants   []VariantPlan
+	// Async is set for an asynchronous endpoint (AsyncInferenceConfig).
+	Async *AsyncPlan `json:",omitempty"`
+}
+
+// AsyncPlan is an asynchronous endpoint's queue settings.
+type AsyncPlan struct {
+	OutputPath  string // s3://bucket/prefix, without a trailing slash
+	FailurePath string // the same; OutputPath when the configuration has none
+	// MaxConcurrentPerInstance bounds the requests in flight per instance.
+	MaxConcurrentPerInstance int
 }
 
 // VariantPlan is one production variant with its model resolved.
@@ -137,6 +147,17 @@ func BuildPlan(region, account string, e CreateEndpointInput, c CreateEndpointCo
 // valid; lookup must return valid models.
 func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(string) (CreateModelInput, string, error)) (EndpointPlan, []string, error) {
 	plan := EndpointPlan{Name: e.EndpointName, ConfigName: c.EndpointConfigName}
+	if a := c.AsyncInferenceConfig; a != nil && a.OutputConfig != nil {
+		ap := &AsyncPlan{OutputPath: strings.TrimRight(a.OutputConfig.S3OutputPath, "/"),
+			FailurePath: strings.TrimRight(a.OutputConfig.S3FailurePath, "/"), MaxConcurrentPerInstance: DefaultAsyncConcurrency}
+		if ap.FailurePath == "" {
+			ap.FailurePath = ap.OutputPath
+		}
+		if cc := a.ClientConfig; cc != nil && cc.MaxConcurrentInvocationsPerInstance != nil {
+			ap.MaxConcurrentPerInstance = int(*cc.MaxConcurrentInvocationsPerInstance)
+		}
+		plan.Async = ap
+	}
 	var warns []string
 	modeOf := ""
 	for _, v := range c.ProductionVariants {

@@ -11,7 +11,7 @@ import "encoding/json"
 // omitempty. Validate, Warnings and BuildPlan only read the shapes, so one
 // value may be shared by concurrent readers.
 
-// CreateModelInput is the CreateModel request (contracts doc §2.2).
+// CreateModelInput is the CreateModel request (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateModel.html).
 type CreateModelInput struct {
 	ModelName                string                    `json:"ModelName,omitempty"`
 	PrimaryContainer         *ContainerDefinition      `json:"PrimaryContainer,omitempty"`
@@ -23,7 +23,8 @@ type CreateModelInput struct {
 	EnableNetworkIsolation   *bool                     `json:"EnableNetworkIsolation,omitempty"`
 }
 
-// ContainerDefinition is one container of a model (§2.2).
+// ContainerDefinition is one container of a model
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html).
 type ContainerDefinition struct {
 	// ContainerHostname is the container's DNS name and its name in
 	// TargetContainerHostname, logs and metrics. When no container of a
@@ -99,23 +100,48 @@ type VpcConfig struct {
 	Subnets          []string `json:"Subnets,omitempty"`
 }
 
-// CreateEndpointConfigInput is the CreateEndpointConfig request (§2.3).
+// CreateEndpointConfigInput is the CreateEndpointConfig request
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpointConfig.html).
 type CreateEndpointConfigInput struct {
-	EndpointConfigName       string              `json:"EndpointConfigName,omitempty"`
-	ProductionVariants       []ProductionVariant `json:"ProductionVariants,omitempty"`
-	DataCaptureConfig        json.RawMessage     `json:"DataCaptureConfig,omitempty"`        // refused
-	Tags                     []Tag               `json:"Tags,omitempty"`                     // kept: ListTags
-	KMSKeyID                 string              `json:"KmsKeyId,omitempty"`                 // ignored locally
-	AsyncInferenceConfig     json.RawMessage     `json:"AsyncInferenceConfig,omitempty"`     // refused
-	ExplainerConfig          json.RawMessage     `json:"ExplainerConfig,omitempty"`          // refused
-	ShadowProductionVariants []ProductionVariant `json:"ShadowProductionVariants,omitempty"` // refused
-	ExecutionRoleARN         string              `json:"ExecutionRoleArn,omitempty"`         // ignored locally
-	VpcConfig                *VpcConfig          `json:"VpcConfig,omitempty"`                // ignored locally
-	EnableNetworkIsolation   *bool               `json:"EnableNetworkIsolation,omitempty"`   // isolates every variant
-	MetricsConfig            *MetricsConfig      `json:"MetricsConfig,omitempty"`            // ignored locally
+	EndpointConfigName       string                `json:"EndpointConfigName,omitempty"`
+	ProductionVariants       []ProductionVariant   `json:"ProductionVariants,omitempty"`
+	DataCaptureConfig        json.RawMessage       `json:"DataCaptureConfig,omitempty"`        // refused
+	Tags                     []Tag                 `json:"Tags,omitempty"`                     // kept: ListTags
+	KMSKeyID                 string                `json:"KmsKeyId,omitempty"`                 // ignored locally
+	AsyncInferenceConfig     *AsyncInferenceConfig `json:"AsyncInferenceConfig,omitempty"`     // asynchronous inference
+	ExplainerConfig          json.RawMessage       `json:"ExplainerConfig,omitempty"`          // refused
+	ShadowProductionVariants []ProductionVariant   `json:"ShadowProductionVariants,omitempty"` // refused
+	ExecutionRoleARN         string                `json:"ExecutionRoleArn,omitempty"`         // ignored locally
+	VpcConfig                *VpcConfig            `json:"VpcConfig,omitempty"`                // ignored locally
+	EnableNetworkIsolation   *bool                 `json:"EnableNetworkIsolation,omitempty"`   // isolates every variant
+	MetricsConfig            *MetricsConfig        `json:"MetricsConfig,omitempty"`            // ignored locally
 }
 
-// ProductionVariant is one variant of an endpoint configuration (§2.3).
+// AsyncInferenceConfig makes an endpoint asynchronous: InvokeEndpointAsync
+// queues requests whose input and output live in S3.
+type AsyncInferenceConfig struct {
+	ClientConfig *AsyncInferenceClientConfig `json:"ClientConfig,omitempty"`
+	OutputConfig *AsyncInferenceOutputConfig `json:"OutputConfig,omitempty"`
+}
+
+// AsyncInferenceClientConfig bounds the requests sent to each instance.
+type AsyncInferenceClientConfig struct {
+	// MaxConcurrentInvocationsPerInstance is 1–1000; unset means
+	// DefaultAsyncConcurrency.
+	MaxConcurrentInvocationsPerInstance *int32 `json:"MaxConcurrentInvocationsPerInstance,omitempty"`
+}
+
+// AsyncInferenceOutputConfig says where answers and failures go.
+type AsyncInferenceOutputConfig struct {
+	S3OutputPath  string `json:"S3OutputPath,omitempty"`
+	S3FailurePath string `json:"S3FailurePath,omitempty"`
+	KMSKeyID      string `json:"KmsKeyId,omitempty"` // ignored locally
+	// NotificationConfig (SNS topics) is refused: mce publishes to no SNS.
+	NotificationConfig json.RawMessage `json:"NotificationConfig,omitempty"`
+}
+
+// ProductionVariant is one variant of an endpoint configuration
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariant.html).
 type ProductionVariant struct {
 	VariantName          string   `json:"VariantName,omitempty"`
 	ModelName            string   `json:"ModelName,omitempty"`
@@ -158,7 +184,8 @@ type MetricsConfig struct {
 	MetricPublishFrequencyInSeconds *int32 `json:"MetricPublishFrequencyInSeconds,omitempty"`
 }
 
-// CreateEndpointInput is the CreateEndpoint request (§2.4).
+// CreateEndpointInput is the CreateEndpoint request
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpoint.html).
 type CreateEndpointInput struct {
 	EndpointName       string          `json:"EndpointName,omitempty"`
 	EndpointConfigName string          `json:"EndpointConfigName,omitempty"`

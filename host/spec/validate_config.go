@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Routing strategies of RoutingConfig.
@@ -11,7 +13,8 @@ const (
 )
 
 // Validate checks a CreateEndpointConfig request against SageMaker's rules
-// (§2.3) and refuses what mce cannot run locally. The error is a
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpointConfig.html)
+// and refuses what mce cannot run locally. The error is a
 // *ValidationError.
 func (c *CreateEndpointConfigInput) Validate() error {
 	var ck checker
@@ -27,6 +30,7 @@ func (c *CreateEndpointConfigInput) Validate() error {
 	ck.tags("tags", c.Tags)
 	ck.str("kmsKeyId", c.KMSKeyID, maxKMSKeyIDLen, nil, "")
 	ck.roleARN("executionRoleArn", c.ExecutionRoleARN)
+	checkAsync(&ck, c.AsyncInferenceConfig)
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -37,13 +41,22 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		field string
 		why   string
 	}{
-		{present(c.AsyncInferenceConfig), "AsyncInferenceConfig", "asynchronous inference needs SageMaker's managed queue and S3 output"},
 		{present(c.DataCaptureConfig), "DataCaptureConfig", "data capture writes to S3 from SageMaker's front end"},
 		{present(c.ExplainerConfig), "ExplainerConfig", "online explainability needs SageMaker Clarify"},
 		{len(c.ShadowProductionVariants) > 0, "ShadowProductionVariants", "shadow testing is not emulated"},
 	} {
 		if r.set {
 			s.add(r.field + " is not supported by mce: " + r.why + ".")
+		}
+	}
+	if a := c.AsyncInferenceConfig; a != nil { // checkAsync made sure OutputConfig is set
+		if present(a.OutputConfig.NotificationConfig) {
+			s.add("NotificationConfig is not supported by mce: it publishes to no SNS topic. Poll the OutputLocation (or FailureLocation) that InvokeEndpointAsync returns.")
+		}
+		for _, p := range []string{a.OutputConfig.S3OutputPath, a.OutputConfig.S3FailurePath} {
+			if strings.HasPrefix(p, "https://") {
+				s.add("mce writes asynchronous results to s3:// locations only; " + strconv.Quote(p) + " is an https:// URL.")
+			}
 		}
 	}
 	first := map[string]bool{}
@@ -98,6 +111,7 @@ func (c *CreateEndpointConfigInput) Warnings() []string {
 	w.ifSet(c.ExecutionRoleARN != "", "ExecutionRoleArn")
 	w.ifSet(c.VpcConfig != nil, "VpcConfig")
 	w.ifSet(c.MetricsConfig != nil, "MetricsConfig")
+	w.ifSet(c.AsyncInferenceConfig != nil && c.AsyncInferenceConfig.OutputConfig != nil && c.AsyncInferenceConfig.OutputConfig.KMSKeyID != "", "AsyncInferenceConfig.OutputConfig.KmsKeyId")
 	for _, v := range c.ProductionVariants {
 		in := " (production variant " + strconv.Quote(v.VariantName) + ")"
 		w.ifSet(v.VolumeSizeInGB != nil, "VolumeSizeInGB"+in)
@@ -114,7 +128,8 @@ func (c *CreateEndpointConfigInput) Warnings() []string {
 	return w.list
 }
 
-// Validate checks a CreateEndpoint request (§2.4). The error is a
+// Validate checks a CreateEndpoint request
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpoint.html). The error is a
 // *ValidationError.
 func (e *CreateEndpointInput) Validate() error {
 	var c checker
@@ -130,4 +145,33 @@ func (e *CreateEndpointInput) Warnings() []string {
 	w.prefix = "endpoint " + strconv.Quote(e.EndpointName) + ": "
 	w.ifSet(present(e.DeploymentConfig), "DeploymentConfig")
 	return w.list
+}
+
+// DefaultAsyncConcurrency is MaxConcurrentInvocationsPerInstance when the
+// configuration leaves it unset. SageMaker "chooses an optimal value" it
+// does not publish; mce takes 4.
+const DefaultAsyncConcurrency = 4
+
+const s3PathPattern = `(https|s3)://([^/])/?(.*)`
+
+var s3PathRe = regexp.MustCompile(`^(https|s3)://([^/]+)/?(.*)$`)
+
+// checkAsync checks AsyncInferenceConfig: OutputConfig with its
+// S3OutputPath is required (mce has nowhere else to put answers).
+func checkAsync(c *checker, a *AsyncInferenceConfig) {
+	if a == nil {
+		return
+	}
+	const p = "asyncInferenceConfig"
+	if a.ClientConfig != nil {
+		c.intRange(p+".clientConfig.maxConcurrentInvocationsPerInstance", a.ClientConfig.MaxConcurrentInvocationsPerInstance, 1, 1000)
+	}
+	if a.OutputConfig == nil {
+		c.fail("null", p+".outputConfig", "Member must not be null")
+		return
+	}
+	o := a.OutputConfig
+	c.requiredStr(p+".outputConfig.s3OutputPath", o.S3OutputPath, 512, s3PathRe, s3PathPattern)
+	c.str(p+".outputConfig.s3FailurePath", o.S3FailurePath, 512, s3PathRe, s3PathPattern)
+	c.str(p+".outputConfig.kmsKeyId", o.KMSKeyID, 2048, nil, "")
 }

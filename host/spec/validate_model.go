@@ -19,7 +19,8 @@ const (
 // HostnamePrimary is the hostname of a model's PrimaryContainer.
 const HostnamePrimary = "primary"
 
-// Validate checks a CreateModel request against SageMaker's rules (§2.2)
+// Validate checks a CreateModel request against SageMaker's rules
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateModel.html)
 // and mce's limits. Constraint failures come first, all together, as
 // SageMaker reports them; only a request free of them gets the semantic
 // checks. The error is a *ValidationError.
@@ -193,7 +194,7 @@ func (m *CreateModelInput) ExecutionMode() string {
 // they run under: ContainerHostname when given, else container-N by
 // position (1-based), and "primary" for a PrimaryContainer. The hostname
 // scheme for unnamed containers follows the names in SageMaker's messages
-// (contracts doc §1.5, §2.2); SageMaker's own scheme is unconfirmed.
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html); SageMaker's own scheme is unconfirmed.
 func (m *CreateModelInput) containers() ([]*ContainerDefinition, []string) {
 	if m.PrimaryContainer != nil && len(m.Containers) == 0 {
 		return []*ContainerDefinition{m.PrimaryContainer}, []string{HostnamePrimary}

@@ -292,7 +292,7 @@ func TestCreateEndpointConfigValidate(t *testing.T) {
 			v.InstanceType = InstanceTypeLocalGPU
 		}, ""},
 		{"model name as SageMaker reports it", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].ModelName = "ENTER MODEL NAME" },
-			// The exact text a real CreateEndpointConfig returned (contracts doc §2.1).
+			// The exact text a real CreateEndpointConfig returned (https://github.com/aws/amazon-sagemaker-examples/issues/2236).
 			prefix1 + "Value 'ENTER MODEL NAME' at 'productionVariants.1.member.modelName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9])*"},
 		{"missing model name", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].ModelName = "" },
 			prefix1 + "Value null at '" + pv + "modelName' failed to satisfy constraint: Member must not be null"},
@@ -343,13 +343,30 @@ func TestCreateEndpointConfigValidate(t *testing.T) {
 			v.ServerlessConfig = json.RawMessage(`{"MemorySizeInMB":2048,"MaxConcurrency":5}`)
 			v.InstanceType, v.InitialInstanceCount = "", nil
 		}, `ServerlessConfig is not supported by mce (production variant "AllTraffic"): give InstanceType and InitialInstanceCount instead.`},
-		{"async, capture, explainer and shadows are refused", func(c *CreateEndpointConfigInput) {
-			c.AsyncInferenceConfig = json.RawMessage(`{"OutputConfig":{}}`)
+		{"async without an output path", func(c *CreateEndpointConfigInput) {
+			c.AsyncInferenceConfig = &AsyncInferenceConfig{OutputConfig: &AsyncInferenceOutputConfig{}}
+		}, prefix1 + "Value null at 'asyncInferenceConfig.outputConfig.s3OutputPath' failed to satisfy constraint: Member must not be null"},
+		{"async without an output config", func(c *CreateEndpointConfigInput) {
+			c.AsyncInferenceConfig = &AsyncInferenceConfig{}
+		}, prefix1 + "Value null at 'asyncInferenceConfig.outputConfig' failed to satisfy constraint: Member must not be null"},
+		{"async paths and concurrency", func(c *CreateEndpointConfigInput) {
+			c.AsyncInferenceConfig = &AsyncInferenceConfig{
+				ClientConfig: &AsyncInferenceClientConfig{MaxConcurrentInvocationsPerInstance: ptr[int32](1001)},
+				OutputConfig: &AsyncInferenceOutputConfig{S3OutputPath: "/tmp/out", S3FailurePath: "s3:///x"}}
+		}, "3 validation errors detected: " +
+			"Value '1001' at 'asyncInferenceConfig.clientConfig.maxConcurrentInvocationsPerInstance' failed to satisfy constraint: Member must have value less than or equal to 1000; " +
+			"Value '/tmp/out' at 'asyncInferenceConfig.outputConfig.s3OutputPath' failed to satisfy constraint: Member must satisfy regular expression pattern: (https|s3)://([^/])/?(.*); " +
+			"Value 's3:///x' at 'asyncInferenceConfig.outputConfig.s3FailurePath' failed to satisfy constraint: Member must satisfy regular expression pattern: (https|s3)://([^/])/?(.*)"},
+		{"async notifications and https paths are refused", func(c *CreateEndpointConfigInput) {
+			c.AsyncInferenceConfig = &AsyncInferenceConfig{OutputConfig: &AsyncInferenceOutputConfig{
+				S3OutputPath: "https://b.s3.amazonaws.com/out", NotificationConfig: json.RawMessage(`{"SuccessTopic":"arn:aws:sns:us-east-1:123456789012:t"}`)}}
+		}, "NotificationConfig is not supported by mce: it publishes to no SNS topic. Poll the OutputLocation (or FailureLocation) that InvokeEndpointAsync returns. " +
+			`mce writes asynchronous results to s3:// locations only; "https://b.s3.amazonaws.com/out" is an https:// URL.`},
+		{"capture, explainer and shadows are refused", func(c *CreateEndpointConfigInput) {
 			c.DataCaptureConfig = json.RawMessage(`{"EnableCapture":true}`)
 			c.ExplainerConfig = json.RawMessage(`{}`)
 			c.ShadowProductionVariants = c.ProductionVariants
-		}, "AsyncInferenceConfig is not supported by mce: asynchronous inference needs SageMaker's managed queue and S3 output. " +
-			"DataCaptureConfig is not supported by mce: data capture writes to S3 from SageMaker's front end. " +
+		}, "DataCaptureConfig is not supported by mce: data capture writes to S3 from SageMaker's front end. " +
 			"ExplainerConfig is not supported by mce: online explainability needs SageMaker Clarify. " +
 			"ShadowProductionVariants is not supported by mce: shadow testing is not emulated."},
 		{"missing instance type", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].InstanceType = "" },

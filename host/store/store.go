@@ -23,6 +23,9 @@ const (
 	Models          = "models"
 	EndpointConfigs = "endpoint-configs"
 	Endpoints       = "endpoints"
+	// AsyncRequests holds accepted InvokeEndpointAsync requests until
+	// their answer is in S3.
+	AsyncRequests = "async-requests"
 )
 
 // ErrNotFound is returned by Get for a missing record.
@@ -39,8 +42,11 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
+	// Batched writes wait this long for company: short, because a queued
+	// request's caller waits for its write (bbolt's default is 10 ms).
+	db.MaxBatchDelay = 2 * time.Millisecond
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range []string{Models, EndpointConfigs, Endpoints} {
+		for _, b := range []string{Models, EndpointConfigs, Endpoints, AsyncRequests} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
 				return err
 			}
@@ -141,4 +147,21 @@ func List[T any](s *Store, kind string, fn func(T) error) error {
 			return fn(v)
 		})
 	})
+}
+
+// PutBatched is Put through bbolt's Batch: concurrent callers share one
+// transaction and one fsync, and each returns only once it is durable. For
+// writes that come many at a time (queued requests); fn may run twice, so a
+// put is safe.
+func (s *Store) PutBatched(kind, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s %q: %w", kind, name, err)
+	}
+	return s.db.Batch(func(tx *bolt.Tx) error { return tx.Bucket([]byte(kind)).Put(key(name), b) })
+}
+
+// DeleteBatched is Delete through bbolt's Batch, as PutBatched.
+func (s *Store) DeleteBatched(kind, name string) error {
+	return s.db.Batch(func(tx *bolt.Tx) error { return tx.Bucket([]byte(kind)).Delete(key(name)) })
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -107,5 +108,86 @@ func waitForFile(t *testing.T, path string) {
 			return
 		}
 		sleepMs(10)
+	}
+}
+
+// TestBatchedWrites: concurrent PutBatched calls are all durable when they
+// return (they survive reopening), and DeleteBatched removes them.
+func TestBatchedWrites(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 100)
+	for i := range 100 {
+		go func() { errs <- s.PutBatched(AsyncRequests, strconv.Itoa(i), rec{strconv.Itoa(i), i}) }()
+	}
+	for range 100 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		go func() { errs <- s.DeleteBatched(AsyncRequests, strconv.Itoa(i)) }()
+	}
+	for range 50 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n := 0
+	List(s, AsyncRequests, func(r rec) error {
+		if r.N < 50 {
+			t.Errorf("deleted record %d came back", r.N)
+		}
+		n++
+		return nil
+	})
+	if n != 50 {
+		t.Errorf("%d records after reopening, want 50", n)
+	}
+}
+
+// TestUpdate: Update rewrites an existing record from its stored JSON, and
+// for a missing one reports false without calling fn, so it never recreates
+// a deleted record.
+func TestUpdate(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Put(Endpoints, "ep", rec{"ep", 1})
+	found, err := s.Update(Endpoints, "EP", func(b []byte) ([]byte, error) {
+		var r rec
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, err
+		}
+		r.N++
+		return json.Marshal(r)
+	})
+	if !found || err != nil {
+		t.Fatalf("Update of an existing record: %v, %v", found, err)
+	}
+	var got rec
+	if err := s.Get(Endpoints, "ep", &got); err != nil || got.N != 2 {
+		t.Errorf("after Update: %+v, %v", got, err)
+	}
+	s.Delete(Endpoints, "ep")
+	found, err = s.Update(Endpoints, "ep", func([]byte) ([]byte, error) {
+		t.Error("fn called for a missing record")
+		return []byte(`{}`), nil
+	})
+	if found || err != nil {
+		t.Errorf("Update of a missing record: %v, %v", found, err)
+	}
+	if err := s.Get(Endpoints, "ep", &got); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Update recreated a deleted record: %v", err)
 	}
 }

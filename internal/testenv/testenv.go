@@ -139,6 +139,25 @@ func Image(tb testing.TB, name string) string {
 	return "mce-example/" + name + ":latest"
 }
 
+// OwnImage builds example image name from this checkout, as Image does, and
+// tags it for tb alone (mce-test-<instance>/<name>:latest, removed when tb
+// ends), and returns that tag. mce-example/<name>:latest is one tag for every
+// checkout using the engine: another checkout's tests may retag it, with
+// their own build, between Image and a container's start. A test that needs
+// what this checkout's image does (and an older one does not) uses OwnImage.
+func OwnImage(tb testing.TB, name string) string {
+	tb.Helper()
+	Image(tb, name)
+	tag := "mce-test-" + Instance(tb) + "/" + name + ":latest"
+	cmd := exec.Command("docker", "build", "-q", "-t", tag, filepath.Join(RepoRoot(tb), "build", "images", name))
+	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0") // the classic builder, as scripts/images.sh
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("docker build %s: %v\n%s", tag, err, out)
+	}
+	tb.Cleanup(func() { _ = exec.Command("docker", "rmi", tag).Run() })
+	return tag
+}
+
 // Models builds the example model artifacts once per test binary and returns
 // the folder holding the .tar.gz files.
 func Models(tb testing.TB) string {

@@ -12,7 +12,7 @@ import time
 from http import HTTPStatus
 
 from . import errors
-from .handler import UserCodeError
+from .handler import Stream, UserCodeError
 
 log = logging.getLogger("mce_serving")
 
@@ -72,30 +72,78 @@ def request_headers(environ):
     return out
 
 
-def run_invocation(handler, environ, start_response, limit):
-    """Runs one invocation of handler and answers it (success or error)."""
+class StreamBody:
+    """The WSGI iterable of a streamed answer. Without a Content-Length, gunicorn sends an HTTP/1.1
+    answer with ``Transfer-Encoding: chunked`` and writes every piece to the socket as it is
+    yielded (one chunk each, no buffering). The status line and headers are already sent when a
+    piece fails: the error is logged and raised, and gunicorn then closes the connection without
+    the terminating chunk, so the client sees a broken stream rather than a short success.
+    ``close`` (called by the server at the end, or when the client went away) closes the user's
+    iterator and then runs on_finish."""
+
+    def __init__(self, stream, model_name, on_finish):
+        self.stream = stream
+        self.model_name = model_name
+        self.on_finish = on_finish
+        self.pieces = 0
+
+    def __iter__(self):
+        try:
+            for p in self.stream:
+                self.pieces += 1
+                yield p
+        except UserCodeError as e:
+            log.error("model %s: the stream failed after %d bytes in %d pieces (the connection is closed "
+                      "without its last chunk): %s", self.model_name, self.stream.sent, self.pieces, e,
+                      exc_info=e.__cause__)
+            raise
+
+    def close(self):
+        try:
+            self.stream.close()
+        except Exception:
+            log.exception("model %s: closing the stream", self.model_name)
+        finally:
+            if self.on_finish is not None:
+                self.on_finish()
+
+
+def run_invocation(handler, environ, start_response, limit, on_finish=None):
+    """Runs one invocation of handler and answers it (success or error). on_finish, when given,
+    runs once the answer is complete: before this returns, or, for a streamed answer, when the
+    server closes the returned iterable."""
+    streaming = False
     try:
-        body = read_body(environ, limit)
-        out, ct, ctx = handler.invoke(body, environ.get("CONTENT_TYPE"), environ.get("HTTP_ACCEPT"),
-                                      request_headers(environ))
-    except UserCodeError as e:
-        cause = e.__cause__
-        code = errors.status_of(cause)
-        (log.warning if code < 500 else log.error)(
-            "model %s: user code raised %s", handler.model_name, e, exc_info=cause)
-        msg = getattr(cause, "message", None) if code != 500 else None
-        return respond_error(start_response, code, msg or str(e))
-    except errors.InferenceError as e:
-        if e.status_code >= 500:
-            log.error("model %s: %s", handler.model_name, e.message, exc_info=e)
-        return respond_error(start_response, e.status_code, e.message)
-    except Exception as e:  # a fault of the toolkit itself
-        log.exception("model %s: internal error", handler.model_name)
-        return respond_error(start_response, 500, "%s: %s" % (type(e).__name__, e))
-    code = 200
-    if ctx.response_status:
-        code = ctx.response_status[0]
-    return respond(start_response, code, out, ct, ctx.response_headers.items())
+        try:
+            body = read_body(environ, limit)
+            out, ct, ctx = handler.invoke(body, environ.get("CONTENT_TYPE"), environ.get("HTTP_ACCEPT"),
+                                          request_headers(environ))
+        except UserCodeError as e:
+            cause = e.__cause__
+            code = errors.status_of(cause)
+            (log.warning if code < 500 else log.error)(
+                "model %s: user code raised %s", handler.model_name, e, exc_info=cause)
+            msg = getattr(cause, "message", None) if code != 500 else None
+            return respond_error(start_response, code, msg or str(e))
+        except errors.InferenceError as e:
+            if e.status_code >= 500:
+                log.error("model %s: %s", handler.model_name, e.message, exc_info=e)
+            return respond_error(start_response, e.status_code, e.message)
+        except Exception as e:  # a fault of the toolkit itself
+            log.exception("model %s: internal error", handler.model_name)
+            return respond_error(start_response, 500, "%s: %s" % (type(e).__name__, e))
+        code = 200
+        if ctx.response_status:
+            code = ctx.response_status[0]
+        if isinstance(out, Stream):
+            # No Content-Length: chunked (see StreamBody).
+            start_response(status_line(code), [("Content-Type", ct)] + list(ctx.response_headers.items()))
+            streaming = True
+            return StreamBody(out, handler.model_name, on_finish)
+        return respond(start_response, code, out, ct, ctx.response_headers.items())
+    finally:
+        if not streaming and on_finish is not None:
+            on_finish()
 
 
 class SingleModelApp:
@@ -121,6 +169,9 @@ class SingleModelApp:
                     os._exit(1)  # not 3 or 4: gunicorn halts on those (boot and load errors)
         threading.Thread(target=watch, name="mce-watchdog", daemon=True).start()
 
+    def _finished(self):
+        self._started = None
+
     def __call__(self, environ, start_response):
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "")
         if path == "/ping":
@@ -130,9 +181,8 @@ class SingleModelApp:
         if path == "/invocations":
             if method != "POST":
                 return respond_error(start_response, 405, "use POST /invocations")
+            # The watchdog covers the whole answer, a streamed one included (until it is closed).
             self._started = time.monotonic()
-            try:
-                return run_invocation(self.handler, environ, start_response, self.max_payload)
-            finally:
-                self._started = None
+            return run_invocation(self.handler, environ, start_response, self.max_payload,
+                                  on_finish=self._finished)
         return respond_error(start_response, 404, "no such path; this container serves GET /ping and POST /invocations")

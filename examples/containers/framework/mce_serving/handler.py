@@ -13,7 +13,16 @@ whose signature has room for it:
 ``transform_fn`` replaces the other three and may not be combined with them (an error at load).
 ``input_fn`` receives JSON and CSV bodies as ``str``, others as ``bytes``. ``output_fn`` and
 ``transform_fn`` may return a body (bytes or str) or ``(body, content_type)``.
+
+Streaming: when ``predict_fn`` returns an iterator (a generator, typically) and there is no user
+``output_fn``, or when ``output_fn`` / ``transform_fn`` returns one (alone or as the body of
+``(body, content_type)``), the answer is a ``Stream``: each piece (``bytes`` or ``str``) is sent as
+it is produced (see app.py). The first piece is computed here, before the status line is sent, so
+an error raised before it still answers with its own status; a list, tuple or array is a
+prediction to encode, never a stream.
 """
+
+import collections.abc
 
 import inspect
 import logging
@@ -62,6 +71,66 @@ class _Hook:
 
 class UserCodeError(Exception):
     """An exception raised by a hook of the user's script: it keeps the original (``__cause__``)."""
+
+
+def is_stream(x):
+    """Whether a hook's result is a stream of pieces: an iterator that is not a body or a prediction."""
+    return isinstance(x, collections.abc.Iterator) and not isinstance(x, (str, bytes, bytearray, memoryview))
+
+
+def piece_bytes(p):
+    """One piece of a stream as bytes; anything but bytes or str is the user's error."""
+    if isinstance(p, str):
+        return p.encode("utf-8")
+    if isinstance(p, (bytes, bytearray, memoryview)):
+        return bytes(p)
+    raise TypeError("a streamed piece must be bytes or str, not %s" % type(p).__name__)
+
+
+class Stream:
+    """The pieces of a streamed answer, as bytes: the first (already computed) then the rest as the
+    user's iterator produces them. Empty pieces are skipped (an empty chunk would end the response).
+    Exceptions of the user's iterator are raised as UserCodeError; ``close`` closes it (a generator
+    stops where it is when the client goes away)."""
+
+    def __init__(self, first, rest):
+        self.first = first
+        self.rest = rest
+        self.sent = 0  # bytes handed out so far
+
+    def __iter__(self):
+        if self.first:
+            self.sent += len(self.first)
+            yield self.first
+        self.first = None
+        while True:
+            try:
+                p = piece_bytes(next(self.rest))
+            except StopIteration:
+                return
+            except Exception as e:
+                raise UserCodeError("%s: %s" % (type(e).__name__, e)) from e
+            if p:
+                self.sent += len(p)
+                yield p
+
+    def close(self):
+        close = getattr(self.rest, "close", None)
+        if close is not None:
+            close()
+
+    @classmethod
+    def start(cls, it):
+        """A Stream of iterator it, its first non-empty piece computed now (UserCodeError on failure)."""
+        while True:
+            try:
+                p = piece_bytes(next(it))
+            except StopIteration:
+                return cls(b"", it)
+            except Exception as e:
+                raise UserCodeError("%s: %s" % (type(e).__name__, e)) from e
+            if p:
+                return cls(p, it)
 
 
 class Handler:
@@ -133,8 +202,9 @@ class Handler:
             raise UserCodeError("%s: %s" % (type(e).__name__, e)) from e
 
     def invoke(self, body, content_type, accept, headers=None):
-        """Runs one request. Returns (body bytes, content type, context). Raises InferenceError
-        for errors of the toolkit and UserCodeError for those of user code."""
+        """Runs one request. Returns (body, content type, context): body is bytes, or a Stream when
+        a hook returned an iterator. Raises InferenceError for errors of the toolkit and
+        UserCodeError for those of user code."""
         ct = content.media_type(content_type) or content.JSON  # no Content-Type: JSON, as SageMaker does
         accept = (accept or "").strip()
         if accept in ("", "*/*"):
@@ -151,10 +221,18 @@ class Handler:
         else:
             x = self._run(self.input_fn, ctx, data, ct, request=True)
             y = self._run(self.predict_fn, ctx, x, self.model, request=True)
-            result = self._run(self.output_fn, ctx, y, accept, request=True)
+            if is_stream(y) and not self.output_fn.user:
+                result = y  # the default output_fn encodes whole predictions; a stream goes out as it comes
+            else:
+                result = self._run(self.output_fn, ctx, y, accept, request=True)
         out_ct = ctx.response_content_type
         if isinstance(result, tuple) and len(result) == 2:
             result, out_ct = result
+        if is_stream(result):
+            stream = Stream.start(result)
+            if not out_ct:
+                out_ct = content.media_type(accept.split(",")[0]) or self.default_accept
+            return stream, str(out_ct), ctx
         if isinstance(result, str):
             result = result.encode("utf-8")
         elif not isinstance(result, (bytes, bytearray, memoryview)):

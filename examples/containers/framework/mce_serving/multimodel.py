@@ -278,10 +278,11 @@ class MultiModelApp:
                     e.inflight += 1
         if e is None:
             return respond_error(start_response, 404, "model %s is not loaded" % name)
-        try:
-            return run_invocation(e.handler, environ, start_response, self.s.max_payload)
-        finally:
+
+        def finished():
+            # Streamed answers count as in flight (the model is not unloaded) until they end.
             with e.idle:
                 e.inflight -= 1
                 if not e.inflight:
                     e.idle.notify_all()
+        return run_invocation(e.handler, environ, start_response, self.s.max_payload, on_finish=finished)

@@ -34,7 +34,7 @@ type RequestedOutput struct {
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
 
-// InferRequest is a KServe v2 inference request (contracts doc §4.3).
+// InferRequest is a KServe v2 inference request (https://github.com/kserve/kserve/blob/master/docs/predict-api/v2/required_api.md, https://github.com/triton-inference-server/server/blob/main/docs/protocol/extension_model_repository.md).
 type InferRequest struct {
 	ID         string            `json:"id,omitempty"`
 	Parameters json.RawMessage   `json:"parameters,omitempty"`

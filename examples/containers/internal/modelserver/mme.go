@@ -20,7 +20,7 @@ import (
 	"github.com/mce-run/mce/examples/containers/internal/smserve"
 )
 
-// TargetModelHeader names the model in Triton's SageMaker front end (contracts doc §4.2).
+// TargetModelHeader names the model in Triton's SageMaker front end (https://github.com/triton-inference-server/server/blob/main/src/sagemaker_server.cc).
 const TargetModelHeader = "X-Amzn-SageMaker-Target-Model"
 
 // unspecifiedModel is the model /invocations addresses in multi-model mode, as in Triton when

@@ -12,7 +12,11 @@ import (
 const (
 	MaxSleep = 10 * time.Minute
 	MaxSize  = 64 << 20
-	// maxAttrsValue is SageMaker's limit on CustomAttributes (contracts doc §1.3).
+	// MaxParts bounds stream=N.
+	MaxParts = 100000
+	// maxGateName bounds gate= and open= names.
+	maxGateName = 64
+	// maxAttrsValue is SageMaker's limit on CustomAttributes (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html).
 	maxAttrsValue = 1024
 )
 
@@ -27,6 +31,15 @@ type Attributes struct {
 	RespAttrs    string
 	HasRespAttrs bool
 	Info         bool
+	// Stream mode (stream=N): N parts written and flushed one by one, Every apart. After Cut parts the
+	// connection is dropped, after Die parts the process exits (code 1), after Stall parts the answer
+	// stops until the request is cancelled (each 0 when unset). With Gate set, the parts after the first
+	// wait until a request with open=Gate arrives.
+	Parts, Cut, Die, Stall int
+	Every                  time.Duration
+	Gate                   string
+	// Open (open=NAME) opens gate NAME and answers 200.
+	Open string
 }
 
 // ParseAttributes parses the header value: comma-separated entries, each "key=value" or a bare "info";
@@ -73,6 +86,36 @@ func ParseAttributes(h string) (Attributes, error) {
 			a.RespAttrs, a.HasRespAttrs = v, true
 		case "info":
 			a.Info = true
+		case "stream", "cut", "die", "stall":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxParts {
+				return a, fmt.Errorf("%s=%q: want 1-%d", k, v, MaxParts)
+			}
+			switch k {
+			case "stream":
+				a.Parts = n
+			case "cut":
+				a.Cut = n
+			case "die":
+				a.Die = n
+			case "stall":
+				a.Stall = n
+			}
+		case "every":
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 || d > MaxSleep {
+				return a, fmt.Errorf("every=%q: want a Go duration up to %s", v, MaxSleep)
+			}
+			a.Every = d
+		case "gate", "open":
+			if v == "" || len(v) > maxGateName || !printableASCII(v) {
+				return a, fmt.Errorf("%s=%q: want 1-%d printable ASCII characters", k, v, maxGateName)
+			}
+			if k == "gate" {
+				a.Gate = v
+			} else {
+				a.Open = v
+			}
 		}
 	}
 	return a, nil

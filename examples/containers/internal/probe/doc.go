@@ -13,6 +13,16 @@
 //	status=NNN    answer NNN (200-599) with body "probe <hostname>: forced status NNN" (text/plain)
 //	info          answer application/json describing the container (see Info)
 //	size=N        answer N bytes of 'x' (at most 64 MiB) instead of the echo
+//	open=NAME     open gate NAME (see gate=) and answer 200 "opened NAME"
+//	stream=N      answer N parts "part I of N, B bytes in\n" (B: the request body's length; PROBE_TAG
+//	              before the newline; text/plain unless ct=), each written and flushed on its own: an
+//	              HTTP/1.1 chunked answer produced over time. With it:
+//	  every=DUR   wait DUR before each part after the first
+//	  gate=NAME   before the second part, wait until a request with open=NAME arrives (a test's proof
+//	              that the first part reached it while the answer was still being produced)
+//	  cut=K       drop the connection after part K (the answer never ends)
+//	  die=K       exit the process (code 1) after part K
+//	  stall=K     after part K, send nothing more until the request is cancelled
 //
 // Environment: PROBE_TAG; PROBE_PING=fail (GET /ping always 503); PROBE_READY_AFTER=DUR (503 until DUR
 // after start); PROBE_EXIT_AFTER=DUR with PROBE_EXIT_CODE (default 1): exit by itself after DUR.

@@ -10,7 +10,7 @@ import (
 	"github.com/mce-run/mce/examples/containers/internal/smserve"
 )
 
-// AttributesHeader carries the switches in and the attrs= value out (contracts doc §1.3, §1.4).
+// AttributesHeader carries the switches in and the attrs= value out (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html).
 const AttributesHeader = "X-Amzn-SageMaker-Custom-Attributes"
 
 const (
@@ -31,6 +31,7 @@ type Handler struct {
 	start    time.Time
 	fill     []byte    // fillChunk bytes of 'x'
 	bufs     sync.Pool // *[]byte of cap smallBody
+	gates    gates
 }
 
 // NewHandler returns a probe with settings s, reporting hostname, the model directory and environment
@@ -85,8 +86,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		body := "probe " + h.hostname + ": forced status " + strconv.Itoa(a.Status)
 		smserve.Write(w, a.Status, ct, []byte(body))
+	case a.Open != "":
+		if !h.gates.open(a.Open) {
+			smserve.WriteError(w, smserve.Errorf(http.StatusServiceUnavailable, "probe: too many gates"))
+			return
+		}
+		smserve.Write(w, http.StatusOK, "text/plain", []byte("opened "+a.Open))
 	case a.Info:
 		h.info(w, r)
+	case a.Parts > 0:
+		h.stream(w, r, ct, a)
 	case a.Size >= 0:
 		h.size(w, ct, a.Size)
 	default:

@@ -7,7 +7,7 @@ import (
 	"net/http"
 )
 
-// MaxBodyBytes caps every request body: the SageMaker runtime payload limit of 6 MiB (contracts doc §1.3).
+// MaxBodyBytes caps every request body: the SageMaker runtime payload limit of 6 MiB (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html).
 const MaxBodyBytes int64 = 6 << 20
 
 // ReadBody reads the whole request body, refusing more than MaxBodyBytes with a 413 *Error wrapping

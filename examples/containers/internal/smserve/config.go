@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Defaults from the inference container contract (contracts doc §3.1, §3.2).
+// Defaults from the inference container contract (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html, https://docs.aws.amazon.com/sagemaker/latest/dg/inference-pipeline-real-time.html).
 const (
 	// DefaultPort is the port used when SAGEMAKER_BIND_TO_PORT is unset.
 	DefaultPort = 8080
@@ -33,7 +33,7 @@ type Config struct {
 	// ModelDir holds the unpacked model artifact: SM_MODEL_DIR, else DefaultModelDir.
 	ModelDir string
 	// DefaultAccept is SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT: the response type to use when a request's Accept
-	// is empty or */* (contracts doc §3.3). Empty means the program's own default.
+	// is empty or */* (https://docs.aws.amazon.com/sagemaker/latest/dg/inference-pipelines.html). Empty means the program's own default.
 	DefaultAccept string
 	// Environ is the whole environment as KEY=value pairs, in the order given.
 	Environ []string

@@ -1,5 +1,6 @@
 // Package smserve is the serving skeleton shared by the example model containers: it owns the SageMaker
-// inference container contract (contracts doc §3.1–§3.2) and nothing model-specific.
+// inference container contract (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html,
+// https://docs.aws.amazon.com/sagemaker/latest/dg/inference-pipeline-real-time.html) and nothing model-specific.
 //
 // It reads SAGEMAKER_BIND_TO_PORT (default 8080) and SM_MODEL_DIR (default /opt/ml/model), listens, loads the
 // model in the background while GET /ping answers 503, then answers GET /ping with 200 and an empty body and

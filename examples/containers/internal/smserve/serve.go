@@ -133,7 +133,7 @@ type server struct {
 }
 
 // ping answers 200 with an empty body once the model is loaded and the program is ready, 503 before
-// (contracts doc §3.1).
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 func (s *server) ping(w http.ResponseWriter, _ *http.Request) {
 	l := s.loaded.Load()
 	if l == nil || (l.Ready != nil && !l.Ready()) {

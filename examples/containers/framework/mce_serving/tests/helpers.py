@@ -28,7 +28,12 @@ def call(app, method, path, body=b"", headers=None):
         got["status"] = int(status.split()[0])
         got["headers"] = dict(hs)
 
-    out = b"".join(app(env, start_response))
+    it = app(env, start_response)
+    try:
+        out = b"".join(it)
+    finally:
+        if hasattr(it, "close"):  # as a WSGI server does
+            it.close()
     return got["status"], got["headers"], out
 
 

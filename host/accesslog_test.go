@@ -1,0 +1,96 @@
+package host
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAccessLogNeverBlocks: with a writer that does not accept bytes,
+// requests' lines are dropped and counted instead of waiting; once the
+// writer moves again, the count is written before the next line.
+func TestAccessLogNeverBlocks(t *testing.T) {
+	pr, pw := io.Pipe()
+	l := NewAccessLog(pw)
+	n := AccessLogBuffer + 500
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range n {
+			l.add([]byte(`{"line":1}` + "\n"))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("adding access lines blocked on a stuck writer")
+	}
+	if d := l.Dropped(); d < 499 {
+		t.Fatalf("dropped %d lines, want at least 499", d)
+	}
+	got := make(chan []string, 1)
+	go func() {
+		var lines []string
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		got <- lines
+	}()
+	l.add([]byte(`{"line":2}` + "\n"))
+	l.Close()
+	pw.Close()
+	lines := <-got
+	var dropped int64
+	for _, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if d, ok := m["dropped"].(float64); ok {
+			dropped += int64(d)
+		}
+	}
+	written := int64(strings.Count(strings.Join(lines, "\n"), `"line":`))
+	if written+dropped != int64(n)+1 || written < AccessLogBuffer {
+		t.Errorf("%d lines written and %d reported dropped, want %d in all", written, dropped, n+1)
+	}
+	l.add([]byte("after close\n")) // ignored, no panic
+}
+
+// TestFailLimiter: failLogBurst lines per period; the lines beyond are
+// counted and reported with the next line allowed.
+func TestFailLimiter(t *testing.T) {
+	var l failLimiter
+	now := time.Now()
+	for i := range failLogBurst {
+		if ok, s := l.allow(now); !ok || s != 0 {
+			t.Fatalf("line %d: allow = %v, %d", i, ok, s)
+		}
+	}
+	for range 5 {
+		if ok, _ := l.allow(now.Add(time.Millisecond)); ok {
+			t.Fatal("a line beyond the burst was allowed")
+		}
+	}
+	if ok, s := l.allow(now.Add(failLogPeriod)); !ok || s != 5 {
+		t.Errorf("next period: allow = %v, suppressed %d; want true, 5", ok, s)
+	}
+}
+
+func TestLogSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"ab-test":                   "ab-test",
+		"a\x1b[31mred":              "a?[31mred",
+		"bad\xffutf8":               "bad?utf8",
+		strings.Repeat("x", 200):    strings.Repeat("x", 128) + "…",
+		"tab\there\nnewline\u2028x": "tab?here?newline?x",
+	} {
+		if got := logSafe(in); got != want {
+			t.Errorf("logSafe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package host
+
+import (
+	"time"
+)
+
+// Inventory is a snapshot of everything the host runs: endpoints, their
+// variants, each copy's containers with health, restarts and recent output,
+// and the models a multi-model container holds. The status page and the
+// state metrics (endpoint status, restarts, cache contents) read it; it is
+// built on demand and never blocks invocations.
+type Inventory struct {
+	Taken     time.Time          `json:"Taken"`
+	Endpoints []EndpointSnapshot `json:"Endpoints"`
+}
+
+// EndpointSnapshot is one endpoint in an Inventory.
+type EndpointSnapshot struct {
+	Name          string            `json:"EndpointName"`
+	Status        Status            `json:"EndpointStatus"`
+	FailureReason string            `json:"FailureReason,omitempty"`
+	ConfigName    string            `json:"EndpointConfigName"`
+	Mode          string            `json:"Mode"` // Serial, Direct or MultiModel
+	Created       time.Time         `json:"CreationTime"`
+	Modified      time.Time         `json:"LastModifiedTime"`
+	Variants      []VariantSnapshot `json:"Variants"`
+}
+
+// VariantSnapshot is one production variant: the plan's settings and the
+// copies running now.
+type VariantSnapshot struct {
+	Name         string  `json:"VariantName"`
+	ModelName    string  `json:"ModelName"`
+	InstanceType string  `json:"InstanceType"`
+	Weight       float64 `json:"CurrentWeight"`
+	// DesiredCount is the plan's instance count; Copies holds those running.
+	DesiredCount int            `json:"DesiredInstanceCount"`
+	Copies       []CopySnapshot `json:"Copies"`
+}
+
+// CopySnapshot is one copy (instance) of a variant's container set, in chain
+// order.
+type CopySnapshot struct {
+	Index      int                 `json:"Index"`
+	Containers []ContainerSnapshot `json:"Containers"`
+}
+
+// ContainerSnapshot is one running container.
+type ContainerSnapshot struct {
+	Hostname string `json:"ContainerHostname"`
+	Image    string `json:"Image,omitempty"`
+	ID       string `json:"ContainerId,omitempty"`
+	Ready    bool   `json:"Ready"`
+	// Unavailable says why the container takes no calls ("" when Ready).
+	Unavailable  string   `json:"Unavailable,omitempty"`
+	Restarts     int      `json:"Restarts"`
+	LastExitCode int      `json:"LastExitCode"`
+	LogTail      []string `json:"LogTail,omitempty"`
+	// MultiModel is set for a multi-model container: the models loaded now,
+	// and the cache shared by the variant's copies.
+	MultiModel *MultiModelSnapshot `json:"MultiModel,omitempty"`
+}
+
+// MultiModelSnapshot is a multi-model container's state.
+type MultiModelSnapshot struct {
+	Loaded      []string `json:"LoadedModels"`
+	CacheBytes  int64    `json:"CacheBytes"`
+	CacheModels int      `json:"CacheModels"`
+}
+
+// ContainerDetail is what the Docker backend's containers tell beyond
+// pipeline.Container; other backends' containers show hostname and health.
+type ContainerDetail interface {
+	ID() string
+	Restarts() int
+	LastExitCode() int
+	LogTail() []string
+	Unavailable() string
+}
+
+// MultiModelDetail is implemented by multi-model containers.
+type MultiModelDetail interface {
+	LoadedModels() []string
+	CacheUsage() (bytes int64, models int)
+}
+
+// Inventory returns a snapshot of the endpoints and their containers.
+func (s *Server) Inventory() Inventory {
+	inv := Inventory{Taken: time.Now().UTC(), Endpoints: []EndpointSnapshot{}}
+	for _, e := range s.reg.all() {
+		e.mu.Lock()
+		rec, launched := e.rec, e.launched
+		e.mu.Unlock()
+		status, reason := e.shown(rec)
+		es := EndpointSnapshot{Name: e.name, Status: status, FailureReason: reason, ConfigName: rec.ConfigName,
+			Mode: endpointMode(rec, e.multiModel.Load()), Created: rec.Created, Modified: rec.Modified,
+			Variants: []VariantSnapshot{}}
+		for _, v := range rec.Plan.Variants {
+			vs := VariantSnapshot{Name: v.Name, ModelName: v.ModelName, InstanceType: v.InstanceType,
+				Weight: v.Weight, DesiredCount: v.InstanceCount, Copies: []CopySnapshot{}}
+			images := map[string]string{}
+			for _, c := range v.Containers {
+				images[c.Hostname] = c.Image
+			}
+			if launched != nil {
+				for i, cp := range launched.Copies(v.Name) {
+					cs := CopySnapshot{Index: i, Containers: []ContainerSnapshot{}}
+					for _, c := range cp {
+						cs.Containers = append(cs.Containers, containerSnapshot(c.Hostname(), images[c.Hostname()], c.Ready(), c))
+					}
+					vs.Copies = append(vs.Copies, cs)
+				}
+			}
+			es.Variants = append(es.Variants, vs)
+		}
+		inv.Endpoints = append(inv.Endpoints, es)
+	}
+	return inv
+}
+
+func containerSnapshot(host, image string, ready bool, c any) ContainerSnapshot {
+	out := ContainerSnapshot{Hostname: host, Image: image, Ready: ready}
+	if d, ok := c.(ContainerDetail); ok {
+		out.ID, out.Restarts, out.LastExitCode = d.ID(), d.Restarts(), d.LastExitCode()
+		out.LogTail, out.Unavailable = d.LogTail(), d.Unavailable()
+	}
+	if m, ok := c.(MultiModelDetail); ok {
+		mm := &MultiModelSnapshot{Loaded: m.LoadedModels()}
+		mm.CacheBytes, mm.CacheModels = m.CacheUsage()
+		out.MultiModel = mm
+	}
+	return out
+}
+
+// endpointMode names how an endpoint routes: MultiModel for a multi-model
+// endpoint, else its InferenceExecutionConfig mode.
+func endpointMode(rec EndpointRecord, multiModel bool) string {
+	if multiModel {
+		return "MultiModel"
+	}
+	for _, v := range rec.Plan.Variants {
+		for _, c := range v.Containers {
+			if c.Mode == "MultiModel" {
+				return "MultiModel"
+			}
+		}
+	}
+	return rec.Plan.Mode
+}
