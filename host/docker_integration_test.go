@@ -25,6 +25,7 @@ import (
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -100,7 +101,7 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 		}
 	}
 	return sagemakerruntime.New(sagemakerruntime.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}, HTTPClient: hs.Client(),
+		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}, HTTPClient: &sdkhttp.Client{Next: hs.Client()},
 	}), hs.URL
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/sdkhttp"
 )
 
 type harness struct {
@@ -50,7 +51,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(hs.URL),
 		Credentials:  aws.AnonymousCredentials{},
-		HTTPClient:   hs.Client(),
+		HTTPClient:   &sdkhttp.Client{Next: hs.Client()}, // see internal/sdkhttp
 	})
 	return &harness{t: t, srv: s, http: hs, backend: b, client: client}
 }

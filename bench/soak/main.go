@@ -32,6 +32,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go"
+
+	"github.com/mce-run/mce/internal/sdkhttp"
 )
 
 func main() {
@@ -347,7 +349,7 @@ func newClient(url string, clients int) *sagemakerruntime.Client {
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(url),
 		Credentials:  creds,
-		HTTPClient:   &http.Client{Transport: tr},
+		HTTPClient:   &sdkhttp.Client{Next: &http.Client{Transport: tr}}, // see internal/sdkhttp
 		Retryer:      aws.NopRetryer{},
 	})
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
+
+	"github.com/mce-run/mce/internal/sdkhttp"
 )
 
 type invokeFlags struct {
@@ -167,6 +169,9 @@ func newRuntimeClient(ctx context.Context, endpointURL, region string) (*sagemak
 	}
 	return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) {
 		o.BaseEndpoint = aws.String(endpointURL)
+		// A request body the SDK cannot close under the transport: without
+		// it a response stream can die mid-way (see internal/sdkhttp).
+		o.HTTPClient = &sdkhttp.Client{Next: o.HTTPClient}
 	}), nil
 }
 
