@@ -28,9 +28,8 @@ func TestAccessLogNeverBlocks(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("adding access lines blocked on a stuck writer")
 	}
-	if d := l.Dropped(); d < 499 {
-		t.Fatalf("dropped %d lines, want at least 499", d)
-	}
+	// l.Dropped() alone is not a measure here: the writer may already have
+	// taken the count for its {"dropped":N} line and be blocked writing it.
 	got := make(chan []string, 1)
 	go func() {
 		var lines []string
@@ -55,6 +54,9 @@ func TestAccessLogNeverBlocks(t *testing.T) {
 		}
 	}
 	written := int64(strings.Count(strings.Join(lines, "\n"), `"line":`))
+	if dropped < 499 {
+		t.Errorf("%d lines reported dropped, want at least 499", dropped)
+	}
 	if written+dropped != int64(n)+1 || written < AccessLogBuffer {
 		t.Errorf("%d lines written and %d reported dropped, want %d in all", written, dropped, n+1)
 	}
