@@ -5,12 +5,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
@@ -40,6 +44,10 @@ type engine struct {
 	instanceDir     string // state.db lives here
 	onAddressChange func(func(baseURL string))
 	close           func()
+	// lost reports (then closes) that another mce may own the instance's
+	// objects now: serve must stop at once, without tearing them down. Nil
+	// when the engine's claim cannot be lost while running (Docker's).
+	lost <-chan error
 }
 
 func openEngine(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, log zerolog.Logger) (*engine, error) {
@@ -101,6 +109,17 @@ func openKubernetes(ctx context.Context, f serveFlags, log zerolog.Logger) (*eng
 	if err != nil {
 		return nil, err
 	}
+	// client-go logs through klog; its lines join mce's log instead of
+	// going to stderr in klog's own format.
+	klog.SetLogger(funcr.New(func(prefix, args string) {
+		log.Info().Str("component", "client-go").Msg(strings.TrimSpace(prefix + " " + args))
+	}, funcr.Options{}))
+	// Claim the instance before adopting or reconciling anything: a second
+	// mce with the same --instance must not take the first one's objects.
+	claim, err := kengine.ClaimInstance(ctx, client, ns, f.instance, log)
+	if err != nil {
+		return nil, &exitError{code: 1, msg: err.Error()}
+	}
 	var fetchArgs []string
 	if f.s3Endpoint != "" {
 		fetchArgs = append(fetchArgs, "--s3-endpoint", f.s3Endpoint)
@@ -120,13 +139,16 @@ func openKubernetes(ctx context.Context, f serveFlags, log zerolog.Logger) (*eng
 			FetchArgs: fetchArgs, StopGrace: f.stopGrace},
 	})
 	if err != nil {
+		claim.Release()
 		return nil, err
 	}
 	dir := filepath.Join(f.stateDir, "kubernetes", ns, f.instance)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		eng.Close()
+		claim.Release()
 		return nil, err
 	}
 	log.Info().Str("server", cfg.Host).Str("namespace", ns).Msg("kubernetes engine: endpoints run as Deployments")
-	return &engine{backend: eng, instanceDir: dir, onAddressChange: func(func(string)) {}, close: eng.Close}, nil
+	return &engine{backend: eng, instanceDir: dir, onAddressChange: func(func(string)) {},
+		close: func() { eng.Close(); claim.Release() }, lost: claim.Lost()}, nil
 }

@@ -391,6 +391,12 @@ func serve(ctx context.Context, f serveFlags) error {
 	case runErr = <-failed:
 	case err := <-serveErr:
 		runErr = fmt.Errorf("serving: %w", err)
+	case err := <-eng.lost:
+		// Another mce may own the endpoints' objects now: stop serving and
+		// leave them alone (no drain, no teardown, no sweep).
+		hs.Close()
+		log.Error().Err(err).Msg("stopping at once; endpoints left running for the mce that holds the instance now")
+		return err
 	}
 
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
