@@ -71,7 +71,10 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
+	// No test here is about the container timeout; 30 s (SageMaker's is
+	// 60 s) keeps a Python framework container's first call on a loaded
+	// 2-core machine from timing out (seen at 5 s with load average 12).
+	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 30 * time.Second,
 		ModelData: fetcher, MetricsOnAPI: true})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())
