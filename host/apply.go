@@ -35,7 +35,7 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 		if err == nil {
 			s.store.Delete(store.Models, m.ModelName)
 		}
-		if _, err := s.CreateModel(m.CreateModelInput, m.Dir); err != nil {
+		if _, err := s.CreateModel(ctx, m.CreateModelInput, m.Dir); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", m.File, m.Path, err)
 		}
 	}
@@ -49,7 +49,7 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 			s.store.Delete(store.EndpointConfigs, c.EndpointConfigName)
 		}
 		changedConfigs[strings.ToLower(c.EndpointConfigName)] = true
-		if _, err := s.CreateEndpointConfig(c.CreateEndpointConfigInput); err != nil {
+		if _, err := s.CreateEndpointConfig(ctx, c.CreateEndpointConfigInput); err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", c.File, c.Path, err)
 		}
 	}
@@ -65,7 +65,7 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 		}
 		digest := fileDigest(b, ep)
 		if e == nil {
-			if _, err := s.CreateEndpoint(ep.CreateEndpointInput); err != nil {
+			if _, err := s.CreateEndpoint(ctx, ep.CreateEndpointInput); err != nil {
 				return nil, fmt.Errorf("%s: %s: %w", ep.File, ep.Path, err)
 			}
 			if e = s.reg.get(ep.EndpointName); e != nil {

@@ -233,6 +233,16 @@ func requireName(member, v string) error {
 	return nil
 }
 
+// ended refuses to store what a caller no longer waits for: its request was
+// cancelled or ran out of time before anything was created (nothing was).
+func ended(ctx context.Context, arn string) error {
+	if err := ctx.Err(); err != nil {
+		return &APIError{Status: http.StatusBadRequest, Code: codeRequestTimeout, err: err,
+			Message: fmt.Sprintf("The request ended (cancelled, or out of time) before %q was created; nothing was created.", arn)}
+	}
+	return nil
+}
+
 // getRecord reads a stored model or endpoint config; a missing one is
 // SageMaker's "Could not find …" ValidationException.
 func getRecord[T any](s *Server, bucket string, kind spec.Kind, name string) (T, error) {

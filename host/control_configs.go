@@ -8,8 +8,9 @@ import (
 	"github.com/mce-run/mce/host/store"
 )
 
-// CreateEndpointConfig stores an endpoint configuration; its models must exist.
-func (s *Server) CreateEndpointConfig(in spec.CreateEndpointConfigInput) (string, error) {
+// CreateEndpointConfig stores an endpoint configuration; its models must
+// exist. Nothing is stored once ctx is done.
+func (s *Server) CreateEndpointConfig(ctx context.Context, in spec.CreateEndpointConfigInput) (string, error) {
 	if err := in.Validate(); err != nil {
 		return "", err
 	}
@@ -19,6 +20,9 @@ func (s *Server) CreateEndpointConfig(in spec.CreateEndpointConfigInput) (string
 		}
 	}
 	rec := ConfigRecord{Input: in, ARN: s.arn(spec.KindEndpointConfig, in.EndpointConfigName), Created: time.Now(), Tags: tagList(in.Tags)}
+	if err := ended(ctx, rec.ARN); err != nil {
+		return "", err
+	}
 	ok, err := s.store.Create(store.EndpointConfigs, in.EndpointConfigName, rec)
 	if err != nil {
 		return "", err
@@ -29,8 +33,8 @@ func (s *Server) CreateEndpointConfig(in spec.CreateEndpointConfigInput) (string
 	return rec.ARN, nil
 }
 
-func opCreateEndpointConfig(s *Server, _ context.Context, in *spec.CreateEndpointConfigInput) (any, error) {
-	arn, err := s.CreateEndpointConfig(*in)
+func opCreateEndpointConfig(s *Server, ctx context.Context, in *spec.CreateEndpointConfigInput) (any, error) {
+	arn, err := s.CreateEndpointConfig(ctx, *in)
 	if err != nil {
 		return nil, err
 	}

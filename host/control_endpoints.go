@@ -26,8 +26,10 @@ func (s *Server) planFor(in spec.CreateEndpointInput) (spec.EndpointPlan, error)
 }
 
 // CreateEndpoint creates an endpoint on a stored configuration. It answers at
-// once; the endpoint is Creating until its containers pass /ping.
-func (s *Server) CreateEndpoint(in spec.CreateEndpointInput) (string, error) {
+// once; the endpoint is Creating until its containers pass /ping. Nothing is
+// created once ctx is done; the launch itself outlives ctx (it runs in the
+// background under the server's lifetime, as SageMaker's does).
+func (s *Server) CreateEndpoint(ctx context.Context, in spec.CreateEndpointInput) (string, error) {
 	if err := in.Validate(); err != nil {
 		return "", err
 	}
@@ -38,6 +40,9 @@ func (s *Server) CreateEndpoint(in spec.CreateEndpointInput) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := ended(ctx, s.arn(spec.KindEndpoint, in.EndpointName)); err != nil {
+		return "", err
+	}
 	e, err := s.startEndpoint(plan, in.EndpointConfigName, in.Tags)
 	if err != nil {
 		return "", err
@@ -45,8 +50,8 @@ func (s *Server) CreateEndpoint(in spec.CreateEndpointInput) (string, error) {
 	return e.record().ARN, nil
 }
 
-func opCreateEndpoint(s *Server, _ context.Context, in *spec.CreateEndpointInput) (any, error) {
-	arn, err := s.CreateEndpoint(*in)
+func opCreateEndpoint(s *Server, ctx context.Context, in *spec.CreateEndpointInput) (any, error) {
+	arn, err := s.CreateEndpoint(ctx, *in)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // CreateModel stores a model; baseDir is where relative file:// URLs resolve.
-func (s *Server) CreateModel(in spec.CreateModelInput, baseDir string) (string, error) {
+// Nothing is stored once ctx is done.
+func (s *Server) CreateModel(ctx context.Context, in spec.CreateModelInput, baseDir string) (string, error) {
 	if err := in.Validate(); err != nil {
 		return "", err
 	}
@@ -17,6 +18,9 @@ func (s *Server) CreateModel(in spec.CreateModelInput, baseDir string) (string, 
 		return "", err
 	}
 	rec := ModelRecord{Input: in, BaseDir: baseDir, ARN: s.arn(spec.KindModel, in.ModelName), Created: time.Now(), Tags: tagList(in.Tags)}
+	if err := ended(ctx, rec.ARN); err != nil {
+		return "", err
+	}
 	ok, err := s.store.Create(store.Models, in.ModelName, rec)
 	if err != nil {
 		return "", err
@@ -45,8 +49,8 @@ func (s *Server) checkModelData(in spec.CreateModelInput, baseDir string) error 
 	return nil
 }
 
-func opCreateModel(s *Server, _ context.Context, in *spec.CreateModelInput) (any, error) {
-	arn, err := s.CreateModel(*in, s.cfg.BaseDir)
+func opCreateModel(s *Server, ctx context.Context, in *spec.CreateModelInput) (any, error) {
+	arn, err := s.CreateModel(ctx, *in, s.cfg.BaseDir)
 	if err != nil {
 		return nil, err
 	}
