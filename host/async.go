@@ -548,7 +548,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	input := header(h, hdrAsyncInputLocation)
 	switch {
 	case len(body) > 0:
-		writeError(w, validationError("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send X-Amzn-SageMaker-InputLocation instead of a body."))
+		writeError(w, validationError("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send "+wire.HeaderAsyncInputLocation+" instead of a body."))
 		return nil
 	case input == "":
 		writeError(w, validationError("InputLocation is required: the S3 URI (s3://bucket/key) of the request payload."))
@@ -639,7 +639,7 @@ var asyncRules = []headerRule{
 	{header: hdrAsyncFilename, member: "filename", min: 1, max: 1024, pattern: printPattern, shown: printPatternText},
 }
 
-const inputLocationText = `^(https|s3)://([^/]+)/?(.*)$`
+const inputLocationText = wire.S3URIPattern
 
 var inputLocationPattern = regexp.MustCompile(inputLocationText)
 
