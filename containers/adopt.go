@@ -116,7 +116,7 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 						d.models[modelKey{v.Name, cs.Hostname}] = m.Source
 					}
 				}
-				opts, _, err := d.createOptions(ctx, v, cp, i, cs, d.modelDir(v.Name, cs.Hostname))
+				opts, _, err := d.createOptions(v, cp, i, cs, d.modelDir(v.Name, cs.Hostname))
 				if err != nil {
 					return fail(fmt.Errorf("%w: %v", ErrNotAdoptable, err))
 				}
@@ -124,7 +124,7 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 				c.create, c.network = opts, d.networkFor(v)
 				adopted = append(adopted, c)
 				if cs.MultiModel {
-					cache, err := d.multiModelCache(ctx, v.Name, cs)
+					cache, err := d.multiModelCache(v.Name, cs)
 					if err == nil {
 						err = d.attachModels(c, cache)
 					}

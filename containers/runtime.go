@@ -404,7 +404,9 @@ func (rt *Runtime) lookup(id string) *Container {
 	return rt.byID[id]
 }
 
-func (rt *Runtime) artifactFetcher(ctx context.Context) (*artifact.Fetcher, error) {
+// artifactFetcher is the runtime's one model-data fetcher, made on first use
+// (no I/O: a context would have nothing to bound).
+func (rt *Runtime) artifactFetcher() (*artifact.Fetcher, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.fetcher == nil {

@@ -460,7 +460,11 @@ func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, msg
 		s.log.Error().Err(err).Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
 			Msg("could not write the async result; the request stays queued and runs again")
 		s.asyncMetrics.writeErrors.WithLabelValues(rec.Endpoint).Inc()
-		time.Sleep(time.Second) // do not spin on a store that is down
+		select { // do not spin on a store that is down; Close does not wait for it
+		case <-time.After(time.Second):
+		case <-s.ctx.Done():
+			return // the request stays queued for the next start
+		}
 		s.enqueue(&asyncItem{rec: rec, recovered: true})
 		return
 	}
