@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/internal/parallel"
 )
 
 // ErrNotAdoptable means the containers found for an endpoint do not match
@@ -64,14 +65,16 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 	images := map[string]string{} // reference → image ID now
 	var adopted []*Container
 	fail := func(err error) (*Deployment, error) {
-		for _, c := range adopted { // forget them; Reconcile removes them
+		// Forget them (their background work ends); Reconcile removes them.
+		parallel.Each(adopted, func(c *Container) error {
 			c.cancel()
 			c.wg.Wait()
 			if c.models != nil {
 				c.models.Close()
 			}
 			rt.untrack(c)
-		}
+			return nil
+		})
 		return nil, err
 	}
 	for _, v := range spec.Variants {
