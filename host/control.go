@@ -45,7 +45,7 @@ type operation interface {
 type op[In any] struct {
 	// resource is the ARN the input acts on; nil means "*" (List operations).
 	resource func(s *Server, in *In) string
-	run      func(s *Server, ctx context.Context, in *In) (any, error)
+	run      func(s *Server, ctx context.Context, in *In) (any, error) // a method expression: (*Server).opX
 }
 
 func (o op[In]) prepare(s *Server, body []byte) (string, func(context.Context) (any, error), error) {
@@ -78,31 +78,31 @@ func endpointResource(s *Server, in *endpointInput) string {
 var operations = map[string]operation{
 	"CreateModel": op[spec.CreateModelInput]{func(s *Server, in *spec.CreateModelInput) string {
 		return s.arn(spec.KindModel, in.ModelName)
-	}, opCreateModel},
-	"DescribeModel": op[modelNameInput]{modelResource, opDescribeModel},
-	"ListModels":    op[listInput]{nil, opListModels},
-	"DeleteModel":   op[modelNameInput]{modelResource, opDeleteModel},
+	}, (*Server).opCreateModel},
+	"DescribeModel": op[modelNameInput]{modelResource, (*Server).opDescribeModel},
+	"ListModels":    op[listInput]{nil, (*Server).opListModels},
+	"DeleteModel":   op[modelNameInput]{modelResource, (*Server).opDeleteModel},
 	"CreateEndpointConfig": op[spec.CreateEndpointConfigInput]{func(s *Server, in *spec.CreateEndpointConfigInput) string {
 		return s.arn(spec.KindEndpointConfig, in.EndpointConfigName)
-	}, opCreateEndpointConfig},
-	"DescribeEndpointConfig": op[configNameInput]{configResource, opDescribeEndpointConfig},
-	"ListEndpointConfigs":    op[listInput]{nil, opListEndpointConfigs},
-	"DeleteEndpointConfig":   op[configNameInput]{configResource, opDeleteEndpointConfig},
+	}, (*Server).opCreateEndpointConfig},
+	"DescribeEndpointConfig": op[configNameInput]{configResource, (*Server).opDescribeEndpointConfig},
+	"ListEndpointConfigs":    op[listInput]{nil, (*Server).opListEndpointConfigs},
+	"DeleteEndpointConfig":   op[configNameInput]{configResource, (*Server).opDeleteEndpointConfig},
 	"CreateEndpoint": op[spec.CreateEndpointInput]{func(s *Server, in *spec.CreateEndpointInput) string {
 		return s.arn(spec.KindEndpoint, in.EndpointName)
-	}, opCreateEndpoint},
-	"DescribeEndpoint": op[endpointInput]{endpointResource, opDescribeEndpoint},
-	"ListEndpoints":    op[listInput]{nil, opListEndpoints},
+	}, (*Server).opCreateEndpoint},
+	"DescribeEndpoint": op[endpointInput]{endpointResource, (*Server).opDescribeEndpoint},
+	"ListEndpoints":    op[listInput]{nil, (*Server).opListEndpoints},
 	"UpdateEndpoint": op[updateEndpointInput]{func(s *Server, in *updateEndpointInput) string {
 		return s.arn(spec.KindEndpoint, in.EndpointName)
-	}, opUpdateEndpoint},
+	}, (*Server).opUpdateEndpoint},
 	"UpdateEndpointWeightsAndCapacities": op[updateWeightsInput]{func(s *Server, in *updateWeightsInput) string {
 		return s.arn(spec.KindEndpoint, in.EndpointName)
-	}, opUpdateWeightsAndCapacities},
-	"DeleteEndpoint": op[endpointInput]{endpointResource, opDeleteEndpoint},
-	"AddTags":        op[addTagsInput]{func(s *Server, in *addTagsInput) string { return s.tagResource(in.ResourceArn) }, opAddTags},
-	"ListTags":       op[listTagsInput]{func(s *Server, in *listTagsInput) string { return s.tagResource(in.ResourceArn) }, opListTags},
-	"DeleteTags":     op[deleteTagsInput]{func(s *Server, in *deleteTagsInput) string { return s.tagResource(in.ResourceArn) }, opDeleteTags},
+	}, (*Server).opUpdateWeightsAndCapacities},
+	"DeleteEndpoint": op[endpointInput]{endpointResource, (*Server).opDeleteEndpoint},
+	"AddTags":        op[addTagsInput]{func(s *Server, in *addTagsInput) string { return s.tagResource(in.ResourceArn) }, (*Server).opAddTags},
+	"ListTags":       op[listTagsInput]{func(s *Server, in *listTagsInput) string { return s.tagResource(in.ResourceArn) }, (*Server).opListTags},
+	"DeleteTags":     op[deleteTagsInput]{func(s *Server, in *deleteTagsInput) string { return s.tagResource(in.ResourceArn) }, (*Server).opDeleteTags},
 }
 
 // controlPlane serves POST /.

@@ -33,7 +33,7 @@ func (s *Server) CreateEndpointConfig(ctx context.Context, in spec.CreateEndpoin
 	return rec.ARN, nil
 }
 
-func opCreateEndpointConfig(s *Server, ctx context.Context, in *spec.CreateEndpointConfigInput) (any, error) {
+func (s *Server) opCreateEndpointConfig(ctx context.Context, in *spec.CreateEndpointConfigInput) (any, error) {
 	arn, err := s.CreateEndpointConfig(ctx, *in)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (s *Server) getConfig(name string) (ConfigRecord, error) {
 	return getRecord[ConfigRecord](s, store.EndpointConfigs, spec.KindEndpointConfig, name)
 }
 
-func opDescribeEndpointConfig(s *Server, _ context.Context, in *configNameInput) (any, error) {
+func (s *Server) opDescribeEndpointConfig(_ context.Context, in *configNameInput) (any, error) {
 	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
 		return nil, err
 	}
@@ -62,14 +62,14 @@ func opDescribeEndpointConfig(s *Server, _ context.Context, in *configNameInput)
 	return out, nil
 }
 
-func opDeleteEndpointConfig(s *Server, _ context.Context, in *configNameInput) (any, error) {
+func (s *Server) opDeleteEndpointConfig(_ context.Context, in *configNameInput) (any, error) {
 	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
 		return nil, err
 	}
 	return s.deleteRecord(store.EndpointConfigs, spec.KindEndpointConfig, in.EndpointConfigName)
 }
 
-func opListEndpointConfigs(s *Server, _ context.Context, in *listInput) (any, error) {
+func (s *Server) opListEndpointConfigs(_ context.Context, in *listInput) (any, error) {
 	return listOperation(in, "EndpointConfigs", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
 		var items []listItem
 		err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {

@@ -50,7 +50,7 @@ func (s *Server) CreateEndpoint(ctx context.Context, in spec.CreateEndpointInput
 	return e.record().ARN, nil
 }
 
-func opCreateEndpoint(s *Server, ctx context.Context, in *spec.CreateEndpointInput) (any, error) {
+func (s *Server) opCreateEndpoint(ctx context.Context, in *spec.CreateEndpointInput) (any, error) {
 	arn, err := s.CreateEndpoint(ctx, *in)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 	return out
 }
 
-func opDescribeEndpoint(s *Server, _ context.Context, in *endpointInput) (any, error) {
+func (s *Server) opDescribeEndpoint(_ context.Context, in *endpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func opDescribeEndpoint(s *Server, _ context.Context, in *endpointInput) (any, e
 	return s.describe(e), nil
 }
 
-func opListEndpoints(s *Server, _ context.Context, in *listInput) (any, error) {
+func (s *Server) opListEndpoints(_ context.Context, in *listInput) (any, error) {
 	return listOperation(in, "Endpoints", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
 		var items []listItem
 		for _, e := range s.reg.all() {
@@ -158,7 +158,7 @@ type updateEndpointInput struct {
 	RetainDeploymentConfig           bool
 }
 
-func opUpdateEndpoint(s *Server, _ context.Context, in *updateEndpointInput) (any, error) {
+func (s *Server) opUpdateEndpoint(_ context.Context, in *updateEndpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ type updateWeightsInput struct {
 	}
 }
 
-func opUpdateWeightsAndCapacities(s *Server, _ context.Context, in *updateWeightsInput) (any, error) {
+func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeightsInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func opUpdateWeightsAndCapacities(s *Server, _ context.Context, in *updateWeight
 	return map[string]string{"EndpointArn": e.record().ARN}, nil
 }
 
-func opDeleteEndpoint(s *Server, _ context.Context, in *endpointInput) (any, error) {
+func (s *Server) opDeleteEndpoint(_ context.Context, in *endpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err

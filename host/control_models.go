@@ -49,7 +49,7 @@ func (s *Server) checkModelData(in spec.CreateModelInput, baseDir string) error 
 	return nil
 }
 
-func opCreateModel(s *Server, ctx context.Context, in *spec.CreateModelInput) (any, error) {
+func (s *Server) opCreateModel(ctx context.Context, in *spec.CreateModelInput) (any, error) {
 	arn, err := s.CreateModel(ctx, *in, s.cfg.BaseDir)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (s *Server) getModel(name string) (ModelRecord, error) {
 	return getRecord[ModelRecord](s, store.Models, spec.KindModel, name)
 }
 
-func opDescribeModel(s *Server, _ context.Context, in *modelNameInput) (any, error) {
+func (s *Server) opDescribeModel(_ context.Context, in *modelNameInput) (any, error) {
 	if err := requireName("modelName", in.ModelName); err != nil {
 		return nil, err
 	}
@@ -80,14 +80,14 @@ func opDescribeModel(s *Server, _ context.Context, in *modelNameInput) (any, err
 	return out, nil
 }
 
-func opDeleteModel(s *Server, _ context.Context, in *modelNameInput) (any, error) {
+func (s *Server) opDeleteModel(_ context.Context, in *modelNameInput) (any, error) {
 	if err := requireName("modelName", in.ModelName); err != nil {
 		return nil, err
 	}
 	return s.deleteRecord(store.Models, spec.KindModel, in.ModelName)
 }
 
-func opListModels(s *Server, _ context.Context, in *listInput) (any, error) {
+func (s *Server) opListModels(_ context.Context, in *listInput) (any, error) {
 	return listOperation(in, "Models", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
 		var items []listItem
 		err := store.List(s.store, store.Models, func(r ModelRecord) error {
