@@ -191,7 +191,7 @@ func verifySigV4Headers(r *http.Request, keys map[string]*credential, now time.T
 		if len(ph) > 1 || len(v) != 2*sha256.Size || !isLowerHex(v) {
 			return headerChecked{}, authErr(r, CodeInvalidSignature, contentSHAMismatch)
 		}
-		if slices.Contains(auth.signedHeaders, "x-amz-content-sha256") {
+		if slices.Contains(auth.signedHeaders, strings.ToLower(wire.HeaderAmzContentSHA256)) { // SignedHeaders are lower case
 			if aerr := sv.verifySignature(r, v); aerr != nil {
 				return headerChecked{}, aerr
 			}
@@ -513,7 +513,7 @@ func mismatchMessage(canonical, stringToSign string, missing []string) string {
 // redactToken hides the session token in a canonical request shown in an
 // error message (the host may log messages).
 func redactToken(canonical string) string {
-	const h = "\nx-amz-security-token:"
+	h := "\n" + strings.ToLower(wire.HeaderAmzSecurityToken) + ":" // canonical headers are lower case
 	i := strings.Index(canonical, h)
 	if i < 0 {
 		return canonical

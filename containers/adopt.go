@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/internal/parallel"
 )
 
 // ErrNotAdoptable means the containers found for an endpoint do not match
@@ -64,14 +65,16 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 	images := map[string]string{} // reference → image ID now
 	var adopted []*Container
 	fail := func(err error) (*Deployment, error) {
-		for _, c := range adopted { // forget them; Reconcile removes them
+		// Forget them (their background work ends); Reconcile removes them.
+		parallel.Each(adopted, func(c *Container) error {
 			c.cancel()
 			c.wg.Wait()
 			if c.models != nil {
 				c.models.Close()
 			}
 			rt.untrack(c)
-		}
+			return nil
+		})
 		return nil, err
 	}
 	for _, v := range spec.Variants {
@@ -116,7 +119,7 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 						d.models[modelKey{v.Name, cs.Hostname}] = m.Source
 					}
 				}
-				opts, _, err := d.createOptions(ctx, v, cp, i, cs, d.modelDir(v.Name, cs.Hostname))
+				opts, _, err := d.createOptions(v, cp, i, cs, d.modelDir(v.Name, cs.Hostname))
 				if err != nil {
 					return fail(fmt.Errorf("%w: %v", ErrNotAdoptable, err))
 				}
@@ -124,7 +127,7 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 				c.create, c.network = opts, d.networkFor(v)
 				adopted = append(adopted, c)
 				if cs.MultiModel {
-					cache, err := d.multiModelCache(ctx, v.Name, cs)
+					cache, err := d.multiModelCache(v.Name, cs)
 					if err == nil {
 						err = d.attachModels(c, cache)
 					}

@@ -32,7 +32,7 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 				continue // a multi-model container's URL is a prefix, loaded per model
 			}
 			g.Go(func() error {
-				f, err := d.rt.artifactFetcher(gctx)
+				f, err := d.rt.artifactFetcher()
 				if err != nil {
 					return err
 				}

@@ -50,7 +50,7 @@ func SageMakerEnv(env map[string]string, index int, multiModel bool) []string {
 // create call; a recreated container is made from the same options (same
 // name, hostname, environment, mounts, network and alias). For a multi-model
 // container it also returns the model cache mounted into it.
-func (d *Deployment) createOptions(ctx context.Context, v VariantSpec, cp, index int, cs ContainerSpec, modelDir string) (client.ContainerCreateOptions, *mme.Cache, error) {
+func (d *Deployment) createOptions(v VariantSpec, cp, index int, cs ContainerSpec, modelDir string) (client.ContainerCreateOptions, *mme.Cache, error) {
 	rt := d.rt
 	variant := v.Name
 	port := ContainerPort(index)
@@ -89,7 +89,7 @@ func (d *Deployment) createOptions(ctx context.Context, v VariantSpec, cp, index
 	var cache *mme.Cache
 	if cs.MultiModel {
 		var err error
-		if cache, err = d.multiModelCache(ctx, variant, cs); err != nil {
+		if cache, err = d.multiModelCache(variant, cs); err != nil {
 			return client.ContainerCreateOptions{}, nil, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
 				Reason: "has no model cache", Err: err}
 		}
@@ -115,7 +115,7 @@ func (d *Deployment) createOptions(ctx context.Context, v VariantSpec, cp, index
 func (d *Deployment) startContainer(ctx context.Context, v VariantSpec, cp, index int, cs ContainerSpec, modelDir string, health time.Duration) (*Container, error) {
 	rt := d.rt
 	variant := v.Name
-	opts, cache, err := d.createOptions(ctx, v, cp, index, cs, modelDir)
+	opts, cache, err := d.createOptions(v, cp, index, cs, modelDir)
 	if err != nil {
 		return nil, err
 	}

@@ -194,8 +194,9 @@ func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, 
 	ok := false
 	defer func() {
 		if !ok {
-			// Tear down with a fresh context: ctx may be what failed.
-			cctx, cancel := context.WithTimeout(context.Background(), rt.opts.StopGrace+time.Minute)
+			// Tear down detached from ctx's cancellation (ctx may be what
+			// failed), keeping its values, bounded on its own.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rt.opts.StopGrace+time.Minute)
 			defer cancel()
 			d.teardown(cctx, 0, true)
 		}

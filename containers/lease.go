@@ -356,11 +356,11 @@ func (rt *Runtime) checkLease(ctx context.Context, p leaseProbe) {
 
 // releaseLease removes the lease container this runtime created. A lease
 // taken over by someone else has another ID and is left alone.
-func (rt *Runtime) releaseLease() {
+func (rt *Runtime) releaseLease(ctx context.Context) {
 	if rt.leaseID == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	_, err := rt.engine.ContainerRemove(ctx, rt.leaseID, client.ContainerRemoveOptions{Force: true})
 	if !gone(err) {

@@ -132,7 +132,7 @@ func TestLeaseOwnership(t *testing.T) {
 			if tt.inCont && got.container != selfID {
 				t.Errorf("lease names container %q, want %q", got.container, selfID)
 			}
-			rt.releaseLease()
+			rt.releaseLease(t.Context())
 			if e.find(LeaseName("t")) != nil {
 				t.Error("releaseLease left the lease")
 			}

@@ -50,6 +50,43 @@ func TestScaleUpAndDown(t *testing.T) {
 	}
 }
 
+// TestFailedScaleUpRemovesWhatItStarted cancels a scale-up once its new
+// containers exist on the engine (they take 2 s to pass /ping): Scale fails,
+// every container it started is removed although its context is what
+// failed, and the copy that ran before still serves.
+func TestFailedScaleUpRemovesWhatItStarted(t *testing.T) {
+	e := newEnv(t)
+	d, err := e.deploy(t, probeSpec(e.probe, 2, map[string]string{"PROBE_READY_AFTER": "2s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if c, _ := testenv.Leftovers(t, e.cli, e.instance); c > 2 {
+				cancel()
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	if err := d.Scale(ctx, "AllTraffic", 3); err == nil {
+		t.Fatal("the scale-up succeeded although it was cancelled while its copies started")
+	}
+	if got := len(d.Copies("AllTraffic")); got != 1 {
+		t.Errorf("%d copies after the failed scale-up, want the 1 from before", got)
+	}
+	if c, _ := testenv.Leftovers(t, e.cli, e.instance); c != 2 {
+		t.Errorf("%d containers on the engine after the failed scale-up, want the first copy's 2", c)
+	}
+	for _, c := range d.Copies("AllTraffic")[0] {
+		if code, body := call(t, c, "", "x"); code != 200 || body != "x" {
+			t.Errorf("%s after the failed scale-up: %d %q", c.Hostname(), code, body)
+		}
+	}
+}
+
 // TestGenerationsShareTheNetwork runs an update's two container sets side by
 // side: closing the old one keeps the network for the new one.
 func TestGenerationsShareTheNetwork(t *testing.T) {

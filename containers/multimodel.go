@@ -1,7 +1,6 @@
 package containers
 
 import (
-	"context"
 	"path/filepath"
 
 	"github.com/mce-run/mce/containers/mme"
@@ -9,14 +8,14 @@ import (
 
 // multiModelCache makes (once) the cache of a multi-model container
 // definition: the folder mounted read-only at /opt/ml/models in each copy.
-func (d *Deployment) multiModelCache(ctx context.Context, variant string, cs ContainerSpec) (*mme.Cache, error) {
+func (d *Deployment) multiModelCache(variant string, cs ContainerSpec) (*mme.Cache, error) {
 	key := modelKey{variant, cs.Hostname}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if c := d.caches[key]; c != nil {
 		return c, nil
 	}
-	f, err := d.rt.artifactFetcher(ctx)
+	f, err := d.rt.artifactFetcher()
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,7 @@ func (rt *Runtime) Preflight(ctx context.Context, spec EndpointSpec, opts Prefli
 
 	// Model data. Missing S3 credentials are one problem for every
 	// container whose data is on S3, found without any S3 request.
-	f, ferr := rt.artifactFetcher(ctx)
+	f, ferr := rt.artifactFetcher()
 	var (
 		credMu   sync.Mutex
 		noCreds  error

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/internal/parallel"
@@ -51,19 +52,22 @@ func (rt *Runtime) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return classify("list leftover networks", err)
 	}
-	removedNets := 0
+	var leftoverNets []network.Summary
 	for _, n := range nets.Items {
-		if keep[n.Labels[LabelEndpoint]] != nil {
-			continue
+		if keep[n.Labels[LabelEndpoint]] == nil {
+			leftoverNets = append(leftoverNets, n)
 		}
-		removedNets++
+	}
+	removedNets := len(leftoverNets)
+	errs = append(errs, parallel.Each(leftoverNets, func(n network.Summary) error {
 		rctx, cancel := context.WithTimeout(ctx, callTimeout)
 		_, err := rt.engine.NetworkRemove(rctx, n.ID, client.NetworkRemoveOptions{})
 		cancel()
 		if !gone(err) {
-			errs = append(errs, classify("remove leftover network "+n.Name, err))
+			return classify("remove leftover network "+n.Name, err)
 		}
-	}
+		return nil
+	}))
 	errs = append(errs, rt.removeLeftoverArtifacts(keep))
 	if removed+removedNets > 0 {
 		rt.log.Warn().Int("containers", removed).Int("networks", removedNets).

@@ -213,7 +213,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 
 	mode, why, err := rt.pickNetworkMode(ctx)
 	if err != nil {
-		rt.releaseLease()
+		rt.releaseLease(context.WithoutCancel(ctx)) // ctx may be what failed
 		rt.unlock()
 		return nil, err
 	}
@@ -223,11 +223,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.startJoin(ctx)
 	}
 
-	rt.ctx, rt.cancel = context.WithCancel(context.Background())
+	// The runtime's lifetime (event watcher, health checks, shared pulls)
+	// outlives ctx, which bounds New alone: detached from its cancellation,
+	// ended by Close.
+	rt.ctx, rt.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if !opts.Adopt {
 		if err := rt.Reconcile(ctx); err != nil {
 			rt.cancel()
-			rt.releaseLease()
+			rt.releaseLease(context.WithoutCancel(ctx)) // ctx may be what failed
 			rt.unlock()
 			return nil, err
 		}
@@ -288,7 +291,9 @@ func (rt *Runtime) Close() error {
 	if rt.gpus != nil && rt.opts.GPUs == nil {
 		rt.gpus.Close()
 	}
-	rt.releaseLease()
+	// Close has no caller's context (yet): the lease removal is bounded by
+	// callTimeout alone.
+	rt.releaseLease(context.Background())
 	rt.unlock()
 	return nil
 }
@@ -404,7 +409,9 @@ func (rt *Runtime) lookup(id string) *Container {
 	return rt.byID[id]
 }
 
-func (rt *Runtime) artifactFetcher(ctx context.Context) (*artifact.Fetcher, error) {
+// artifactFetcher is the runtime's one model-data fetcher, made on first use
+// (no I/O: a context would have nothing to bound).
+func (rt *Runtime) artifactFetcher() (*artifact.Fetcher, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.fetcher == nil {

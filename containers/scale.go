@@ -31,13 +31,17 @@ func (d *Deployment) Scale(ctx context.Context, variant string, copies int) erro
 	case copies > len(current):
 		added, err := d.launchCopies(ctx, *vs, len(current), copies)
 		if err != nil {
-			cctx, cancel := context.WithTimeout(context.Background(), d.rt.opts.StopGrace+time.Minute)
+			// The copies that did start are removed even when ctx is what
+			// failed: detached from its cancellation, bounded on its own.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.rt.opts.StopGrace+time.Minute)
 			defer cancel()
+			var started []*Container
 			for _, c := range d.rt.containersOf(d.endpoint, d.gen) {
 				if c.variant == variant && c.copy >= len(current) {
-					c.remove(cctx, 0)
+					started = append(started, c)
 				}
 			}
+			parallel.Each(started, func(c *Container) error { return c.remove(cctx, 0) }) // best effort: err says why Scale failed
 			return err
 		}
 		d.setCopies(variant, append(current, added...))

@@ -460,7 +460,11 @@ func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, msg
 		s.log.Error().Err(err).Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
 			Msg("could not write the async result; the request stays queued and runs again")
 		s.asyncMetrics.writeErrors.WithLabelValues(rec.Endpoint).Inc()
-		time.Sleep(time.Second) // do not spin on a store that is down
+		select { // do not spin on a store that is down; Close does not wait for it
+		case <-time.After(time.Second):
+		case <-s.ctx.Done():
+			return // the request stays queued for the next start
+		}
 		s.enqueue(&asyncItem{rec: rec, recovered: true})
 		return
 	}
@@ -548,7 +552,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	input := header(h, hdrAsyncInputLocation)
 	switch {
 	case len(body) > 0:
-		writeError(w, validationError("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send X-Amzn-SageMaker-InputLocation instead of a body."))
+		writeError(w, validationError("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send "+wire.HeaderAsyncInputLocation+" instead of a body."))
 		return nil
 	case input == "":
 		writeError(w, validationError("InputLocation is required: the S3 URI (s3://bucket/key) of the request payload."))
@@ -639,7 +643,7 @@ var asyncRules = []headerRule{
 	{header: hdrAsyncFilename, member: "filename", min: 1, max: 1024, pattern: printPattern, shown: printPatternText},
 }
 
-const inputLocationText = `^(https|s3)://([^/]+)/?(.*)$`
+const inputLocationText = wire.S3URIPattern
 
 var inputLocationPattern = regexp.MustCompile(inputLocationText)
 

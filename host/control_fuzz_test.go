@@ -34,15 +34,15 @@ func controlFixture(t *testing.T) *Server {
 	s := New(Config{Backend: &fakeBackend{t: t}, Store: openStore(t), Logger: zerolog.Nop()})
 	t.Cleanup(func() { s.Close(context.Background()) })
 	for _, name := range []string{"victim", "other"} {
-		if _, err := s.CreateModel(spec.CreateModelInput{ModelName: name, PrimaryContainer: &spec.ContainerDefinition{Image: "tag"}}, ""); err != nil {
+		if _, err := s.CreateModel(t.Context(), spec.CreateModelInput{ModelName: name, PrimaryContainer: &spec.ContainerDefinition{Image: "tag"}}, ""); err != nil {
 			t.Fatal(err)
 		}
 		cfg := spec.CreateEndpointConfigInput{EndpointConfigName: name, ProductionVariants: []spec.ProductionVariant{
 			{VariantName: "AllTraffic", ModelName: name, InitialInstanceCount: new(int32(1)), InstanceType: "ml.m5.large"}}}
-		if _, err := s.CreateEndpointConfig(cfg); err != nil {
+		if _, err := s.CreateEndpointConfig(t.Context(), cfg); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CreateEndpoint(spec.CreateEndpointInput{EndpointName: name, EndpointConfigName: name}); err != nil {
+		if _, err := s.CreateEndpoint(t.Context(), spec.CreateEndpointInput{EndpointName: name, EndpointConfigName: name}); err != nil {
 			t.Fatal(err)
 		}
 		for deadline := time.Now().Add(10 * time.Second); s.reg.get(name).Status() != StatusInService; {

@@ -16,6 +16,22 @@
 // below return typed errors (pipeline.ModelError, pipeline.ValidationError,
 // spec.ValidationError …) and toAPIError maps them.
 //
+// The SageMaker control plane (awsJson1_1, POST / with X-Amz-Target), one
+// job per file: control.go (dispatch: decoding once, authorizing the decoded
+// resource, mapping errors to SageMaker's shapes), control_list.go (the
+// filtering, sorting and NextToken paging of every List* operation),
+// control_models.go, control_configs.go and control_endpoints.go (one
+// resource family each), tags.go, and apply.go (endpoint files made the
+// state through the same operations). The endpoints' lifecycle in the
+// background is endpoints.go.
+//
+// Contexts: exported calls take the caller's context first and honour it;
+// work that must outlive a request (a launch, an update, a scale, a
+// deletion) runs under the server's lifetime on purpose, and a comment says
+// so where it starts. Close cancels that lifetime, then closes every
+// endpoint's generation at once through internal/parallel.Each, the one
+// helper for parallel teardown.
+//
 // host reaches containers only through pipeline (routing) and the Backend
 // interface (bringing endpoints up and down); it knows no engine and never
 // calls Docker itself. The Docker engine's Backend is

@@ -393,9 +393,13 @@ func instances(l Launched, variant string) []*pipeline.Instance {
 	return out
 }
 
-// drain waits until no request is in flight on the route's instances, or the
-// container timeout passes.
-func (s *Server) drain(r *pipeline.Route) {
+// drain waits until no request is in flight on the route's instances, the
+// container timeout passes, or ctx is done. The callers drain under the
+// server's lifetime (s.ctx), not an operation's: a deletion that cancels an
+// update does not cut the calls the previous generation still serves, and
+// Close (which runs after the HTTP server stopped, with nothing in flight)
+// does not wait out the timeout.
+func (s *Server) drain(ctx context.Context, r *pipeline.Route) {
 	if r == nil {
 		return
 	}
@@ -403,10 +407,12 @@ func (s *Server) drain(r *pipeline.Route) {
 	for _, v := range r.Variants() {
 		insts = append(insts, v.Instances()...)
 	}
-	s.drainInstances(insts)
+	s.drainInstances(ctx, insts)
 }
 
-func (s *Server) drainInstances(insts []*pipeline.Instance) {
+func (s *Server) drainInstances(ctx context.Context, insts []*pipeline.Instance) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
 	deadline := time.Now().Add(s.cfg.ContainerTimeout)
 	for time.Now().Before(deadline) {
 		busy := false
@@ -418,7 +424,11 @@ func (s *Server) drainInstances(insts []*pipeline.Instance) {
 		if !busy {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -515,7 +525,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 		s.save(e, func(r *EndpointRecord) {
 			r.Status, r.Generation, r.Plan, r.ConfigName, r.Pending, r.FailureReason = StatusInService, gen, plan, configName, "", ""
 		})
-		s.drain(oldRoute)
+		s.drain(s.ctx, oldRoute)
 		if old != nil {
 			if err := old.Close(context.WithoutCancel(s.ctx)); err != nil {
 				log.Warn().Err(err).Msg("removing the previous generation")
@@ -576,6 +586,10 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 			}
 			return
 		}
+		// Scaling runs under the server's lifetime on purpose, not the
+		// request's (answered already) nor the operation's: a deletion
+		// waits for it (ops), and a scale-down cut short would stop
+		// tracking containers it had not removed yet.
 		var errs []error
 		for i, v := range plan.Variants {
 			t, ok := targets[v.Name]
@@ -604,7 +618,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 			case t.Count < v.InstanceCount:
 				current := pv.Instances()
 				pv.SetInstances(current[:t.Count])
-				s.drainInstances(current[t.Count:])
+				s.drainInstances(s.ctx, current[t.Count:])
 				if err := l.Scale(s.ctx, v.Name, t.Count); err != nil {
 					errs = append(errs, err)
 					continue
@@ -642,7 +656,7 @@ func (s *Server) deleteEndpoint(e *Endpoint) {
 func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	e.ops.Lock() // wait for a launch or update in progress to notice
 	defer e.ops.Unlock()
-	s.drain(route)
+	s.drain(s.ctx, route)
 	e.mu.Lock()
 	l := e.launched
 	e.launched = nil

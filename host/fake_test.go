@@ -103,6 +103,7 @@ type fakeBackend struct {
 	delay    time.Duration
 	launches atomic.Int64
 	closed   atomic.Int64
+	onClose  func() error // when set, runs in each Launched.Close and is its result
 }
 
 func (b *fakeBackend) Adopt(context.Context, spec.EndpointPlan, int) (Launched, error) {
@@ -183,7 +184,13 @@ func (l *fakeLaunched) Scale(_ context.Context, variant string, n int) error {
 	}
 	return fmt.Errorf("no variant %q", variant)
 }
-func (l *fakeLaunched) Close(context.Context) error { l.b.closed.Add(1); return nil }
+func (l *fakeLaunched) Close(context.Context) error {
+	l.b.closed.Add(1)
+	if l.b.onClose != nil {
+		return l.b.onClose()
+	}
+	return nil
+}
 
 // plan builds an endpoint plan: one variant per entry of variants, each a
 // chain of containers given as "hostname:tag".

@@ -68,6 +68,9 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *usageCollector) sample() []prometheus.Metric {
+	// A scrape's context does not reach a Collector
+	// (https://pkg.go.dev/github.com/prometheus/client_golang/prometheus#Collector):
+	// the sample is bounded here, below Prometheus' default scrape timeout.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 	defer cancel()
 	type key struct{ e, v, c string }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/parallel"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -254,32 +255,20 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.endStreams()
 	s.wg.Wait()
-	var errs []error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
+	var ls []Launched
 	for _, e := range s.reg.all() {
 		e.route.Store(nil)
 		e.mu.Lock()
-		l := e.launched
+		if e.launched != nil {
+			ls = append(ls, e.launched)
+		}
 		e.launched = nil
 		e.mu.Unlock()
-		if l == nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := l.Close(ctx); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
 	}
-	wg.Wait()
+	err := parallel.Each(ls, func(l Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
 	s.asyncInvoker.Close()
-	return errors.Join(errs...)
+	return err
 }
 
 // echoError writes router-level failures (unknown path, wrong method) in the

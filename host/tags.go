@@ -185,7 +185,7 @@ func updateRecord[T any](s *Server, bucket, name string, change func(*T) error) 
 	})
 }
 
-func opAddTags(s *Server, _ context.Context, in *addTagsInput) (any, error) {
+func (s *Server) opAddTags(_ context.Context, in *addTagsInput) (any, error) {
 	kind, name, err := s.checkResourceARN(in.ResourceArn)
 	if err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func opAddTags(s *Server, _ context.Context, in *addTagsInput) (any, error) {
 	return map[string]any{"Tags": tagList(in.Tags)}, nil
 }
 
-func opListTags(s *Server, _ context.Context, in *listTagsInput) (any, error) {
+func (s *Server) opListTags(_ context.Context, in *listTagsInput) (any, error) {
 	kind, name, err := s.checkResourceARN(in.ResourceArn)
 	if err != nil {
 		return nil, err
@@ -256,7 +256,7 @@ func opListTags(s *Server, _ context.Context, in *listTagsInput) (any, error) {
 	return out, nil
 }
 
-func opDeleteTags(s *Server, _ context.Context, in *deleteTagsInput) (any, error) {
+func (s *Server) opDeleteTags(_ context.Context, in *deleteTagsInput) (any, error) {
 	kind, name, err := s.checkResourceARN(in.ResourceArn)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // Engine is the part of the Docker Engine API a check uses;
@@ -110,7 +111,7 @@ type Options struct {
 	OnResult func(Result)
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = regexp.MustCompile("^" + wire.EnvironmentKeyPattern + "$")
 
 // validate fills defaults and rejects what cannot be run.
 func (o *Options) validate() error {

@@ -2,7 +2,6 @@ package check
 
 import (
 	"bufio"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -123,7 +122,7 @@ func otherPorts(ls []netip.AddrPort, port int) []string {
 }
 
 // snapshotPorts adds the first copy's listening sockets to what was seen.
-func (r *run) snapshotPorts(ctx context.Context) {
+func (r *run) snapshotPorts() {
 	ls, err := listeners(r.procRoot, r.pid, r.first)
 	if err != nil {
 		if r.portsErr == nil {

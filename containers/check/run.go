@@ -262,7 +262,7 @@ func (r *run) checks(ctx context.Context) {
 	r.addDur(nameStart, Pass, started, "running after start")
 	if p.err != nil {
 		r.addDur(r.namePing(), Fail, p.took, p.err.Error()+"\nlast log lines:\n"+r.s.tail(ctx, id))
-		r.snapshotPorts(ctx)
+		r.snapshotPorts()
 		var calls []string
 		if !r.multi {
 			calls = append(calls, nameInvoke)
@@ -274,7 +274,7 @@ func (r *run) checks(ctx context.Context) {
 		return
 	}
 	r.addDur(r.namePing(), Pass, p.took, "")
-	r.snapshotPorts(ctx)
+	r.snapshotPorts()
 
 	invokePath := "/invocations"
 	if r.multi {
@@ -294,7 +294,7 @@ func (r *run) checks(ctx context.Context) {
 		r.mmeUnload(ctx)
 	}
 	if !r.died {
-		r.snapshotPorts(ctx)
+		r.snapshotPorts()
 	}
 	r.portsResult()
 	if r.died {

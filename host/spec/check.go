@@ -22,9 +22,9 @@ var (
 	modelNameRe = regexp.MustCompile(wire.NamePattern + "$")
 	// EndpointName, EndpointConfigName, VariantName, ContainerHostname.
 	entityNameRe   = regexp.MustCompile("^" + wire.EntityNamePattern + "$")
-	envKeyRe       = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	envKeyRe       = regexp.MustCompile("^" + wire.EnvironmentKeyPattern + "$")
 	imageRe        = regexp.MustCompile(`^[\S]+$`)
-	modelDataURLRe = regexp.MustCompile(`^(https|s3)://([^/]+)/?(.*)$|^file://(.+)$`)
+	modelDataURLRe = regexp.MustCompile(modelDataURLPattern)
 	roleARNRe      = regexp.MustCompile(`^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$`)
 	tagKeyRe       = regexp.MustCompile(`^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$`)
 	tagValueRe     = regexp.MustCompile(`^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$`)
@@ -34,10 +34,10 @@ var (
 const (
 	modelNamePattern    = wire.NamePattern
 	entityNamePattern   = wire.EntityNamePattern
-	envKeyPattern       = `[a-zA-Z_][a-zA-Z0-9_]*`
+	envKeyPattern       = wire.EnvironmentKeyPattern
 	envValuePattern     = `[\S\s]*`
 	imagePattern        = `[\S]+`
-	modelDataURLPattern = `^(https|s3)://([^/]+)/?(.*)$|^file://(.+)$`
+	modelDataURLPattern = wire.S3URIPattern + `|^file://(.+)$` // and mce's own file:// URLs
 	roleARNPattern      = `^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$`
 	tagPattern          = `^([\p{L}\p{Z}\p{N}_.:/=+\-@]*)$`
 )

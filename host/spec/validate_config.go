@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // Routing strategies of RoutingConfig.
@@ -154,7 +156,7 @@ const DefaultAsyncConcurrency = 4
 
 const s3PathPattern = `(https|s3)://([^/])/?(.*)`
 
-var s3PathRe = regexp.MustCompile(`^(https|s3)://([^/]+)/?(.*)$`)
+var s3PathRe = regexp.MustCompile(wire.S3URIPattern)
 
 // checkAsync checks AsyncInferenceConfig: OutputConfig with its
 // S3OutputPath is required (mce has nowhere else to put answers).

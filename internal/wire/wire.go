@@ -56,6 +56,20 @@ const (
 	EntityNamePattern = `[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}`
 )
 
+// Patterns of other members that several packages check, as the service
+// model states them
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html,
+// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointAsync.html).
+const (
+	// S3URIPattern is the pattern of S3 locations: ModelDataUrl's S3 form,
+	// S3DataSource.S3Uri, InvokeEndpointAsync's InputLocation and the
+	// asynchronous output paths.
+	S3URIPattern = `^(https|s3)://([^/]+)/?(.*)$`
+	// EnvironmentKeyPattern is the pattern of a container's Environment
+	// keys, unanchored as SageMaker's messages show it.
+	EnvironmentKeyPattern = `[a-zA-Z_][a-zA-Z0-9_]*`
+)
+
 // ValidName reports whether s matches NamePattern completely, without a
 // regexp (it runs on every invocation): ASCII letters, digits and dashes,
 // starting and ending with a letter or digit. It does not check the length.

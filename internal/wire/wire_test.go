@@ -1,7 +1,14 @@
 package wire
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -29,4 +36,78 @@ func FuzzValidName(f *testing.F) {
 			t.Fatalf("EntityNamePattern on %q = %v, want ValidName with at most 63 letters and digits: %v", s, got, want)
 		}
 	})
+}
+
+func TestSharedPatterns(t *testing.T) {
+	s3 := regexp.MustCompile(S3URIPattern)
+	for s, want := range map[string]bool{
+		"s3://bucket/key/model.tar.gz": true, "s3://bucket": true, "https://bucket.s3.amazonaws.com/k": true,
+		"file:///models/m.tar.gz": false, "s3:///key": false, "S3://bucket/key": false, "x s3://b/k": false,
+	} {
+		if got := s3.MatchString(s); got != want {
+			t.Errorf("S3URIPattern on %q = %v, want %v", s, got, want)
+		}
+	}
+	env := regexp.MustCompile("^" + EnvironmentKeyPattern + "$")
+	for s, want := range map[string]bool{
+		"SAGEMAKER_PROGRAM": true, "_x": true, "a1": true, "": false, "1A": false, "A-B": false, "A B": false, "É": false,
+	} {
+		if got := env.MatchString(s); got != want {
+			t.Errorf("EnvironmentKeyPattern on %q = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// TestHeaderNamesAreDeclaredOnce fails when a Go file of mce outside this
+// package spells a SageMaker header name (X-Amzn-…) as a string literal of
+// its own: the name belongs here, once. Tests are left out (they check the
+// wire contract on their own), as is text that merely mentions a header.
+func TestHeaderNamesAreDeclaredOnce(t *testing.T) {
+	root := filepath.Join("..", "..")
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("the repository root is not two folders up: %v", err)
+	}
+	self := filepath.Join(root, "internal", "wire")
+	header := regexp.MustCompile(`(?i)^x-amzn-[a-z0-9-]+$`)
+	var files int
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "build", "node_modules", "testdata":
+				return filepath.SkipDir
+			}
+			if path != root {
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+					return filepath.SkipDir // another module
+				}
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || filepath.Dir(path) == self {
+			return nil
+		}
+		files++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if v, err := strconv.Unquote(lit.Value); err == nil && header.MatchString(v) {
+					t.Errorf("%s declares the header name %q: use the constant of package wire", path, v)
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("only %d Go files were read: the walk missed the repository", files)
+	}
 }

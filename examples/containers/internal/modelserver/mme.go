@@ -18,10 +18,11 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/examples/containers/internal/smserve"
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // TargetModelHeader names the model in Triton's SageMaker front end (https://github.com/triton-inference-server/server/blob/main/src/sagemaker_server.cc).
-const TargetModelHeader = "X-Amzn-SageMaker-Target-Model"
+const TargetModelHeader = wire.HeaderTargetModel
 
 // unspecifiedModel is the model /invocations addresses in multi-model mode, as in Triton when
 // SAGEMAKER_TRITON_DEFAULT_MODEL_NAME is not set.

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/examples/containers/internal/smserve"
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // AttributesHeader carries the switches in and the attrs= value out (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html).
-const AttributesHeader = "X-Amzn-SageMaker-Custom-Attributes"
+const AttributesHeader = wire.HeaderCustomAttributes
 
 const (
 	defaultContentType = "application/octet-stream"

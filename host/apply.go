@@ -1,0 +1,145 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
+)
+
+// Apply makes the state match a bundle of endpoint files, through the same
+// operations as the API: missing models and configurations are created,
+// changed ones replaced (files are the source of truth for what they define);
+// a missing endpoint is created, a Failed one recreated.
+//
+// An endpoint that exists is left as it is when the files' definition of it
+// (endpoint, configuration and models) is unchanged since Apply last applied
+// it: the files give its initial configuration, and what the API changed
+// since (UpdateEndpointWeightsAndCapacities, UpdateEndpoint) is kept across
+// restarts. When that definition changed, or the endpoint was not created
+// from the files, or its last update failed, the files win and the endpoint
+// is updated to them. A log line says which and why. It returns the names of
+// the files' endpoints.
+func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
+	for _, m := range b.Models {
+		old, err := s.getModel(m.ModelName)
+		if err == nil && reflect.DeepEqual(old.Input, m.CreateModelInput) && old.BaseDir == m.Dir {
+			continue
+		}
+		if err == nil {
+			s.store.Delete(store.Models, m.ModelName)
+		}
+		if _, err := s.CreateModel(ctx, m.CreateModelInput, m.Dir); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", m.File, m.Path, err)
+		}
+	}
+	changedConfigs := map[string]bool{}
+	for _, c := range b.EndpointConfigs {
+		old, err := s.getConfig(c.EndpointConfigName)
+		if err == nil && reflect.DeepEqual(old.Input, c.CreateEndpointConfigInput) {
+			continue
+		}
+		if err == nil {
+			s.store.Delete(store.EndpointConfigs, c.EndpointConfigName)
+		}
+		changedConfigs[strings.ToLower(c.EndpointConfigName)] = true
+		if _, err := s.CreateEndpointConfig(ctx, c.CreateEndpointConfigInput); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", c.File, c.Path, err)
+		}
+	}
+	var names []string
+	for _, ep := range b.Endpoints {
+		names = append(names, ep.EndpointName)
+		e := s.reg.get(ep.EndpointName)
+		if e != nil && e.Status() == StatusFailed {
+			if err := s.DeleteEndpoint(ctx, ep.EndpointName); err != nil {
+				return nil, err
+			}
+			e = nil
+		}
+		digest := fileDigest(b, ep)
+		if e == nil {
+			if _, err := s.CreateEndpoint(ctx, ep.CreateEndpointInput); err != nil {
+				return nil, fmt.Errorf("%s: %s: %w", ep.File, ep.Path, err)
+			}
+			if e = s.reg.get(ep.EndpointName); e != nil {
+				s.save(e, func(r *EndpointRecord) { r.Applied = digest })
+			}
+			continue
+		}
+		plan, err := s.planFor(ep.CreateEndpointInput)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", ep.File, ep.Path, err)
+		}
+		rec := e.record()
+		log := s.log.With().Str("endpoint", e.name).Str("file", ep.File).Logger()
+		switch {
+		case strings.EqualFold(rec.ConfigName, ep.EndpointConfigName) && !changedConfigs[strings.ToLower(ep.EndpointConfigName)] && reflect.DeepEqual(rec.Plan.Variants, plan.Variants):
+			// already what the file says (recovered at start)
+		case rec.Applied != "" && rec.Applied == digest && rec.FailureReason == "":
+			log.Info().Str("config", rec.ConfigName).
+				Msg("keeping the endpoint as the API left it (weights, instance counts or configuration): its definition in the file is unchanged since it was last applied; change the file to apply it again")
+			continue
+		default:
+			why := "the endpoint was not created from this file"
+			switch {
+			case rec.Applied != "" && rec.Applied == digest:
+				why = "its last update failed"
+			case rec.Applied != "":
+				why = "its definition in the file changed since it was last applied"
+			}
+			log.Info().Str("from_config", rec.ConfigName).Str("to_config", ep.EndpointConfigName).
+				Msg("updating the endpoint to the file's definition: " + why)
+			if err := s.WaitEndpoint(ctx, ep.EndpointName); err != nil && e.Status() != StatusInService {
+				return nil, err
+			}
+			if err := s.updateEndpoint(e, plan, ep.EndpointConfigName); err != nil {
+				return nil, err
+			}
+		}
+		s.save(e, func(r *EndpointRecord) { r.Applied = digest })
+	}
+	return names, nil
+}
+
+// fileDigest fingerprints what the files define for one endpoint: the
+// endpoint, its configuration and that configuration's models (with the
+// folder their relative file:// URLs resolve against). Apply compares it with
+// the one it recorded when it last applied the endpoint.
+func fileDigest(b *spec.Bundle, ep spec.Endpoint) string {
+	type model struct {
+		Input spec.CreateModelInput
+		Dir   string
+	}
+	d := struct {
+		Endpoint spec.CreateEndpointInput
+		Config   *spec.CreateEndpointConfigInput
+		Models   []model
+	}{Endpoint: ep.CreateEndpointInput}
+	for i := range b.EndpointConfigs {
+		c := &b.EndpointConfigs[i]
+		if !strings.EqualFold(c.EndpointConfigName, ep.EndpointConfigName) {
+			continue
+		}
+		d.Config = &c.CreateEndpointConfigInput
+		for _, v := range c.ProductionVariants {
+			for _, m := range b.Models {
+				if strings.EqualFold(m.ModelName, v.ModelName) {
+					d.Models = append(d.Models, model{m.CreateModelInput, m.Dir})
+				}
+			}
+		}
+	}
+	j, err := json.Marshal(d)
+	if err != nil { // plain data: cannot fail; Apply never keeps on an empty digest
+		return ""
+	}
+	sum := sha256.Sum256(j)
+	return hex.EncodeToString(sum[:])
+}

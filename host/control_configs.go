@@ -1,0 +1,82 @@
+package host
+
+import (
+	"context"
+	"time"
+
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
+)
+
+// CreateEndpointConfig stores an endpoint configuration; its models must
+// exist. Nothing is stored once ctx is done.
+func (s *Server) CreateEndpointConfig(ctx context.Context, in spec.CreateEndpointConfigInput) (string, error) {
+	if err := in.Validate(); err != nil {
+		return "", err
+	}
+	for _, v := range in.ProductionVariants {
+		if _, err := s.getModel(v.ModelName); err != nil {
+			return "", err
+		}
+	}
+	rec := ConfigRecord{Input: in, ARN: s.arn(spec.KindEndpointConfig, in.EndpointConfigName), Created: time.Now(), Tags: tagList(in.Tags)}
+	if err := ended(ctx, rec.ARN); err != nil {
+		return "", err
+	}
+	ok, err := s.store.Create(store.EndpointConfigs, in.EndpointConfigName, rec)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "", &spec.AlreadyExistsError{Kind: spec.KindEndpointConfig, Name: in.EndpointConfigName, ARN: rec.ARN}
+	}
+	return rec.ARN, nil
+}
+
+func (s *Server) opCreateEndpointConfig(ctx context.Context, in *spec.CreateEndpointConfigInput) (any, error) {
+	arn, err := s.CreateEndpointConfig(ctx, *in)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"EndpointConfigArn": arn}, nil
+}
+
+func (s *Server) getConfig(name string) (ConfigRecord, error) {
+	return getRecord[ConfigRecord](s, store.EndpointConfigs, spec.KindEndpointConfig, name)
+}
+
+func (s *Server) opDescribeEndpointConfig(_ context.Context, in *configNameInput) (any, error) {
+	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	rec, err := s.getConfig(in.EndpointConfigName)
+	if err != nil {
+		return nil, err
+	}
+	out := struct {
+		spec.CreateEndpointConfigInput
+		EndpointConfigArn string `json:"EndpointConfigArn"`
+		CreationTime      epoch  `json:"CreationTime"`
+	}{rec.Input, rec.ARN, epoch(rec.Created)}
+	out.Tags = nil
+	return out, nil
+}
+
+func (s *Server) opDeleteEndpointConfig(_ context.Context, in *configNameInput) (any, error) {
+	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	return s.deleteRecord(store.EndpointConfigs, spec.KindEndpointConfig, in.EndpointConfigName)
+}
+
+func (s *Server) opListEndpointConfigs(_ context.Context, in *listInput) (any, error) {
+	return listOperation(in, "EndpointConfigs", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
+		var items []listItem
+		err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {
+			items = append(items, listItem{name: r.Input.EndpointConfigName, created: r.Created, modified: r.Created,
+				out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": epoch(r.Created)}})
+			return nil
+		})
+		return items, err
+	})
+}

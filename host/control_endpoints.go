@@ -1,0 +1,274 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mce-run/mce/host/spec"
+)
+
+// planFor resolves an endpoint on a stored configuration and its models.
+func (s *Server) planFor(in spec.CreateEndpointInput) (spec.EndpointPlan, error) {
+	cfg, err := s.getConfig(in.EndpointConfigName)
+	if err != nil {
+		return spec.EndpointPlan{}, err
+	}
+	lookup := func(name string) (spec.CreateModelInput, string, bool) {
+		rec, err := s.getModel(name)
+		return rec.Input, rec.BaseDir, err == nil
+	}
+	plan, warns, err := spec.BuildPlan(s.cfg.Region, s.cfg.Account, in, cfg.Input, lookup)
+	for _, w := range warns {
+		s.log.Warn().Str("endpoint", in.EndpointName).Msg(w)
+	}
+	return plan, err
+}
+
+// CreateEndpoint creates an endpoint on a stored configuration. It answers at
+// once; the endpoint is Creating until its containers pass /ping. Nothing is
+// created once ctx is done; the launch itself outlives ctx (it runs in the
+// background under the server's lifetime, as SageMaker's does).
+func (s *Server) CreateEndpoint(ctx context.Context, in spec.CreateEndpointInput) (string, error) {
+	if err := in.Validate(); err != nil {
+		return "", err
+	}
+	if e := s.reg.get(in.EndpointName); e != nil {
+		return "", &spec.AlreadyExistsError{Kind: spec.KindEndpoint, Name: in.EndpointName, ARN: s.arn(spec.KindEndpoint, in.EndpointName)}
+	}
+	plan, err := s.planFor(in)
+	if err != nil {
+		return "", err
+	}
+	if err := ended(ctx, s.arn(spec.KindEndpoint, in.EndpointName)); err != nil {
+		return "", err
+	}
+	e, err := s.startEndpoint(plan, in.EndpointConfigName, in.Tags)
+	if err != nil {
+		return "", err
+	}
+	return e.record().ARN, nil
+}
+
+func (s *Server) opCreateEndpoint(ctx context.Context, in *spec.CreateEndpointInput) (any, error) {
+	arn, err := s.CreateEndpoint(ctx, *in)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"EndpointArn": arn}, nil
+}
+
+func (s *Server) getEndpoint(name string) (*Endpoint, error) {
+	if err := requireName("endpointName", name); err != nil {
+		return nil, err
+	}
+	e := s.reg.get(name)
+	if e == nil {
+		return nil, notFound(s, spec.KindEndpoint, name)
+	}
+	return e, nil
+}
+
+type deployedImage struct {
+	SpecifiedImage string `json:"SpecifiedImage"`
+	ResolvedImage  string `json:"ResolvedImage,omitempty"`
+	ResolutionTime epoch  `json:"ResolutionTime"`
+}
+
+type variantSummary struct {
+	VariantName          string          `json:"VariantName"`
+	DeployedImages       []deployedImage `json:"DeployedImages,omitempty"`
+	CurrentWeight        float64         `json:"CurrentWeight"`
+	DesiredWeight        float64         `json:"DesiredWeight"`
+	CurrentInstanceCount int             `json:"CurrentInstanceCount"`
+	DesiredInstanceCount int             `json:"DesiredInstanceCount"`
+}
+
+type describeEndpointOutput struct {
+	EndpointName       string           `json:"EndpointName"`
+	EndpointArn        string           `json:"EndpointArn"`
+	EndpointConfigName string           `json:"EndpointConfigName"`
+	ProductionVariants []variantSummary `json:"ProductionVariants,omitempty"`
+	EndpointStatus     Status           `json:"EndpointStatus"`
+	FailureReason      string           `json:"FailureReason,omitempty"`
+	CreationTime       epoch            `json:"CreationTime"`
+	LastModifiedTime   epoch            `json:"LastModifiedTime"`
+	// AsyncInferenceConfig is the queue settings of an asynchronous
+	// endpoint, as its configuration gave them.
+	AsyncInferenceConfig *spec.AsyncInferenceConfig `json:"AsyncInferenceConfig,omitempty"`
+}
+
+// DescribeEndpoint is the endpoint as DescribeEndpoint shows it.
+func (s *Server) describe(e *Endpoint) describeEndpointOutput {
+	rec := e.record()
+	status, reason := e.shown(rec)
+	out := describeEndpointOutput{
+		EndpointName: rec.Name, EndpointArn: rec.ARN, EndpointConfigName: rec.ConfigName,
+		EndpointStatus: status, FailureReason: reason,
+		CreationTime: epoch(rec.Created), LastModifiedTime: epoch(rec.Modified),
+		AsyncInferenceConfig: asyncConfigOf(rec.Plan.Async),
+	}
+	if out.EndpointStatus == StatusCreating || out.EndpointStatus == StatusFailed ||
+		(out.EndpointStatus == StatusUpdating && e.route.Load() == nil) {
+		return out // no variants run (yet): a Failed endpoint being updated runs nothing
+	}
+	for _, v := range rec.Plan.Variants {
+		vs := variantSummary{VariantName: v.Name, CurrentWeight: v.Weight, DesiredWeight: v.Weight,
+			CurrentInstanceCount: v.InstanceCount, DesiredInstanceCount: v.InstanceCount}
+		if t, ok := rec.Desired[v.Name]; ok {
+			vs.DesiredWeight, vs.DesiredInstanceCount = t.Weight, t.Count
+		}
+		for _, c := range v.Containers {
+			vs.DeployedImages = append(vs.DeployedImages, deployedImage{SpecifiedImage: c.Image, ResolvedImage: c.Image, ResolutionTime: epoch(rec.Modified)})
+		}
+		out.ProductionVariants = append(out.ProductionVariants, vs)
+	}
+	return out
+}
+
+func (s *Server) opDescribeEndpoint(_ context.Context, in *endpointInput) (any, error) {
+	e, err := s.getEndpoint(in.EndpointName)
+	if err != nil {
+		return nil, err
+	}
+	return s.describe(e), nil
+}
+
+func (s *Server) opListEndpoints(_ context.Context, in *listInput) (any, error) {
+	return listOperation(in, "Endpoints", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
+		var items []listItem
+		for _, e := range s.reg.all() {
+			rec := e.record()
+			shown, _ := e.shown(rec)
+			st := string(shown)
+			items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: st,
+				out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": epoch(rec.Created),
+					"LastModifiedTime": epoch(rec.Modified), "EndpointStatus": st}})
+		}
+		return items, nil
+	})
+}
+
+type updateEndpointInput struct {
+	EndpointName                     string
+	EndpointConfigName               string
+	RetainAllVariantProperties       bool
+	ExcludeRetainedVariantProperties []struct{ VariantPropertyType string }
+	DeploymentConfig                 json.RawMessage
+	RetainDeploymentConfig           bool
+}
+
+func (s *Server) opUpdateEndpoint(_ context.Context, in *updateEndpointInput) (any, error) {
+	e, err := s.getEndpoint(in.EndpointName)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	plan, err := s.planFor(spec.CreateEndpointInput{EndpointName: e.name, EndpointConfigName: in.EndpointConfigName})
+	if err != nil {
+		return nil, err
+	}
+	if in.RetainAllVariantProperties {
+		exclude := map[string]bool{}
+		for _, x := range in.ExcludeRetainedVariantProperties {
+			exclude[x.VariantPropertyType] = true
+		}
+		current := e.record().Plan
+		for i, v := range plan.Variants {
+			for _, old := range current.Variants {
+				if old.Name == v.Name {
+					if !exclude["DesiredWeight"] {
+						plan.Variants[i].Weight = old.Weight
+					}
+					if !exclude["DesiredInstanceCount"] {
+						plan.Variants[i].InstanceCount = old.InstanceCount
+					}
+				}
+			}
+		}
+	}
+	if err := s.updateEndpoint(e, plan, in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	return map[string]string{"EndpointArn": e.record().ARN}, nil
+}
+
+type updateWeightsInput struct {
+	EndpointName                string
+	DesiredWeightsAndCapacities []struct {
+		VariantName            string
+		DesiredWeight          *float64
+		DesiredInstanceCount   *int
+		ServerlessUpdateConfig json.RawMessage
+	}
+}
+
+func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeightsInput) (any, error) {
+	e, err := s.getEndpoint(in.EndpointName)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.DesiredWeightsAndCapacities) == 0 {
+		return nil, validationException("1 validation error detected: Value '[]' at 'desiredWeightsAndCapacities' failed to satisfy constraint: Member must have length greater than or equal to 1")
+	}
+	current := e.record().Plan
+	targets := map[string]VariantTarget{}
+	for i, d := range in.DesiredWeightsAndCapacities {
+		var cur *spec.VariantPlan
+		for j := range current.Variants {
+			if current.Variants[j].Name == d.VariantName {
+				cur = &current.Variants[j]
+			}
+		}
+		if cur == nil {
+			return nil, validationException("The variant name(s) [%s] is/are not present in the endpoint %q.", d.VariantName, e.record().ARN)
+		}
+		t := VariantTarget{Weight: cur.Weight, Count: cur.InstanceCount}
+		if d.DesiredWeight != nil {
+			if *d.DesiredWeight < 0 {
+				return nil, validationException("1 validation error detected: Value '%v' at 'desiredWeightsAndCapacities.%d.member.desiredWeight' failed to satisfy constraint: Member must have value greater than or equal to 0", *d.DesiredWeight, i+1)
+			}
+			t.Weight = *d.DesiredWeight
+		}
+		if d.DesiredInstanceCount != nil {
+			if *d.DesiredInstanceCount < 1 {
+				return nil, validationException("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.%d.member.desiredInstanceCount' failed to satisfy constraint: Member must have value greater than or equal to 1", *d.DesiredInstanceCount, i+1)
+			}
+			t.Count = *d.DesiredInstanceCount
+		}
+		targets[d.VariantName] = t
+	}
+	if err := s.updateWeightsAndCapacities(e, targets); err != nil {
+		return nil, err
+	}
+	return map[string]string{"EndpointArn": e.record().ARN}, nil
+}
+
+func (s *Server) opDeleteEndpoint(_ context.Context, in *endpointInput) (any, error) {
+	e, err := s.getEndpoint(in.EndpointName)
+	if err != nil {
+		return nil, err
+	}
+	s.deleteEndpoint(e)
+	return struct{}{}, nil
+}
+
+// DeleteEndpoint deletes an endpoint (as the API does) and waits until its
+// containers are gone.
+func (s *Server) DeleteEndpoint(ctx context.Context, name string) error {
+	e := s.reg.get(name)
+	if e == nil {
+		return notFound(s, spec.KindEndpoint, name)
+	}
+	s.deleteEndpoint(e)
+	for s.reg.get(name) == e {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package host
+
+import (
+	"encoding/base64"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// listInput is the common part of the List* operations.
+type listInput struct {
+	SortBy                 string
+	SortOrder              string
+	NextToken              string
+	MaxResults             *int
+	NameContains           string
+	CreationTimeBefore     *epoch
+	CreationTimeAfter      *epoch
+	LastModifiedTimeBefore *epoch
+	LastModifiedTimeAfter  *epoch
+	StatusEquals           string
+}
+
+type listItem struct {
+	name     string
+	created  time.Time
+	modified time.Time
+	status   string
+	out      any
+}
+
+// page filters, sorts and pages items as the List* operations do.
+func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, error) {
+	if in.SortBy == "" {
+		in.SortBy = "CreationTime"
+	}
+	if !contains(sortKeys, in.SortBy) {
+		return nil, "", validationException("1 validation error detected: Value '%s' at 'sortBy' failed to satisfy constraint: Member must satisfy enum value set: [%s]", in.SortBy, strings.Join(sortKeys, ", "))
+	}
+	if in.SortOrder == "" {
+		in.SortOrder = "Descending"
+	}
+	if in.SortOrder != "Ascending" && in.SortOrder != "Descending" {
+		return nil, "", validationException("1 validation error detected: Value '%s' at 'sortOrder' failed to satisfy constraint: Member must satisfy enum value set: [Ascending, Descending]", in.SortOrder)
+	}
+	max := 10
+	if in.MaxResults != nil {
+		if *in.MaxResults < 1 || *in.MaxResults > 100 {
+			return nil, "", validationException("1 validation error detected: Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 100", *in.MaxResults)
+		}
+		max = *in.MaxResults
+	}
+	var kept []listItem
+	for _, it := range items {
+		switch {
+		case in.NameContains != "" && !strings.Contains(strings.ToLower(it.name), strings.ToLower(in.NameContains)):
+		case in.CreationTimeBefore != nil && !it.created.Before(time.Time(*in.CreationTimeBefore)):
+		case in.CreationTimeAfter != nil && !it.created.After(time.Time(*in.CreationTimeAfter)):
+		case in.LastModifiedTimeBefore != nil && !it.modified.Before(time.Time(*in.LastModifiedTimeBefore)):
+		case in.LastModifiedTimeAfter != nil && !it.modified.After(time.Time(*in.LastModifiedTimeAfter)):
+		case in.StatusEquals != "" && it.status != in.StatusEquals:
+		default:
+			kept = append(kept, it)
+		}
+	}
+	before := func(a, b listItem) bool { // ascending order; names break ties
+		switch in.SortBy {
+		case "Name":
+			return a.name < b.name
+		case "Status":
+			return a.status < b.status || (a.status == b.status && a.name < b.name)
+		}
+		return a.created.Before(b.created) || (a.created.Equal(b.created) && a.name < b.name)
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
+		if in.SortOrder == "Descending" {
+			return before(kept[j], kept[i])
+		}
+		return before(kept[i], kept[j])
+	})
+	start := 0
+	if in.NextToken != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(in.NextToken)
+		n, err2 := strconv.Atoi(string(raw))
+		if err != nil || err2 != nil || n < 0 || n > len(kept) {
+			return nil, "", validationException("The NextToken is not valid.")
+		}
+		start = n
+	}
+	end := min(start+max, len(kept))
+	out := make([]any, 0, end-start)
+	for _, it := range kept[start:end] {
+		out = append(out, it.out)
+	}
+	next := ""
+	if end < len(kept) {
+		next = base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(end)))
+	}
+	return out, next, nil
+}
+
+func contains(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// listOperation is the shape of the List operations: collect every item,
+// then filter, sort and page them as in says, under key (with NextToken when
+// more remain).
+func listOperation(in *listInput, key string, sortKeys []string, collect func() ([]listItem, error)) (any, error) {
+	items, err := collect()
+	if err != nil {
+		return nil, err
+	}
+	page, next, err := in.page(items, sortKeys...)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{key: page}
+	if next != "" {
+		out["NextToken"] = next
+	}
+	return out, nil
+}
