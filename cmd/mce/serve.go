@@ -316,10 +316,14 @@ func serve(ctx context.Context, f serveFlags) error {
 	}
 	defer closeAccessLog()
 	cwd, _ := os.Getwd()
+	var modelData host.ModelDataChecker = fetcher
+	if eng.modelData != nil {
+		modelData = eng.modelData // the engine reads file:// data elsewhere (the kubernetes engine: in the pod)
+	}
 	srv := host.New(host.Config{
 		AccessLog: accessLog,
 		Region:    f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
-		Backend: eng.backend, Store: st, BaseDir: cwd, ModelData: fetcher,
+		Backend: eng.backend, Store: st, BaseDir: cwd, ModelData: modelData,
 		MaxContainers: f.maxContainers, Authz: az, Logger: log, Version: version,
 		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
 		AsyncObjects: fetcher, AsyncMaxPayload: int64(f.asyncMaxPayload), AsyncMemory: int64(f.asyncMemory),
@@ -400,6 +404,9 @@ func serve(ctx context.Context, f serveFlags) error {
 	cancel()
 	tctx, cancel := context.WithTimeout(context.Background(), f.stopGrace+time.Minute)
 	defer cancel()
+	if eng.keep != nil {
+		eng.keep() // --on-exit keep: what runs stays for the next start to adopt
+	}
 	if err := srv.Close(tctx); err != nil {
 		log.Error().Err(err).Msg("teardown")
 		if runErr == nil {
@@ -410,7 +417,11 @@ func serve(ctx context.Context, f serveFlags) error {
 	if err := eng.backend.Reconcile(tctx); err != nil {
 		log.Error().Err(err).Msg("final clean-up")
 	}
-	log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
+	if eng.keep != nil {
+		log.Info().Msg("mce stopped; the endpoints' pods keep running and the next start adopts them (--on-exit keep)")
+	} else {
+		log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
+	}
 	return runErr
 }
 
