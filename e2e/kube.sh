@@ -35,8 +35,14 @@ log=build/e2e-kube.log
 dir=$(mktemp -d /tmp/mce-kube-XXXXXX)
 work=$(mktemp -d)
 started=$(date +%s)
+py=""
 cleanup() {
   local rc=$?
+  # The test script first (it stops mce); mce and the pods go with the cluster in any case.
+  if [ -n "$py" ] && kill -0 "$py" 2>/dev/null; then
+    kill -TERM "$py" 2>/dev/null || true
+    wait "$py" 2>/dev/null || true
+  fi
   if scripts/kube/cluster.sh down "$dir"; then
     rm -rf "$dir"
   else
@@ -68,15 +74,19 @@ echo weights >"$work/weights.txt"
 tar -czf "$work/models/model.tar.gz" -C "$work" weights.txt
 
 set +e
-env -i PATH=/usr/bin:/bin HOME="$work" LANG=C.UTF-8 \
+env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" LANG=C.UTF-8 \
   AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY \
   AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
   AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER= \
   /usr/bin/python3 -B -I e2e/test_kube.py --mce "$PWD/bin/mce" --netns "$MCE_KUBE_NETNS_PATH" \
   --addr "$MCE_KUBE_ADDR" --server "$MCE_KUBE_SERVER" --token-file "$MCE_KUBE_TOKEN_FILE" --ca "$MCE_KUBE_CA" \
   --kubeconfig "$KUBECONFIG" --fetch-image "$mce_image" --models "$work/models" --state "$work/state" \
-  --log "$PWD/$log"
+  --log "$PWD/$log" &
+# In the background, so that a signal to this script runs the trap at once.
+py=$!
+wait "$py"
 rc=$?
+py=""
 set -e
 if [ "$rc" -ne 0 ]; then
   echo "kube e2e: FAILED; the end of mce's log ($log):" >&2

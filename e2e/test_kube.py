@@ -34,6 +34,7 @@ cluster (and anything in it) after this script, even when it fails.
 import argparse
 import json
 import os
+import shutil
 import signal
 import ssl
 import subprocess
@@ -249,6 +250,8 @@ def main():
     ap.add_argument("--state", required=True)
     ap.add_argument("--log", required=True)
     a = ap.parse_args()
+    # e2e/kube.sh's trap stops this script with SIGTERM: the finally below still stops mce.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     url = f"http://{a.addr}:18080"
     unsigned = botocore.config.Config(signature_version=botocore.UNSIGNED,
@@ -478,6 +481,7 @@ def main():
                   f"status {rc}, left {kube.left()}")
         step("delete", delete)
     finally:
+        shutil.rmtree(tmp, ignore_errors=True)
         rc = mce.stop(signal.SIGTERM, within=60)
         if rc not in (None, 0):
             info(f"mce stopped with {rc}")

@@ -80,7 +80,9 @@ initial configuration: restarted with the same file, serve keeps what the API ch
 since (weights, instance counts, UpdateEndpoint); once the file's definition of the
 endpoint changes, the file wins and the endpoint is updated to it. Then it stops taking
 requests, drains those in flight, and removes every container, network and extracted
-artifact it created; the endpoints stay in the state for the next start.
+artifact it created; the endpoints stay in the state for the next start. On the
+kubernetes engine the endpoints' pods keep running by default, for the next start to
+adopt (--on-exit keep; --on-exit remove deletes them).
 
 If an endpoint from the files fails to start, serve removes everything and exits 1,
 naming the container and the cause.`,
