@@ -391,8 +391,12 @@ func serve(ctx context.Context, f serveFlags) error {
 	}
 
 	var runErr error
+	// --on-exit keep applies to a stop by signal; after a failure serve
+	// removes everything, as its help says.
+	keep := false
 	select {
 	case <-ctx.Done():
+		keep = eng.keep != nil
 		log.Info().Msg("shutting down: draining requests in flight")
 	case runErr = <-failed:
 	case err := <-serveErr:
@@ -406,7 +410,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	cancel()
 	tctx, cancel := context.WithTimeout(context.Background(), f.stopGrace+time.Minute)
 	defer cancel()
-	if eng.keep != nil {
+	if keep {
 		eng.keep() // --on-exit keep: what runs stays for the next start to adopt
 	}
 	if err := srv.Close(tctx); err != nil {
@@ -419,7 +423,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	if err := eng.backend.Reconcile(tctx); err != nil {
 		log.Error().Err(err).Msg("final clean-up")
 	}
-	if eng.keep != nil {
+	if keep {
 		log.Info().Msg("mce stopped; the endpoints' pods keep running and the next start adopts them (--on-exit keep)")
 	} else {
 		log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
