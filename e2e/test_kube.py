@@ -22,7 +22,8 @@ the cluster's token; no kubectl):
   - UpdateEndpoint (aws CLI) to a new configuration under continuous boto3
     traffic: zero failed calls (the counts are printed);
   - mce killed (SIGKILL) and stopped (SIGTERM, --on-exit keep) and started
-    again adopts the running pods: the same pod UIDs before and after;
+    again adopts the running pods: the same pod UIDs before and after; with
+    --on-exit remove, SIGTERM deletes them and the next start launches anew;
   - pod logs through the API server (the kubelet at the node's InternalIP);
   - DeleteEndpoint leaves no pod, Deployment, ReplicaSet or ConfigMap.
 
@@ -480,6 +481,24 @@ def main():
             check(rc == 0 and kube.left() == [], "mce stops with status 0 and nothing of it is left on the cluster",
                   f"status {rc}, left {kube.left()}")
         step("delete", delete)
+
+        def on_exit_remove():
+            mce.argv.append("--on-exit=remove")
+            mce.start(sm)
+            create(sm, "remove-ep", [probe("first", "-a")])
+            wait_status(sm, "remove-ep")
+            n = len(kube.pods("remove-ep"))
+            rc = mce.stop(signal.SIGTERM)
+            left = kube.left()
+            check(rc == 0 and n == 1 and left == [], "SIGTERM with --on-exit remove deletes every object of the endpoint",
+                  f"status {rc}, {n} pod before, left {left}")
+            mce.start(sm)
+            wait_status(sm, "remove-ep")
+            check(len(kube.pods("remove-ep", live=True)) == 1,
+                  "the endpoint kept in mce's state is launched again on the next start")
+            sm.delete_endpoint(EndpointName="remove-ep")
+            wait_for("remove-ep's objects gone", lambda: kube.left() == [], within=60)
+        step("on-exit remove", on_exit_remove)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         rc = mce.stop(signal.SIGTERM, within=60)
