@@ -53,9 +53,11 @@ func TestParseModelVolumes(t *testing.T) {
 		{[]string{"w=pvc:a", "w=pvc:b"}, "given twice"},
 		{[]string{"a=pvc:a:/m", "b=pvc:b:/m/b"}, "overlaps a's /m"},
 	} {
-		if _, err := parseModelVolumes(c.vals); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: %v, want %q", c.vals, err, c.want)
-		}
+		t.Run(strings.Join(c.vals, " "), func(t *testing.T) {
+			if _, err := parseModelVolumes(c.vals); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want %q", err, c.want)
+			}
+		})
 	}
 }
 
@@ -178,9 +180,11 @@ func TestServeKubeFlagsRefused(t *testing.T) {
 		{[]string{"--model-volume", "w=pvc:c"}, "--model-volume is for the kubernetes engine"},
 		{[]string{"--engine", "kubernetes", "--model-volume", "w=hostPath:/etc"}, `--model-volume "w=hostPath:/etc"`},
 	} {
-		_, err := runCLI(ctx, append(base, c.args...)...)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: %v, want %q", c.args, err, c.want)
-		}
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			_, err := runCLI(ctx, append(base, c.args...)...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want %q", err, c.want)
+			}
+		})
 	}
 }
