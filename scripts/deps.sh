@@ -46,6 +46,8 @@ command -v containerd >/dev/null 2>&1 || need+=(containerd)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v nsenter >/dev/null 2>&1 && command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# mce's image (scripts/images.sh mce) carries Debian's CA bundle.
+[ -s /etc/ssl/certs/ca-certificates.crt ] || need+=(ca-certificates)
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi

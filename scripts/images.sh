@@ -3,8 +3,12 @@
 #
 # Usage: scripts/images.sh [name...]      (default: featurizer classifier sentiment probe modelserver)
 #
+# MCE_IMAGES_TAG (default latest) is the tag built: MCE_IMAGES_TAG=mine scripts/images.sh mce builds
+# mce-example/mce:mine, leaving :latest as it is.
+#
 # `scripts/images.sh mce` builds mce-example/mce:latest, mce itself for docker-compose (compose/README.md):
-# ./cmd/mce built with CGO_ENABLED=0 (no NVML, so no GPU endpoints) in a FROM scratch image (compose/Dockerfile).
+# ./cmd/mce built with CGO_ENABLED=0 (no NVML, so no GPU endpoints) in a FROM scratch image (compose/Dockerfile),
+# with the build machine's Debian CA bundle for https (S3 from a pod's init container on the kubernetes engine).
 #
 # `scripts/images.sh versitygw` builds mce-example/versitygw:latest, a real S3 server for docker-compose
 # (compose/docker-compose.s3.yml): the static versitygw binary scripts/deps.sh installs (go install, CGO_ENABLED=0),
@@ -19,6 +23,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 all=(featurizer classifier sentiment probe modelserver)
 names=("$@")
+tag=${MCE_IMAGES_TAG:-latest}
 [[ ${#names[@]} -gt 0 ]] || names=("${all[@]}")
 # src NAME: the package and the folder of the Dockerfile of image NAME.
 src() {
@@ -63,11 +68,17 @@ for n in "${names[@]}"; do
 	cmp -s "$bin/$n" "$ctx/$n" || cp "$bin/$n" "$ctx/$n"
 	read -r _ dir <<<"$(src "$n")"
 	cmp -s "$dir/Dockerfile" "$ctx/Dockerfile" || cp "$dir/Dockerfile" "$ctx/Dockerfile"
+	if [[ $n == mce ]]; then
+		# mce's image carries Debian's CA bundle (ca-certificates; scripts/deps.sh installs it) for https S3.
+		ca=/etc/ssl/certs/ca-certificates.crt
+		[[ -s $ca ]] || { echo "images.sh: $ca is missing: install Debian's ca-certificates (scripts/deps.sh)" >&2; exit 1; }
+		cmp -s "$ca" "$ctx/ca-certificates.crt" || cp "$ca" "$ctx/ca-certificates.crt"
+	fi
 	# The classic builder (all that a FROM scratch + COPY image needs) prints a deprecation banner on
 	# stderr with newer CLIs; show stderr only when the build fails.
-	if ! id=$(DOCKER_BUILDKIT=0 docker build -q -t "mce-example/$n:latest" "$ctx" 2>"$errlog"); then
+	if ! id=$(DOCKER_BUILDKIT=0 docker build -q -t "mce-example/$n:$tag" "$ctx" 2>"$errlog"); then
 		cat "$errlog" >&2
 		exit 1
 	fi
-	printf '%-28s %s  %s bytes\n' "mce-example/$n:latest" "${id#sha256:}" "$(stat -c %s "$ctx/$n")"
+	printf '%-28s %s  %s bytes\n' "mce-example/$n:$tag" "${id#sha256:}" "$(stat -c %s "$ctx/$n")"
 done

@@ -80,7 +80,9 @@ initial configuration: restarted with the same file, serve keeps what the API ch
 since (weights, instance counts, UpdateEndpoint); once the file's definition of the
 endpoint changes, the file wins and the endpoint is updated to it. Then it stops taking
 requests, drains those in flight, and removes every container, network and extracted
-artifact it created; the endpoints stay in the state for the next start.
+artifact it created; the endpoints stay in the state for the next start. On the
+kubernetes engine the endpoints' pods keep running by default, for the next start to
+adopt (--on-exit keep; --on-exit remove deletes them).
 
 If an endpoint from the files fails to start, serve removes everything and exits 1,
 naming the container and the cause.`,
@@ -316,10 +318,14 @@ func serve(ctx context.Context, f serveFlags) error {
 	}
 	defer closeAccessLog()
 	cwd, _ := os.Getwd()
+	var modelData host.ModelDataChecker = fetcher
+	if eng.modelData != nil {
+		modelData = eng.modelData // the engine reads file:// data elsewhere (the kubernetes engine: in the pod)
+	}
 	srv := host.New(host.Config{
 		AccessLog: accessLog,
 		Region:    f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
-		Backend: eng.backend, Store: st, BaseDir: cwd, ModelData: fetcher,
+		Backend: eng.backend, Store: st, BaseDir: cwd, ModelData: modelData,
 		MaxContainers: f.maxContainers, Authz: az, Logger: log, Version: version,
 		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
 		AsyncObjects: fetcher, AsyncMaxPayload: int64(f.asyncMaxPayload), AsyncMemory: int64(f.asyncMemory),
@@ -385,8 +391,12 @@ func serve(ctx context.Context, f serveFlags) error {
 	}
 
 	var runErr error
+	// --on-exit keep applies to a stop by signal; after a failure serve
+	// removes everything, as its help says.
+	keep := false
 	select {
 	case <-ctx.Done():
+		keep = eng.keep != nil
 		log.Info().Msg("shutting down: draining requests in flight")
 	case runErr = <-failed:
 	case err := <-serveErr:
@@ -406,6 +416,9 @@ func serve(ctx context.Context, f serveFlags) error {
 	cancel()
 	tctx, cancel := context.WithTimeout(context.Background(), f.stopGrace+time.Minute)
 	defer cancel()
+	if keep {
+		eng.keep() // --on-exit keep: what runs stays for the next start to adopt
+	}
 	if err := srv.Close(tctx); err != nil {
 		log.Error().Err(err).Msg("teardown")
 		if runErr == nil {
@@ -416,7 +429,11 @@ func serve(ctx context.Context, f serveFlags) error {
 	if err := eng.backend.Reconcile(tctx); err != nil {
 		log.Error().Err(err).Msg("final clean-up")
 	}
-	log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
+	if keep {
+		log.Info().Msg("mce stopped; the endpoints' pods keep running and the next start adopts them (--on-exit keep)")
+	} else {
+		log.Info().Msg("mce stopped; containers, networks and artifacts removed (endpoints are kept in the state and come back on the next start)")
+	}
 	return runErr
 }
 

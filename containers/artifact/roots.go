@@ -61,6 +61,11 @@ func isSystemFolder(p string) bool {
 	return false
 }
 
+// SystemFolder reports whether p (absolute) is "/", a system folder, lies
+// inside one or holds one: never a place for model data, on this machine or
+// (for the kubernetes engine's volumes) a node or a pod.
+func SystemFolder(p string) bool { return isSystemFolder(filepath.Clean(p)) }
+
 // newModelRoot checks one operator-named folder and resolves it.
 func newModelRoot(dir string) (modelRoot, error) {
 	abs, err := filepath.Abs(dir)

@@ -124,7 +124,7 @@ func TestOnCluster(t *testing.T) {
 	gpus.Variants = []spec.VariantPlan{plan.Variants[0]}
 	gpus.Variants[0].InstanceCount = 1
 	gpus.Variants[0].Containers = []spec.ContainerPlan{{Hostname: "g", Image: probeImage, Mode: "SingleModel", GPUs: "4"}}
-	if _, err := e.Launch(ctx, gpus, 1); err == nil || !strings.Contains(err.Error(), `asks for 4 GPUs; no node has them`) {
+	if _, err := e.Launch(ctx, gpus, 1); err == nil || !strings.Contains(err.Error(), `asks for nvidia.com/gpu: 4; no node has that many free`) {
 		t.Errorf("4 GPUs on a node with 2: %v", err)
 	}
 

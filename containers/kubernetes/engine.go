@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -58,6 +59,8 @@ type Engine struct {
 	mu       sync.Mutex
 	launched map[genKey]*Launched
 	changed  chan struct{} // closed and replaced on every pod event
+
+	detached atomic.Bool // set by Detach: Close and Reconcile leave what runs
 }
 
 type genKey struct {
@@ -109,6 +112,13 @@ func (e *Engine) Close() {
 		e.factory.Shutdown()
 	}
 }
+
+// Detach makes the engine leave what runs on the cluster from now on:
+// Launched.Close only stops routing to it and Reconcile deletes nothing.
+// mce serve calls it before it shuts down (--on-exit keep, the default on
+// this engine), so that the endpoints' pods outlive mce's own pod (a rolling
+// update, an eviction) and the next mce adopts them.
+func (e *Engine) Detach() { e.detached.Store(true) }
 
 // podsChanged moves every launched generation's copies onto the pods that
 // run now, and wakes whoever waits for pods.
@@ -248,6 +258,9 @@ func adoptable(d, want *appsv1.Deployment, owner *corev1.ConfigMap) error {
 // so everything they own) and Deployments of this instance that no Launched
 // owns.
 func (e *Engine) Reconcile(ctx context.Context) error {
+	if e.detached.Load() {
+		return nil
+	}
 	cms, err := e.client.CoreV1().ConfigMaps(e.ns).List(ctx, metav1.ListOptions{LabelSelector: e.sel})
 	if err != nil {
 		return err
@@ -460,9 +473,13 @@ func (l *Launched) Scale(ctx context.Context, variant string, n int) error {
 }
 
 // Close implements host.Launched: it deletes the owner ConfigMap and the
-// Deployments in the foreground and waits until their pods are gone.
+// Deployments in the foreground and waits until their pods are gone. After
+// Detach it only forgets them.
 func (l *Launched) Close(ctx context.Context) error {
 	l.e.forget(l)
+	if l.e.detached.Load() {
+		return nil
+	}
 	fg := metav1.DeletePropagationForeground
 	del := metav1.DeleteOptions{PropagationPolicy: &fg}
 	var errs []error

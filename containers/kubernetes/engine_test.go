@@ -359,3 +359,51 @@ func TestAdoptAndReconcile(t *testing.T) {
 		t.Errorf("after Reconcile: %q, want %q", got, want)
 	}
 }
+
+// TestDetachLeavesWhatRuns: after Detach (mce serve shutting down with
+// --on-exit keep), Close and Reconcile delete nothing, so the next mce
+// adopts the same pods.
+func TestDetachLeavesWhatRuns(t *testing.T) {
+	client := newClient(false)
+	e := newEngine(t, client)
+	c := &cluster{t: t, client: client}
+	plan := testPlan()
+	plan.Variants[0].Containers[1].GPUs = ""
+	done := make(chan error, 1)
+	var l host.Launched
+	go func() {
+		var err error
+		l, err = e.Launch(context.Background(), plan, 1)
+		done <- err
+	}()
+	d := c.waitDeployment(deploymentName("default", plan.Name, 1, "AllTraffic"))
+	c.pod(d, nil)
+	c.pod(d, nil)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	e.Detach()
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "delete" {
+			t.Errorf("after Detach: %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	if _, err := client.AppsV1().Deployments("ml").Get(context.Background(), d.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the Deployment is gone after a detached Close: %v", err)
+	}
+	// A second engine (the restarted mce) adopts the same generation.
+	e2 := newEngine(t, client)
+	l2, err := e2.Adopt(context.Background(), plan, 1)
+	if err != nil {
+		t.Fatalf("Adopt after a detached Close: %v", err)
+	}
+	if got := len(baseURLs(l2, "AllTraffic")); got != 4 {
+		t.Errorf("adopted %d Ready containers, want 4", got)
+	}
+}

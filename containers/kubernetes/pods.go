@@ -147,7 +147,7 @@ func PodFailure(p *corev1.Pod, v spec.VariantPlan) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
 			strings.Contains(c.Message, "Insufficient "+string(ResourceGPU)) {
-			return fmt.Sprintf("an instance of variant %q asks for %d GPUs; no node has them (%s)", v.Name, variantGPUs(v), strings.TrimSpace(c.Message))
+			return fmt.Sprintf("an instance of variant %q asks for nvidia.com/gpu: %d; no node has that many free (%s)", v.Name, variantGPUs(v), strings.TrimSpace(c.Message))
 		}
 	}
 	for _, cs := range p.Status.InitContainerStatuses {

@@ -29,7 +29,7 @@ func TestPodFailure(t *testing.T) {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}), ""},
 		{"no GPUs", pod(corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 			Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient nvidia.com/gpu. "}}}),
-			`an instance of variant "AllTraffic" asks for 2 GPUs; no node has them (0/1 nodes are available: 1 Insufficient nvidia.com/gpu.)`},
+			`an instance of variant "AllTraffic" asks for nvidia.com/gpu: 2; no node has that many free (0/1 nodes are available: 1 Insufficient nvidia.com/gpu.)`},
 		{"no CPU is not (yet) a failure", pod(corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 			Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}}), ""},
 		{"image", pod(corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "model", Image: "m:1",

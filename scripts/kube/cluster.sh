@@ -374,7 +374,8 @@ EOF
     --service-account-issuer=https://kubernetes.default.svc \
     --service-cluster-ip-range="$service_cidr" \
     --allow-privileged=true \
-    --enable-priority-and-fairness=false
+    --enable-priority-and-fairness=false \
+    --kubelet-preferred-address-types=InternalIP
   wait_for "kube-apiserver's certificate" 30 test -s "$dir/pki/apiserver.crt"
   wait_for "kube-apiserver" 60 api "https://$addr:6443/readyz"
   local t_api

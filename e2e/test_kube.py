@@ -1,0 +1,515 @@
+#!/usr/bin/python3
+"""End-to-end check of mce's kubernetes engine with boto3 and the aws CLI.
+
+e2e/kube.sh starts a real single-node cluster (scripts/kube/cluster.sh) and
+runs this script, which starts `mce serve --engine kubernetes` inside the
+cluster's network namespace (where pod IPs route) and drives it through the
+SageMaker API with boto3 and the aws CLI (endpoint URL changed, nothing
+else), checking what runs against the API server itself (stdlib HTTPS with
+the cluster's token; no kubectl):
+
+  - a 2-instance Direct endpoint answers from both pods (the hostnames the
+    containers report are the pods the API server lists);
+  - a Serial chain (aws CLI): the output of one container is the input of the
+    next;
+  - file:// model data from a --model-volume (a hostPath) reaches
+    /opt/ml/model; file:// URLs outside the volume are refused;
+  - the node's fake nvidia.com/gpu capacity of 2: a GPU endpoint is scheduled
+    with its limit; a second that asks for more than is left is Failed with a
+    clear FailureReason, leaving no object;
+  - UpdateEndpointWeightsAndCapacities scales up (boto3) and down (aws CLI),
+    pod counts checked through the API server and the answers;
+  - UpdateEndpoint (aws CLI) to a new configuration under continuous boto3
+    traffic: zero failed calls (the counts are printed);
+  - mce killed (SIGKILL) and stopped (SIGTERM, --on-exit keep) and started
+    again adopts the running pods: the same pod UIDs before and after; with
+    --on-exit remove, SIGTERM deletes them and the next start launches anew;
+  - pod logs through the API server (the kubelet at the node's InternalIP);
+  - DeleteEndpoint leaves no pod, Deployment, ReplicaSet or ConfigMap.
+
+Output: PASS/FAIL/INFO lines, then "N passed, M failed". Exit status 1 if
+any check failed. mce is stopped whatever happens; e2e/kube.sh removes the
+cluster (and anything in it) after this script, even when it fails.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.parse
+import urllib.request
+
+import boto3
+import botocore
+from botocore.exceptions import ClientError
+
+AWS_CLI = "/usr/bin/aws"
+PROBE = "mce-example/probe:latest"
+ROLE = "arn:aws:iam::123456789012:role/mce-e2e"
+INSTANCE = "kube-e2e"
+
+passed = 0
+failed = 0
+
+
+def check(ok, what, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"PASS {what}" + (f": {detail}" if detail != "" else ""), flush=True)
+    else:
+        failed += 1
+        print(f"FAIL {what}: {detail}", flush=True)
+    return ok
+
+
+def info(text):
+    print(f"INFO {text}", flush=True)
+
+
+def wait_for(what, cond, within=120.0, every=0.2):
+    """cond()'s first truthy value within the time, or raises naming what."""
+    deadline = time.monotonic() + within
+    last = None
+    while time.monotonic() < deadline:
+        last = cond()
+        if last:
+            return last
+        time.sleep(every)
+    raise TimeoutError(f"{what}: not within {within:.0f} s (last: {last!r})")
+
+
+class Kube:
+    """The API server, read with the cluster's admin token (stdlib only)."""
+
+    def __init__(self, server, token_file, ca):
+        self.server = server
+        with open(token_file) as f:
+            self.token = f.read().strip()
+        self.ctx = ssl.create_default_context(cafile=ca)
+
+    def request(self, path):
+        req = urllib.request.Request(self.server + path, headers={"Authorization": "Bearer " + self.token})
+        with urllib.request.urlopen(req, context=self.ctx, timeout=30) as r:
+            return r.status, r.read()
+
+    def get(self, path):
+        return json.loads(self.request(path)[1])
+
+    def items(self, kind, selector):
+        base = {"pods": "/api/v1", "configmaps": "/api/v1"}.get(kind, "/apis/apps/v1")
+        q = urllib.parse.urlencode({"labelSelector": selector})
+        return self.get(f"{base}/namespaces/default/{kind}?{q}")["items"]
+
+    def pods(self, endpoint=None, live=False):
+        sel = f"mce.run/instance={INSTANCE}"
+        if endpoint:
+            sel += f",mce.run/endpoint={endpoint}"
+        ps = self.items("pods", sel)
+        if live:
+            ps = [p for p in ps if not p["metadata"].get("deletionTimestamp")]
+        return ps
+
+    def left(self):
+        """Every object of this mce instance still there, as kind/name."""
+        sel = f"mce.run/instance={INSTANCE}"
+        return [f"{k}/{o['metadata']['name']}" for k in ("pods", "deployments", "replicasets", "configmaps")
+                for o in self.items(k, sel)]
+
+
+def ready(pod):
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod.get("status", {}).get("conditions", []))
+
+
+class MCE:
+    """mce serve --engine kubernetes, run inside the cluster's network."""
+
+    def __init__(self, a, url):
+        self.url = url
+        self.log = a.log
+        self.argv = ["/usr/bin/nsenter", "--net=" + a.netns, "--", a.mce, "serve", "--engine", "kubernetes",
+                     "--kubeconfig", a.kubeconfig, "--namespace", "default", "--fetch-image", a.fetch_image,
+                     "--listen", url[len("http://"):], "--insecure", "--metrics-listen", "off",
+                     "--state-dir", a.state, "--instance", INSTANCE, "--stop-grace", "2s", "--log-format", "json",
+                     "--model-volume", "weights=hostPath:" + a.models]
+        self.p = None
+
+    def start(self, sm):
+        with open(self.log, "ab") as out:
+            self.p = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+        def answers():
+            if self.p.poll() is not None:
+                raise RuntimeError(f"mce exited with status {self.p.returncode} (log {self.log})")
+            try:
+                sm.list_endpoints()
+                return True
+            except Exception:
+                return False
+        t0 = time.monotonic()
+        wait_for("mce answers ListEndpoints", answers, within=60)
+        return time.monotonic() - t0
+
+    def stop(self, sig=signal.SIGTERM, within=120):
+        if self.p is None or self.p.poll() is not None:
+            return self.p.returncode if self.p else None
+        self.p.send_signal(sig)
+        try:
+            return self.p.wait(within)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+            return "killed after %d s" % within
+
+
+class Cli:
+    """The aws CLI against mce (fake credentials from the environment)."""
+
+    def __init__(self, url, tmp):
+        self.url = url
+        self.tmp = tmp
+
+    def run(self, *args):
+        p = subprocess.run([AWS_CLI] + list(args) + ["--endpoint-url", self.url, "--output", "json"],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode != 0:
+            raise RuntimeError(f"aws {' '.join(args[:2])}: status {p.returncode}: {p.stderr.strip()}")
+        return json.loads(p.stdout) if p.stdout.strip() else {}
+
+    def invoke(self, endpoint, body, target=None):
+        out = os.path.join(self.tmp, "cli-out")
+        args = ["sagemaker-runtime", "invoke-endpoint", "--endpoint-name", endpoint, "--body", body,
+                "--content-type", "text/plain", "--cli-binary-format", "raw-in-base64-out"]
+        if target:
+            args += ["--target-container-hostname", target]
+        self.run(*(args + [out]))
+        with open(out, "rb") as f:
+            return f.read()
+
+
+def probe(host, tag):
+    return {"ContainerHostname": host, "Image": PROBE, "Environment": {"PROBE_TAG": tag}}
+
+
+def create(sm, name, containers, mode="Direct", count=1, itype="ml.m5.large", config=None):
+    """Model NAME-model, configuration CONFIG (default NAME-config) and, when
+    CONFIG is not given, endpoint NAME, with boto3."""
+    model = (config or name) + "-model"
+    kw = {"Containers": containers, "InferenceExecutionConfig": {"Mode": mode}} if len(containers) > 1 \
+        else {"PrimaryContainer": containers[0]}
+    sm.create_model(ModelName=model, ExecutionRoleArn=ROLE, **kw)
+    sm.create_endpoint_config(EndpointConfigName=config or name + "-config", ProductionVariants=[{
+        "VariantName": "AllTraffic", "ModelName": model, "InitialInstanceCount": count, "InstanceType": itype}])
+    if config is None:
+        sm.create_endpoint(EndpointName=name, EndpointConfigName=name + "-config")
+
+
+def wait_status(sm, name, want="InService", within=180):
+    """Waits until the endpoint's status is WANT (or a final one); returns
+    DescribeEndpoint's answer."""
+    def final():
+        d = sm.describe_endpoint(EndpointName=name)
+        return d if d["EndpointStatus"] in (want, "Failed", "InService") else None
+    d = wait_for(f"{name} {want}", final, within=within)
+    if d["EndpointStatus"] != want:
+        raise RuntimeError(f"{name} is {d['EndpointStatus']}, want {want}: {d.get('FailureReason')}")
+    return d
+
+
+def hostnames(rt, name, n, target="first"):
+    """The distinct hostnames (pod names) that answer n calls of the probe's info."""
+    seen = set()
+    for _ in range(n):
+        r = rt.invoke_endpoint(EndpointName=name, TargetContainerHostname=target, CustomAttributes="info", Body=b"x")
+        seen.add(json.loads(r["Body"].read())["hostname"])
+    return seen
+
+
+def uids(kube):
+    return {p["metadata"]["name"]: p["metadata"]["uid"] for p in kube.pods(live=True)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mce", required=True, help="the mce binary")
+    ap.add_argument("--netns", required=True, help="the cluster's network namespace (/run/netns/NAME)")
+    ap.add_argument("--addr", required=True, help="the node's address in the namespace, where mce listens")
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--token-file", required=True)
+    ap.add_argument("--ca", required=True)
+    ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--fetch-image", required=True, help="mce's own image, loaded into the node")
+    ap.add_argument("--models", required=True, help="host folder holding model.tar.gz (the hostPath model volume)")
+    ap.add_argument("--state", required=True)
+    ap.add_argument("--log", required=True)
+    a = ap.parse_args()
+    # e2e/kube.sh's trap stops this script with SIGTERM: the finally below still stops mce.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    url = f"http://{a.addr}:18080"
+    unsigned = botocore.config.Config(signature_version=botocore.UNSIGNED,
+                                      retries={"mode": "standard", "total_max_attempts": 1})
+    sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1", config=unsigned)
+    rt = boto3.client("sagemaker-runtime", endpoint_url=url, region_name="us-east-1", config=unsigned)
+    kube = Kube(a.server, a.token_file, a.ca)
+    mce = MCE(a, url)
+    tmp = tempfile.mkdtemp(prefix="mce-kube-e2e-")
+    cli = Cli(url, tmp)
+    info("boto3 %s, %s" % (boto3.__version__, subprocess.run([AWS_CLI, "--version"], capture_output=True,
+                                                            text=True).stdout.strip()))
+
+    def step(name, fn):
+        try:
+            fn()
+        except Exception as e:  # one broken step must not hide the others' results
+            check(False, name, f"{type(e).__name__}: {e}")
+            traceback.print_exc(file=sys.stdout)
+
+    try:
+        info("mce up after %.1f s" % mce.start(sm))
+
+        def direct():
+            t0 = time.monotonic()
+            create(sm, "direct-ep", [probe("first", "-a"), probe("second", "-b")], count=2)
+            wait_status(sm, "direct-ep")
+            info("boto3: CreateEndpoint → InService, 2 instances of 2 containers: %.1f s" % (time.monotonic() - t0))
+            pods = {p["metadata"]["name"] for p in kube.pods("direct-ep") if ready(p)}
+            got = hostnames(rt, "direct-ep", 40)
+            check(len(pods) == 2 and got == pods, "boto3: a 2-instance Direct endpoint answers from both pods",
+                  f"answers from {sorted(got)}, Ready pods {sorted(pods)}")
+            r = rt.invoke_endpoint(EndpointName="direct-ep", TargetContainerHostname="second", Body=b"x",
+                                   ContentType="text/plain")
+            check(r["Body"].read() == b"x-b", "boto3: TargetContainerHostname second answers alone")
+        step("direct endpoint", direct)
+
+        def serial():
+            cli.run("sagemaker", "create-model", "--model-name", "serial-model", "--execution-role-arn", ROLE,
+                    "--containers", json.dumps([probe("first", "-a"), probe("second", "-b")]),
+                    "--inference-execution-config", "Mode=Serial")
+            cli.run("sagemaker", "create-endpoint-config", "--endpoint-config-name", "serial-config",
+                    "--production-variants", json.dumps([{"VariantName": "AllTraffic", "ModelName": "serial-model",
+                                                          "InitialInstanceCount": 1, "InstanceType": "ml.m5.large"}]))
+            cli.run("sagemaker", "create-endpoint", "--endpoint-name", "serial-ep", "--endpoint-config-name",
+                    "serial-config")
+            wait_status(sm, "serial-ep")
+            out = cli.invoke("serial-ep", "x")
+            check(out == b"x-a-b", "aws CLI: a Serial chain passes the first container's output to the second", out)
+        step("serial endpoint", serial)
+
+        def model_volume():
+            c = probe("model", "")
+            c["ModelDataUrl"] = "file:///models/weights/model.tar.gz"
+            create(sm, "file-ep", [c])
+            wait_status(sm, "file-ep")
+            r = rt.invoke_endpoint(EndpointName="file-ep", CustomAttributes="info", Body=b"x")
+            files = [f["path"] for f in json.loads(r["Body"].read()).get("model_files", [])]
+            check("weights.txt" in files, "boto3: file:// model data from the --model-volume is in /opt/ml/model", files)
+            for bad in ("file:///etc/passwd", "file:///models/weights/../../etc/passwd", "file://model.tar.gz"):
+                try:
+                    sm.create_model(ModelName="bad-model", ExecutionRoleArn=ROLE,
+                                    PrimaryContainer={"Image": PROBE, "ModelDataUrl": bad})
+                    check(False, f"boto3: CreateModel with {bad} is refused", "it was accepted")
+                except ClientError as e:
+                    err = e.response["Error"]
+                    check(err["Code"] == "ValidationException" and e.response["ResponseMetadata"]["HTTPStatusCode"] == 400,
+                          f"boto3: CreateModel with {bad} is refused", f"{err['Code']}: {err['Message']}")
+        step("model volume", model_volume)
+
+        def gpus():
+            node = kube.get("/api/v1/nodes")["items"][0]
+            info("node allocatable nvidia.com/gpu: %s" % node["status"]["allocatable"].get("nvidia.com/gpu"))
+            create(sm, "gpu-a", [probe("g", "-g")], itype="ml.g5.xlarge")
+            wait_status(sm, "gpu-a")
+            lim = [c["resources"].get("limits", {}).get("nvidia.com/gpu") for p in kube.pods("gpu-a")
+                   for c in p["spec"]["containers"]]
+            check(lim == ["1"], "boto3: a GPU endpoint (ml.g5.xlarge) is scheduled with nvidia.com/gpu 1", lim)
+            # Two more instances of one GPU each: one fits, the other finds none free.
+            cli.run("sagemaker", "create-model", "--model-name", "gpu-b-model", "--execution-role-arn", ROLE,
+                    "--primary-container", json.dumps({"Image": PROBE}))
+            cli.run("sagemaker", "create-endpoint-config", "--endpoint-config-name", "gpu-b-config",
+                    "--production-variants", json.dumps([{"VariantName": "AllTraffic", "ModelName": "gpu-b-model",
+                                                          "InitialInstanceCount": 2, "InstanceType": "ml.g5.xlarge"}]))
+            t0 = time.monotonic()
+            cli.run("sagemaker", "create-endpoint", "--endpoint-name", "gpu-b", "--endpoint-config-name", "gpu-b-config")
+            d = wait_for("gpu-b Failed", lambda: (lambda d: d if d["EndpointStatus"] != "Creating" else None)(
+                cli.run("sagemaker", "describe-endpoint", "--endpoint-name", "gpu-b")), within=120, every=1)
+            reason = d.get("FailureReason", "")
+            check(d["EndpointStatus"] == "Failed" and "asks for nvidia.com/gpu: 1; no node has that many free" in reason
+                  and "Insufficient nvidia.com/gpu" in reason,
+                  "aws CLI: an endpoint asking for more GPUs than are left is Failed with a clear FailureReason",
+                  f"{d['EndpointStatus']} after {time.monotonic() - t0:.1f} s: {reason}")
+            wait_for("gpu-b's objects gone", lambda: not kube.pods("gpu-b"), within=60)
+            check(True, "the refused GPU endpoint left no pod")
+            cli.run("sagemaker", "delete-endpoint", "--endpoint-name", "gpu-b")
+            sm.delete_endpoint(EndpointName="gpu-a")
+        step("GPUs", gpus)
+
+        def scale():
+            t0 = time.monotonic()
+            sm.update_endpoint_weights_and_capacities(EndpointName="direct-ep", DesiredWeightsAndCapacities=[
+                {"VariantName": "AllTraffic", "DesiredInstanceCount": 3}])
+            wait_for("direct-ep scaled to 3", lambda: sm.describe_endpoint(EndpointName="direct-ep")[
+                "ProductionVariants"][0].get("CurrentInstanceCount") == 3 and
+                sm.describe_endpoint(EndpointName="direct-ep")["EndpointStatus"] == "InService")
+            info("boto3: scale 2 → 3 InService in %.1f s" % (time.monotonic() - t0))
+            pods = {p["metadata"]["name"] for p in kube.pods("direct-ep", live=True) if ready(p)}
+            got = hostnames(rt, "direct-ep", 60)
+            check(len(pods) == 3 and got == pods, "boto3: scaled up to 3 pods, all answering",
+                  f"answers {sorted(got)}, Ready pods {sorted(pods)}")
+            t0 = time.monotonic()
+            cli.run("sagemaker", "update-endpoint-weights-and-capacities", "--endpoint-name", "direct-ep",
+                    "--desired-weights-and-capacities", "VariantName=AllTraffic,DesiredInstanceCount=1")
+            wait_for("direct-ep scaled to 1", lambda: len(kube.pods("direct-ep")) == 1 and
+                     sm.describe_endpoint(EndpointName="direct-ep")["EndpointStatus"] == "InService", within=90)
+            info("aws CLI: scale 3 → 1, pods gone in %.1f s" % (time.monotonic() - t0))
+            pods = {p["metadata"]["name"] for p in kube.pods("direct-ep")}
+            got = hostnames(rt, "direct-ep", 20)
+            check(len(pods) == 1 and got == pods, "aws CLI: scaled down to 1 pod, the one answering",
+                  f"answers {sorted(got)}, pods {sorted(pods)}")
+        step("scale", scale)
+
+        def update_under_traffic():
+            create(sm, "direct-v2", [probe("first", "-c"), probe("second", "-d")], count=2, config="direct-v2-config")
+            counts = {"ok": 0, "new": 0, "failed": 0}
+            errors = []
+            lock = threading.Lock()
+            stop = threading.Event()
+
+            def traffic():
+                c = boto3.client("sagemaker-runtime", endpoint_url=url, region_name="us-east-1", config=unsigned)
+                while not stop.is_set():
+                    try:
+                        body = c.invoke_endpoint(EndpointName="direct-ep", TargetContainerHostname="second",
+                                                 ContentType="text/plain", Body=b"x")["Body"].read()
+                        with lock:
+                            counts["ok"] += 1
+                            counts["new"] += body == b"x-d"
+                    except Exception as e:
+                        with lock:
+                            counts["failed"] += 1
+                            errors.append(repr(e))
+            threads = [threading.Thread(target=traffic) for _ in range(4)]
+            for t in threads:
+                t.start()
+            try:
+                time.sleep(0.5)
+                t0 = time.monotonic()
+                cli.run("sagemaker", "update-endpoint", "--endpoint-name", "direct-ep", "--endpoint-config-name",
+                        "direct-v2-config")
+                wait_for("direct-ep updated", lambda: (lambda d: d["EndpointStatus"] == "InService" and
+                                                       d["EndpointConfigName"] == "direct-v2-config")(
+                    sm.describe_endpoint(EndpointName="direct-ep")), within=180)
+                took = time.monotonic() - t0
+                time.sleep(1)
+            finally:
+                stop.set()
+                for t in threads:
+                    t.join()
+            info("UpdateEndpoint under traffic (4 boto3 clients): InService again after %.1f s; %d calls answered "
+                 "(%d by the new configuration), %d failed" % (took, counts["ok"], counts["new"], counts["failed"]))
+            check(counts["failed"] == 0 and counts["new"] > 0 and counts["ok"] > counts["new"],
+                  "aws CLI UpdateEndpoint under boto3 traffic: zero failed calls, answers from both configurations",
+                  f"{counts} {errors[:3]}")
+            wait_for("the old generation's pods gone", lambda: len(kube.pods("direct-ep")) == 2, within=90)
+            gens = {p["metadata"]["labels"]["mce.run/generation"] for p in kube.pods("direct-ep")}
+            outs = {rt.invoke_endpoint(EndpointName="direct-ep", TargetContainerHostname="second", Body=b"x",
+                                       ContentType="text/plain")["Body"].read() for _ in range(10)}
+            check(len(gens) == 1 and outs == {b"x-d"}, "after the update only the new generation runs and answers",
+                  f"generations {gens}, answers {outs}")
+        step("update under traffic", update_under_traffic)
+
+        def logs():
+            p = kube.pods("direct-ep")[0]["metadata"]["name"]
+            status, body = kube.request(f"/api/v1/namespaces/default/pods/{p}/log?container=first&tailLines=5")
+            check(status == 200, "pod logs through the API server (kubelet reached at the node's InternalIP)",
+                  f"{status}, {len(body)} bytes")
+        step("pod logs", logs)
+
+        def restart():
+            before = uids(kube)
+            rc = mce.stop(signal.SIGKILL)
+            info("mce killed (%s); %d pods run" % (rc, len(before)))
+            t0 = time.monotonic()
+            mce.start(sm)
+            for ep in ("direct-ep", "serial-ep", "file-ep"):
+                wait_status(sm, ep, within=120)
+            info("restarted mce: every endpoint InService after %.1f s" % (time.monotonic() - t0))
+            after = uids(kube)
+            check(after == before and len(before) >= 4, "after SIGKILL, a restarted mce adopts the running pods",
+                  f"{len(before)} pods before, {len(after)} after, same UIDs: {after == before}")
+            got = hostnames(rt, "direct-ep", 20)
+            pods = {p["metadata"]["name"] for p in kube.pods("direct-ep")}
+            check(got == pods, "the adopted endpoint answers from its pods", f"answers {sorted(got)}, pods {sorted(pods)}")
+            check(cli.invoke("serial-ep", "y") == b"y-a-b", "aws CLI: the adopted Serial chain answers")
+
+            rc = mce.stop(signal.SIGTERM)
+            kept = uids(kube)
+            check(rc == 0 and kept == before, "SIGTERM (--on-exit keep): mce exits 0 and the pods keep running",
+                  f"status {rc}, {len(kept)} pods, same UIDs: {kept == before}")
+            mce.start(sm)
+            for ep in ("direct-ep", "serial-ep", "file-ep"):
+                wait_status(sm, ep, within=120)
+            check(uids(kube) == before and rt.invoke_endpoint(
+                EndpointName="direct-ep", TargetContainerHostname="second", ContentType="text/plain",
+                Body=b"x")["Body"].read() == b"x-d", "after SIGTERM, the next mce adopts the same pods")
+        step("restart and adopt", restart)
+
+        # Multi-model endpoints on the kubernetes engine (the mce agent
+        # sidecar, issue 13) get their step here: CreateModel with
+        # Mode MultiModel and an s3:// or file:// prefix, InvokeEndpoint with
+        # TargetModel loading through the agent, the LRU and 507.
+
+        def delete():
+            sm.delete_endpoint(EndpointName="direct-ep")
+            cli.run("sagemaker", "delete-endpoint", "--endpoint-name", "serial-ep")
+            sm.delete_endpoint(EndpointName="file-ep")
+            t0 = time.monotonic()
+            wait_for("no object of the instance left", lambda: kube.left() == [], within=120)
+            info("DeleteEndpoint ×3: every object gone in %.1f s" % (time.monotonic() - t0))
+            names = [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]]
+            check(names == [], "DeleteEndpoint leaves no endpoint, pod, Deployment, ReplicaSet or ConfigMap",
+                  f"endpoints {names}")
+            rc = mce.stop(signal.SIGTERM)
+            check(rc == 0 and kube.left() == [], "mce stops with status 0 and nothing of it is left on the cluster",
+                  f"status {rc}, left {kube.left()}")
+        step("delete", delete)
+
+        def on_exit_remove():
+            mce.argv.append("--on-exit=remove")
+            mce.start(sm)
+            create(sm, "remove-ep", [probe("first", "-a")])
+            wait_status(sm, "remove-ep")
+            n = len(kube.pods("remove-ep"))
+            rc = mce.stop(signal.SIGTERM)
+            left = kube.left()
+            check(rc == 0 and n == 1 and left == [], "SIGTERM with --on-exit remove deletes every object of the endpoint",
+                  f"status {rc}, {n} pod before, left {left}")
+            mce.start(sm)
+            wait_status(sm, "remove-ep")
+            check(len(kube.pods("remove-ep", live=True)) == 1,
+                  "the endpoint kept in mce's state is launched again on the next start")
+            sm.delete_endpoint(EndpointName="remove-ep")
+            wait_for("remove-ep's objects gone", lambda: kube.left() == [], within=60)
+        step("on-exit remove", on_exit_remove)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        rc = mce.stop(signal.SIGTERM, within=60)
+        if rc not in (None, 0):
+            info(f"mce stopped with {rc}")
+        if failed:
+            info(f"mce's log: {a.log}")
+
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
