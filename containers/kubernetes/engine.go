@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
@@ -40,6 +42,12 @@ type Options struct {
 	// LaunchSlack is added to a variant's startup window (pulling images
 	// and fetching model data come before it); 0 means 5 minutes.
 	LaunchSlack time.Duration
+	// MultiModel configures the model managers of MultiModel containers.
+	MultiModel MultiModelOptions
+	// PodHTTP sends mce's own calls to pods: to the model cache agents and
+	// the load and unload calls of MultiModel containers. Nil means a
+	// client with keep-alives; every call is bounded by a context.
+	PodHTTP *http.Client
 }
 
 // Engine runs endpoints on a Kubernetes cluster: a variant is a Deployment,
@@ -51,6 +59,8 @@ type Engine struct {
 	sel    string // the label selector of this instance's objects
 	log    zerolog.Logger
 
+	podHTTP *http.Client
+
 	factory informers.SharedInformerFactory
 	pods    corelisters.PodLister
 	stop    chan struct{}
@@ -58,6 +68,7 @@ type Engine struct {
 	mu       sync.Mutex
 	launched map[genKey]*Launched
 	changed  chan struct{} // closed and replaced on every pod event
+	observer func(endpoint, variant, container string) mme.Observer
 }
 
 type genKey struct {
@@ -76,7 +87,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.LaunchSlack <= 0 {
 		opts.LaunchSlack = 5 * time.Minute
 	}
-	e := &Engine{opts: opts, client: opts.Client, ns: opts.Manifest.Namespace, log: opts.Logger,
+	if opts.PodHTTP == nil {
+		opts.PodHTTP = defaultPodHTTP()
+	}
+	e := &Engine{opts: opts, client: opts.Client, ns: opts.Manifest.Namespace, log: opts.Logger, podHTTP: opts.PodHTTP,
 		sel:      labels.SelectorFromSet(labels.Set{LabelManaged: "true", LabelInstance: LabelValue(opts.Manifest.Instance)}).String(),
 		launched: map[genKey]*Launched{}, changed: make(chan struct{}), stop: make(chan struct{})}
 	e.factory = informers.NewSharedInformerFactoryWithOptions(opts.Client, 0, informers.WithNamespace(e.ns),
@@ -294,7 +308,12 @@ func (e *Engine) newLaunched(plan spec.EndpointPlan, gen int, owner *corev1.Conf
 	l := &Launched{e: e, plan: plan, gen: gen, owner: owner, variants: map[string]*variantCopies{}}
 	for _, v := range plan.Variants {
 		vc := &variantCopies{plan: v, deployment: deploymentName(e.opts.Manifest.Instance, plan.Name, gen, v.Name),
-			selector: labels.SelectorFromSet(Labels(e.opts.Manifest.Instance, plan.Name, gen, v.Name))}
+			selector: labels.SelectorFromSet(Labels(e.opts.Manifest.Instance, plan.Name, gen, v.Name)), multiModel: -1}
+		for i, c := range v.Containers {
+			if c.Mode == "MultiModel" {
+				vc.multiModel, vc.multiModelPort = i, containers.ContainerPort(i)
+			}
+		}
 		l.variants[v.Name] = vc
 	}
 	e.mu.Lock()
@@ -332,6 +351,9 @@ type variantCopies struct {
 	selector   labels.Selector
 	want       int
 	slots      []*slot
+	// multiModel is the index of the MultiModel container, -1 if none.
+	multiModel     int
+	multiModelPort int
 }
 
 func (l *Launched) setWant(variant string, n int) {
@@ -346,6 +368,7 @@ func (l *Launched) setWant(variant string, n int) {
 		}
 		vc.slots = append(vc.slots, s)
 	}
+	closeModels(vc.slots[n:])
 	vc.slots = vc.slots[:n]
 	l.mu.Unlock()
 	l.assign()
@@ -399,6 +422,7 @@ func (l *Launched) assign() {
 				s.pod.Store(snapshot(free[0], vc.plan))
 				free = free[1:]
 			}
+			l.bindModels(vc, s)
 		}
 	}
 }
@@ -428,6 +452,10 @@ func (l *Launched) Copies(variant string) [][]pipeline.Container {
 	out := make([][]pipeline.Container, len(vc.slots))
 	for i, s := range vc.slots {
 		for _, c := range s.containers {
+			if c.index == vc.multiModel {
+				out[i] = append(out[i], multiModelContainer{c})
+				continue
+			}
 			out[i] = append(out[i], c)
 		}
 	}
@@ -463,6 +491,11 @@ func (l *Launched) Scale(ctx context.Context, variant string, n int) error {
 // Deployments in the foreground and waits until their pods are gone.
 func (l *Launched) Close(ctx context.Context) error {
 	l.e.forget(l)
+	l.mu.Lock()
+	for _, vc := range l.variants {
+		closeModels(vc.slots)
+	}
+	l.mu.Unlock()
 	fg := metav1.DeletePropagationForeground
 	del := metav1.DeleteOptions{PropagationPolicy: &fg}
 	var errs []error

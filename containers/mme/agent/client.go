@@ -206,6 +206,10 @@ func (c *Client) RefreshUsage(ctx context.Context) error {
 	return nil
 }
 
+// Attach makes the first reset of a ResetFirst client now (an Acquire
+// would otherwise make it); it does nothing after one succeeded.
+func (c *Client) Attach(ctx context.Context) error { return c.resetOnce(ctx) }
+
 func (c *Client) resetOnce(ctx context.Context) error {
 	c.resetMu.Lock()
 	defer c.resetMu.Unlock()
