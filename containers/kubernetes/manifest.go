@@ -88,7 +88,7 @@ type ManifestOptions struct {
 	ProbePeriod time.Duration
 	// MultiModelDiskCapacity bounds the bytes of model files the agent of a
 	// multi-model pod keeps on its volume (its --disk-capacity); 0 means
-	// unlimited. It is also the volume's sizeLimit.
+	// unlimited.
 	MultiModelDiskCapacity int64
 }
 
@@ -386,11 +386,10 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 			// The agent's volume: it writes <id>/model folders, the container
 			// reads them where the load call names them.
 			vol := "models-" + strconv.Itoa(i)
-			ed := &corev1.EmptyDirVolumeSource{}
-			if o.MultiModelDiskCapacity > 0 {
-				ed.SizeLimit = resource.NewQuantity(o.MultiModelDiskCapacity, resource.BinarySI)
-			}
-			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{EmptyDir: ed}})
+			// No sizeLimit: files of loaded models may pass the capacity
+			// until they are unloaded, and the kubelet evicts a pod whose
+			// emptyDir passes its limit.
+			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 			ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: agent.ModelsDir, ReadOnly: true})
 			agents = append(agents, agentContainer(o, c, vol, period))
 		case c.ModelDataURL != "":
