@@ -117,7 +117,9 @@ func openKubernetes(ctx context.Context, f serveFlags, log zerolog.Logger) (*eng
 	eng, err := kengine.New(wctx, kengine.Options{
 		Client: client, Logger: log,
 		Manifest: kengine.ManifestOptions{Instance: f.instance, Namespace: ns, FetchImage: f.kube.fetchImage,
-			FetchArgs: fetchArgs, StopGrace: f.stopGrace},
+			FetchArgs: fetchArgs, StopGrace: f.stopGrace,
+			// A pod has its own disk: the budget bounds each multi-model pod's cache.
+			MultiModelDiskCapacity: f.diskBudget},
 	})
 	if err != nil {
 		return nil, err
