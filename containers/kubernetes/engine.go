@@ -308,7 +308,8 @@ func (e *Engine) newLaunched(plan spec.EndpointPlan, gen int, owner *corev1.Conf
 	l := &Launched{e: e, plan: plan, gen: gen, owner: owner, variants: map[string]*variantCopies{}}
 	for _, v := range plan.Variants {
 		vc := &variantCopies{plan: v, deployment: deploymentName(e.opts.Manifest.Instance, plan.Name, gen, v.Name),
-			selector: labels.SelectorFromSet(Labels(e.opts.Manifest.Instance, plan.Name, gen, v.Name)), multiModel: -1}
+			selector: labels.SelectorFromSet(Labels(e.opts.Manifest.Instance, plan.Name, gen, v.Name)), multiModel: -1,
+			models: map[types.UID]*podModels{}}
 		for i, c := range v.Containers {
 			if c.Mode == "MultiModel" {
 				vc.multiModel, vc.multiModelPort = i, containers.ContainerPort(i)
@@ -354,6 +355,7 @@ type variantCopies struct {
 	// multiModel is the index of the MultiModel container, -1 if none.
 	multiModel     int
 	multiModelPort int
+	models         map[types.UID]*podModels // by pod, while it runs
 }
 
 func (l *Launched) setWant(variant string, n int) {
@@ -368,7 +370,6 @@ func (l *Launched) setWant(variant string, n int) {
 		}
 		vc.slots = append(vc.slots, s)
 	}
-	closeModels(vc.slots[n:])
 	vc.slots = vc.slots[:n]
 	l.mu.Unlock()
 	l.assign()
@@ -424,6 +425,7 @@ func (l *Launched) assign() {
 			}
 			l.bindModels(vc, s)
 		}
+		vc.dropModels(func(uid types.UID) bool { return byUID[uid] != nil })
 	}
 }
 
@@ -493,7 +495,10 @@ func (l *Launched) Close(ctx context.Context) error {
 	l.e.forget(l)
 	l.mu.Lock()
 	for _, vc := range l.variants {
-		closeModels(vc.slots)
+		for _, s := range vc.slots {
+			s.models.Store(nil)
+		}
+		vc.dropModels(func(types.UID) bool { return false })
 	}
 	l.mu.Unlock()
 	fg := metav1.DeletePropagationForeground

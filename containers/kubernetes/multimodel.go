@@ -29,8 +29,9 @@ type MultiModelOptions struct {
 var ErrNoPod = errors.New("no Ready pod runs this instance now")
 
 // podModels is the model manager of one pod's MultiModel container and the
-// client of the pod's agent it loads from. Made when a slot is bound to a
-// pod, closed when it is bound to another or to none.
+// client of the pod's agent it loads from. Made when the pod is first bound
+// to a slot, kept while the pod runs (a pod that is briefly not Ready keeps
+// what it loaded), closed when it is gone.
 type podModels struct {
 	uid      types.UID
 	mgr      *mme.Manager
@@ -63,41 +64,49 @@ func (e *Engine) multiModelObserver(endpoint, variant, container string) mme.Obs
 
 var _ host.MultiModelObservable = (*Engine)(nil)
 
-// bindModels keeps slot s's model manager on the pod s is bound to: a new
-// manager (and a reset of the pod's agent) for a new pod, none without one,
-// a Reset when the model container or the agent restarted. Called with
-// l.mu held; nothing here blocks.
+// bindModels gives slot s the model manager of the pod it is bound to: a
+// new one (and a reset of the pod's agent) for a pod seen first, none
+// without a pod, and a Reset when the model container or the agent
+// restarted. Called with l.mu held; nothing here blocks.
 func (l *Launched) bindModels(vc *variantCopies, s *slot) {
 	if vc.multiModel < 0 {
 		return
 	}
 	p := s.pod.Load()
-	cur := s.models.Load()
-	if cur != nil && (p == nil || p.uid != cur.uid) {
-		s.models.Store(nil)
-		go cur.close()
-		cur = nil
-	}
 	if p == nil {
+		s.models.Store(nil)
 		return
 	}
 	restarts := p.agentRestarts
 	if vc.multiModel < len(p.restarts) {
 		restarts += p.restarts[vc.multiModel]
 	}
-	if cur != nil {
-		if restarts != cur.restarts {
-			cur.restarts = restarts
-			cur.mgr.Reset() // what the container had loaded is gone, or the agent's references are
+	pm := vc.models[p.uid]
+	switch {
+	case pm == nil:
+		var err error
+		if pm, err = l.newPodModels(vc, p, restarts); err != nil {
+			l.e.log.Error().Err(err).Str("endpoint", l.plan.Name).Str("pod", p.name).Msg("no model manager for a multi-model pod")
+			s.models.Store(nil)
+			return
 		}
-		return
-	}
-	pm, err := l.newPodModels(vc, p, restarts)
-	if err != nil {
-		l.e.log.Error().Err(err).Str("endpoint", l.plan.Name).Str("pod", p.name).Msg("no model manager for a multi-model pod")
-		return
+		vc.models[p.uid] = pm
+	case restarts != pm.restarts:
+		pm.restarts = restarts
+		pm.mgr.Reset() // what the container had loaded is gone, or the agent's references are
 	}
 	s.models.Store(pm)
+}
+
+// dropModels closes the managers of the variant's pods that are gone (alive
+// says which run). Called with l.mu held.
+func (vc *variantCopies) dropModels(alive func(types.UID) bool) {
+	for uid, pm := range vc.models {
+		if !alive(uid) {
+			delete(vc.models, uid)
+			go pm.close()
+		}
+	}
 }
 
 func (l *Launched) newPodModels(vc *variantCopies, p *podState, restarts int) (*podModels, error) {
@@ -132,15 +141,6 @@ func (l *Launched) newPodModels(vc *variantCopies, p *podState, restarts int) (*
 		}
 	}()
 	return &podModels{uid: p.uid, mgr: mgr, store: store, restarts: restarts}, nil
-}
-
-// closeModels closes the managers of the given slots.
-func closeModels(slots []*slot) {
-	for _, s := range slots {
-		if pm := s.models.Swap(nil); pm != nil {
-			go pm.close()
-		}
-	}
 }
 
 // defaultPodHTTP is the client of calls to pods (agents, loads, unloads):

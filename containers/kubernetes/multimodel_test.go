@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/mme"
@@ -189,7 +189,8 @@ func TestMultiModelPods(t *testing.T) {
 
 	// The model container restarts: nothing is loaded any more.
 	p1.Status.ContainerStatuses[1].RestartCount = 1
-	if _, err := client.CoreV1().Pods("ml").UpdateStatus(ctx, p1, metav1.UpdateOptions{}); err != nil {
+	// Through the tracker: the kubelet, not the engine, writes pod status.
+	if err := client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p1, "ml"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the restart resets the manager", func() bool { return len(detail.LoadedModels()) == 0 })
@@ -197,6 +198,30 @@ func TestMultiModelPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease.Release()
+
+	// Not Ready for a while: no calls, but what it loaded is remembered.
+	setReady := func(ready bool) {
+		t.Helper()
+		obj, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("pods"), "ml", p1.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := obj.(*corev1.Pod).DeepCopy()
+		p.Status.Conditions[0].Status = map[bool]corev1.ConditionStatus{true: corev1.ConditionTrue, false: corev1.ConditionFalse}[ready]
+		if err := client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("pods"), p, "ml"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady(false)
+	eventually(t, "a pod that is not Ready takes no calls", func() bool {
+		_, err := mmc.Acquire(ctx, "a.tar.gz")
+		return errors.Is(err, ErrNoPod)
+	})
+	setReady(true)
+	eventually(t, "the pod Ready again", func() bool { return cp[1].Ready() })
+	if got := detail.LoadedModels(); !slices.Equal(got, []string{"a.tar.gz"}) || resets.Load() != 1 {
+		t.Errorf("after a readiness flap: loaded %v, %d agent resets; want the model kept and 1", got, resets.Load())
+	}
 
 	// The pod goes: no manager; a new pod gets a new one, which resets its agent.
 	c.deletePod(p1.Name)
