@@ -78,6 +78,43 @@ type mmeManifest struct {
 	} `json:"models"`
 }
 
+// generateModels writes 4 generated models of 10 MiB (memory_bytes) for
+// mce-example/modelserver, and their manifest.json, into dir.
+func generateModels(t *testing.T, dir string) string {
+	t.Helper()
+	gen := exec.Command("go", "run", "./examples/containers/modelserver/gen", "-out", dir, "-n", "4", "-memory-bytes", "10485760")
+	gen.Dir = testenv.RepoRoot(t)
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("generating models: %v\n%s", err, out)
+	}
+	return dir
+}
+
+func readManifest(t *testing.T, dir string) mmeManifest {
+	t.Helper()
+	var mf mmeManifest
+	if b, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err != nil || json.Unmarshal(b, &mf) != nil || len(mf.Models) != 4 {
+		t.Fatalf("manifest.json: %v", err)
+	}
+	return mf
+}
+
+// checkImages fails a cluster test early when an image it needs is missing.
+func checkImages(t *testing.T) {
+	t.Helper()
+	if os.Getenv(kubetest.EnvVar) == "" {
+		return
+	}
+	for _, img := range []string{modelserverImage, mceImage} {
+		if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {
+			t.Fatalf("%s is not in the Docker engine: scripts/images.sh", img)
+		}
+	}
+	if out, err := exec.Command("docker", "run", "--rm", mceImage, "agent", "--help").CombinedOutput(); err != nil {
+		t.Fatalf("%s has no agent command (rebuild it with scripts/images.sh mce): %v\n%s", mceImage, err, out)
+	}
+}
+
 type countingObserver struct {
 	mme.NopObserver
 	downloads, loads, evictions atomic.Int64
@@ -96,16 +133,7 @@ func (o *countingObserver) ModelEvicted()                      { o.evictions.Add
 // what is unloaded; a missing model is ModelNotFound; a second engine adopts
 // the pod (resetting the agent) and loads again; Close leaves nothing.
 func TestMultiModelOnCluster(t *testing.T) {
-	if os.Getenv(kubetest.EnvVar) != "" {
-		for _, img := range []string{modelserverImage, mceImage} {
-			if err := exec.Command("docker", "image", "inspect", img).Run(); err != nil {
-				t.Fatalf("%s is not in the Docker engine: scripts/images.sh", img)
-			}
-		}
-		if out, err := exec.Command("docker", "run", "--rm", mceImage, "agent", "--help").CombinedOutput(); err != nil {
-			t.Fatalf("%s has no agent command (rebuild it with scripts/images.sh mce): %v\n%s", mceImage, err, out)
-		}
-	}
+	checkImages(t)
 	c := kubetest.Start(t)
 	c.LoadImage(t, modelserverImage)
 	c.LoadImage(t, mceImage)
@@ -123,16 +151,8 @@ func TestMultiModelOnCluster(t *testing.T) {
 	// The generator's artifacts and answers, on a hostPath volume: the
 	// agent reads file:///models/ (a --model-root), as it would a
 	// PersistentVolumeClaim; the node is this machine.
-	models := t.TempDir()
-	gen := exec.Command("go", "run", "./examples/containers/modelserver/gen", "-out", models, "-n", "4", "-memory-bytes", "10485760")
-	gen.Dir = testenv.RepoRoot(t)
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("generating models: %v\n%s", err, out)
-	}
-	var mf mmeManifest
-	if b, err := os.ReadFile(filepath.Join(models, "manifest.json")); err != nil || json.Unmarshal(b, &mf) != nil || len(mf.Models) != 4 {
-		t.Fatalf("manifest.json: %v", err)
-	}
+	models := generateModels(t, t.TempDir())
+	mf := readManifest(t, models)
 
 	hc := netnsHTTP(c.NetnsPath)
 	mo := ManifestOptions{Instance: "mmetest", Namespace: "default", FetchImage: mceImage,
