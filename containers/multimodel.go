@@ -42,7 +42,7 @@ func (d *Deployment) attachModels(c *Container, cache *mme.Cache) error {
 	o := d.rt.opts.MultiModel
 	obs := d.rt.multiModelObserver(d.endpoint, c.variant, c.spec.Hostname)
 	opts := mme.ManagerOptions{
-		Cache: cache, BaseURL: c.BaseURL, LoadTimeout: o.LoadTimeout, IdleTTL: o.IdleTTL,
+		Store: cache, BaseURL: c.BaseURL, LoadTimeout: o.LoadTimeout, IdleTTL: o.IdleTTL,
 		CacheDisabled: c.spec.ModelCacheDisabled, GPUThreshold: o.GPUThreshold, Observer: obs,
 		// The manager adds endpoint, variant and container itself; c.log
 		// has them already, and JSON lines must not carry a key twice.

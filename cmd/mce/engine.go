@@ -198,5 +198,7 @@ func kubeManifest(f serveFlags, ns string) (kengine.ManifestOptions, []string, e
 	}
 	fetchArgs = append(fetchArgs, "--max-artifact-bytes", fmt.Sprint(f.maxArtifactBytes), "--max-artifact-ratio", fmt.Sprint(f.maxArtifactRatio))
 	return kengine.ManifestOptions{Instance: f.instance, Namespace: ns, FetchImage: f.kube.fetchImage,
-		FetchArgs: fetchArgs, ModelVolumes: volumes, StopGrace: f.stopGrace}, mounts, nil
+		FetchArgs: fetchArgs, ModelVolumes: volumes, StopGrace: f.stopGrace,
+		// A pod has its own disk: the budget bounds each multi-model pod's cache.
+		MultiModelDiskCapacity: f.diskBudget}, mounts, nil
 }

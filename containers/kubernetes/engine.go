@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
@@ -41,6 +43,12 @@ type Options struct {
 	// LaunchSlack is added to a variant's startup window (pulling images
 	// and fetching model data come before it); 0 means 5 minutes.
 	LaunchSlack time.Duration
+	// MultiModel configures the model managers of MultiModel containers.
+	MultiModel MultiModelOptions
+	// PodHTTP sends mce's own calls to pods: to the model cache agents and
+	// the load and unload calls of MultiModel containers. Nil means a
+	// client with keep-alives; every call is bounded by a context.
+	PodHTTP *http.Client
 }
 
 // Engine runs endpoints on a Kubernetes cluster: a variant is a Deployment,
@@ -52,6 +60,8 @@ type Engine struct {
 	sel    string // the label selector of this instance's objects
 	log    zerolog.Logger
 
+	podHTTP *http.Client
+
 	factory informers.SharedInformerFactory
 	pods    corelisters.PodLister
 	stop    chan struct{}
@@ -59,6 +69,7 @@ type Engine struct {
 	mu       sync.Mutex
 	launched map[genKey]*Launched
 	changed  chan struct{} // closed and replaced on every pod event
+	observer func(endpoint, variant, container string) mme.Observer
 
 	detached atomic.Bool // set by Detach: Close and Reconcile leave what runs
 }
@@ -79,7 +90,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.LaunchSlack <= 0 {
 		opts.LaunchSlack = 5 * time.Minute
 	}
-	e := &Engine{opts: opts, client: opts.Client, ns: opts.Manifest.Namespace, log: opts.Logger,
+	if opts.PodHTTP == nil {
+		opts.PodHTTP = defaultPodHTTP()
+	}
+	e := &Engine{opts: opts, client: opts.Client, ns: opts.Manifest.Namespace, log: opts.Logger, podHTTP: opts.PodHTTP,
 		sel:      labels.SelectorFromSet(labels.Set{LabelManaged: "true", LabelInstance: LabelValue(opts.Manifest.Instance)}).String(),
 		launched: map[genKey]*Launched{}, changed: make(chan struct{}), stop: make(chan struct{})}
 	e.factory = informers.NewSharedInformerFactoryWithOptions(opts.Client, 0, informers.WithNamespace(e.ns),
@@ -307,7 +321,13 @@ func (e *Engine) newLaunched(plan spec.EndpointPlan, gen int, owner *corev1.Conf
 	l := &Launched{e: e, plan: plan, gen: gen, owner: owner, variants: map[string]*variantCopies{}}
 	for _, v := range plan.Variants {
 		vc := &variantCopies{plan: v, deployment: deploymentName(e.opts.Manifest.Instance, plan.Name, gen, v.Name),
-			selector: labels.SelectorFromSet(Labels(e.opts.Manifest.Instance, plan.Name, gen, v.Name))}
+			selector: labels.SelectorFromSet(Labels(e.opts.Manifest.Instance, plan.Name, gen, v.Name)), multiModel: -1,
+			models: map[types.UID]*podModels{}}
+		for i, c := range v.Containers {
+			if c.Mode == "MultiModel" {
+				vc.multiModel, vc.multiModelPort = i, containers.ContainerPort(i)
+			}
+		}
 		l.variants[v.Name] = vc
 	}
 	e.mu.Lock()
@@ -345,6 +365,10 @@ type variantCopies struct {
 	selector   labels.Selector
 	want       int
 	slots      []*slot
+	// multiModel is the index of the MultiModel container, -1 if none.
+	multiModel     int
+	multiModelPort int
+	models         map[types.UID]*podModels // by pod, while it runs
 }
 
 func (l *Launched) setWant(variant string, n int) {
@@ -412,7 +436,9 @@ func (l *Launched) assign() {
 				s.pod.Store(snapshot(free[0], vc.plan))
 				free = free[1:]
 			}
+			l.bindModels(vc, s)
 		}
+		vc.dropModels(func(uid types.UID) bool { return byUID[uid] != nil })
 	}
 }
 
@@ -441,6 +467,10 @@ func (l *Launched) Copies(variant string) [][]pipeline.Container {
 	out := make([][]pipeline.Container, len(vc.slots))
 	for i, s := range vc.slots {
 		for _, c := range s.containers {
+			if c.index == vc.multiModel {
+				out[i] = append(out[i], multiModelContainer{c})
+				continue
+			}
 			out[i] = append(out[i], c)
 		}
 	}
@@ -477,6 +507,14 @@ func (l *Launched) Scale(ctx context.Context, variant string, n int) error {
 // Detach it only forgets them.
 func (l *Launched) Close(ctx context.Context) error {
 	l.e.forget(l)
+	l.mu.Lock()
+	for _, vc := range l.variants {
+		for _, s := range vc.slots {
+			s.models.Store(nil)
+		}
+		vc.dropModels(func(types.UID) bool { return false })
+	}
+	l.mu.Unlock()
 	if l.e.detached.Load() {
 		return nil
 	}

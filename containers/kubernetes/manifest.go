@@ -20,6 +20,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/gpu"
+	"github.com/mce-run/mce/containers/mme/agent"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -47,10 +48,16 @@ const ModelDir = "/opt/ml/model"
 // fetchDir is where the init container writes the model data.
 const fetchDir = "/mnt/model"
 
+// AgentContainer is the name of the model cache sidecar of a pod whose
+// variant has a MultiModel container: `mce agent` from mce's own image,
+// answering mce's multi-model manager on agent.Port (package
+// containers/mme/agent). It comes after the model containers, which keep
+// their chain order.
+const AgentContainer = "mce-agent"
+
 // Errors of plans this engine cannot run (yet); their messages are the
 // endpoint's FailureReason.
 var (
-	ErrMultiModel       = errors.New("MultiModel on the kubernetes engine is not supported yet")
 	ErrNetworkIsolation = errors.New("EnableNetworkIsolation on the kubernetes engine is not supported yet")
 )
 
@@ -79,6 +86,10 @@ type ManifestOptions struct {
 	StopGrace time.Duration
 	// ProbePeriod is how often /ping is probed; 0 means 2 s.
 	ProbePeriod time.Duration
+	// MultiModelDiskCapacity bounds the bytes of model files the agent of a
+	// multi-model pod keeps on its volume (its --disk-capacity); 0 means
+	// unlimited.
+	MultiModelDiskCapacity int64
 }
 
 // ModelVolume is a volume the fetch init container reads file:// model data from.
@@ -165,9 +176,15 @@ func Check(plan spec.EndpointPlan) error {
 		if len(v.Containers) == 0 || len(v.Containers) > 15 {
 			return fmt.Errorf("variant %q has %d containers; an instance runs 1 to 15", v.Name, len(v.Containers))
 		}
+		mm := 0
 		for _, c := range v.Containers {
 			if c.Mode == "MultiModel" {
-				return fmt.Errorf("variant %q container %q: %w", v.Name, c.Hostname, ErrMultiModel)
+				if mm++; mm > 1 {
+					return fmt.Errorf("variant %q has more than one container in MultiModel mode", v.Name)
+				}
+				if c.ModelDataURL == "" {
+					return fmt.Errorf("variant %q container %q: MultiModel needs a ModelDataUrl prefix", v.Name, c.Hostname)
+				}
 			}
 			if _, err := gpuCount(c.GPUs); err != nil {
 				return fmt.Errorf("variant %q container %q: %w", v.Name, c.Hostname, err)
@@ -319,7 +336,8 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 		TerminationGracePeriodSeconds: new(int64(math.Ceil(grace.Seconds()))),
 		RestartPolicy:                 corev1.RestartPolicyAlways,
 	}
-	names := map[string]bool{}
+	names := map[string]bool{AgentContainer: true}
+	var agents []corev1.Container
 	for i, c := range v.Containers {
 		name := strings.ToLower(c.Hostname)
 		if len(name) > 63 || !dnsLabel.MatchString(name) || names[name] {
@@ -331,7 +349,7 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 			Name:            name,
 			Image:           c.Image,
 			ImagePullPolicy: pull,
-			Env:             envVars(containers.SageMakerEnv(c.Environment, i, false)),
+			Env:             envVars(containers.SageMakerEnv(c.Environment, i, c.Mode == "MultiModel")),
 			Ports: []corev1.ContainerPort{{
 				Name: "sm-" + strconv.Itoa(port), ContainerPort: int32(port), Protocol: corev1.ProtocolTCP,
 			}},
@@ -363,7 +381,18 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 			// where what it asks for is free, as SageMaker's instance types do.
 			ctr.Resources.Limits, ctr.Resources.Requests = lim, lim.DeepCopy()
 		}
-		if c.ModelDataURL != "" {
+		switch {
+		case c.Mode == "MultiModel":
+			// The agent's volume: it writes <id>/model folders, the container
+			// reads them where the load call names them.
+			vol := "models-" + strconv.Itoa(i)
+			// No sizeLimit: files of loaded models may pass the capacity
+			// until they are unloaded, and the kubelet evicts a pod whose
+			// emptyDir passes its limit.
+			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: agent.ModelsDir, ReadOnly: true})
+			agents = append(agents, agentContainer(o, c, vol, period))
+		case c.ModelDataURL != "":
 			vol := "model-" + strconv.Itoa(i)
 			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: vol,
 				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
@@ -372,7 +401,8 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 		}
 		ps.Containers = append(ps.Containers, ctr)
 	}
-	if len(ps.InitContainers) > 0 { // only the fetch init containers mount them
+	ps.Containers = append(ps.Containers, agents...)   // after the chain: pods.go matches containers by position
+	if len(ps.InitContainers) > 0 || len(agents) > 0 { // only the fetch init containers and the agent mount them
 		for _, mv := range o.ModelVolumes {
 			ps.Volumes = append(ps.Volumes, mv.Volume)
 		}
@@ -400,6 +430,42 @@ func fetchContainer(o ManifestOptions, i int, c spec.ContainerPlan, vol string) 
 		EnvFrom:         o.FetchEnvFrom,
 		// mce fetch's error is the FailureReason's detail.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts:             mounts,
+	}
+}
+
+// agentContainer is the model cache sidecar of MultiModel container c: it
+// owns volume vol (read-write at agent.ModelsDir) and fetches
+// <prefix><TargetModel> there when mce asks, with fetch's settings.
+func agentContainer(o ManifestOptions, c spec.ContainerPlan, vol string, period time.Duration) corev1.Container {
+	prefix := c.ModelDataURL
+	if p, ok := c.ModelDataPath(); ok {
+		prefix = "file://" + p
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	args := []string{"agent", "--prefix", prefix, "--dir", agent.ModelsDir, "--listen", ":" + strconv.Itoa(agent.Port), "--log-format", "json"}
+	args = append(args, o.FetchArgs...)
+	if o.MultiModelDiskCapacity > 0 {
+		args = append(args, "--disk-capacity", strconv.FormatInt(o.MultiModelDiskCapacity, 10))
+	}
+	mounts := []corev1.VolumeMount{{Name: vol, MountPath: agent.ModelsDir}}
+	for _, mv := range o.ModelVolumes {
+		mounts = append(mounts, corev1.VolumeMount{Name: mv.Volume.Name, MountPath: mv.MountPath, ReadOnly: true})
+	}
+	probe := pingProbe(agent.Port, period, 3)
+	return corev1.Container{
+		Name:            AgentContainer,
+		Image:           o.FetchImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Args:            args,
+		EnvFrom:         o.FetchEnvFrom,
+		Ports: []corev1.ContainerPort{{
+			Name: AgentContainer, ContainerPort: agent.Port, Protocol: corev1.ProtocolTCP,
+		}},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		ReadinessProbe:           probe,
 		VolumeMounts:             mounts,
 	}
 }

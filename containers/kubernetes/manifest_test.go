@@ -168,10 +168,16 @@ func TestName(t *testing.T) {
 }
 
 func TestCheckRefuses(t *testing.T) {
-	mm := testPlan()
-	mm.Variants[0].Containers[1].Mode = "MultiModel"
-	if err := Check(mm); !errors.Is(err, ErrMultiModel) || !strings.Contains(err.Error(), "MultiModel on the kubernetes engine is not supported yet") {
-		t.Errorf("multi-model: %v", err)
+	two := testPlan()
+	two.Variants[0].Containers[0].Mode, two.Variants[0].Containers[1].Mode = "MultiModel", "MultiModel"
+	two.Variants[0].Containers[0].ModelDataURL = "s3://b/p/"
+	if err := Check(two); err == nil || !strings.Contains(err.Error(), "more than one container in MultiModel mode") {
+		t.Errorf("two multi-model containers: %v", err)
+	}
+	noPrefix := testPlan()
+	noPrefix.Variants[0].Containers[0].Mode = "MultiModel"
+	if err := Check(noPrefix); err == nil || !strings.Contains(err.Error(), "MultiModel needs a ModelDataUrl prefix") {
+		t.Errorf("multi-model without a prefix: %v", err)
 	}
 	iso := testPlan()
 	iso.Variants[0].NetworkIsolation = true
@@ -213,4 +219,109 @@ func TestModelVolumesAndFileURLs(t *testing.T) {
 		t.Errorf("volumes %+v", vols)
 	}
 	_ = metav1.Now
+}
+
+// TestMultiModelManifest: a MultiModel container reads the agent's volume
+// read-only at /opt/ml/models; the agent sidecar (mce's image) comes after
+// the chain, owns the volume read-write, fetches under the prefix with
+// fetch's settings and the disk capacity, and is Ready by its /ping.
+func TestMultiModelManifest(t *testing.T) {
+	o := testOptions()
+	o.MultiModelDiskCapacity = 64 << 20
+	o.ModelVolumes = []ModelVolume{{Volume: corev1.Volume{Name: "models", VolumeSource: corev1.VolumeSource{
+		HostPath: &corev1.HostPathVolumeSource{Path: "/srv/models"}}}, MountPath: "/models"}}
+	plan := testPlan()
+	mm := &plan.Variants[0].Containers[1]
+	mm.Mode, mm.ModelDataURL, mm.ModelCacheSetting, mm.Hostname = "MultiModel", "s3://bucket/mme", "Enabled", "mce-agent"
+	owner := OwnerConfigMap(o, plan, 2, "h")
+	d, err := Deployment(o, plan, 2, plan.Variants[0], owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := d.Spec.Template.Spec
+	if len(ps.InitContainers) != 0 {
+		t.Errorf("init containers %v: a multi-model container's data comes through the agent", ps.InitContainers)
+	}
+	if len(ps.Containers) != 3 || ps.Containers[2].Name != AgentContainer {
+		t.Fatalf("containers %v, want the two of the chain then %s", names(ps.Containers), AgentContainer)
+	}
+	model, ag := ps.Containers[1], ps.Containers[2]
+	if model.Name == AgentContainer || !dnsLabel.MatchString(model.Name) {
+		t.Errorf("a container with hostname mce-agent is named %q", model.Name)
+	}
+	env := map[string]string{}
+	for _, e := range model.Env {
+		env[e.Name] = e.Value
+	}
+	if env["SAGEMAKER_MULTI_MODEL"] != "true" || env["SAGEMAKER_BIND_TO_PORT"] != "8081" {
+		t.Errorf("model container env %v", env)
+	}
+	if len(model.VolumeMounts) != 1 || model.VolumeMounts[0].MountPath != "/opt/ml/models" || !model.VolumeMounts[0].ReadOnly {
+		t.Errorf("model container mounts %+v, want the models volume read-only at /opt/ml/models", model.VolumeMounts)
+	}
+	vol := model.VolumeMounts[0].Name
+	if ag.Image != o.FetchImage || ag.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("agent image %s %s", ag.Image, ag.ImagePullPolicy)
+	}
+	wantArgs := []string{"agent", "--prefix", "s3://bucket/mme/", "--dir", "/opt/ml/models", "--listen", ":9400", "--log-format", "json",
+		"--s3-endpoint", "http://s3.local:9000", "--disk-capacity", "67108864"}
+	if strings.Join(ag.Args, " ") != strings.Join(wantArgs, " ") {
+		t.Errorf("agent args %q\nwant %q", ag.Args, wantArgs)
+	}
+	if len(ag.VolumeMounts) != 2 || ag.VolumeMounts[0].Name != vol || ag.VolumeMounts[0].MountPath != "/opt/ml/models" || ag.VolumeMounts[0].ReadOnly ||
+		ag.VolumeMounts[1].Name != "models" || !ag.VolumeMounts[1].ReadOnly {
+		t.Errorf("agent mounts %+v, want its volume read-write and the model volume read-only", ag.VolumeMounts)
+	}
+	if p := ag.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/ping" || p.HTTPGet.Port != intstr.FromInt(9400) {
+		t.Errorf("agent readiness probe %+v", p)
+	}
+	if len(ag.Ports) != 1 || ag.Ports[0].ContainerPort != 9400 {
+		t.Errorf("agent ports %+v", ag.Ports)
+	}
+	var found bool
+	for _, v := range ps.Volumes {
+		if v.Name == vol {
+			found = v.EmptyDir != nil && v.EmptyDir.SizeLimit == nil
+		}
+	}
+	if !found || len(ps.Volumes) != 2 {
+		t.Errorf("volumes %+v, want the agent's emptyDir (no sizeLimit: loaded models may pass the capacity) and the model volume", ps.Volumes)
+	}
+	wantLabels := Labels(o.Instance, plan.Name, 2, "AllTraffic")
+	if !equality.Semantic.DeepEqual(d.Spec.Template.Labels, wantLabels) || !equality.Semantic.DeepEqual(d.Labels, wantLabels) {
+		t.Errorf("labels %v", d.Spec.Template.Labels)
+	}
+	if len(d.OwnerReferences) != 1 {
+		t.Errorf("owner references %+v", d.OwnerReferences)
+	}
+
+	// A relative file:// prefix resolves against the model's folder.
+	mm.ModelDataURL, mm.BaseDir = "file://mme", "/models"
+	d, err = Deployment(o, plan, 2, plan.Variants[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := d.Spec.Template.Spec.Containers[2].Args; args[2] != "file:///models/mme/" {
+		t.Errorf("file:// prefix passed as %q", args[2])
+	}
+	// The pod of the plan round-trips its containers to the chain.
+	p := &corev1.Pod{Spec: d.Spec.Template.Spec}
+	for _, c := range p.Spec.Containers {
+		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Ready: true, RestartCount: 1})
+	}
+	s := snapshot(p, plan.Variants[0])
+	if len(s.ready) != 2 || !s.ready[1] || s.agentRestarts != 1 || s.restarts[1] != 1 {
+		t.Errorf("snapshot %+v", s)
+	}
+	if h := hostnameOf(p, plan.Variants[0], AgentContainer); !strings.Contains(h, "model cache sidecar") {
+		t.Errorf("the agent is called %q in failure reasons", h)
+	}
+}
+
+func names(cs []corev1.Container) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name)
+	}
+	return out
 }

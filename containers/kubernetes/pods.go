@@ -18,6 +18,7 @@ import (
 type slot struct {
 	pod        atomic.Pointer[podState]
 	containers []*Container
+	models     atomic.Pointer[podModels] // the MultiModel container's, on this pod
 }
 
 // podState is what routing needs of a pod, taken at the last event.
@@ -28,6 +29,8 @@ type podState struct {
 	ready    []bool // per container, in chain order
 	restarts []int
 	exit     []int
+	// agentRestarts counts the model cache agent's restarts.
+	agentRestarts int
 }
 
 // Container is one container of a copy: it answers at its pod's IP on its
@@ -122,6 +125,10 @@ func snapshot(p *corev1.Pod, v spec.VariantPlan) *podState {
 		idx[c.Name] = i
 	}
 	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == AgentContainer {
+			s.agentRestarts = int(cs.RestartCount)
+			continue
+		}
 		i, ok := idx[cs.Name]
 		if !ok || i >= len(s.ready) {
 			continue
@@ -205,6 +212,9 @@ func lastLines(msg string) string {
 
 // hostnameOf maps a pod's container name back to its ContainerHostname.
 func hostnameOf(p *corev1.Pod, v spec.VariantPlan, name string) string {
+	if name == AgentContainer {
+		return AgentContainer + " (the model cache sidecar)"
+	}
 	for i, c := range p.Spec.Containers {
 		if c.Name == name && i < len(v.Containers) {
 			return v.Containers[i].Hostname

@@ -6,7 +6,7 @@
 //
 // It owns two things, kept apart (STYLE habit 11):
 //
-//   - [Cache]: the model files on disk, one per MultiModel container
+//   - [Cache] (a [Store]): the model files on disk, one per MultiModel container
 //     definition of a variant and shared by that variant's copies. The first
 //     use of a TargetModel downloads <prefix><TargetModel> (s3:// through
 //     [artifact.Fetcher]'s parallel ranged download, or file://) and extracts
@@ -50,8 +50,13 @@
 // ([Manager.Reset]) and closes it when the container is gone.
 //
 // Engines: nothing here is Docker's. What an engine must provide is a
-// folder that mce's process can write (CacheOptions.Dir) and that the
-// container sees at /opt/ml/models (the path the load call names), and the
+// [Store] — model files that the container sees at
+// /opt/ml/models/<id>/model, the path the load call names — and the
 // container's HTTP address (ManagerOptions.BaseURL). The Docker engine
-// bind-mounts the folder (containers/multimodel.go, containers/create.go).
+// gives a local [*Cache] whose folder it bind-mounts read-only
+// (containers/multimodel.go, containers/create.go). The kubernetes engine
+// runs the Cache in a sidecar of each pod (`mce agent`, package
+// [github.com/mce-run/mce/containers/mme/agent]) on a volume shared with
+// the container, and gives each pod's Manager an agent.Client as its Store
+// (containers/kubernetes/multimodel.go).
 package mme

@@ -43,7 +43,7 @@ func (m *Manager) finishUnload(t *unloadTicket) error {
 	m.obs.ModelUnloadingTime(d)
 	ok := err == nil && (status == http.StatusOK || status == http.StatusNotFound)
 
-	var files *cacheEntry
+	var files Files
 	m.mu.Lock()
 	close(st.unloaded)
 	st.unloaded = nil
@@ -68,7 +68,7 @@ func (m *Manager) finishUnload(t *unloadTicket) error {
 	m.forgetLocked(st)
 	m.mu.Unlock()
 	if files != nil {
-		m.cache.release(files, m.o.CacheDisabled)
+		m.store.Release(files, m.o.CacheDisabled)
 	}
 	if !ok {
 		ue := &UnloadError{TargetModel: st.target, Status: status, Message: msg}

@@ -31,7 +31,7 @@ func Example() {
 		return
 	}
 	mgr, err := mme.NewManager(mme.ManagerOptions{
-		Cache:   cache,
+		Store:   cache,
 		BaseURL: func() string { return "http://172.18.0.5:8080" },
 		Logger:  zerolog.Nop(),
 	})

@@ -387,7 +387,7 @@ func newEnv(tb testing.TB, eo envOptions) *env {
 	if e.cache, err = NewCache(co); err != nil {
 		tb.Fatal(err)
 	}
-	mo := ManagerOptions{Cache: e.cache, BaseURL: func() string { return e.base }, Observer: e.obs, Logger: zerolog.Nop(),
+	mo := ManagerOptions{Store: e.cache, BaseURL: func() string { return e.base }, Observer: e.obs, Logger: zerolog.Nop(),
 		Endpoint: "ep", Variant: "v", Container: "c"}
 	if eo.mgr != nil {
 		eo.mgr(&mo)

@@ -39,7 +39,7 @@ func (m *Manager) load(id, target string) (err error) {
 	ctx, cancel := context.WithTimeout(m.life, m.o.BackgroundLoadTimeout)
 	defer cancel()
 
-	var files *cacheEntry // our Cache reference until the model is loaded
+	var files Files // our Store reference until the model is loaded
 	defer func() {
 		m.mu.Lock()
 		st.loading = false
@@ -51,7 +51,7 @@ func (m *Manager) load(id, target string) (err error) {
 			// in the cache nor counts against its capacity; a container out
 			// of memory or a cancelled load says nothing about them.
 			var refused *LoadError
-			m.cache.release(files, m.o.CacheDisabled || errors.As(err, &refused))
+			m.store.Release(files, m.o.CacheDisabled || errors.As(err, &refused))
 		}
 	}()
 	for {
@@ -71,7 +71,7 @@ func (m *Manager) load(id, target string) (err error) {
 			}
 		}
 		if files == nil {
-			f, err := m.cache.acquire(ctx, target)
+			f, err := m.store.Acquire(ctx, target)
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func (m *Manager) load(id, target string) (err error) {
 				m.mu.Unlock()
 				continue
 			}
-			bytes := files.size
+			bytes := files.Size()
 			st.phase, st.files, files = loaded, files, nil
 			st.lastUsed = time.Now()
 			m.nLoaded++

@@ -33,8 +33,9 @@ const (
 // ManagerOptions configure a [Manager]; zero values take the documented
 // defaults.
 type ManagerOptions struct {
-	// Cache holds the model files (shared by the variant's copies). Required.
-	Cache *Cache
+	// Store holds the model files: a local [*Cache] shared by the variant's
+	// copies, or a remote one in the container's pod. Required.
+	Store Store
 	// BaseURL returns the container's base URL ("http://172.18.0.5:8080"),
 	// read on every call so that a restarted container's new address is
 	// used. Required.
@@ -80,8 +81,8 @@ type ManagerOptions struct {
 }
 
 func (o *ManagerOptions) validate() error {
-	if o.Cache == nil {
-		return errors.New("mme manager: Cache is required")
+	if o.Store == nil {
+		return errors.New("mme manager: Store is required")
 	}
 	if o.BaseURL == nil {
 		return errors.New("mme manager: BaseURL is required")
@@ -137,7 +138,7 @@ type modelState struct {
 	phase    phase         //
 	loading  bool          // a load flight works on it
 	unloaded chan struct{} // closed when the running unload call ends; nil when none
-	files    *cacheEntry   // the Cache reference held while loaded
+	files    Files         // the Store reference held while loaded
 	lastUsed time.Time     // last release (for IdleTTL)
 }
 
@@ -145,7 +146,7 @@ type modelState struct {
 // and loads, unloads and evicts them. It is safe for concurrent use.
 type Manager struct {
 	o     ManagerOptions
-	cache *Cache
+	store Store
 	api   apiClient
 	obs   Observer
 	log   zerolog.Logger
@@ -178,7 +179,7 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 	}
 	life, stop := context.WithCancel(context.Background())
 	m := &Manager{
-		o: o, cache: o.Cache, obs: o.Observer,
+		o: o, store: o.Store, obs: o.Observer,
 		api: apiClient{base: o.BaseURL, hc: o.Client},
 		log: o.Logger.With().Str("endpoint", o.Endpoint).Str("variant", o.Variant).
 			Str("container", o.Container).Logger(),
@@ -389,9 +390,9 @@ func (m *Manager) Loaded() []string {
 	return out
 }
 
-// CacheUsage returns the bytes and models of the file cache this manager
-// loads from (shared with the variant's other copies).
-func (m *Manager) CacheUsage() (bytes int64, models int) { return m.cache.Usage() }
+// CacheUsage returns the bytes and models of the file store this manager
+// loads from (on Docker, shared with the variant's other copies).
+func (m *Manager) CacheUsage() (bytes int64, models int) { return m.store.Usage() }
 
 // Reset records that the container restarted: nothing is loaded any more.
 // Files stay cached; loads in progress load again into the new container;
@@ -401,13 +402,13 @@ func (m *Manager) Reset() {
 	files := m.resetLocked()
 	m.mu.Unlock()
 	for _, f := range files {
-		m.cache.release(f, false)
+		m.store.Release(f, false)
 	}
 }
 
-func (m *Manager) resetLocked() []*cacheEntry {
+func (m *Manager) resetLocked() []Files {
 	m.gen++
-	var files []*cacheEntry
+	var files []Files
 	for _, st := range m.models {
 		if st.phase != unloaded {
 			st.phase = unloaded

@@ -425,10 +425,10 @@ func TestOptionsValidation(t *testing.T) {
 	}
 	for name, o := range map[string]ManagerOptions{
 		"no cache":        {BaseURL: func() string { return "" }},
-		"no base":         {Cache: c},
-		"gpu without ids": {Cache: c, BaseURL: func() string { return "" }, GPU: &fakeGPU{}},
-		"threshold":       {Cache: c, BaseURL: func() string { return "" }, GPUThreshold: 1.5},
-		"negative":        {Cache: c, BaseURL: func() string { return "" }, IdleTTL: -1},
+		"no base":         {Store: c},
+		"gpu without ids": {Store: c, BaseURL: func() string { return "" }, GPU: &fakeGPU{}},
+		"threshold":       {Store: c, BaseURL: func() string { return "" }, GPUThreshold: 1.5},
+		"negative":        {Store: c, BaseURL: func() string { return "" }, IdleTTL: -1},
 	} {
 		if _, err := NewManager(o); err == nil {
 			t.Errorf("NewManager(%s) succeeded", name)

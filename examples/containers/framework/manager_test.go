@@ -105,7 +105,7 @@ func TestWithMCEManager(t *testing.T) {
 	c := s.start(t, pytorchImage, []string{"SAGEMAKER_MULTI_MODEL=true", "MCE_MODEL_MEMORY_MB=80"},
 		[]string{cacheDir + ":/opt/ml/models:ro"})
 	c.waitReady(t, 90*time.Second)
-	mgr, err := mme.NewManager(mme.ManagerOptions{Cache: cache, BaseURL: func() string { return c.base }, Logger: zerolog.Nop()})
+	mgr, err := mme.NewManager(mme.ManagerOptions{Store: cache, BaseURL: func() string { return c.base }, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
