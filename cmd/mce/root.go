@@ -67,7 +67,7 @@ Check a container image against SageMaker's contract:  mce check mce-example/pro
 		SilenceErrors: true,
 		Version:       buildVersion(),
 	}
-	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd(), newLogsCmd(), newFetchCmd())
+	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd(), newLogsCmd(), newFetchCmd(), newLoadtestCmd())
 	return root
 }
 
