@@ -97,14 +97,14 @@ pre { background: #f6f8fa; padding: 1em; overflow: auto; font-size: 0.85em; }
 `))
 
 type htmlData struct {
-	R        *Report
-	Charts   []Chart
-	WallS    float64
-	HasTTFB  bool
+	R       *Report
+	Charts  []Chart
+	WallS   float64
+	HasTTFB bool
 	// ShowModels: the run named models or mce held some
 	ShowModels bool
-	PlanJSON string
-	names    map[*StageMetrics]string
+	PlanJSON   string
+	names      map[*StageMetrics]string
 }
 
 // Name returns the name of the stage m belongs to.

@@ -87,7 +87,7 @@ func newStageAcc() *stageAcc {
 
 // Second is one second of a run, by the time requests completed.
 type Second struct {
-	T         int              `json:"t_s"` // seconds since the start
+	T         int              `json:"t_s"`    // seconds since the start
 	Span      float64          `json:"span_s"` // 1, or less for the last second of a run
 	Stage     int              `json:"stage"`
 	Users     int              `json:"users"`
