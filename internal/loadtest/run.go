@@ -90,6 +90,8 @@ type runner struct {
 	users     atomic.Int32
 	seeds     atomic.Uint64
 
+	cancelSends context.CancelFunc
+
 	wg   sync.WaitGroup // requests and users
 	pool []*user
 }
@@ -111,6 +113,10 @@ func (r *runner) run(ctx context.Context) *Report {
 
 	runCtx, cancelRun := context.WithTimeout(ctx, time.Duration(p.Limits.MaxDuration))
 	defer cancelRun()
+	// stagesCtx ends early when max_requests is reached
+	stagesCtx, cancelSends := context.WithCancel(runCtx)
+	defer cancelSends()
+	r.cancelSends = cancelSends
 	if r.o.Scraper != nil {
 		r.o.Scraper.Start(runCtx, start)
 	}
@@ -119,7 +125,7 @@ func (r *runner) run(ctx context.Context) *Report {
 	go r.progress(progStop, progDone)
 
 	for i, s := range p.Stages {
-		sr := r.runStage(runCtx, i, s)
+		sr := r.runStage(stagesCtx, i, s)
 		rep.Stages = append(rep.Stages, sr)
 		if reason := r.stopReason(runCtx, ctx, rep, i); reason != "" {
 			rep.StopReason = reason
@@ -157,10 +163,10 @@ func (r *runner) stopReason(runCtx, parent context.Context, rep *Report, i int) 
 	switch {
 	case parent.Err() != nil:
 		return "interrupted"
-	case runCtx.Err() != nil:
-		return fmt.Sprintf("max_duration %s reached", time.Duration(r.plan.Limits.MaxDuration))
 	case r.limitHit.Load():
 		return fmt.Sprintf("max_requests %d reached", r.plan.Limits.MaxRequests)
+	case runCtx.Err() != nil:
+		return fmt.Sprintf("max_duration %s reached", time.Duration(r.plan.Limits.MaxDuration))
 	}
 	// A rate stage is judged once its requests are answered (the last ones
 	// may be the slowest); a user stage at once, as its users go on into
@@ -329,6 +335,7 @@ func (r *runner) takeSend() bool {
 	n := r.sentTotal.Add(1)
 	if lim := r.plan.Limits.MaxRequests; lim > 0 && n > lim {
 		r.limitHit.Store(true)
+		r.cancelSends()
 		return false
 	}
 	return true
