@@ -51,6 +51,18 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration as Go writes it.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
+// UnmarshalJSON reads what MarshalJSON writes, or a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var n yaml.Node
+	if err := yaml.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	if len(n.Content) != 1 {
+		return fmt.Errorf("%s is not a duration", b)
+	}
+	return d.UnmarshalYAML(n.Content[0])
+}
+
 // MarshalJSON writes the duration as Go writes it.
 func (d Duration) MarshalJSON() ([]byte, error) {
 	return []byte(strconv.Quote(time.Duration(d).String())), nil
