@@ -237,7 +237,7 @@ func runLoadtest(ctx context.Context, cmd *cobra.Command, f loadtestFlags, endpo
 	if p.Request.ContentType == "" && f.payload == "-" {
 		return &exitError{code: 2, msg: "cannot tell the content type of standard input: pass --content-type"}
 	}
-	cli, err := newLoadtestClient(ctx, f.endpointURL, f.region, p)
+	newClient, err := newLoadtestClient(ctx, f.endpointURL, f.region, p)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func runLoadtest(ctx context.Context, cmd *cobra.Command, f loadtestFlags, endpo
 	if !f.quiet {
 		fmt.Fprintf(stderr, "load test of %s at %s: %d stages, %s at most\n", endpoint, target, len(p.Stages), p.PlannedDuration())
 	}
-	rep, err := loadtest.Run(ctx, p, &loadtest.SDK{Client: cli, Endpoint: endpoint, Request: p.Request}, o)
+	rep, err := loadtest.Run(ctx, p, &loadtest.SDK{Client: newClient(), NewClient: newClient, Endpoint: endpoint, Request: p.Request}, o)
 	if err != nil {
 		return err
 	}
@@ -325,11 +325,12 @@ func joinHostPort(h, port string) string {
 	return h + ":" + port
 }
 
-// newLoadtestClient is the SageMaker Runtime client of a load test: each call
-// made once (a retry would hide a failure and count a call twice), idle
-// connections enough for every user, and sdkhttp's body copy as `mce invoke`
-// has. With no endpoint URL it talks to SageMaker with the usual credentials.
-func newLoadtestClient(ctx context.Context, endpointURL, region string, p *loadtest.Plan) (*sagemakerruntime.Client, error) {
+// newLoadtestClient returns a maker of the SageMaker Runtime clients of a
+// load test, which share one HTTP client: each call made once (a retry would
+// hide a failure and count a call twice), idle connections enough for every
+// user, and sdkhttp's body copy as `mce invoke` has. With no endpoint URL
+// they talk to SageMaker with the usual credentials.
+func newLoadtestClient(ctx context.Context, endpointURL, region string, p *loadtest.Plan) (func() *sagemakerruntime.Client, error) {
 	var cfg aws.Config
 	var err error
 	if endpointURL != "" {
@@ -348,11 +349,13 @@ func newLoadtestClient(ctx context.Context, endpointURL, region string, p *loadt
 		t.MaxIdleConns = conns
 		t.MaxIdleConnsPerHost = conns
 	})
-	return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) {
-		if endpointURL != "" {
-			o.BaseEndpoint = aws.String(endpointURL)
-		}
-		o.RetryMaxAttempts = 1
-		o.HTTPClient = &sdkhttp.Client{Next: hc}
-	}), nil
+	return func() *sagemakerruntime.Client {
+		return sagemakerruntime.NewFromConfig(cfg, func(o *sagemakerruntime.Options) {
+			if endpointURL != "" {
+				o.BaseEndpoint = aws.String(endpointURL)
+			}
+			o.RetryMaxAttempts = 1
+			o.HTTPClient = &sdkhttp.Client{Next: hc}
+		})
+	}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,6 +21,16 @@ type SDK struct {
 	Client   *sagemakerruntime.Client
 	Endpoint string
 	Request  Request
+	// NewClient makes the clients of streamed calls, one per concurrent
+	// call. smithy-go (v1.28.9) decodes a client's event streams with one
+	// codec whose payload buffer it reuses: two streams read at once on one
+	// client race on it (the race detector shows it, and parts can be
+	// corrupted). Each streamed call therefore takes a client of its own
+	// from a pool; they share the HTTP client and its connections. Nil uses
+	// Client for every call.
+	NewClient func() *sagemakerruntime.Client
+
+	pool sync.Pool
 }
 
 var _ Invoker = (*SDK)(nil)
@@ -52,10 +63,24 @@ func outcome(ctx context.Context, err error) Outcome {
 	return Outcome{Code: ErrorCode(ctx, err), Message: err.Error()}
 }
 
+func (s *SDK) streamClient() *sagemakerruntime.Client {
+	if s.NewClient == nil {
+		return s.Client
+	}
+	if c, ok := s.pool.Get().(*sagemakerruntime.Client); ok {
+		return c
+	}
+	return s.NewClient()
+}
+
 func (s *SDK) stream(ctx context.Context, c Call) Outcome {
 	q := s.Request
+	cli := s.streamClient()
+	if s.NewClient != nil {
+		defer s.pool.Put(cli) // after the stream is read and closed
+	}
 	start := time.Now()
-	out, err := s.Client.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+	out, err := cli.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
 		EndpointName: aws.String(s.Endpoint), Body: c.Body,
 		ContentType: optional(q.ContentType), Accept: optional(q.Accept), CustomAttributes: optional(q.CustomAttributes),
 		TargetContainerHostname: optional(q.TargetContainer), TargetVariant: optional(q.TargetVariant),

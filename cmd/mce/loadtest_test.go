@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mce-run/mce/internal/loadtest"
+	"github.com/mce-run/mce/internal/testenv"
+)
+
+func readReport(t *testing.T, dir string) *loadtest.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, loadtest.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r loadtest.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// TestLoadtestAgainstMce runs mce loadtest for a few seconds against mce
+// serving the probe: user and rate stages, streaming with time to first
+// byte, the probe's forced errors and an unknown endpoint counted by their
+// SageMaker codes, mce's metrics scraped meanwhile, and bad flags refused.
+func TestLoadtestAgainstMce(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.OwnImage(t, "probe")
+	file := filepath.Join(t.TempDir(), "ep.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: m
+    PrimaryContainer: {Image: `+img+`}
+EndpointConfigs:
+  - EndpointConfigName: c
+    ProductionVariants: [{VariantName: AllTraffic, ModelName: m, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
+Endpoints:
+  - {EndpointName: ep, EndpointConfigName: c}
+`), 0o644)
+	listen := freePort(t)
+	f := serveFlagsFor(t, listen, file)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, f) }()
+	defer func() {
+		cancel()
+		<-done
+		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
+			t.Errorf("left behind %d containers, %d networks", c, n)
+		}
+	}()
+	url := "http://" + listen
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/mce/endpoints")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"InService"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("endpoint never InService")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	payload := filepath.Join(t.TempDir(), "x.json")
+	os.WriteFile(payload, []byte(`{"x":1}`), 0o644)
+
+	// users, with a 5 ms model: latency, throughput, metrics
+	dir := t.TempDir()
+	out, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--users", "1,3", "--spawn-rate", "20", "--duration", "1500ms",
+		"--payload", payload, "--custom-attributes", "sleep=5ms", "--target", "p50=5s", "--out", dir, "-q")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "highest throughput within p50<=5s") || !strings.Contains(out, "report: "+dir) {
+		t.Errorf("summary:\n%s", out)
+	}
+	r := readReport(t, dir)
+	if len(r.Stages) != 2 || r.Plan.Request.ContentType != "application/json" {
+		t.Fatalf("stages %d, plan %+v", len(r.Stages), r.Plan.Request)
+	}
+	for _, s := range r.Stages {
+		if s.Completed == 0 || s.Errors != 0 || s.P50 < 5 || s.MetTarget == nil || !*s.MetTarget {
+			t.Errorf("%s: %+v", s.Name, s)
+		}
+	}
+	if r.Metrics == nil || r.Metrics.Scrapes < 2 || !strings.HasSuffix(r.Metrics.URL, "/metrics") {
+		t.Fatalf("metrics %+v", r.Metrics)
+	}
+	var inv float64
+	for _, s := range r.Stages {
+		if s.Mce != nil {
+			inv += s.Mce.Invocations
+			if s.Mce.Invocations > 0 && s.Mce.ModelLatencyMS < 5 {
+				t.Errorf("%s: mce's model latency %.2f ms under the probe's 5 ms sleep", s.Name, s.Mce.ModelLatencyMS)
+			}
+		}
+	}
+	if inv == 0 {
+		t.Error("mce's metrics saw no invocations during the run")
+	}
+	for _, name := range []string{loadtest.FileHTML, loadtest.FileStagesCSV, loadtest.FileSecondsCSV, loadtest.FileMetricsCSV, "latency.png", "mce_latency.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// a rate stage, streamed: the first part comes before the whole answer
+	dir = t.TempDir()
+	if out, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--rate", "20", "--duration", "1s", "--stream",
+		"--custom-attributes", "stream=3,every=30ms", "--out", dir, "-q", "--metrics-url", "off"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r = readReport(t, dir)
+	s := r.Stages[0]
+	if s.Completed == 0 || s.Errors != 0 || s.TTFB == nil || s.P50 < 60 || s.TTFB.P50 >= s.P50 || r.Metrics != nil {
+		t.Errorf("stream: %+v ttfb %+v metrics %v", s, s.TTFB, r.Metrics)
+	}
+
+	// failures by code: the model's 500, an unknown endpoint
+	dir = t.TempDir()
+	if out, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--users", "1", "--duration", "500ms",
+		"--custom-attributes", "status=500", "--out", dir, "-q"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if s := readReport(t, dir).Stages[0]; s.Codes["ModelError:500"] == 0 || s.Codes["ModelError:500"] != s.Errors || s.Errors != s.Completed {
+		t.Errorf("forced 500: %+v", s)
+	}
+	dir = t.TempDir()
+	if out, err := runCLI(ctx, "loadtest", "no-such-endpoint", "--endpoint-url", url, "--users", "1", "--max-requests", "5",
+		"--duration", "5s", "--out", dir, "-q"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r := readReport(t, dir); r.Stages[0].Codes["ValidationError"] != 5 || !strings.Contains(r.StopReason, "max_requests") {
+		t.Errorf("unknown endpoint: %+v, %q", r.Stages[0].Codes, r.StopReason)
+	}
+
+	for _, bad := range [][]string{
+		{"--users", "x"},
+		{"--users", "1", "--rate", "5"},
+		{"--users", "1", "--payload", "/no/such/file"},
+		{"--users", "1", "--payload", "-"},
+		{"--users", "1", "--shape", "zipf", "--models", "3"},
+		{"--rate", "5", "--target", "p90<1s"},
+		{"--users", "1", "--plan", "/no/such/plan.yaml"},
+		{},
+	} {
+		_, err := runCLI(ctx, append([]string{"loadtest", "ep", "--endpoint-url", url, "-q", "--out", t.TempDir()}, bad...)...)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 {
+			t.Errorf("%v: %v, want exit status 2", bad, err)
+		}
+	}
+}
