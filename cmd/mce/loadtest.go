@@ -38,6 +38,7 @@ type loadtestFlags struct {
 	payload        string
 	models         int
 	modelPattern   string
+	firstModel     int
 	shape          string
 	topK           int
 	share          float64
@@ -80,7 +81,7 @@ given as well override it):
   --duration         each stage's length (default 30s)
 
 Traffic for multi-model endpoints: --models N names TargetModel from --model-pattern
-({i} is 1 to N) with --shape uniform (default), top-k (--top-k models take --share of the
+({i} is the model's number, {i:03} the same zero-padded; numbers run from --first-model) with --shape uniform (default), top-k (--top-k models take --share of the
 calls) or hot (model 1 takes --share). The body is --payload: a file, a folder of samples
 (one picked at random per call) or - for standard input; its content type is
 --content-type, or guessed from the files' extension. --stream calls
@@ -96,8 +97,8 @@ The SDK makes each call once (no retries), so every failure is counted. Credenti
 the usual AWS ones; against mce with none set the calls go unsigned. The report records
 the generator's own CPU time and achieved send rate, to show when it was the limit.`,
 		Example: `  mce loadtest my-endpoint --endpoint-url http://127.0.0.1:8080 --users 1,4,16 --duration 20s --target p90=50ms
-  mce loadtest mme --endpoint-url http://127.0.0.1:8080 --rate 20,50,100 --models 200 --shape top-k --top-k 10 --share 0.9 --payload samples/
-  mce loadtest my-endpoint --plan stages.yaml --out build/loadtest`,
+  mce loadtest mme --endpoint-url http://127.0.0.1:8080 --rate 20,50,100 --models 200 --first-model 0 --model-pattern 'model-{i:03}.tar.gz' --shape top-k --top-k 10 --share 0.9 --payload sample.json
+  mce loadtest ab-test --endpoint-url http://127.0.0.1:8080 --plan docs/loadtest-plan.yaml --payload - --out build/loadtest`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -123,7 +124,8 @@ the generator's own CPU time and achieved send rate, to show when it was the lim
 	fl.BoolVar(&f.req.Stream, "stream", false, "call InvokeEndpointWithResponseStream and measure the time to first byte")
 	fl.DurationVar(&f.timeout, "timeout", 70*time.Second, "time limit of one call")
 	fl.IntVar(&f.models, "models", 0, "number of models for TargetModel (multi-model endpoints); 0: none")
-	fl.StringVar(&f.modelPattern, "model-pattern", "model-{i}.tar.gz", "TargetModel name, {i} from 1 to --models")
+	fl.StringVar(&f.modelPattern, "model-pattern", "model-{i}.tar.gz", "TargetModel name: {i} is the model's number, {i:03} zero-padded")
+	fl.IntVar(&f.firstModel, "first-model", 1, "number of the first model (the most popular in top-k and hot)")
 	fl.StringVar(&f.shape, "shape", "uniform", "traffic over models: uniform, top-k or hot")
 	fl.IntVar(&f.topK, "top-k", 0, "popular models for --shape top-k")
 	fl.Float64Var(&f.share, "share", 0.9, "share of calls to the popular models (top-k) or the hot one")
@@ -193,6 +195,7 @@ func loadtestPlan(cmd *cobra.Command, f loadtestFlags) (*loadtest.Plan, error) {
 	set("think-time", func() { p.ThinkTime = loadtest.Duration(f.thinkTime) })
 	set("models", func() { p.Traffic.Models = f.models })
 	set("model-pattern", func() { p.Traffic.ModelPattern = f.modelPattern })
+	set("first-model", func() { p.Traffic.FirstModel = &f.firstModel })
 	set("shape", func() { p.Traffic.Shape = f.shape })
 	set("top-k", func() { p.Traffic.TopK = f.topK })
 	set("share", func() { p.Traffic.Share = f.share })

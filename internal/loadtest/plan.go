@@ -93,9 +93,12 @@ type Stage struct {
 type Traffic struct {
 	// Models is the number of models; 0 sends no TargetModel.
 	Models int `yaml:"models,omitempty" json:"models,omitempty"`
-	// ModelPattern makes a model's name: {i} becomes its number, 1 to Models
-	// (default "model-{i}.tar.gz").
+	// ModelPattern makes a model's name: {i} becomes its number, {i:03}
+	// its number zero-padded to 3 digits (default "model-{i}.tar.gz").
 	ModelPattern string `yaml:"model_pattern,omitempty" json:"model_pattern,omitempty"`
+	// FirstModel is the first model's number (default 1): the models are
+	// FirstModel to FirstModel+Models-1, the first the most popular.
+	FirstModel *int `yaml:"first_model,omitempty" json:"first_model,omitempty"`
 	// Shape is uniform (default), top-k (the first TopK models take Share of
 	// the requests, the rest share the remainder evenly) or hot (model 1 takes
 	// Share).
@@ -267,8 +270,15 @@ func (p *Plan) Validate() error {
 	if t.ModelPattern == "" {
 		t.ModelPattern = "model-{i}.tar.gz"
 	}
-	if t.Models > 0 && !strings.Contains(t.ModelPattern, "{i}") {
-		return fmt.Errorf("traffic: model_pattern %q has no {i} for the model's number", t.ModelPattern)
+	if t.Models > 0 && !modelNumberRE.MatchString(t.ModelPattern) {
+		return fmt.Errorf("traffic: model_pattern %q has no {i} (or {i:03}) for the model's number", t.ModelPattern)
+	}
+	if t.FirstModel == nil {
+		one := 1
+		t.FirstModel = &one
+	}
+	if *t.FirstModel < 0 {
+		return errors.New("traffic: first_model is negative")
 	}
 	if t.Shape == "" {
 		t.Shape = ShapeUniform

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,15 +57,32 @@ func (c *Chooser) Index() int {
 	}
 }
 
-// Name returns the model name of number i ("" for 0).
-func (c *Chooser) Name(i int) string { return ModelName(c.t.ModelPattern, i) }
-
-// ModelName fills pattern's {i} with i; 0 is no model ("").
-func ModelName(pattern string, i int) string {
+// Name returns the name of the model of rank i (1 to Models; "" for 0).
+func (c *Chooser) Name(i int) string {
 	if i <= 0 {
 		return ""
 	}
-	return strings.ReplaceAll(pattern, "{i}", strconv.Itoa(i))
+	first := 1
+	if c.t.FirstModel != nil {
+		first = *c.t.FirstModel
+	}
+	return ModelName(c.t.ModelPattern, first+i-1)
+}
+
+// modelNumberRE finds {i} and {i:0N} in a model name pattern.
+var modelNumberRE = regexp.MustCompile(`\{i(?::0([1-9]))?\}`)
+
+// ModelName fills pattern's {i} with n, and {i:0N} with n zero-padded to N
+// digits.
+func ModelName(pattern string, n int) string {
+	return modelNumberRE.ReplaceAllStringFunc(pattern, func(m string) string {
+		sub := modelNumberRE.FindStringSubmatch(m)
+		if sub[1] == "" {
+			return strconv.Itoa(n)
+		}
+		w, _ := strconv.Atoi(sub[1])
+		return fmt.Sprintf("%0*d", w, n)
+	})
 }
 
 // Expected returns the share of requests model i (1 to Models) should get.

@@ -76,11 +76,16 @@ func TestShapesFrequencies(t *testing.T) {
 	if share := float64(first) / n; math.Abs(share-0.9) > 0.005 {
 		t.Errorf("top-10 share %.4f, want 0.9", share)
 	}
-	if got := (&Chooser{t: shapes["hot"]}).Name(42); got != "m42" {
+	if got := NewChooser(shapes["hot"], 1, 1).Name(42); got != "m42" {
 		t.Errorf("name %q", got)
 	}
-	if ModelName("model-{i}.tar.gz", 0) != "" || ModelName("model-{i}.tar.gz", 7) != "model-7.tar.gz" {
+	if ModelName("model-{i}.tar.gz", 7) != "model-7.tar.gz" || ModelName("model-{i:03}.tar.gz", 7) != "model-007.tar.gz" || ModelName("m{i:02}-{i}", 123) != "m123-123" {
 		t.Error("ModelName")
+	}
+	zero := 0
+	mme := NewChooser(Traffic{Models: 200, ModelPattern: "model-{i:03}.tar.gz", FirstModel: &zero}, 1, 1)
+	if mme.Name(1) != "model-000.tar.gz" || mme.Name(200) != "model-199.tar.gz" || mme.Name(0) != "" {
+		t.Errorf("first_model 0: %q %q", mme.Name(1), mme.Name(200))
 	}
 	if NewChooser(Traffic{}, 1, 1).Index() != 0 {
 		t.Error("no models should pick 0")
