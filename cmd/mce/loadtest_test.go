@@ -165,3 +165,78 @@ Endpoints:
 		}
 	}
 }
+
+// TestLoadtestMultiModel drives the 200-model endpoint (its model server
+// holds 20 models at a time) with the top-k shape: every model named is in
+// the cold figures once, mce's scraped metrics show models resident (at most
+// the 20 the server holds), and every answer is a success.
+func TestLoadtestMultiModel(t *testing.T) {
+	cli := testenv.Docker(t)
+	dir := testenv.MMEModels(t)
+	img := testenv.OwnImage(t, "modelserver")
+	file := filepath.Join(t.TempDir(), "mme.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: mm
+    PrimaryContainer:
+      Image: `+img+`
+      Mode: MultiModel
+      ModelDataUrl: file://`+dir+`/
+      Environment: {MODELSERVER_MEMORY_BYTES: "209715200"}
+EndpointConfigs:
+  - EndpointConfigName: c
+    ProductionVariants: [{VariantName: AllTraffic, ModelName: mm, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
+Endpoints:
+  - {EndpointName: mme, EndpointConfigName: c}
+`), 0o644)
+	listen := freePort(t)
+	f := serveFlagsFor(t, listen, file)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, f) }()
+	defer func() {
+		cancel()
+		<-done
+		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
+			t.Errorf("left behind %d containers, %d networks", c, n)
+		}
+	}()
+	url := "http://" + listen
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/mce/endpoints")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"InService"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("endpoint never InService")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	payload := filepath.Join(t.TempDir(), "req.json")
+	os.WriteFile(payload, []byte(`{"inputs":[{"name":"INPUT0","shape":[1,4],"datatype":"FP32","data":[1.06,1.18,-0.07,1.77]}]}`), 0o644)
+	out := t.TempDir()
+	if got, err := runCLI(ctx, "loadtest", "mme", "--endpoint-url", url, "--payload", payload, "--models", "200", "--first-model", "0",
+		"--model-pattern", "model-{i:03}.tar.gz", "--shape", "top-k", "--top-k", "10", "--share", "0.9", "--rate", "40", "--duration", "2s",
+		"--seed", "3", "--out", out, "-q"); err != nil {
+		t.Fatalf("%v\n%s", err, got)
+	}
+	r := readReport(t, out)
+	s := r.Stages[0]
+	if s.Completed == 0 || s.Errors != 0 {
+		t.Fatalf("stage %+v (errors %v)", s, r.ErrorSamples)
+	}
+	if r.Cold.Count < 10 || r.Cold.Count+r.Warm.Count != s.Completed || r.Warm.Count == 0 {
+		t.Errorf("cold %d + warm %d of %d calls", r.Cold.Count, r.Warm.Count, s.Completed)
+	}
+	if m := r.Answers.MostModelsResident; m == nil || *m < 10 || *m > 20 {
+		t.Errorf("most models resident %v, want 10 to 20", m)
+	}
+	if s.Mce == nil || s.Mce.Invocations == 0 {
+		t.Errorf("mce metrics for the stage: %+v", s.Mce)
+	}
+}
