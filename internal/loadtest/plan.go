@@ -21,6 +21,8 @@ const (
 	MaxModels      = 1000000
 	MaxInFlightCap = 20000
 	maxPlanBytes   = 1 << 20
+	// MaxRunDuration bounds a run (its per-second figures grow with it).
+	MaxRunDuration = 24 * time.Hour
 )
 
 // Duration is a time.Duration written as Go writes it ("30s", "1m30s") in a
@@ -330,8 +332,8 @@ func (p *Plan) Validate() error {
 	if p.Limits.MaxDuration == 0 {
 		p.Limits.MaxDuration = Duration(time.Hour)
 	}
-	if p.Limits.MaxDuration < 0 {
-		return errors.New("limits: max_duration is negative")
+	if p.Limits.MaxDuration < 0 || p.Limits.MaxDuration > Duration(MaxRunDuration) {
+		return fmt.Errorf("limits: max_duration must be up to %s", MaxRunDuration)
 	}
 	if p.Limits.MaxInFlight == 0 {
 		p.Limits.MaxInFlight = 1000

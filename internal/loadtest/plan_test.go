@@ -92,6 +92,7 @@ func TestValidate(t *testing.T) {
 		{"target over 100", func(p *Plan) { p.Target = "p101=1s" }, "percentile"},
 		{"miss without target", func(p *Plan) { p.Stop.OnTargetMiss = true }, "needs a latency target"},
 		{"error rate", func(p *Plan) { p.Stop.ErrorRate = 2 }, "error_rate"},
+		{"too long", func(p *Plan) { p.Limits.MaxDuration = Duration(25 * time.Hour) }, "max_duration"},
 		{"inflight", func(p *Plan) { p.Limits.MaxInFlight = MaxInFlightCap + 1 }, "max_inflight"},
 	} {
 		p := ok()
