@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -339,10 +338,18 @@ func newLoadtestClient(ctx context.Context, endpointURL, region string, p *loadt
 	if endpointURL != "" {
 		cfg, err = loadSDKConfig(ctx, region)
 	} else {
-		cfg, err = config.LoadDefaultConfig(ctx, config.WithRegion(region), config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+		// SageMaker: the whole default chain, the EC2 instance's role too
+		cfg, err = config.LoadDefaultConfig(ctx, config.WithRegion(region))
 	}
 	if err != nil {
 		return nil, err
+	}
+	if endpointURL == "" {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err := cfg.Credentials.Retrieve(cctx); err != nil {
+			return nil, &exitError{code: 2, msg: fmt.Sprintf("no AWS credentials to call SageMaker in %s (%v): give --endpoint-url (e.g. http://127.0.0.1:8080) to load-test mce", region, err)}
+		}
 	}
 	conns := p.Limits.MaxInFlight
 	for _, s := range p.Stages {

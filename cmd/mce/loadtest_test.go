@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,6 +149,47 @@ Endpoints:
 		t.Errorf("unknown endpoint: %+v, %q", r.Stages[0].Codes, r.StopReason)
 	}
 
+	// Ctrl-C: exit status 130 and a partial report
+	invocations := func() string {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, `mce_invocations_total{endpoint="ep"`) {
+				return l
+			}
+		}
+		return ""
+	}
+	before := invocations()
+	dir = t.TempDir()
+	res := make(chan error, 1)
+	go func() {
+		_, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--users", "2", "--duration", "1m", "--out", dir, "-q", "--metrics-url", "off")
+		res <- err
+	}()
+	for deadline := time.Now().Add(20 * time.Second); invocations() == before; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the load test never called mce")
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT) // the load test's handler holds SIGINT while it runs
+	select {
+	case err := <-res:
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 130 {
+			t.Errorf("Ctrl-C: %v, want exit status 130", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Ctrl-C did not stop the load test")
+	}
+	if r := readReport(t, dir); !r.Interrupted || r.Stages[0].Completed == 0 || r.Stages[0].Errors != 0 {
+		t.Errorf("partial report: interrupted %v, %+v", r.Interrupted, r.Stages[0])
+	}
+
 	for _, bad := range [][]string{
 		{"--users", "x"},
 		{"--users", "1", "--rate", "5"},
@@ -238,5 +280,29 @@ Endpoints:
 	}
 	if s.Mce == nil || s.Mce.Invocations == 0 {
 		t.Errorf("mce metrics for the stage: %+v", s.Mce)
+	}
+}
+
+// TestLoadtestNeedsCredentialsForSageMaker: without --endpoint-url the
+// target is SageMaker, and with no AWS credentials the command says so at
+// once instead of counting a run of failures.
+func TestLoadtestNeedsCredentialsForSageMaker(t *testing.T) {
+	empty := t.TempDir()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(empty, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(empty, "credentials"))
+	for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MCE_ENDPOINT_URL",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	out := t.TempDir()
+	_, err := runCLI(context.Background(), "loadtest", "ep", "--users", "1", "--duration", "1s", "--out", out, "-q")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "no AWS credentials") || !strings.Contains(ee.msg, "--endpoint-url") {
+		t.Errorf("got %v, want exit status 2 about credentials", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("wrote a report: %v", entries)
 	}
 }
