@@ -176,6 +176,9 @@ func (r *runner) stopReason(runCtx, parent context.Context, rep *Report, i int) 
 	}
 	s := r.stageReport(i, rep.Stages[i])
 	rep.Stages[i] = s
+	if i == len(r.plan.Stages)-1 {
+		return "" // the last stage: the run ends anyway
+	}
 	if lim := r.plan.Stop.ErrorRate; lim > 0 && s.ErrorRate > lim {
 		return fmt.Sprintf("%s: error rate %.3f above %.3f", s.Name, s.ErrorRate, lim)
 	}
@@ -185,8 +188,8 @@ func (r *runner) stopReason(runCtx, parent context.Context, rep *Report, i int) 
 	return ""
 }
 
-// waitStage waits (briefly, at most the request timeout) until stage i has
-// no request outstanding. Users of a next user stage keep sending meanwhile.
+// waitStage waits (at most the request timeout) until stage i has no
+// request outstanding.
 func (r *runner) waitStage(ctx context.Context, i int) {
 	deadline := time.Now().Add(time.Duration(r.plan.Request.Timeout))
 	for time.Now().Before(deadline) && ctx.Err() == nil {
