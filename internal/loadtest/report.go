@@ -182,7 +182,7 @@ func (rep *Report) answer() {
 	rep.Answers = a
 }
 
-func generatorReport(cpu0, cpu1 cpuUse, wall time.Duration, peak int64, maxInFlight int) Generator {
+func generatorReport(cpu0, cpu1 cpuUse, wall time.Duration, peak int64, maxInFlight int, semFull bool) Generator {
 	g := Generator{
 		CPUUserMS: msOf(cpu1.user - cpu0.user), CPUSystemMS: msOf(cpu1.sys - cpu0.sys),
 		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), PeakInFlight: peak, MaxInFlight: maxInFlight,
@@ -197,7 +197,7 @@ func generatorReport(cpu0, cpu1 cpuUse, wall time.Duration, peak int64, maxInFli
 		g.Saturated = true
 		g.Notes = append(g.Notes, fmt.Sprintf("the generator used %.2f of its %d cores: it may be what limits the run", g.CPUCores, g.GOMAXPROCS))
 	}
-	if peak >= int64(maxInFlight) {
+	if semFull {
 		g.Saturated = true
 		g.Notes = append(g.Notes, fmt.Sprintf("a rate stage had all %d requests in flight (max_inflight): later sends waited, and their wait counts in their latency", maxInFlight))
 	}

@@ -86,6 +86,7 @@ type runner struct {
 	inflight  atomic.Int64
 	peak      atomic.Int64
 	limitHit  atomic.Bool
+	semFull   atomic.Bool // a rate stage had max_inflight calls out
 	stage     atomic.Int32
 	users     atomic.Int32
 	seeds     atomic.Uint64
@@ -149,7 +150,7 @@ func (r *runner) run(ctx context.Context) *Report {
 		rep.ErrorSamples = r.rec.samples
 	}
 	r.rec.mu.Unlock()
-	rep.Generator = generatorReport(cpu0, cpu1, end.Sub(start), r.peak.Load(), p.Limits.MaxInFlight)
+	rep.Generator = generatorReport(cpu0, cpu1, end.Sub(start), r.peak.Load(), p.Limits.MaxInFlight, r.semFull.Load())
 	rep.saturation()
 	if r.o.Scraper != nil {
 		rep.Metrics = r.o.Scraper.Stop()
@@ -366,6 +367,9 @@ func (r *runner) dispatch(ctx context.Context, i int, s Stage, start time.Time) 
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			return r.intendedBy(start, s, k)
+		}
+		if len(sem) == cap(sem) {
+			r.semFull.Store(true)
 		}
 		if ctx.Err() != nil {
 			<-sem
