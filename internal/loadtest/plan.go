@@ -18,6 +18,7 @@ const (
 	MaxStages      = 100
 	MaxUsers       = 10000
 	MaxRate        = 100000 // requests per second
+	MinRate        = 0.01   // requests or users per second
 	MaxModels      = 1000000
 	MaxInFlightCap = 20000
 	maxPlanBytes   = 1 << 20
@@ -254,6 +255,8 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("%s: %d users is more than %d", s.Name, s.Users, MaxUsers)
 		case s.Rate > MaxRate || math.IsInf(s.Rate, 0):
 			return fmt.Errorf("%s: a rate of %g/s is more than %d/s", s.Name, s.Rate, MaxRate)
+		case s.Rate > 0 && s.Rate < MinRate, s.SpawnRate > 0 && s.SpawnRate < MinRate:
+			return fmt.Errorf("%s: rate and spawn_rate must be at least %g a second", s.Name, MinRate)
 		case s.Rate > 0 && s.SpawnRate > 0:
 			return fmt.Errorf("%s: spawn_rate applies to users, not to a rate", s.Name)
 		case s.Duration <= 0:

@@ -79,6 +79,8 @@ func TestValidate(t *testing.T) {
 		{"both", func(p *Plan) { p.Stages[0].Rate = 5 }, "not both"},
 		{"neither", func(p *Plan) { p.Stages[0].Users = 0 }, "give users"},
 		{"too many users", func(p *Plan) { p.Stages[0].Users = MaxUsers + 1 }, "more than"},
+		{"tiny spawn rate", func(p *Plan) { p.Stages[0].SpawnRate = 1e-300 }, "at least"},
+		{"tiny rate", func(p *Plan) { p.Stages[0] = Stage{Rate: 1e-9, Duration: Duration(time.Second)} }, "at least"},
 		{"no duration", func(p *Plan) { p.Stages[0].Duration = 0 }, "duration"},
 		{"spawn with rate", func(p *Plan) { p.Stages[0] = Stage{Rate: 5, SpawnRate: 1, Duration: Duration(time.Second)} }, "spawn_rate"},
 		{"negative think", func(p *Plan) { p.Stages[0].ThinkTime = &neg }, "negative"},

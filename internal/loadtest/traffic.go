@@ -140,6 +140,9 @@ func ReadPayloads(path string, stdin io.Reader) (*Payloads, error) {
 		return nil, err
 	}
 	if !fi.IsDir() {
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file or a folder", path)
+		}
 		b, err := readFile(path)
 		if err != nil {
 			return nil, err
