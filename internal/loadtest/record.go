@@ -92,6 +92,7 @@ type Second struct {
 	Stage     int              `json:"stage"`
 	Users     int              `json:"users"`
 	Completed int64            `json:"completed"`
+	RPS       float64          `json:"rps"` // completed / span
 	Errors    int64            `json:"errors"`
 	Codes     map[string]int64 `json:"errors_by_code,omitempty"`
 	Latency
@@ -196,7 +197,7 @@ func (r *recorder) advanceLocked(now time.Time) {
 func (r *recorder) closeLocked() {
 	a := r.curAcc
 	if len(r.seconds) < r.maxSecs {
-		s := Second{T: r.cur, Span: 1, Stage: r.curStage + 1, Users: r.curUsers, Completed: a.completed, Errors: a.errors, Latency: summarise(a.lat)}
+		s := Second{T: r.cur, Span: 1, Stage: r.curStage + 1, Users: r.curUsers, Completed: a.completed, RPS: float64(a.completed), Errors: a.errors, Latency: summarise(a.lat)}
 		if len(a.codes) > 0 {
 			s.Codes = a.codes
 		}
@@ -215,7 +216,9 @@ func (r *recorder) finish(now time.Time) []Second {
 	if r.curAcc.completed > 0 {
 		r.closeLocked()
 		if n := len(r.seconds); n > 0 && r.seconds[n-1].T == r.cur {
-			r.seconds[n-1].Span = max(0.001, now.Sub(r.start).Seconds()-float64(r.cur))
+			last := &r.seconds[n-1]
+			last.Span = max(0.001, now.Sub(r.start).Seconds()-float64(r.cur))
+			last.RPS = float64(last.Completed) / last.Span
 		}
 	}
 	return r.seconds

@@ -263,15 +263,15 @@ func (rep *Report) WriteStagesCSV(w io.Writer) error {
 }
 
 // SecondsCSVHeader is the header of seconds.csv.
-var SecondsCSVHeader = []string{"t_s", "stage", "users", "completed", "errors", "p50_ms", "p90_ms", "p99_ms", "max_ms", "errors_by_code"}
+var SecondsCSVHeader = []string{"t_s", "span_s", "stage", "users", "completed", "rps", "errors", "p50_ms", "p90_ms", "p99_ms", "max_ms", "errors_by_code"}
 
 // WriteSecondsCSV writes one row per second of the run.
 func (rep *Report) WriteSecondsCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	cw.Write(SecondsCSVHeader)
 	for _, s := range rep.Seconds {
-		cw.Write([]string{strconv.Itoa(s.T), strconv.Itoa(s.Stage), strconv.Itoa(s.Users), strconv.FormatInt(s.Completed, 10),
-			strconv.FormatInt(s.Errors, 10), f3(s.P50), f3(s.P90), f3(s.P99), f3(s.Max), codesString(s.Codes)})
+		cw.Write([]string{strconv.Itoa(s.T), f3(s.Span), strconv.Itoa(s.Stage), strconv.Itoa(s.Users), strconv.FormatInt(s.Completed, 10),
+			f3(s.RPS), strconv.FormatInt(s.Errors, 10), f3(s.P50), f3(s.P90), f3(s.P99), f3(s.Max), codesString(s.Codes)})
 	}
 	cw.Flush()
 	return cw.Error()

@@ -111,9 +111,12 @@ func TestReportFiles(t *testing.T) {
 		t.Errorf("errors_by_code %q", rows[1][len(rows[1])-1])
 	}
 	rows = readCSV(t, filepath.Join(dir, FileSecondsCSV))
+	if strings.Join(rows[0], ",") != strings.Join(SecondsCSVHeader, ",") {
+		t.Errorf("seconds.csv header %v", rows[0])
+	}
 	var total int64
 	for _, r := range rows[1:] {
-		n, err := strconv.ParseInt(r[3], 10, 64)
+		n, err := strconv.ParseInt(r[4], 10, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
