@@ -204,12 +204,24 @@ func generatorReport(cpu0, cpu1 cpuUse, wall time.Duration, peak int64, maxInFli
 	return g
 }
 
-// saturation adds notes for rate stages that sent less than intended.
+// LateSendMS is the send lag (p99) past which a rate stage counts as sent
+// late: the generator did not keep to its schedule.
+const LateSendMS = 10
+
+// saturation adds notes for rate stages that sent less than intended or
+// late.
 func (rep *Report) saturation() {
 	for _, s := range rep.Stages {
-		if s.Rate > 0 && s.Intended > 0 && float64(s.Sent) < 0.95*float64(s.Intended) && !rep.Interrupted {
+		if s.Rate <= 0 {
+			continue
+		}
+		if s.Intended > 0 && float64(s.Sent) < 0.95*float64(s.Intended) && !rep.Interrupted {
 			rep.Generator.Saturated = true
 			rep.Generator.Notes = append(rep.Generator.Notes, fmt.Sprintf("%s sent %d of %d intended requests (%.1f of %g/s)", s.Name, s.Sent, s.Intended, s.SendRate, s.Rate))
+		}
+		if s.SendLag.P99 > LateSendMS {
+			rep.Generator.Saturated = true
+			rep.Generator.Notes = append(rep.Generator.Notes, fmt.Sprintf("%s sent late: p99 %.1f ms behind schedule (the generator was short of CPU, or every max_inflight slot was taken); the lateness counts in its latency", s.Name, s.SendLag.P99))
 		}
 	}
 }

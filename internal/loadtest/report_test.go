@@ -244,3 +244,22 @@ func runChromium(t *testing.T, bin string, args ...string) []byte {
 	}
 	return stdout.Bytes()
 }
+
+func TestSaturationNotes(t *testing.T) {
+	for _, c := range []struct {
+		s    StageReport
+		want string // "" for not saturated
+	}{
+		{StageReport{Name: "on time", Rate: 10, Intended: 10, Sent: 10, SendLag: Latency{P99: 2}}, ""},
+		{StageReport{Name: "late", Rate: 10, Intended: 10, Sent: 10, SendLag: Latency{P99: 50}}, "sent late"},
+		{StageReport{Name: "short", Rate: 10, Intended: 100, Sent: 50}, "sent 50 of 100"},
+		{StageReport{Name: "users", Users: 4, SendLag: Latency{P99: 500}}, ""},
+	} {
+		rep := &Report{Stages: []StageReport{c.s}}
+		rep.saturation()
+		got := strings.Join(rep.Generator.Notes, "; ")
+		if rep.Generator.Saturated != (c.want != "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: saturated %v, notes %q", c.s.Name, rep.Generator.Saturated, got)
+		}
+	}
+}
