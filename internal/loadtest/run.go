@@ -54,8 +54,6 @@ type Options struct {
 	ProgressTTY bool
 	// Scraper, when set, scrapes the endpoint's metrics during the run.
 	Scraper *Scraper
-	// Now is the clock (default time.Now); tests may set it.
-	Now func() time.Time
 }
 
 // Run executes a validated plan and returns its report. It returns early,
@@ -68,15 +66,13 @@ func Run(ctx context.Context, p *Plan, inv Invoker, o Options) (*Report, error) 
 	if o.Payloads == nil {
 		o.Payloads = &Payloads{Bodies: [][]byte{{}}, Names: []string{"(empty)"}}
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	r := &runner{plan: p, inv: inv, o: o, reqCtx: ctx}
+	r := &runner{plan: p, inv: inv, o: o, reqCtx: ctx, now: time.Now}
 	return r.run(ctx), nil
 }
 
 type runner struct {
 	plan   *Plan
+	now    func() time.Time
 	inv    Invoker
 	o      Options
 	rec    *recorder
@@ -106,7 +102,7 @@ func (u *user) halt() { u.once.Do(func() { close(u.stop) }) }
 
 func (r *runner) run(ctx context.Context) *Report {
 	p := r.plan
-	start := r.o.Now()
+	start := r.now()
 	maxSecs := int(time.Duration(p.Limits.MaxDuration)/time.Second) + 2
 	r.rec = newRecorder(start, len(p.Stages), maxSecs)
 	cpu0 := cpuTime()
@@ -135,7 +131,7 @@ func (r *runner) run(ctx context.Context) *Report {
 	}
 	r.stopUsers(0)
 	r.wg.Wait()
-	end := r.o.Now()
+	end := r.now()
 	close(progStop)
 	<-progDone
 	cpu1 := cpuTime()
@@ -208,7 +204,7 @@ func (r *runner) waitStage(ctx context.Context, i int) {
 // runStage runs stage i until its duration is over or the run ends.
 func (r *runner) runStage(ctx context.Context, i int, s Stage) StageReport {
 	r.stage.Store(int32(i))
-	start := r.o.Now()
+	start := r.now()
 	cpu0 := cpuTime()
 	stageCtx, cancel := context.WithTimeout(ctx, time.Duration(s.Duration))
 	defer cancel()
@@ -221,7 +217,7 @@ func (r *runner) runStage(ctx context.Context, i int, s Stage) StageReport {
 		r.scaleUsers(stageCtx, i, s, start)
 		<-stageCtx.Done()
 	}
-	end := r.o.Now()
+	end := r.now()
 	sr.Started, sr.Ended = start, end
 	sr.WallMS = msOf(end.Sub(start))
 	sr.cpu = cpuTime().total() - cpu0.total()
@@ -263,9 +259,8 @@ func (r *runner) scaleUsers(ctx context.Context, i int, s Stage, start time.Time
 	r.users.Store(int32(len(r.pool)))
 	r.rec.setLoad(i, len(r.pool))
 	offsets := SpawnOffsets(len(r.pool), s.Users, s.SpawnRate)
-	think := r.plan.thinkTime(s)
 	for _, off := range offsets {
-		if d := start.Add(off).Sub(r.o.Now()); d > 0 {
+		if d := start.Add(off).Sub(r.now()); d > 0 {
 			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
@@ -281,7 +276,7 @@ func (r *runner) scaleUsers(ctx context.Context, i int, s Stage, start time.Time
 		r.users.Store(int32(len(r.pool)))
 		r.rec.setLoad(i, len(r.pool))
 		r.wg.Add(1)
-		go r.userLoop(u, think)
+		go r.userLoop(u)
 	}
 }
 
@@ -300,7 +295,7 @@ func (r *runner) newChooser() (*Chooser, *rand.Rand) {
 	return NewChooser(r.plan.Traffic, seed, n), rand.New(rand.NewPCG(seed^0x9e3779b97f4a7c15, n))
 }
 
-func (r *runner) userLoop(u *user, think time.Duration) {
+func (r *runner) userLoop(u *user) {
 	defer r.wg.Done()
 	ch, rng := r.newChooser()
 	for {
@@ -311,14 +306,17 @@ func (r *runner) userLoop(u *user, think time.Duration) {
 			return
 		default:
 		}
+		stage := int(r.stage.Load())
+		s := r.plan.Stages[stage]
+		if s.Rate > 0 {
+			return // a rate stage began: its users are being stopped
+		}
 		if !r.takeSend() {
 			return
 		}
-		stage := int(r.stage.Load())
 		r.rec.sent(stage)
-		now := r.o.Now()
-		r.do(stage, ch, rng, now)
-		if think > 0 {
+		r.do(stage, ch, rng, r.now())
+		if think := r.plan.thinkTime(s); think > 0 {
 			t := time.NewTimer(think)
 			select {
 			case <-u.stop:
@@ -354,7 +352,7 @@ func (r *runner) dispatch(ctx context.Context, i int, s Stage, start time.Time) 
 	var k int64
 	for ; k < planned; k++ {
 		intended := IntendedAt(start, k, s.Rate)
-		if d := intended.Sub(r.o.Now()); d > 0 {
+		if d := intended.Sub(r.now()); d > 0 {
 			t := time.NewTimer(d)
 			select {
 			case <-ctx.Done():
@@ -396,7 +394,7 @@ func (r *runner) dispatch(ctx context.Context, i int, s Stage, start time.Time) 
 // run was cut short): those not sent were omitted by a generator that fell
 // behind, and the report says so.
 func (r *runner) intendedBy(start time.Time, s Stage, sent int64) int64 {
-	el := r.o.Now().Sub(start)
+	el := r.now().Sub(start)
 	if el > time.Duration(s.Duration) {
 		el = time.Duration(s.Duration)
 	}
@@ -430,9 +428,9 @@ func (r *runner) send(stage int, model string, body []byte, intended time.Time) 
 	defer r.inflight.Add(-1)
 	ctx, cancel := context.WithTimeout(r.reqCtx, time.Duration(r.plan.Request.Timeout))
 	defer cancel()
-	sent := r.o.Now()
+	sent := r.now()
 	out := r.inv.Invoke(ctx, Call{Model: model, Body: body})
-	done := r.o.Now()
+	done := r.now()
 	if r.reqCtx.Err() != nil && out.Code != "" {
 		// cut by Ctrl-C: not the endpoint's failure
 		r.rec.mu.Lock()
@@ -452,7 +450,7 @@ func (r *runner) progress(stop <-chan struct{}, done chan<- struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var lastCompleted int64
-	last := r.o.Now()
+	last := r.now()
 	for {
 		select {
 		case <-stop:
@@ -462,7 +460,7 @@ func (r *runner) progress(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		case <-t.C:
 		}
-		now := r.o.Now()
+		now := r.now()
 		r.rec.advance(now)
 		if r.o.Progress == nil {
 			continue

@@ -316,3 +316,27 @@ func TestTimeoutIsCounted(t *testing.T) {
 		t.Errorf("%+v", s)
 	}
 }
+
+// TestThinkTimePerStage: a user pauses for its current stage's think time,
+// also when it was started in an earlier stage with another one.
+func TestThinkTimePerStage(t *testing.T) {
+	slow, none := dur(100*time.Millisecond), dur(0)
+	p := mustPlan(t, Plan{Stages: []Stage{
+		{Users: 1, Duration: dur(600 * time.Millisecond), ThinkTime: &slow},
+		{Users: 1, Duration: dur(600 * time.Millisecond), ThinkTime: &none},
+	}})
+	f := &fake{service: time.Millisecond, start: time.Now()}
+	rep, _ := Run(context.Background(), p, f, Options{})
+	a, b := rep.Stages[0].Completed, rep.Stages[1].Completed
+	// each call takes its 100 ms of thinking at least: at most one per 100 ms
+	// of the stage's wall time (which a loaded machine may stretch), plus one
+	if most := int64(rep.Stages[0].WallMS/100) + 1; a == 0 || a > most {
+		t.Errorf("stage 1 with 100 ms think time: %d calls in %.0f ms", a, rep.Stages[0].WallMS)
+	}
+	if b < 3*a {
+		t.Errorf("stage 2 without think time: %d calls, stage 1 with it: %d", b, a)
+	}
+	if rep.Stages[0].ThinkTimeMS != 100 {
+		t.Errorf("think_time_ms %v", rep.Stages[0].ThinkTimeMS)
+	}
+}
