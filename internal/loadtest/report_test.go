@@ -263,3 +263,34 @@ func TestSaturationNotes(t *testing.T) {
 		}
 	}
 }
+
+// TestReportWithoutMetricsOrTarget: a plain run has the three charts of its
+// own figures, no mce section, no target answer, and writes no metrics.csv.
+func TestReportWithoutMetricsOrTarget(t *testing.T) {
+	p := mustPlan(t, Plan{Stages: []Stage{{Users: 1, Duration: dur(300 * time.Millisecond)}}})
+	rep, err := Run(context.Background(), p, &fake{service: time.Millisecond, start: time.Now()}, Options{Endpoint: "plain"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	paths, err := rep.WriteDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 7 { // json, 2 csv, 3 png, html
+		t.Errorf("wrote %v", paths)
+	}
+	if _, err := os.Stat(filepath.Join(dir, FileMetricsCSV)); err == nil {
+		t.Error("metrics.csv without metrics")
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, FileHTML))
+	h := string(b)
+	if strings.Count(h, "<svg") != 3 || strings.Contains(h, "own metrics") || strings.Contains(h, "Latency target") || strings.Contains(h, "models resident") {
+		t.Errorf("HTML of a plain run:\n%.2000s", h)
+	}
+	var sum strings.Builder
+	rep.Summary(&sum)
+	if got := sum.String(); !strings.Contains(got, "generator:") || strings.Contains(got, "models resident") || strings.Contains(got, "within") || strings.Contains(got, "no stage met") {
+		t.Errorf("summary:\n%s", sum.String())
+	}
+}
