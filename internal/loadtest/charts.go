@@ -47,13 +47,6 @@ func (rep *Report) Charts() ([]Chart, error) {
 		return nil
 	}
 	secs := rep.Seconds
-	xs := func(f func(Second) float64) plotter.XYs {
-		var pts plotter.XYs
-		for _, s := range secs {
-			pts = append(pts, plotter.XY{X: float64(s.T), Y: f(s)})
-		}
-		return pts
-	}
 	okOnly := func(f func(Second) float64) plotter.XYs {
 		var pts plotter.XYs
 		for _, s := range secs {
@@ -75,14 +68,19 @@ func (rep *Report) Charts() ([]Chart, error) {
 	}
 
 	p = newPlot("Requests per second", "seconds", "requests/s")
-	perSec := func(n int64, s Second) float64 {
-		if s.Span <= 0 {
-			return float64(n)
+	// a last second under half a second long would be scaled up from a
+	// few calls: left out of the chart (it is in seconds.csv)
+	whole := func(f func(Second) float64) plotter.XYs {
+		var pts plotter.XYs
+		for _, s := range secs {
+			if s.Span >= 0.5 {
+				pts = append(pts, plotter.XY{X: float64(s.T), Y: f(s) / s.Span})
+			}
 		}
-		return float64(n) / s.Span
+		return pts
 	}
-	addLine(p, "successful", xs(func(s Second) float64 { return perSec(s.Completed-s.Errors, s) }), colOK, false)
-	addLine(p, "errors", xs(func(s Second) float64 { return perSec(s.Errors, s) }), colP99, false)
+	addLine(p, "successful", whole(func(s Second) float64 { return float64(s.Completed - s.Errors) }), colOK, false)
+	addLine(p, "errors", whole(func(s Second) float64 { return float64(s.Errors) }), colP99, false)
 	rep.stageMarks(p)
 	if err := add("throughput", "Throughput over time", p); err != nil {
 		return nil, err
@@ -149,7 +147,11 @@ func newPlot(title, x, y string) *plot.Plot {
 	p.Y.Label.Text = y
 	p.Y.Min = 0
 	p.X.Min = 0
+	// top left, text after the swatches: a browser that draws the SVG in a
+	// wider fallback font lets the text run into the plot, not off its edge
 	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(12)
 	p.Add(plotter.NewGrid())
 	return p
 }

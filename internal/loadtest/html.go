@@ -60,7 +60,7 @@ pre { background: #f6f8fa; padding: 1em; overflow: auto; font-size: 0.85em; }
 {{- if .R.Cold.Count}}
 <li>Cold (first call to each of {{.R.Cold.Count}} models): p50 {{ms .R.Cold.P50}} ms, p99 {{ms .R.Cold.P99}} ms; warm ({{.R.Warm.Count}} calls): p50 {{ms .R.Warm.P50}} ms, p99 {{ms .R.Warm.P99}} ms.</li>
 {{- end}}
-<li>Load generator: {{printf "%.2f" .R.Generator.CPUCores}} of {{.R.Generator.GOMAXPROCS}} cores, peak {{.R.Generator.PeakInFlight}} requests in flight{{if .R.Generator.Saturated}} — <strong class="missed">saturated</strong>{{end}}.{{range .R.Generator.Notes}} {{.}}.{{end}}</li>
+<li>Load generator: {{printf "%.2f" .R.Generator.CPUCores}} of {{.R.Generator.GOMAXPROCS}} cores, at most {{.R.Generator.PeakInFlight}} calls in flight{{if .R.Generator.Saturated}} — <strong class="missed">saturated</strong>{{end}}.{{range .R.Generator.Notes}} {{.}}.{{end}}</li>
 </ul>
 </div>
 <h2>Stages</h2>

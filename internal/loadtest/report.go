@@ -387,7 +387,7 @@ func (rep *Report) Summary(w io.Writer) {
 		fmt.Fprintf(w, "most models resident: %.0f\n", *a.MostModelsResident)
 	}
 	g := rep.Generator
-	fmt.Fprintf(w, "generator: %.2f of %d cores (user %.0f ms, system %.0f ms), peak %d in flight\n", g.CPUCores, g.GOMAXPROCS, g.CPUUserMS, g.CPUSystemMS, g.PeakInFlight)
+	fmt.Fprintf(w, "generator: %.2f of %d cores (user %.0f ms, system %.0f ms), at most %d calls in flight\n", g.CPUCores, g.GOMAXPROCS, g.CPUUserMS, g.CPUSystemMS, g.PeakInFlight)
 	for _, n := range g.Notes {
 		fmt.Fprintf(w, "generator: %s\n", n)
 	}
