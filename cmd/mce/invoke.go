@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
+	"github.com/mce-run/mce/internal/loadtest"
 	"github.com/mce-run/mce/internal/sdkhttp"
 )
 
@@ -115,31 +116,7 @@ func readBodyArg(args []string, stdin io.Reader) ([]byte, error) {
 
 // contentTypeOf maps a file extension to the content type SageMaker
 // containers expect for it, or "" when there is none.
-func contentTypeOf(ext string) string {
-	switch ext {
-	case ".json":
-		return "application/json"
-	case ".jsonl":
-		return "application/jsonlines"
-	case ".csv":
-		return "text/csv"
-	case ".txt":
-		return "text/plain"
-	case ".npy":
-		return "application/x-npy"
-	case ".npz":
-		return "application/x-npz"
-	case ".parquet":
-		return "application/x-parquet"
-	case ".png":
-		return "image/png"
-	case ".jpg", ".jpeg":
-		return "image/jpeg"
-	case ".pb":
-		return "application/x-protobuf"
-	}
-	return ""
-}
+func contentTypeOf(ext string) string { return loadtest.ContentTypeOf(ext) }
 
 // inferContentType returns explicit when set; else text/plain for a body given
 // on the command line, the type of an @file's extension, or an error that

@@ -62,12 +62,13 @@ against it with only the endpoint URL changed.
 
 Start with:  mce serve -f examples/go-ab-test/endpoint.yaml
 Then:        mce invoke ab-test --target-container english 'what a lovely day'
-Check a container image against SageMaker's contract:  mce check mce-example/probe:latest`,
+Check a container image against SageMaker's contract:  mce check mce-example/probe:latest
+Load-test an endpoint in stages, with a report and charts:  mce loadtest ab-test --endpoint-url http://127.0.0.1:8080 --target-container english --users 1,4,16 --duration 10s`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       buildVersion(),
 	}
-	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd(), newLogsCmd(), newFetchCmd(), newAgentCmd())
+	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd(), newLogsCmd(), newFetchCmd(), newAgentCmd(), newLoadtestCmd())
 	return root
 }
 

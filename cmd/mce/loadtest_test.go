@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mce-run/mce/internal/loadtest"
+	"github.com/mce-run/mce/internal/testenv"
+)
+
+func readReport(t *testing.T, dir string) *loadtest.Report {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, loadtest.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r loadtest.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// TestLoadtestAgainstMce runs mce loadtest for a few seconds against mce
+// serving the probe: user and rate stages, streaming with time to first
+// byte, the probe's forced errors and an unknown endpoint counted by their
+// SageMaker codes, mce's metrics scraped meanwhile, and bad flags refused.
+func TestLoadtestAgainstMce(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.OwnImage(t, "probe")
+	file := filepath.Join(t.TempDir(), "ep.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: m
+    PrimaryContainer: {Image: `+img+`}
+EndpointConfigs:
+  - EndpointConfigName: c
+    ProductionVariants: [{VariantName: AllTraffic, ModelName: m, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
+Endpoints:
+  - {EndpointName: ep, EndpointConfigName: c}
+`), 0o644)
+	listen := freePort(t)
+	f := serveFlagsFor(t, listen, file)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, f) }()
+	defer func() {
+		cancel()
+		<-done
+		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
+			t.Errorf("left behind %d containers, %d networks", c, n)
+		}
+	}()
+	url := "http://" + listen
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/mce/endpoints")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"InService"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("endpoint never InService")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	payload := filepath.Join(t.TempDir(), "x.json")
+	os.WriteFile(payload, []byte(`{"x":1}`), 0o644)
+
+	// users, with a 5 ms model: latency, throughput, metrics
+	dir := t.TempDir()
+	out, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--users", "1,3", "--spawn-rate", "20", "--duration", "1500ms",
+		"--payload", payload, "--custom-attributes", "sleep=5ms", "--target", "p50=5s", "--out", dir, "-q")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "highest throughput within p50<=5s") || !strings.Contains(out, "report: "+dir) {
+		t.Errorf("summary:\n%s", out)
+	}
+	r := readReport(t, dir)
+	if len(r.Stages) != 2 || r.Plan.Request.ContentType != "application/json" {
+		t.Fatalf("stages %d, plan %+v", len(r.Stages), r.Plan.Request)
+	}
+	for _, s := range r.Stages {
+		if s.Completed == 0 || s.Errors != 0 || s.P50 < 5 || s.MetTarget == nil || !*s.MetTarget {
+			t.Errorf("%s: %+v", s.Name, s)
+		}
+	}
+	if r.Metrics == nil || r.Metrics.Scrapes < 2 || !strings.HasSuffix(r.Metrics.URL, "/metrics") {
+		t.Fatalf("metrics %+v", r.Metrics)
+	}
+	var inv float64
+	for _, s := range r.Stages {
+		if s.Mce != nil {
+			inv += s.Mce.Invocations
+			if s.Mce.Invocations > 0 && s.Mce.ModelLatencyMS < 5 {
+				t.Errorf("%s: mce's model latency %.2f ms under the probe's 5 ms sleep", s.Name, s.Mce.ModelLatencyMS)
+			}
+		}
+	}
+	if inv == 0 {
+		t.Error("mce's metrics saw no invocations during the run")
+	}
+	for _, name := range []string{loadtest.FileHTML, loadtest.FileStagesCSV, loadtest.FileSecondsCSV, loadtest.FileMetricsCSV, "latency.png", "mce_latency.png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// a rate stage, streamed: the first part comes before the whole answer
+	dir = t.TempDir()
+	if out, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--rate", "20", "--duration", "1s", "--stream",
+		"--custom-attributes", "stream=3,every=30ms", "--out", dir, "-q", "--metrics-url", "off"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	r = readReport(t, dir)
+	s := r.Stages[0]
+	if s.Completed == 0 || s.Errors != 0 || s.TTFB == nil || s.P50 < 60 || s.TTFB.P50 >= s.P50 || r.Metrics != nil {
+		t.Errorf("stream: %+v ttfb %+v metrics %v", s, s.TTFB, r.Metrics)
+	}
+
+	// failures by code: the model's 500, an unknown endpoint
+	dir = t.TempDir()
+	if out, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--users", "1", "--duration", "500ms",
+		"--custom-attributes", "status=500", "--out", dir, "-q"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if s := readReport(t, dir).Stages[0]; s.Codes["ModelError:500"] == 0 || s.Codes["ModelError:500"] != s.Errors || s.Errors != s.Completed {
+		t.Errorf("forced 500: %+v", s)
+	}
+	dir = t.TempDir()
+	if out, err := runCLI(ctx, "loadtest", "no-such-endpoint", "--endpoint-url", url, "--users", "1", "--max-requests", "5",
+		"--duration", "5s", "--out", dir, "-q"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r := readReport(t, dir); r.Stages[0].Codes["ValidationError"] != 5 || !strings.Contains(r.StopReason, "max_requests") {
+		t.Errorf("unknown endpoint: %+v, %q", r.Stages[0].Codes, r.StopReason)
+	}
+
+	// Ctrl-C: exit status 130 and a partial report
+	invocations := func() string {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, `mce_invocations_total{endpoint="ep"`) {
+				return l
+			}
+		}
+		return ""
+	}
+	before := invocations()
+	dir = t.TempDir()
+	res := make(chan error, 1)
+	go func() {
+		_, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--users", "2", "--duration", "1m", "--out", dir, "-q", "--metrics-url", "off")
+		res <- err
+	}()
+	for deadline := time.Now().Add(20 * time.Second); invocations() == before; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the load test never called mce")
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT) // the load test's handler holds SIGINT while it runs
+	select {
+	case err := <-res:
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 130 {
+			t.Errorf("Ctrl-C: %v, want exit status 130", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Ctrl-C did not stop the load test")
+	}
+	if r := readReport(t, dir); !r.Interrupted || r.Stages[0].Completed == 0 || r.Stages[0].Errors != 0 {
+		t.Errorf("partial report: interrupted %v, %+v", r.Interrupted, r.Stages[0])
+	}
+
+	for _, bad := range [][]string{
+		{"--users", "x"},
+		{"--users", "1", "--rate", "5"},
+		{"--users", "1", "--payload", "/no/such/file"},
+		{"--users", "1", "--payload", "-"},
+		{"--users", "1", "--shape", "zipf", "--models", "3"},
+		{"--rate", "5", "--target", "p90<1s"},
+		{"--users", "1", "--plan", "/no/such/plan.yaml"},
+		{},
+	} {
+		_, err := runCLI(ctx, append([]string{"loadtest", "ep", "--endpoint-url", url, "-q", "--out", t.TempDir()}, bad...)...)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 {
+			t.Errorf("%v: %v, want exit status 2", bad, err)
+		}
+	}
+}
+
+// TestLoadtestMultiModel drives the 200-model endpoint (its model server
+// holds 20 models at a time) with the top-k shape: every model named is in
+// the cold figures once, mce's scraped metrics show models resident (at most
+// the 20 the server holds), and every answer is a success.
+func TestLoadtestMultiModel(t *testing.T) {
+	cli := testenv.Docker(t)
+	dir := testenv.MMEModels(t)
+	img := testenv.OwnImage(t, "modelserver")
+	file := filepath.Join(t.TempDir(), "mme.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: mm
+    PrimaryContainer:
+      Image: `+img+`
+      Mode: MultiModel
+      ModelDataUrl: file://`+dir+`/
+      Environment: {MODELSERVER_MEMORY_BYTES: "209715200"}
+EndpointConfigs:
+  - EndpointConfigName: c
+    ProductionVariants: [{VariantName: AllTraffic, ModelName: mm, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
+Endpoints:
+  - {EndpointName: mme, EndpointConfigName: c}
+`), 0o644)
+	listen := freePort(t)
+	f := serveFlagsFor(t, listen, file)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, f) }()
+	defer func() {
+		cancel()
+		<-done
+		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
+			t.Errorf("left behind %d containers, %d networks", c, n)
+		}
+	}()
+	url := "http://" + listen
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(url + "/mce/endpoints")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(b), `"InService"`) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("endpoint never InService")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	payload := filepath.Join(t.TempDir(), "req.json")
+	os.WriteFile(payload, []byte(`{"inputs":[{"name":"INPUT0","shape":[1,4],"datatype":"FP32","data":[1.06,1.18,-0.07,1.77]}]}`), 0o644)
+	out := t.TempDir()
+	if got, err := runCLI(ctx, "loadtest", "mme", "--endpoint-url", url, "--payload", payload, "--models", "200", "--first-model", "0",
+		"--model-pattern", "model-{i:03}.tar.gz", "--shape", "top-k", "--top-k", "10", "--share", "0.9", "--rate", "40", "--duration", "2s",
+		"--seed", "3", "--out", out, "-q"); err != nil {
+		t.Fatalf("%v\n%s", err, got)
+	}
+	r := readReport(t, out)
+	s := r.Stages[0]
+	if s.Completed == 0 || s.Errors != 0 {
+		t.Fatalf("stage %+v (errors %v)", s, r.ErrorSamples)
+	}
+	if r.Cold.Count < 10 || r.Cold.Count+r.Warm.Count != s.Completed || r.Warm.Count == 0 {
+		t.Errorf("cold %d + warm %d of %d calls", r.Cold.Count, r.Warm.Count, s.Completed)
+	}
+	if m := r.Answers.MostModelsResident; m == nil || *m < 10 || *m > 20 {
+		t.Errorf("most models resident %v, want 10 to 20", m)
+	}
+	if s.Mce == nil || s.Mce.Invocations == 0 {
+		t.Errorf("mce metrics for the stage: %+v", s.Mce)
+	}
+}
+
+// TestLoadtestNeedsCredentialsForSageMaker: without --endpoint-url the
+// target is SageMaker, and with no AWS credentials the command says so at
+// once instead of counting a run of failures.
+func TestLoadtestNeedsCredentialsForSageMaker(t *testing.T) {
+	empty := t.TempDir()
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(empty, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(empty, "credentials"))
+	for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MCE_ENDPOINT_URL",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	out := t.TempDir()
+	_, err := runCLI(context.Background(), "loadtest", "ep", "--users", "1", "--duration", "1s", "--out", out, "-q")
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "no AWS credentials") || !strings.Contains(ee.msg, "--endpoint-url") {
+		t.Errorf("got %v, want exit status 2 about credentials", err)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("wrote a report: %v", entries)
+	}
+}
