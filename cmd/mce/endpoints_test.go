@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mce-run/mce/internal/testenv"
 )
@@ -33,32 +30,7 @@ func TestEndpointCommands(t *testing.T) {
 	testenv.Image(t, "probe")
 	listen := freePort(t)
 	f := serveFlagsFor(t, listen, endpointFile(t, ""))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, f) }()
-	defer func() {
-		cancel()
-		<-done
-		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
-			t.Errorf("left behind %d containers, %d networks", c, n)
-		}
-	}()
-	url := "http://" + listen
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/mce/endpoints")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), `"InService"`) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("endpoint never InService")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	ctx, url := serveInService(t, cli, f)
 
 	out, err := runCLI(ctx, "endpoints", "--endpoint-url", url)
 	if err != nil || !strings.Contains(out, "ep") || !strings.Contains(out, "InService") {

@@ -50,32 +50,7 @@ Endpoints:
 `), 0o644)
 	listen := freePort(t)
 	f := serveFlagsFor(t, listen, file)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, f) }()
-	defer func() {
-		cancel()
-		<-done
-		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
-			t.Errorf("left behind %d containers, %d networks", c, n)
-		}
-	}()
-	url := "http://" + listen
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/mce/endpoints")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), `"InService"`) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("endpoint never InService")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	ctx, url := serveInService(t, cli, f)
 	payload := filepath.Join(t.TempDir(), "x.json")
 	os.WriteFile(payload, []byte(`{"x":1}`), 0o644)
 
@@ -187,7 +162,7 @@ Endpoints:
 		t.Fatal("Ctrl-C did not stop the load test")
 	}
 	if r := readReport(t, dir); !r.Interrupted || r.Stages[0].Completed == 0 || r.Stages[0].Errors != 0 {
-		t.Errorf("partial report: interrupted %v, %+v", r.Interrupted, r.Stages[0])
+		t.Errorf("partial report: interrupted %v, %+v %v", r.Interrupted, r.Stages[0], r.ErrorSamples)
 	}
 
 	for _, bad := range [][]string{
@@ -233,32 +208,7 @@ Endpoints:
 `), 0o644)
 	listen := freePort(t)
 	f := serveFlagsFor(t, listen, file)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, f) }()
-	defer func() {
-		cancel()
-		<-done
-		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
-			t.Errorf("left behind %d containers, %d networks", c, n)
-		}
-	}()
-	url := "http://" + listen
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/mce/endpoints")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), `"InService"`) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("endpoint never InService")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	ctx, url := serveInService(t, cli, f)
 	payload := filepath.Join(t.TempDir(), "req.json")
 	os.WriteFile(payload, []byte(`{"inputs":[{"name":"INPUT0","shape":[1,4],"datatype":"FP32","data":[1.06,1.18,-0.07,1.77]}]}`), 0o644)
 	out := t.TempDir()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"github.com/moby/moby/client"
 	"io"
 	"net"
 	"net/http"
@@ -66,21 +67,7 @@ func TestServeDrainsInFlightRequests(t *testing.T) {
 	go func() { done <- serve(ctx, f) }()
 
 	base := "http://" + listen
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(base + "/mce/endpoints")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), `"InService"`) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("endpoint never InService")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitInService(t, base, 1)
 
 	type result struct {
 		code int
@@ -224,4 +211,24 @@ func TestNamedDataRoots(t *testing.T) {
 	if _, err := namedDataRoots(load(write("bad.yaml", "file:///var/run/"))); err == nil || !strings.Contains(err.Error(), "system folders") {
 		t.Errorf("a file naming /var/run: err = %v, want the system-folder refusal", err)
 	}
+}
+
+// serveInService runs serve with f until the test ends and returns once its
+// endpoint is InService, with serve's context and URL. The cleanup stops
+// serve and fails the test if the instance left containers or networks.
+func serveInService(t *testing.T, cli *client.Client, f serveFlags) (context.Context, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, f) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
+			t.Errorf("left behind %d containers, %d networks", c, n)
+		}
+	})
+	url := "http://" + f.listen
+	waitInService(t, url, 1)
+	return ctx, url
 }

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,32 +54,7 @@ Endpoints:
 `), 0o644)
 	listen := freePort(t)
 	f := serveFlagsFor(t, listen, file)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, f) }()
-	defer func() {
-		cancel()
-		<-done
-		if c, n := testenv.Leftovers(t, cli, f.instance); c+n > 0 {
-			t.Errorf("left behind %d containers, %d networks", c, n)
-		}
-	}()
-	url := "http://" + listen
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(url + "/mce/endpoints")
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if strings.Contains(string(b), `"InService"`) {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("endpoint never InService")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	ctx, url := serveInService(t, cli, f)
 
 	flags := func(attrs string) invokeFlags {
 		return invokeFlags{endpointURL: url, region: "us-east-1", customAttributes: attrs, timeout: 30 * time.Second, stream: true}
