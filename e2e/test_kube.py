@@ -261,6 +261,7 @@ def mme_step(sm, rt, cli, kube, a):
     for two of the 10 MiB models so that a third evicts the least recently
     used on the container's 507."""
     name = "mme-ep"
+    start = time.monotonic()
     mf = json.load(open(os.path.join(a.mme_models, "manifest.json")))["models"]
     t0 = time.monotonic()
     create(sm, name, [{"Image": MODELSERVER, "Mode": "MultiModel", "ModelDataUrl": "file:///models/weights/mme/",
@@ -344,6 +345,7 @@ def mme_step(sm, rt, cli, kube, a):
     check(name not in names and kube.left(name) == [],
           "DeleteEndpoint of the multi-model endpoint leaves no pod, Deployment, ReplicaSet or ConfigMap",
           f"endpoints {names}")
+    info("the multi-model step: %.1f s" % (time.monotonic() - start))
 
 
 def uids(kube):
