@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Kubernetes end-to-end test with the real AWS clients (make kube, part of
 # make test): starts one real single-node cluster (scripts/kube/cluster.sh,
-# its fake nvidia.com/gpu capacity 2), loads the probe image and mce's own
-# image into its containerd, and runs e2e/test_kube.py, which starts
+# its fake nvidia.com/gpu capacity 2), loads the probe, modelserver and mce's
+# own images into its containerd, and runs e2e/test_kube.py, which starts
 # `mce serve --engine kubernetes` inside the cluster's network namespace and
 # drives it with boto3 and the aws CLI (Debian's, fake credentials, nothing
 # from this machine's AWS configuration). Whatever happens, the trap takes the
@@ -12,7 +12,9 @@
 # Environment: MCE_KUBE_MCE_IMAGE (mce's image for the fetch init containers,
 # default mce-example/mce:latest, built by scripts/images.sh mce). Builds
 # nothing: it checks the prerequisites and names the make target or script
-# that makes each. Its last line is "N passed, M failed".
+# that makes each (it only generates its test data, among them three small
+# multi-model artifacts with scripts/mme-models.sh, about a second). Its last
+# line is "N passed, M failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,11 +24,13 @@ mce_image=${MCE_KUBE_MCE_IMAGE:-mce-example/mce:latest}
 [ "$(id -u)" = 0 ] || fail "the test cluster needs root (network and mount namespaces)"
 [ -x bin/mce ] || fail "bin/mce is missing: run 'make build'"
 bin=$(scripts/kube/build.sh check) || fail "the Kubernetes binaries are not built: run scripts/kube/build.sh (once per machine)"
-for i in mce-example/probe:latest "$mce_image"; do
+images=(mce-example/probe:latest mce-example/modelserver:latest "$mce_image")
+for i in "${images[@]}"; do
   docker image inspect "$i" >/dev/null 2>&1 || fail "image $i is missing: run 'make images' and 'scripts/images.sh mce'"
 done
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import boto3' 2>/dev/null || fail "/usr/bin/python3 with boto3 is missing: run 'make deps'"
 [ -x /usr/bin/aws ] || fail "/usr/bin/aws (awscli) is missing: run 'make deps'"
+command -v go >/dev/null || fail "go is missing (scripts/mme-models.sh generates the multi-model artifacts with it)"
 
 mkdir -p build
 log=build/e2e-kube.log
@@ -56,22 +60,25 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# The model data of the --model-volume check: a hostPath on the node.
+mkdir -p "$work/models" "$work/state"
+echo weights >"$work/weights.txt"
+tar -czf "$work/models/model.tar.gz" -C "$work" weights.txt
+# The multi-model endpoint's prefix: three of the generator's 10 MiB models
+# and manifest.json (each model's request and exact expected answer).
+scripts/mme-models.sh "$work/models/mme" 3 >/dev/null
+
 t0=$(date +%s.%N)
 MCE_KUBE_BIN="$bin" scripts/kube/cluster.sh up "$dir"
 t1=$(date +%s.%N)
 # KUBECONFIG, MCE_KUBE_SERVER, MCE_KUBE_TOKEN_FILE, MCE_KUBE_CA, MCE_KUBE_ADDR, MCE_KUBE_NETNS_PATH, ...
 eval "$(scripts/kube/cluster.sh env "$dir" | sed 's/^/export /')"
-for i in mce-example/probe:latest "$mce_image"; do
+for i in "${images[@]}"; do
   docker save "$i" | nsenter --target "$MCE_KUBE_HOLDER_PID" --mount --net -- \
     ctr -a "$MCE_KUBE_CONTAINERD_SOCK" -n k8s.io images import - >/dev/null
 done
 t2=$(date +%s.%N)
 python3 -c 'import sys; a, b, c = map(float, sys.argv[1:]); print("kube e2e: cluster up in %.1f s, images loaded in %.1f s" % (b - a, c - b))' "$t0" "$t1" "$t2"
-
-# The model data of the --model-volume check: a hostPath on the node.
-mkdir -p "$work/models" "$work/state"
-echo weights >"$work/weights.txt"
-tar -czf "$work/models/model.tar.gz" -C "$work" weights.txt
 
 set +e
 env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" LANG=C.UTF-8 \
@@ -80,7 +87,7 @@ env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" LANG=C.UTF-8 \
   AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER= \
   /usr/bin/python3 -B -I e2e/test_kube.py --mce "$PWD/bin/mce" --netns "$MCE_KUBE_NETNS_PATH" \
   --addr "$MCE_KUBE_ADDR" --server "$MCE_KUBE_SERVER" --token-file "$MCE_KUBE_TOKEN_FILE" --ca "$MCE_KUBE_CA" \
-  --kubeconfig "$KUBECONFIG" --fetch-image "$mce_image" --models "$work/models" --state "$work/state" \
+  --kubeconfig "$KUBECONFIG" --fetch-image "$mce_image" --models "$work/models" --mme-models "$work/models/mme" --state "$work/state" \
   --log "$PWD/$log" &
 # In the background, so that a signal to this script runs the trap at once.
 py=$!

@@ -25,6 +25,13 @@ the cluster's token; no kubectl):
     again adopts the running pods: the same pod UIDs before and after; with
     --on-exit remove, SIGTERM deletes them and the next start launches anew;
   - pod logs through the API server (the kubelet at the node's InternalIP);
+  - a MultiModel endpoint (mce-example/modelserver and the mce agent
+    sidecar, models file:// under the --model-volume): TargetModel through
+    boto3 and the aws CLI answering what the generated models compute, a
+    third model evicting the least recently used (the container's 507),
+    the loaded models in /status.json and /metrics, SageMaker's
+    ValidationError for a missing and an escaping TargetModel, DeleteEndpoint
+    leaving no object;
   - DeleteEndpoint leaves no pod, Deployment, ReplicaSet or ConfigMap.
 
 Output: PASS/FAIL/INFO lines, then "N passed, M failed". Exit status 1 if
@@ -53,6 +60,7 @@ from botocore.exceptions import ClientError
 
 AWS_CLI = "/usr/bin/aws"
 PROBE = "mce-example/probe:latest"
+MODELSERVER = "mce-example/modelserver:latest"
 ROLE = "arn:aws:iam::123456789012:role/mce-e2e"
 INSTANCE = "kube-e2e"
 
@@ -118,9 +126,12 @@ class Kube:
             ps = [p for p in ps if not p["metadata"].get("deletionTimestamp")]
         return ps
 
-    def left(self):
-        """Every object of this mce instance still there, as kind/name."""
+    def left(self, endpoint=None):
+        """Every object of this mce instance (or of its endpoint) still
+        there, as kind/name."""
         sel = f"mce.run/instance={INSTANCE}"
+        if endpoint:
+            sel += f",mce.run/endpoint={endpoint}"
         return [f"{k}/{o['metadata']['name']}" for k in ("pods", "deployments", "replicasets", "configmaps")
                 for o in self.items(k, sel)]
 
@@ -137,7 +148,7 @@ class MCE:
         self.log = a.log
         self.argv = ["/usr/bin/nsenter", "--net=" + a.netns, "--", a.mce, "serve", "--engine", "kubernetes",
                      "--kubeconfig", a.kubeconfig, "--namespace", "default", "--fetch-image", a.fetch_image,
-                     "--listen", url[len("http://"):], "--insecure", "--metrics-listen", "off",
+                     "--listen", url[len("http://"):], "--insecure", "--metrics-listen", a.operator[len("http://"):],
                      "--state-dir", a.state, "--instance", INSTANCE, "--stop-grace", "2s", "--log-format", "json",
                      "--model-volume", "weights=hostPath:" + a.models]
         self.p = None
@@ -184,12 +195,14 @@ class Cli:
             raise RuntimeError(f"aws {' '.join(args[:2])}: status {p.returncode}: {p.stderr.strip()}")
         return json.loads(p.stdout) if p.stdout.strip() else {}
 
-    def invoke(self, endpoint, body, target=None):
+    def invoke(self, endpoint, body, target=None, target_model=None, content_type="text/plain"):
         out = os.path.join(self.tmp, "cli-out")
         args = ["sagemaker-runtime", "invoke-endpoint", "--endpoint-name", endpoint, "--body", body,
-                "--content-type", "text/plain", "--cli-binary-format", "raw-in-base64-out"]
+                "--content-type", content_type, "--cli-binary-format", "raw-in-base64-out"]
         if target:
             args += ["--target-container-hostname", target]
+        if target_model:
+            args += ["--target-model", target_model]
         self.run(*(args + [out]))
         with open(out, "rb") as f:
             return f.read()
@@ -233,6 +246,108 @@ def hostnames(rt, name, n, target="first"):
     return seen
 
 
+def metric_sum(text, name, endpoint):
+    """The sum of the Prometheus samples NAME{endpoint="ENDPOINT",...} in text."""
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name + "{") and f'endpoint="{endpoint}"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def mme_step(sm, rt, cli, kube, a):
+    """A MultiModel endpoint: mce-example/modelserver with the mce agent
+    sidecar, its models file:// under the --model-volume (a hostPath), memory
+    for two of the 10 MiB models so that a third evicts the least recently
+    used on the container's 507."""
+    name = "mme-ep"
+    start = time.monotonic()
+    mf = json.load(open(os.path.join(a.mme_models, "manifest.json")))["models"]
+    t0 = time.monotonic()
+    create(sm, name, [{"Image": MODELSERVER, "Mode": "MultiModel", "ModelDataUrl": "file:///models/weights/mme/",
+                       "Environment": {"MODELSERVER_MEMORY_BYTES": "25Mi"}}])
+    wait_status(sm, name)
+    info("boto3: CreateEndpoint → InService, a multi-model pod with its agent: %.1f s" % (time.monotonic() - t0))
+    pods = kube.pods(name)
+    names = sorted(c["name"] for p in pods for c in p["spec"]["containers"])
+    check(len(pods) == 1 and names == ["mce-agent", "primary"],
+          "the multi-model pod runs the container and the mce agent sidecar", names)
+
+    def boto3_call(m):
+        t0 = time.monotonic()
+        r = rt.invoke_endpoint(EndpointName=name, TargetModel=m["target_model"], ContentType="application/json",
+                               Body=json.dumps(m["request"]).encode())
+        return json.loads(r["Body"].read()), time.monotonic() - t0
+
+    def cli_call(m):
+        t0 = time.monotonic()
+        out = cli.invoke(name, json.dumps(m["request"]), target_model=m["target_model"],
+                         content_type="application/json")
+        return json.loads(out), time.monotonic() - t0
+
+    # Models 0 and 1 with boto3 (loaded through the agent), 1 again with the
+    # aws CLI (loaded already), 2 with the aws CLI: no memory left, the
+    # container's 507 unloads model 0, the least recently used.
+    for how, call, m in (("boto3", boto3_call, mf[0]), ("boto3", boto3_call, mf[1]),
+                         ("aws CLI", cli_call, mf[1]), ("aws CLI", cli_call, mf[2])):
+        got, took = call(m)
+        check(got == m["response"], f"{how}: TargetModel {m['target_model']} answers what the model computes",
+              f"{took:.2f} s" if got == m["response"] else f"{got}, want {m['response']}")
+    status = json.loads(urllib.request.urlopen(a.operator + "/status.json", timeout=10).read())
+    mm = [c.get("MultiModel") for e in status["Endpoints"] if e["EndpointName"] == name
+          for v in e["Variants"] for cp in v["Copies"] for c in cp["Containers"]]
+    loaded = sorted(mm[0]["LoadedModels"]) if mm and mm[0] else None
+    check(loaded == sorted([mf[1]["target_model"], mf[2]["target_model"]]) and mm[0]["CacheModels"] == 3,
+          "status.json: the two most recently used models are loaded, the first was evicted; 3 in the cache",
+          f"{mm}")
+    metrics = urllib.request.urlopen(a.operator + "/metrics", timeout=10).read().decode()
+    ev, nl = metric_sum(metrics, "mce_model_evictions_total", name), metric_sum(metrics, "mce_loaded_models", name)
+    check(ev == 1 and nl == 2, "metrics: mce_model_evictions_total 1, mce_loaded_models 2",
+          f"evictions {ev}, loaded {nl}")
+    # The evicted model loads again (its files are still in the agent's cache).
+    got, took = boto3_call(mf[0])
+    check(got == mf[0]["response"], f"boto3: the evicted {mf[0]['target_model']} loads again and answers",
+          f"{took:.2f} s")
+
+    # A model that is not under the prefix: SageMaker's ValidationError (400),
+    # naming the model and no path of the node.
+    try:
+        rt.invoke_endpoint(EndpointName=name, TargetModel="no-such-model.tar.gz", ContentType="application/json",
+                           Body=b"{}")
+        check(False, "boto3: a missing TargetModel is a ValidationError", "it answered")
+    except ClientError as e:
+        err, st = e.response["Error"], e.response["ResponseMetadata"]["HTTPStatusCode"]
+        check(err["Code"] == "ValidationError" and st == 400 and
+              "Failed to download model data for TargetModel no-such-model.tar.gz" in err["Message"] and
+              a.models not in err["Message"], "boto3: a missing TargetModel is a ValidationError (400)",
+              f"{st} {err['Code']}: {err['Message']}")
+    try:
+        cli.invoke(name, "{}", target_model="no-such-model.tar.gz", content_type="application/json")
+        check(False, "aws CLI: a missing TargetModel is a ValidationError", "it answered")
+    except RuntimeError as e:
+        check("(ValidationError)" in str(e) and "no-such-model.tar.gz" in str(e),
+              "aws CLI: a missing TargetModel is a ValidationError", str(e)[-300:])
+    try:
+        rt.invoke_endpoint(EndpointName=name, TargetModel="../" + mf[0]["target_model"],
+                           ContentType="application/json", Body=b"{}")
+        check(False, "boto3: a TargetModel outside the prefix is refused", "it answered")
+    except ClientError as e:
+        err = e.response["Error"]
+        check(err["Code"] == "ValidationError" and "must be a relative path below the ModelDataUrl prefix"
+              in err["Message"], "boto3: a TargetModel outside the prefix is a ValidationError",
+              f"{err['Code']}: {err['Message']}")
+
+    sm.delete_endpoint(EndpointName=name)
+    t0 = time.monotonic()
+    wait_for(f"{name}'s objects gone", lambda: kube.left(name) == [], within=60)
+    info("DeleteEndpoint of the multi-model endpoint: every object gone in %.1f s" % (time.monotonic() - t0))
+    names = [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]]
+    check(name not in names and kube.left(name) == [],
+          "DeleteEndpoint of the multi-model endpoint leaves no pod, Deployment, ReplicaSet or ConfigMap",
+          f"endpoints {names}")
+    info("the multi-model step: %.1f s" % (time.monotonic() - start))
+
+
 def uids(kube):
     return {p["metadata"]["name"]: p["metadata"]["uid"] for p in kube.pods(live=True)}
 
@@ -248,6 +363,8 @@ def main():
     ap.add_argument("--kubeconfig", required=True)
     ap.add_argument("--fetch-image", required=True, help="mce's own image, loaded into the node")
     ap.add_argument("--models", required=True, help="host folder holding model.tar.gz (the hostPath model volume)")
+    ap.add_argument("--mme-models", required=True,
+                    help="the multi-model artifacts and their manifest.json, the volume's mme/ folder")
     ap.add_argument("--state", required=True)
     ap.add_argument("--log", required=True)
     a = ap.parse_args()
@@ -255,6 +372,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     url = f"http://{a.addr}:18080"
+    a.operator = f"http://{a.addr}:18081"  # --metrics-listen: /metrics and /status.json
     unsigned = botocore.config.Config(signature_version=botocore.UNSIGNED,
                                       retries={"mode": "standard", "total_max_attempts": 1})
     sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1", config=unsigned)
@@ -462,10 +580,9 @@ def main():
                 Body=b"x")["Body"].read() == b"x-d", "after SIGTERM, the next mce adopts the same pods")
         step("restart and adopt", restart)
 
-        # Multi-model endpoints on the kubernetes engine (the mce agent
-        # sidecar, issue 13) get their step here: CreateModel with
-        # Mode MultiModel and an s3:// or file:// prefix, InvokeEndpoint with
-        # TargetModel loading through the agent, the LRU and 507.
+        def multi_model():
+            mme_step(sm, rt, cli, kube, a)
+        step("multi-model endpoint", multi_model)
 
         def delete():
             sm.delete_endpoint(EndpointName="direct-ep")
