@@ -87,7 +87,7 @@ kube-image:
 
 # The Go cluster tests (each starts its own cluster; `make unit` skips them without MCE_KUBE_TEST).
 kube-test: deps build images kube-bin kube-image
-	MCE_KUBE_TEST=1 $(GO) test -count=1 -timeout 30m ./internal/kubetest ./containers/kubernetes ./cmd/mce -run 'TestClusterUpDown|TestOnCluster|TestServeOnKubernetes'
+	MCE_KUBE_TEST=1 $(GO) test -count=1 -timeout 30m ./internal/kubetest ./containers/kubernetes ./cmd/mce -run 'TestClusterUpDown|TestOnCluster|TestServeOnKubernetes|TestMultiModelOnCluster|TestMultiModelThroughHost'
 
 # Part of make test: the Go cluster tests, then the end-to-end test on one cluster with boto3 and the aws CLI
 # (e2e/kube.sh: Direct, Serial, GPUs, scaling, an update under traffic, restarts, multi-model, deletion).

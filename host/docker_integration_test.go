@@ -36,8 +36,15 @@ func dockerHost(t testing.TB, files ...string) *sagemakerruntime.Client {
 	return c
 }
 
-// dockerHostURL is dockerHost, also returning the host's URL.
+// dockerHostURL is dockerHost, also returning the host's URL. The
+// container time limit is 5 s (tests of ModelInvocationTimeExceeded rely on
+// it); dockerHostURLTimeout gives another.
 func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, string) {
+	t.Helper()
+	return dockerHostURLTimeout(t, 5*time.Second, files...)
+}
+
+func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ...string) (*sagemakerruntime.Client, string) {
 	t.Helper()
 	cli := testenv.Docker(t)
 	for _, img := range []string{"probe", "sentiment", "featurizer", "classifier"} {
@@ -71,10 +78,7 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	// No test here is about the container timeout; 30 s (SageMaker's is
-	// 60 s) keeps a Python framework container's first call on a loaded
-	// 2-core machine from timing out (seen at 5 s with load average 12).
-	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 30 * time.Second,
+	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: containerTimeout,
 		ModelData: fetcher, MetricsOnAPI: true})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())
