@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/containers/mme/agent"
 )
@@ -20,10 +19,7 @@ import (
 // agentFlags are `mce agent`'s flags: fetch's, plus the cache's.
 type agentFlags struct {
 	prefix, dir, listen string
-	modelRoots          []string
-	s3Endpoint          string
-	s3PathStyle         bool
-	maxBytes, maxRatio  int64
+	fetcher             fetcherFlags
 	capacity            byteSize
 	log                 logFlags
 }
@@ -53,11 +49,7 @@ shared cluster. It is not meant to be run by hand.`,
 	fl.StringVar(&f.prefix, "prefix", "", "the container's ModelDataUrl prefix: s3://bucket/prefix/ or file:///folder/")
 	fl.StringVar(&f.dir, "dir", agent.ModelsDir, "the model cache folder (the pod's volume)")
 	fl.StringVar(&f.listen, "listen", ":"+strconv.Itoa(agent.Port), "address to listen on (the pod's network)")
-	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from; repeatable")
-	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store")
-	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing")
-	fl.Int64Var(&f.maxBytes, "max-artifact-bytes", artifact.DefaultMaxExtractedBytes, "the most bytes of files one artifact may extract")
-	fl.Int64Var(&f.maxRatio, "max-artifact-ratio", artifact.DefaultMaxRatio, "the most an archive may expand, as a multiple of its own size, past its first 64 MiB")
+	f.fetcher.register(fl)
 	fl.Var(&f.capacity, "disk-capacity", "bytes of model files to keep on disk (e.g. 20GiB); unused models past it are deleted, least recently used first; 0 means unlimited")
 	f.log.register(cmd)
 	_ = cmd.MarkFlagRequired("prefix")
@@ -69,17 +61,9 @@ func runAgent(cmd *cobra.Command, f agentFlags) error {
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}
-	if f.maxBytes < 0 || f.maxRatio < 0 {
-		return &exitError{code: 2, msg: "--max-artifact-bytes and --max-artifact-ratio must not be negative"}
-	}
-	fetcher, err := artifact.NewFetcher(artifact.Options{
-		S3:                artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle},
-		ModelRoots:        f.modelRoots,
-		MaxExtractedBytes: f.maxBytes,
-		MaxRatio:          f.maxRatio,
-	})
+	fetcher, err := f.fetcher.new()
 	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
+		return err
 	}
 	cache, err := mme.NewCache(mme.CacheOptions{Dir: f.dir, Prefix: f.prefix, Fetcher: fetcher,
 		Capacity: int64(f.capacity), Logger: log})

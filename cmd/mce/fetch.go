@@ -7,17 +7,50 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mce-run/mce/containers/artifact"
 )
 
 // fetchFlags are `mce fetch`'s flags.
 type fetchFlags struct {
-	url, dest          string
+	url, dest string
+	fetcher   fetcherFlags
+}
+
+// fetcherFlags configure the artifact fetcher of the commands the
+// kubernetes engine runs inside pods (fetch, agent): the same sources and
+// safety limits as `mce serve`, which passes its own values on.
+type fetcherFlags struct {
 	modelRoots         []string
 	s3Endpoint         string
 	s3PathStyle        bool
 	maxBytes, maxRatio int64
+}
+
+func (f *fetcherFlags) register(fl *pflag.FlagSet) {
+	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from; repeatable")
+	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store")
+	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing")
+	fl.Int64Var(&f.maxBytes, "max-artifact-bytes", artifact.DefaultMaxExtractedBytes, "the most bytes of files one artifact may extract")
+	fl.Int64Var(&f.maxRatio, "max-artifact-ratio", artifact.DefaultMaxRatio, "the most an archive may expand, as a multiple of its own size, past its first 64 MiB")
+}
+
+// new makes the fetcher; a bad value is a usage error (exit status 2).
+func (f *fetcherFlags) new() (*artifact.Fetcher, error) {
+	if f.maxBytes < 0 || f.maxRatio < 0 {
+		return nil, &exitError{code: 2, msg: "--max-artifact-bytes and --max-artifact-ratio must not be negative"}
+	}
+	fetcher, err := artifact.NewFetcher(artifact.Options{
+		S3:                artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle},
+		ModelRoots:        f.modelRoots,
+		MaxExtractedBytes: f.maxBytes,
+		MaxRatio:          f.maxRatio,
+	})
+	if err != nil {
+		return nil, &exitError{code: 2, msg: err.Error()}
+	}
+	return fetcher, nil
 }
 
 // newFetchCmd is what the kubernetes engine's init container runs: the
@@ -41,28 +74,16 @@ the init container of every pod of the kubernetes engine runs.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "", "ModelDataUrl: s3:// or file://")
 	fl.StringVar(&f.dest, "dest", "", "folder to write the model data into (created if missing; what it holds is kept)")
-	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from; repeatable")
-	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store")
-	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing")
-	fl.Int64Var(&f.maxBytes, "max-artifact-bytes", artifact.DefaultMaxExtractedBytes, "the most bytes of files the artifact may extract")
-	fl.Int64Var(&f.maxRatio, "max-artifact-ratio", artifact.DefaultMaxRatio, "the most an archive may expand, as a multiple of its own size, past its first 64 MiB")
+	f.fetcher.register(fl)
 	_ = cmd.MarkFlagRequired("url")
 	_ = cmd.MarkFlagRequired("dest")
 	return cmd
 }
 
 func fetch(cmd *cobra.Command, f fetchFlags) error {
-	if f.maxBytes < 0 || f.maxRatio < 0 {
-		return &exitError{code: 2, msg: "--max-artifact-bytes and --max-artifact-ratio must not be negative"}
-	}
-	fetcher, err := artifact.NewFetcher(artifact.Options{
-		S3:                artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle},
-		ModelRoots:        f.modelRoots,
-		MaxExtractedBytes: f.maxBytes,
-		MaxRatio:          f.maxRatio,
-	})
+	fetcher, err := f.fetcher.new()
 	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
+		return err
 	}
 	if err := os.MkdirAll(f.dest, 0o755); err != nil {
 		return err
