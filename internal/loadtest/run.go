@@ -438,7 +438,10 @@ func (r *runner) send(stage int, model string, body []byte, intended time.Time) 
 		r.rec.mu.Unlock()
 		return
 	}
-	if out.Code == "" && ctx.Err() != nil {
+	if out.Code == "" && ctx.Err() == context.DeadlineExceeded {
+		// an answer after the request's time limit (an invoker that does
+		// not stop at it); a Ctrl-C that lands just after a good answer is
+		// not a timeout
 		out.Code = "Timeout"
 	}
 	r.rec.add(result{stage: stage, model: model, intended: intended, sent: sent, done: done, ttfb: out.TTFB, code: out.Code, message: out.Message})
