@@ -1,6 +1,6 @@
 """Summary of scripts/bench-loadtest.sh: reads its cells' files and prints the markdown of build/bench-loadtest.md.
 
-Usage: loadtest_summary.py OUTDIR RUNS USERS DURATION LOAD_START LOAD_END CORES
+Usage: loadtest_summary.py OUTDIR RUNS USERS DURATION LOAD_START LOAD_END CORES SLEEP
 Each cell RUN-TOOL-TARGET left: .time (GNU time: user s, system s, elapsed s), .load (load average before it) and
 the tool's own output: mce loadtest's report.json (RUN-mce-TARGET/), Locust's CSV (RUN-locust-TARGET_stats.csv) or
 wrk's BENCH line (RUN-wrk-TARGET.log, from bench/wrk.lua).
@@ -11,11 +11,12 @@ import json
 import os
 import sys
 
-out, runs, users, dur, load_start, load_end, cores = sys.argv[1:8]
+out, runs, users, dur, load_start, load_end, cores, sleep = sys.argv[1:9]
 runs = int(runs)
-CELLS = [("wrk", "trivial"), ("mce", "trivial"), ("locust", "trivial"), ("mce", "mce"), ("locust", "mce")]
+CELLS = [("wrk", "trivial"), ("mce", "trivial"), ("locust", "trivial"), ("mce", "mce"), ("locust", "mce"),
+         ("mce", "slow"), ("locust", "slow")]
 TOOL = {"wrk": "wrk -t1", "mce": "mce loadtest", "locust": "Locust + boto3"}
-TARGET = {"trivial": "trivial (nginx 200)", "mce": "mce → probe"}
+TARGET = {"trivial": "trivial (nginx 200)", "mce": "mce → probe", "slow": "mce → probe, %s a call" % sleep}
 
 
 def read_cell(run, tool, target):
@@ -33,7 +34,10 @@ def read_cell(run, tool, target):
     elif tool == "locust":
         with open(base + "_stats.csv") as f:
             row = [r for r in csv.DictReader(f) if r["Name"] == "Aggregated"][0]
-        c.update(requests=int(row["Request Count"]), rps=float(row["Requests/s"]), p50=float(row["50%"]),
+        # Requests over the run's duration, as mce loadtest counts them (Locust's own Requests/s divides by the
+        # span from its stats' start to its last request, which leaves out part of the ramp).
+        c.update(requests=int(row["Request Count"]), rps=int(row["Request Count"]) / float(dur),
+                 locust_rps=float(row["Requests/s"]), p50=float(row["50%"]),
                  p90=float(row["90%"]), p99=float(row["99%"]), max=float(row["Max Response Time"]),
                  errors=int(row["Failure Count"]))
     else:
@@ -59,7 +63,9 @@ print("## mce loadtest against Locust and its own ceiling")
 print()
 print("%s cores; load average %s before the first cell, %s after the last; each cell %s users (closed loop, no think"
       " time, all started in the first second) for %s s, a 64-byte POST; cells run one after the other in the order"
-      " of the table. Latency percentiles in ms. CPU = the generator's user+system time (GNU time), its whole life."
+      " of the table. req/s = requests / the cell's duration (mce loadtest's own figure; for Locust, its own Requests/s"
+      " is in its _stats.csv). Latency percentiles in ms (Locust's are whole ms below 100 ms). CPU = the"
+      " generator's user+system time (GNU time), its whole life (Locust's includes about a second of start-up)."
       % (cores, load_start, load_end, users, dur))
 print()
 print("| run | generator | endpoint | load avg | requests | req/s | p50 | p90 | p99 | max | errors | CPU s | cores | CPU µs/req |")
@@ -75,12 +81,15 @@ print("### Ratios measured within each run")
 print()
 for r in range(1, runs + 1):
     g = lambda t, e: cells[(r, t, e)]  # noqa: E731
-    print("- run %d: mce loadtest / Locust req/s: trivial %.2f×, through mce %.2f×; CPU µs per request, Locust /"
+    print("- run %d: mce loadtest / Locust req/s: trivial %.2f×, through mce %.2f×, %s a call %.2f×; p50 Locust −"
+          " mce loadtest at %s a call %+.2f ms, p99 %+.2f ms; CPU µs per request, Locust /"
           " mce loadtest: trivial %.1f×, through mce %.1f×; p50 Locust − mce loadtest: trivial %+.2f ms, through mce"
           " %+.2f ms; mce loadtest / wrk req/s on the trivial endpoint %.2f; mce loadtest through mce / against the"
           " trivial endpoint %.2f" % (
               r, g("mce", "trivial")["rps"] / g("locust", "trivial")["rps"],
-              g("mce", "mce")["rps"] / g("locust", "mce")["rps"],
+              g("mce", "mce")["rps"] / g("locust", "mce")["rps"], sleep,
+              g("mce", "slow")["rps"] / g("locust", "slow")["rps"], sleep,
+              g("locust", "slow")["p50"] - g("mce", "slow")["p50"], g("locust", "slow")["p99"] - g("mce", "slow")["p99"],
               g("locust", "trivial")["cpu_us_per_req"] / g("mce", "trivial")["cpu_us_per_req"],
               g("locust", "mce")["cpu_us_per_req"] / g("mce", "mce")["cpu_us_per_req"],
               g("locust", "trivial")["p50"] - g("mce", "trivial")["p50"],

@@ -10,6 +10,7 @@ Environment:
   LOCUST_PAYLOAD         file whose bytes are every call's body (required)
   LOCUST_CONTENT_TYPE    ContentType (default application/octet-stream)
   LOCUST_TARGET_CONTAINER  TargetContainerHostname (optional)
+  LOCUST_CUSTOM_ATTRIBUTES CustomAttributes (optional)
   LOCUST_MODELS, LOCUST_MODEL_PATTERN  N and a pattern like model-{i:03}.tar.gz: TargetModel picked uniformly
                          from models 0..N-1 (optional)
   AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY  as usual; --host is the endpoint URL (mce), or empty
@@ -31,6 +32,7 @@ with open(os.environ["LOCUST_PAYLOAD"], "rb") as f:
     BODY = f.read()
 CONTENT_TYPE = os.environ.get("LOCUST_CONTENT_TYPE", "application/octet-stream")
 TARGET_CONTAINER = os.environ.get("LOCUST_TARGET_CONTAINER", "")
+CUSTOM_ATTRIBUTES = os.environ.get("LOCUST_CUSTOM_ATTRIBUTES", "")
 MODELS = int(os.environ.get("LOCUST_MODELS", "0"))
 PATTERN = os.environ.get("LOCUST_MODEL_PATTERN", "model-{i}.tar.gz")
 
@@ -60,6 +62,8 @@ class SageMakerUser(User):
         args = {"EndpointName": ENDPOINT, "ContentType": CONTENT_TYPE, "Body": BODY}
         if TARGET_CONTAINER:
             args["TargetContainerHostname"] = TARGET_CONTAINER
+        if CUSTOM_ATTRIBUTES:
+            args["CustomAttributes"] = CUSTOM_ATTRIBUTES
         name = "InvokeEndpoint"
         if MODELS > 0:
             args["TargetModel"] = PATTERN.replace("{i:03}", "%03d").replace("{i}", "%d") % random.randrange(MODELS)

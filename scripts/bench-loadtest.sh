@@ -4,8 +4,9 @@
 #   1. the generator's own ceiling: `mce loadtest` against a trivial endpoint (nginx answering 200 from one
 #      worker, bench/trivial.nginx.conf.template), with wrk (C, one thread) against the same server for scale;
 #   2. a side-by-side with Locust (Debian's python3-locust, users calling boto3 as in bench/locustfile.py) on
-#      the same endpoints with the same users and duration: the trivial one, and mce serving one probe
-#      container (an echo server);
+#      the same endpoints with the same users and duration: the trivial one, mce serving one probe container
+#      (an echo server), and the same with every call taking LT_SLEEP (default 20ms) in the container, like
+#      a small model (CustomAttributes sleep=..., which the probe honours);
 #   3. reproducibility: the whole sequence runs LT_RUNS times (default 2) and the spread between runs is reported.
 #
 # Every cell: LT_USERS concurrent users (default 8) that send, wait for the answer and send again (no think
@@ -113,7 +114,9 @@ for _ in $(seq 1 100); do
 done
 echo "bench-loadtest: trivial endpoint (nginx, 1 worker, answers 200) on 127.0.0.1:$NGINX_PORT"
 
-declare -A URL=([trivial]="http://127.0.0.1:$NGINX_PORT" [mce]="http://127.0.0.1:$MCE_PORT")
+SLEEP="${LT_SLEEP:-20ms}"
+declare -A URL=([trivial]="http://127.0.0.1:$NGINX_PORT" [mce]="http://127.0.0.1:$MCE_PORT" [slow]="http://127.0.0.1:$MCE_PORT")
+declare -A ATTR=([trivial]="" [mce]="" [slow]="sleep=$SLEEP")
 printf '0123456789abcdef%.0s' 1 2 3 4 >"$OUT/payload.bin"
 # Both clients check the answer through the SDK; an echo that is wrong would still be a 200, so check it once here.
 got="$(bin/mce invoke lt-probe --endpoint-url "${URL[mce]}" --content-type application/octet-stream @"$OUT/payload.bin")"
@@ -128,10 +131,11 @@ cell() {
 	mce)
 		/usr/bin/time -f '%U %S %e' -o "$name.time" bin/mce loadtest lt-probe --endpoint-url "${URL[$target]}" \
 			--payload "$OUT/payload.bin" --content-type application/octet-stream --users "$USERS" --spawn-rate "$USERS" \
-			--duration "${DUR}s" --metrics-url off --out "$name" -q >"$name.log" 2>&1 || { cat "$name.log" >&2; die "mce loadtest failed"; }
+			--duration "${DUR}s" --custom-attributes "${ATTR[$target]}" --metrics-url off --out "$name" -q >"$name.log" 2>&1 || { cat "$name.log" >&2; die "mce loadtest failed"; }
 		;;
 	locust)
 		LOCUST_ENDPOINT_NAME=lt-probe LOCUST_PAYLOAD="$OUT/payload.bin" LOCUST_CONTENT_TYPE=application/octet-stream \
+			LOCUST_CUSTOM_ATTRIBUTES="${ATTR[$target]}" \
 			/usr/bin/time -f '%U %S %e' -o "$name.time" locust -f bench/locustfile.py --headless --only-summary \
 			-u "$USERS" -r "$USERS" -t "${DUR}s" --host "${URL[$target]}" --csv "$name" --stop-timeout 10 \
 			--loglevel WARNING --exit-code-on-error 0 >"$name.log" 2>&1 || { cat "$name.log" >&2; die "locust failed"; }
@@ -145,7 +149,7 @@ cell() {
 	echo "bench-loadtest: run $run, $tool → $target done (load average before it: $load)"
 }
 
-echo "bench-loadtest: $RUNS runs of: wrk, mce loadtest, Locust → trivial; mce loadtest, Locust → mce; $USERS users, ${DUR} s each"
+echo "bench-loadtest: $RUNS runs of: wrk, mce loadtest, Locust → trivial; mce loadtest, Locust → mce; the same with $SLEEP a call; $USERS users, ${DUR} s each"
 LOAD_START="$(loadavg)"
 for run in $(seq 1 "$RUNS"); do
 	cell "$run" wrk trivial
@@ -153,7 +157,9 @@ for run in $(seq 1 "$RUNS"); do
 	cell "$run" locust trivial
 	cell "$run" mce mce
 	cell "$run" locust mce
+	cell "$run" mce slow
+	cell "$run" locust slow
 done
 LOAD_END="$(loadavg)"
-python3 bench/loadtest_summary.py "$OUT" "$RUNS" "$USERS" "$DUR" "$LOAD_START" "$LOAD_END" "$(nproc)" | tee "$OUTMD"
+python3 bench/loadtest_summary.py "$OUT" "$RUNS" "$USERS" "$DUR" "$LOAD_START" "$LOAD_END" "$(nproc)" "$SLEEP" | tee "$OUTMD"
 echo "bench-loadtest: table in $OUTMD, every report under $OUT"
