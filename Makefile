@@ -5,6 +5,7 @@
 #                Kubernetes cluster (make kube), compose
 #   make bench   mce vs straight-to-container vs nginx, at 1/50/200 clients
 #   make check-images   mce check on every example image (examples/containers/check.tsv)
+#   make bench-loadtest   mce loadtest against Locust (boto3) and its own ceiling, two runs (bench/README.md)
 #   make soak    200 signed clients for 10 minutes on Direct and Serial endpoints; zero failures, RSS sampled
 #
 # Go builds the host with cgo (go-nvml); these flags silence go-nvml's warnings.
@@ -17,7 +18,7 @@ GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: all build images framework-images models framework-models deps versitygw demo test unit vet fmt-check e2e compose-test bench soak clean check-images kube-test kube kube-bin kube-image
+.PHONY: all build images framework-images models framework-models deps versitygw demo test unit vet fmt-check e2e compose-test bench soak bench-loadtest clean check-images kube-test kube kube-bin kube-image
 
 all: build
 
@@ -98,6 +99,9 @@ bench: deps build images
 	scripts/bench.sh
 
 # Not part of `make test`: it runs for SOAK_DURATION (default 10m).
+bench-loadtest: deps build images
+	scripts/bench-loadtest.sh
+
 soak: build images
 	scripts/soak.sh
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages mce's tests, demo and benchmark use, when missing:
 # boto3 and the aws CLI (real AWS clients for the end-to-end script), wrk and
-# nginx (benchmark), curl, docker-compose (the compose check), docker-registry
+# nginx (benchmark), Locust and GNU time (scripts/bench-loadtest.sh's side-by-side
+# with mce loadtest), curl, docker-compose (the compose check), docker-registry
 # (a real registry on 127.0.0.1 for the pull tests), chromium (the status page's
 # headless-browser test), prometheus (its promtool lints mce's metrics and checks
 # docs/prometheus.yml and the Grafana dashboard's queries; the Prometheus server
@@ -33,6 +34,8 @@ need=()
 [ -x /usr/bin/aws ] || need+=(awscli)
 command -v wrk >/dev/null 2>&1 || need+=(wrk)
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v locust >/dev/null 2>&1 || need+=(python3-locust)
+[ -x /usr/bin/time ] || need+=(time)
 command -v curl >/dev/null 2>&1 || need+=(curl)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
