@@ -122,10 +122,21 @@ func Start(t testing.TB) *Cluster {
 func (c *Cluster) Down() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, c.script, "down", c.Dir).CombinedOutput(); err != nil {
-		return fmt.Errorf("kubetest: cluster.sh down: %w\n%s", err, out)
+	var err error
+	for range 2 {
+		var out []byte
+		if out, err = exec.CommandContext(ctx, c.script, "down", c.Dir).CombinedOutput(); err == nil {
+			return nil
+		}
+		err = fmt.Errorf("kubetest: cluster.sh down: %w\n%s", err, out)
+		// down is safe to run again; once (in CI, under another cluster's
+		// teardown) the script itself was ended by a SIGTERM it did not send.
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ProcessState.Exited() || ctx.Err() != nil {
+			return err
+		}
 	}
-	return nil
+	return err
 }
 
 // Binaries returns the folder holding the cached Kubernetes and etcd binaries
