@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -38,33 +39,41 @@ import (
 const modelserverImage = "mce-example/modelserver:latest"
 
 // netnsHTTP is a client whose connections are opened inside the network
-// namespace at path, where pod IPs are routable: each dial runs on a
-// thread of its own that enters the namespace and is never given back to
-// other goroutines (it ends with its goroutine).
+// namespace at path, where pod IPs are routable: each dial locks its thread,
+// enters the namespace, dials, and goes back to the thread's own namespace
+// before unlocking. Going back matters: a goroutine may run on the main
+// thread, which the runtime never ends, and /proc/PID/ns/net (what
+// cluster.sh down uses to find the cluster's processes) is the main
+// thread's; left in the namespace, the whole test binary would count as one
+// of the cluster's processes and be killed with it (seen in CI).
 func netnsHTTP(path string) *http.Client {
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		type result struct {
-			c   net.Conn
-			err error
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		own, err := os.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()))
+		if err != nil {
+			return nil, err
 		}
-		ch := make(chan result, 1)
-		go func() {
-			runtime.LockOSThread() // not unlocked: the thread leaves with the goroutine
-			f, err := os.Open(path)
-			if err != nil {
-				ch <- result{nil, err}
-				return
+		defer own.Close()
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			return nil, err
+		}
+		c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
+		if berr := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); berr != nil {
+			// The thread cannot be trusted any more: keep it locked, so the
+			// runtime ends it with this goroutine (unless it is the main one).
+			runtime.LockOSThread()
+			if c != nil {
+				c.Close()
 			}
-			defer f.Close()
-			if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-				ch <- result{nil, err}
-				return
-			}
-			c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
-			ch <- result{c, err}
-		}()
-		r := <-ch
-		return r.c, r.err
+			return nil, fmt.Errorf("returning from the cluster's network namespace: %w", berr)
+		}
+		return c, err
 	}
 	return &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 8, IdleConnTimeout: 30 * time.Second}}
 }
