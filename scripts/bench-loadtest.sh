@@ -50,14 +50,8 @@ cleanup() {
 	if [ -n "$mce_pid" ] && kill -0 "$mce_pid" 2>/dev/null; then
 		kill -TERM "$mce_pid"; wait "$mce_pid" 2>/dev/null
 	fi
-	local left nets
-	left="$(docker ps -aq --filter "label=io.mce.instance=$INST")"
-	nets="$(docker network ls -q --filter "label=io.mce.instance=$INST")"
-	if [ -n "$left$nets" ]; then
-		echo "bench-loadtest: mce left containers/networks of instance $INST behind; removing them" >&2
-		[ -z "$left" ] || docker rm -f $left >/dev/null 2>&1
-		[ -z "$nets" ] || docker network rm $nets >/dev/null 2>&1
-	fi
+	# Whatever mce left behind (it should leave nothing; say so if it did).
+	remove_instance_leftovers bench-loadtest "$INST"
 	rm -rf "$TMP"
 	exit "$rc"
 }
@@ -65,12 +59,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() { # a free TCP port on 127.0.0.1, from $1 upwards
-	local p="$1"
-	while [ -n "$(ss -Htln "sport = :$p")" ]; do p=$((p + 1)); done
-	echo "$p"
-}
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 
 # ---------------------------------------------------------------- mce with one probe endpoint
 MCE_PORT="$(free_port 18900)"

@@ -50,14 +50,7 @@ cleanup() {
 		kill -TERM "$mce_pid"; wait "$mce_pid" 2>/dev/null
 	fi
 	# Whatever mce left behind (it should leave nothing; say so if it did).
-	local left nets
-	left="$(docker ps -aq --filter "label=io.mce.instance=$INST")"
-	nets="$(docker network ls -q --filter "label=io.mce.instance=$INST")"
-	if [ -n "$left$nets" ]; then
-		echo "bench: mce left containers/networks of instance $INST behind; removing them" >&2
-		[ -z "$left" ] || docker rm -f $left >/dev/null 2>&1
-		[ -z "$nets" ] || docker network rm $nets >/dev/null 2>&1
-	fi
+	remove_instance_leftovers bench "$INST"
 	rm -rf "$TMP"
 	exit "$rc"
 }
@@ -65,12 +58,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-free_port() { # a free TCP port on 127.0.0.1, from $1 upwards
-	local p="$1"
-	while [ -n "$(ss -Htln "sport = :$p")" ]; do p=$((p + 1)); done
-	echo "$p"
-}
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# shellcheck source=scripts/bench-lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench-lib.sh"
 calc() { awk "BEGIN { printf \"%.${2:-3}f\", $1 }"; }
 
 # ---------------------------------------------------------------- mce with three endpoints
