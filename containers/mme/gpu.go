@@ -138,7 +138,8 @@ func (g *gpuAccount) loaded(id string, before, after gpuReading) {
 
 // unloaded records an unload measured from before to after and reports
 // whether it freed less than half of the model's footprint (a leak), and
-// what it freed.
+// what it freed; an unload that freed about what was expected is the
+// model's footprint, learned.
 func (g *gpuAccount) unloaded(id string, before, after gpuReading) (freed uint64, leaky bool) {
 	freed = before.own - min(before.own, after.own)
 	fp := g.expected(id)
@@ -150,6 +151,8 @@ func (g *gpuAccount) unloaded(id string, before, after gpuReading) (freed uint64
 		return freed, true
 	case freed > fp && held > 0: // it gave back memory held earlier
 		g.unreleased.Store(held - min(held, freed-fp))
+	default: // what the model took, measured from the other side
+		g.learn(id, freed)
 	}
 	return freed, false
 }
