@@ -89,10 +89,12 @@ func (m *Manager) load(id, target string) (err error) {
 		// The load call leaves nPosting and, when it succeeded, enters
 		// nLoaded in one critical section: a load answered 507 that looks
 		// in between would otherwise count neither and give up with "no
-		// other model is loaded" while the container is full (issue 19.7).
+		// other model is loaded" while the container holds this one (issue
+		// 19.7). Loads answered 507 may be waiting for this outcome; 409
+		// means the container has the model already.
 		m.mu.Lock()
-		m.nPosting--                                                                   // loads answered 507 may be waiting for this one's outcome
-		ok := err == nil && (status == http.StatusOK || status == http.StatusConflict) // 409: the container has it already
+		m.nPosting--
+		ok := err == nil && (status == http.StatusOK || status == http.StatusConflict)
 		restarted := m.gen != gen
 		var bytes int64
 		if ok && !restarted {
