@@ -49,7 +49,10 @@ type Container struct {
 	died chan int // exit codes from the event watcher; buffered
 
 	models *mme.Manager // multi-model containers only
-	cpu    cpuSample    // the previous CPU reading, for Usage
+	// recycle says why mce stopped the container to restart it (GPU memory
+	// its server kept after unloads); nil otherwise.
+	recycle atomic.Pointer[string]
+	cpu     cpuSample // the previous CPU reading, for Usage
 
 	ctx    context.Context
 	cancel context.CancelFunc

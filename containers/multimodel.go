@@ -1,8 +1,13 @@
 package containers
 
 import (
+	"context"
 	"path/filepath"
+	"time"
 
+	"github.com/moby/moby/client"
+
+	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/containers/mme"
 )
 
@@ -47,11 +52,14 @@ func (d *Deployment) attachModels(c *Container, cache *mme.Cache) error {
 		// The manager adds endpoint, variant and container itself; c.log
 		// has them already, and JSON lines must not carry a key twice.
 		Logger:   d.rt.log.With().Int("copy", c.copy).Logger(),
-		Endpoint: d.endpoint, Variant: c.variant, Container: c.spec.Hostname,
+		Endpoint: d.endpoint, Variant: c.variant, Container: c.spec.Hostname, Image: c.spec.Image,
 	}
 	if !c.spec.GPUs.IsZero() {
 		if idx, inv := d.rt.gpuIndexes(c.spec.GPUs); len(idx) > 0 {
-			opts.GPU, opts.GPUIndexes = inv, idx
+			opts.GPU, opts.GPUIndexes = containerGPU{inv: inv, id: c.ID}, idx
+			if o.RestartOnLeak > 0 {
+				opts.RestartOnLeak, opts.Restart = o.RestartOnLeak, c.restartForLeak
+			}
 		}
 	}
 	m, err := mme.NewManager(opts)
@@ -60,4 +68,39 @@ func (d *Deployment) attachModels(c *Container, cache *mme.Cache) error {
 	}
 	c.models = m
 	return nil
+}
+
+// containerGPU is the GPU memory of one container for its manager: NVML's
+// figures for its GPUs, and its own processes' share of them (matched by
+// their cgroup to the container's current ID), so that containers sharing
+// a GPU each see their own use.
+type containerGPU struct {
+	inv *gpu.Inventory
+	id  func() string
+}
+
+func (g containerGPU) Memory(index int) (uint64, uint64, error) { return g.inv.Memory(index) }
+
+func (g containerGPU) ContainerMemory(index int) (uint64, uint64, bool, error) {
+	return g.inv.ContainerMemory(index, gpu.CgroupOwner("", g.id()))
+}
+
+var _ mme.ContainerGPUMemory = containerGPU{}
+
+// restartForLeak stops the container so that its supervisor starts it
+// again (supervise.go), which gives back the GPU memory its server kept
+// after unloads; the supervisor then resets its manager and models load
+// again on demand. Calls in flight on it fail as in any restart. It
+// returns at once (mme.ManagerOptions.Restart).
+func (c *Container) restartForLeak(reason string) {
+	c.recycle.Store(&reason)
+	go func() { // bounded by the stop's timeout and by the container's life
+		secs := int(c.rt.opts.StopGrace / time.Second)
+		ctx, cancel := context.WithTimeout(c.ctx, c.rt.opts.StopGrace+callTimeout)
+		defer cancel()
+		if _, err := c.rt.engine.ContainerStop(ctx, c.ID(), client.ContainerStopOptions{Timeout: &secs}); err != nil && c.ctx.Err() == nil {
+			c.recycle.Store(nil)
+			c.log.Warn().Err(err).Msg("could not stop the multi-model container to give back its GPU memory")
+		}
+	}()
 }

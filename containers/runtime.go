@@ -102,6 +102,10 @@ type MultiModelOptions struct {
 	DiskCapacity int64         // bytes of extracted models kept per container definition (0: unlimited)
 	IdleTTL      time.Duration // unload models nobody called for this long (0: never)
 	GPUThreshold float64       // share of GPU memory loads may fill (default 0.9)
+	// RestartOnLeak, in (0, 1], restarts a multi-model container with GPUs
+	// once the GPU memory it keeps after unloads passes this share of its
+	// GPUs' memory (mme.ManagerOptions.RestartOnLeak); 0 never does.
+	RestartOnLeak float64
 	// Observer, if set, gives the metrics sink of one container.
 	Observer func(endpoint, variant, container string) mme.Observer
 }

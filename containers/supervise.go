@@ -33,8 +33,13 @@ func (c *Container) supervise() {
 		if time.Since(upSince) > stableAfter {
 			backoff = c.rt.opts.RestartBackoff
 		}
-		c.setDown("exited with code %d; mce is restarting it", code)
-		c.log.Error().Int("exit_code", code).Dur("restart_in_ms", backoff).Msg("container exited; restarting")
+		if why := c.recycle.Swap(nil); why != nil {
+			c.setDown("is being restarted by mce: %s", *why)
+			c.log.Warn().Int("exit_code", code).Msg("multi-model container stopped to give back GPU memory; restarting")
+		} else {
+			c.setDown("exited with code %d; mce is restarting it", code)
+			c.log.Error().Int("exit_code", code).Dur("restart_in_ms", backoff).Msg("container exited; restarting")
+		}
 		if !c.restart(backoff) {
 			return false
 		}

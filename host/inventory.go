@@ -2,6 +2,8 @@ package host
 
 import (
 	"time"
+
+	"github.com/mce-run/mce/containers/mme"
 )
 
 // Inventory is a snapshot of everything the host runs: endpoints, their
@@ -66,6 +68,23 @@ type MultiModelSnapshot struct {
 	Loaded      []string `json:"LoadedModels"`
 	CacheBytes  int64    `json:"CacheBytes"`
 	CacheModels int      `json:"CacheModels"`
+	// GPU is set where the manager accounts the container's GPU memory.
+	GPU *GPUMemorySnapshot `json:"GPUMemory,omitempty"`
+}
+
+// GPUMemorySnapshot is a multi-model container's GPU memory as its manager
+// measured it around loads and unloads (mme.GPUReport).
+type GPUMemorySnapshot struct {
+	// UsedBytes is the container's own use where NVML lists its processes
+	// (PerContainer), else its GPUs' used memory.
+	UsedBytes    int64 `json:"UsedBytes"`
+	TotalBytes   int64 `json:"TotalBytes"`
+	PerContainer bool  `json:"PerContainer"`
+	// UnreleasedBytes is memory the container kept after unloads that
+	// freed less than half of what their models took.
+	UnreleasedBytes  int64 `json:"UnreleasedBytes"`
+	LeakyUnloads     int64 `json:"LeakyUnloads"`
+	RestartRequested bool  `json:"RestartRequested,omitempty"`
 }
 
 // ContainerDetail is what the Docker backend's containers tell beyond
@@ -82,6 +101,12 @@ type ContainerDetail interface {
 type MultiModelDetail interface {
 	LoadedModels() []string
 	CacheUsage() (bytes int64, models int)
+}
+
+// MultiModelGPUDetail is implemented by multi-model containers whose
+// manager accounts GPU memory; false when it does not.
+type MultiModelGPUDetail interface {
+	GPUMemory() (mme.GPUReport, bool)
 }
 
 // Inventory returns a snapshot of the endpoints and their containers.
@@ -127,6 +152,12 @@ func containerSnapshot(host, image string, ready bool, c any) ContainerSnapshot 
 	if m, ok := c.(MultiModelDetail); ok {
 		mm := &MultiModelSnapshot{Loaded: m.LoadedModels()}
 		mm.CacheBytes, mm.CacheModels = m.CacheUsage()
+		if g, ok := c.(MultiModelGPUDetail); ok {
+			if r, ok := g.GPUMemory(); ok {
+				mm.GPU = &GPUMemorySnapshot{UsedBytes: int64(r.Used), TotalBytes: int64(r.Total), PerContainer: r.PerContainer,
+					UnreleasedBytes: int64(r.Unreleased), LeakyUnloads: r.LeakyUnloads, RestartRequested: r.RestartRequested}
+			}
+		}
 		out.MultiModel = mm
 	}
 	return out

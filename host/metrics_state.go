@@ -20,6 +20,7 @@ type stateCollector struct {
 
 	status, desired, ready, restarts, inflight   *prometheus.Desc
 	loaded, modelLoaded, cacheBytes, cacheModels *prometheus.Desc
+	gpuUsed, gpuUnreleased                       *prometheus.Desc
 }
 
 func newStateCollector(s *Server) *stateCollector {
@@ -52,12 +53,18 @@ func newStateCollector(s *Server) *stateCollector {
 		cacheModels: newDesc("model_cache_models",
 			"Models whose files are in a multi-model container's disk cache, loaded or not (no CloudWatch counterpart).",
 			lblEndpoint, lblVariant, lblContainer),
+		gpuUsed: newDesc("mme_gpu_memory_used_bytes",
+			"GPU memory of a multi-model container with GPUs, summed over the variant's copies, as its manager last read it around a load or unload: its own processes' where NVML lists them, else its GPUs' used memory (no CloudWatch counterpart; GPUMemoryUtilization is per instance).",
+			lblEndpoint, lblVariant, lblContainer),
+		gpuUnreleased: newDesc("mme_gpu_memory_unreleased_bytes",
+			"GPU memory a multi-model container kept after unloads that freed less than half of what their models' loads took, summed over the variant's copies: its server does not give memory back (no CloudWatch counterpart).",
+			lblEndpoint, lblVariant, lblContainer),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.status, c.desired, c.ready, c.restarts, c.inflight,
-		c.loaded, c.modelLoaded, c.cacheBytes, c.cacheModels} {
+		c.loaded, c.modelLoaded, c.cacheBytes, c.cacheModels, c.gpuUsed, c.gpuUnreleased} {
 		ch <- d
 	}
 }
@@ -100,6 +107,8 @@ func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint
 		ready, restarts, loaded int
 		mm                      *MultiModelSnapshot
 		models                  map[string]int
+		gpu                     bool
+		gpuUsed, gpuUnreleased  int64
 	}
 	var order []string
 	per := map[string]*acc{}
@@ -124,6 +133,11 @@ func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint
 				for _, m := range mm.Loaded {
 					a.models[m]++
 				}
+				if g := mm.GPU; g != nil {
+					a.gpu = true
+					a.gpuUsed += g.UsedBytes
+					a.gpuUnreleased += g.UnreleasedBytes
+				}
 			}
 		}
 	}
@@ -137,6 +151,10 @@ func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint
 		ch <- prometheus.MustNewConstMetric(c.loaded, prometheus.GaugeValue, float64(a.loaded), endpoint, v.Name, h)
 		ch <- prometheus.MustNewConstMetric(c.cacheBytes, prometheus.GaugeValue, float64(a.mm.CacheBytes), endpoint, v.Name, h)
 		ch <- prometheus.MustNewConstMetric(c.cacheModels, prometheus.GaugeValue, float64(a.mm.CacheModels), endpoint, v.Name, h)
+		if a.gpu {
+			ch <- prometheus.MustNewConstMetric(c.gpuUsed, prometheus.GaugeValue, float64(a.gpuUsed), endpoint, v.Name, h)
+			ch <- prometheus.MustNewConstMetric(c.gpuUnreleased, prometheus.GaugeValue, float64(a.gpuUnreleased), endpoint, v.Name, h)
+		}
 		for m, n := range a.models {
 			ch <- prometheus.MustNewConstMetric(c.modelLoaded, prometheus.GaugeValue, float64(n), endpoint, v.Name, h, m)
 		}

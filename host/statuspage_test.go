@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 
+	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -82,7 +83,15 @@ func (mmeContainer) LoadedModels() []string {
 }
 func (mmeContainer) CacheUsage() (int64, int) { return 3 << 20, 25 }
 
-var _ MultiModelDetail = mmeContainer{}
+// GPUMemory: a container whose server kept 6 GiB after two unloads.
+func (mmeContainer) GPUMemory() (mme.GPUReport, bool) {
+	return mme.GPUReport{Used: 30 << 30, Total: 80 << 30, PerContainer: true, Unreleased: 6 << 30, LeakyUnloads: 2}, true
+}
+
+var (
+	_ MultiModelDetail    = mmeContainer{}
+	_ MultiModelGPUDetail = mmeContainer{}
+)
 
 // hostileLogs are log lines as a container might print them.
 var hostileLogs = []string{
@@ -305,9 +314,19 @@ func TestStatusPageFailedAndMultiModel(t *testing.T) {
 	page := get200(t, operatorServer(t, h.srv)+"/status")
 	for _, want := range []string{`<span class="st st-Failed">Failed</span>`, "image &lt;b&gt;nope not found",
 		"25 loaded · cache 3.0 MiB in 25 model(s)", "&lt;i&gt;model&lt;/i&gt;.tar.gz, model-0.tar.gz", "model-18.tar.gz and 5 more",
-		"no invocations in the last 15 minutes", "no containers running"} {
+		"no invocations in the last 15 minutes", "no containers running",
+		"GPU memory 30.0 GiB of 80.0 GiB", "6.0 GiB of GPU memory kept after 2 unload(s) that did not free it"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
+		}
+	}
+	metrics := get200(t, operatorServer(t, h.srv)+"/metrics")
+	for _, want := range []string{
+		`mce_mme_gpu_memory_unreleased_bytes{container="mme1",endpoint="mme",variant="AllTraffic"} 6.442450944e+09`,
+		`mce_mme_gpu_memory_used_bytes{container="mme1",endpoint="mme",variant="AllTraffic"} 3.221225472e+10`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 	if strings.Contains(page, "<b>") || strings.Contains(page, "<i>") || strings.Contains(page, "model-19.tar.gz") {

@@ -98,6 +98,7 @@ func openDocker(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, lo
 		Registry: containers.RegistryOptions{ECREndpoint: f.ecrEndpoint},
 		Fetcher:  fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,
 		ArtifactDiskBudget: f.diskBudget,
+		MultiModel:         containers.MultiModelOptions{RestartOnLeak: f.mmeRestartOnLeak},
 	})
 	if err != nil {
 		cli.Close()

@@ -47,6 +47,7 @@ type serveFlags struct {
 	maxArtifactBytes int64
 	maxArtifactRatio int64
 	diskBudget       int64
+	mmeRestartOnLeak float64
 	maxContainers    int
 	credentials      string
 	policies         string
@@ -128,6 +129,7 @@ naming the container and the cause.`,
 	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from, besides the folders of the -f files; repeatable (/ and system folders are refused)")
 	fl.Int64Var(&f.maxArtifactBytes, "max-artifact-bytes", artifact.DefaultMaxExtractedBytes, "the most bytes of files one model artifact may extract or stage (sparse files count at their full size)")
 	fl.Int64Var(&f.diskBudget, "artifact-disk-budget", artifact.DefaultDiskBudget, "the most bytes extracted model artifacts and multi-model caches may hold on disk together; unused multi-model files are deleted, least recently used first, to make room (0: no limit)")
+	fl.Float64Var(&f.mmeRestartOnLeak, "mme-restart-on-leak", 0, "restart a multi-model container with GPUs once the GPU memory its server keeps after unloading models passes this share of its GPUs' memory, e.g. 0.5 (its models then load again on demand); 0 never restarts (Docker engine)")
 	fl.Int64Var(&f.maxArtifactRatio, "max-artifact-ratio", artifact.DefaultMaxRatio, "the most an archive may expand, as a multiple of its own size, past its first 64 MiB")
 	f.log.register(cmd)
 	return cmd
@@ -140,6 +142,9 @@ naming the container and the cause.`,
 func newFetcher(f serveFlags, bundle *spec.Bundle, log zerolog.Logger) (*artifact.Fetcher, error) {
 	if f.maxArtifactBytes < 0 || f.maxArtifactRatio < 0 || f.diskBudget < 0 {
 		return nil, errors.New("--max-artifact-bytes, --max-artifact-ratio and --artifact-disk-budget must not be negative")
+	}
+	if f.mmeRestartOnLeak < 0 || f.mmeRestartOnLeak > 1 {
+		return nil, fmt.Errorf("--mme-restart-on-leak %v: want a share of GPU memory in [0, 1]", f.mmeRestartOnLeak)
 	}
 	var roots []string
 	for _, file := range f.files {

@@ -143,10 +143,14 @@ func (m multiModelContainer) Acquire(ctx context.Context, target string) (pipeli
 func (m multiModelContainer) LoadedModels() []string   { return m.Models().Loaded() }
 func (m multiModelContainer) CacheUsage() (int64, int) { return m.Models().CacheUsage() }
 
+// GPUMemory implements host.MultiModelGPUDetail.
+func (m multiModelContainer) GPUMemory() (mme.GPUReport, bool) { return m.Models().GPUMemory() }
+
 var (
-	_ host.Launched         = launched{}
-	_ pipeline.Container    = (*containers.Container)(nil)
-	_ pipeline.MultiModel   = multiModelContainer{}
-	_ host.ContainerDetail  = (*containers.Container)(nil)
-	_ host.MultiModelDetail = multiModelContainer{}
+	_ host.Launched            = launched{}
+	_ pipeline.Container       = (*containers.Container)(nil)
+	_ pipeline.MultiModel      = multiModelContainer{}
+	_ host.ContainerDetail     = (*containers.Container)(nil)
+	_ host.MultiModelDetail    = multiModelContainer{}
+	_ host.MultiModelGPUDetail = multiModelContainer{}
 )

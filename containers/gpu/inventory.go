@@ -145,6 +145,66 @@ func (inv *Inventory) Memory(index int) (used, total uint64, err error) {
 	return mem.Used, mem.Total, nil
 }
 
+// ContainerMemory sums the GPU memory that NVML lists for the compute
+// processes on the GPU at index that owner says belong to one container, so
+// that containers sharing a GPU each see their own use; total is the GPU's.
+// ok is false when NVML cannot tell: it does not list processes
+// (ERROR_NOT_SUPPORTED, as on some virtualised GPUs), it gives no per-process
+// figure, or owner can place none of the processes it lists (mce runs in
+// another PID namespace). Callers then fall back to the GPU's used memory
+// ([Inventory.Memory]). A container with no process on the GPU uses 0.
+func (inv *Inventory) ContainerMemory(index int, owner ProcessOwner) (used, total uint64, ok bool, err error) {
+	if index < 0 {
+		return 0, 0, false, fmt.Errorf("%w %d", ErrUnknownDevice, index)
+	}
+	if err := inv.begin(); err != nil {
+		return 0, 0, false, err
+	}
+	defer inv.mu.RUnlock()
+	h, ret := inv.lib.DeviceGetHandleByIndex(index)
+	switch ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_INVALID_ARGUMENT, nvml.ERROR_NOT_FOUND:
+		return 0, 0, false, fmt.Errorf("%w %d: %w", ErrUnknownDevice, index, ret)
+	default:
+		return 0, 0, false, fmt.Errorf("GPU %d: get handle: %w", index, ret)
+	}
+	mem, ret := h.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return 0, 0, false, fmt.Errorf("GPU %d: read memory: %w", index, ret)
+	}
+	procs, ret := h.GetComputeRunningProcesses()
+	switch ret {
+	case nvml.SUCCESS:
+	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_NO_PERMISSION:
+		return 0, mem.Total, false, nil
+	default:
+		return 0, 0, false, fmt.Errorf("GPU %d: list processes: %w", index, ret)
+	}
+	placed := 0
+	for _, p := range procs {
+		if p.UsedGpuMemory == notAvailable {
+			return 0, mem.Total, false, nil
+		}
+		owned, known := owner(p.Pid)
+		if !known {
+			continue
+		}
+		placed++
+		if owned {
+			used += p.UsedGpuMemory
+		}
+	}
+	if len(procs) > 0 && placed == 0 {
+		return 0, mem.Total, false, nil
+	}
+	return used, mem.Total, true, nil
+}
+
+// notAvailable is NVML_VALUE_NOT_AVAILABLE as an unsigned long long: NVML
+// gives it for a process's memory where it cannot read it.
+const notAvailable = ^uint64(0)
+
 // Close shuts NVML down if this Inventory initialised it, after calls in
 // flight return. Later calls return ErrClosed; Close itself may be called
 // more than once.

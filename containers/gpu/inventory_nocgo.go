@@ -71,6 +71,15 @@ func (inv *Inventory) Utilization(index int) (gpuPercent, memoryPercent float64,
 	return 0, 0, inv.err()
 }
 
+// ContainerMemory returns an error wrapping ErrNoDriver (ErrUnknownDevice
+// for a negative index).
+func (inv *Inventory) ContainerMemory(index int, owner ProcessOwner) (used, total uint64, ok bool, err error) {
+	if index < 0 {
+		return 0, 0, false, fmt.Errorf("%w %d", ErrUnknownDevice, index)
+	}
+	return 0, 0, false, inv.err()
+}
+
 // Close marks the Inventory closed; it may be called more than once.
 func (inv *Inventory) Close() error {
 	inv.mu.Lock()

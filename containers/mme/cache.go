@@ -327,7 +327,7 @@ func (c *Cache) download(ctx context.Context, e *cacheEntry) error {
 	}
 	d := time.Since(start)
 	c.obs.ModelDownloadingTime(d)
-	c.log.Info().Str("event", "model_downloaded").Str("model", e.target).Int64("bytes", size).Dur("took_ms", d).
+	c.log.Debug().Str("event", "model_downloaded").Str("model", e.target).Int64("bytes", size).Dur("took_ms", d).
 		Msgf("downloaded model %s (%s) in %s", e.target, units.HumanSize(float64(size)), roundDuration(d))
 	return nil
 }
@@ -430,7 +430,7 @@ func (c *Cache) discardLocked(e *cacheEntry) string {
 		c.log.Warn().Err(err).Str("model", e.target).Msg("could not delete cached model files")
 		return ""
 	}
-	c.log.Info().Str("event", "model_files_deleted").Str("model", e.target).Int64("bytes", e.size).
+	c.log.Debug().Str("event", "model_files_deleted").Str("model", e.target).Int64("bytes", e.size).
 		Msgf("deleted the cached files of model %s (%s)", e.target, units.HumanSize(float64(e.size)))
 	return trash
 }

@@ -29,6 +29,17 @@
 //     for one model share one download and one load (singleflight); a load
 //     that outlasts LoadTimeout answers [*NotReadyError]
 //     (ModelNotReadyException) while it carries on in the background.
+//     With a GPU it reads NVML around each load and unload (the
+//     container's own processes where [ContainerGPUMemory] can tell) to
+//     learn footprints and check what unloads free: a server that keeps
+//     memory after unloads makes a load evict only what it needs and at
+//     most two models that free nothing; the memory kept is reported
+//     ([Manager.GPUMemory]) and, with RestartOnLeak, the engine is asked to
+//     restart the container.
+//
+// Logs: each load, unload and eviction is a debug line; an info line per
+// SummaryInterval counts them, and the first 507, the first load failure of
+// each kind and the first leaky unload are info or warn lines.
 //
 // Model ids ([ModelID]) are the hex SHA-256 of the TargetModel: stable,
 // 64 characters of [0-9a-f], inside Triton's [0-9A-Za-z._] (https://github.com/triton-inference-server/server/blob/main/src/sagemaker_server.cc).

@@ -14,6 +14,10 @@ type unloadTicket struct {
 	// claimed: the memory it frees is for the load or lease that asked for
 	// it; otherwise (idle sweep, CacheDisabled) it is free for anyone.
 	claimed bool
+	// gpuHeld: the caller holds gpu.mu (an unload ahead of a GPU load).
+	gpuHeld bool
+	// freed is the GPU memory the unload freed, when it was measured.
+	freed uint64
 }
 
 // beginUnloadLocked takes a loaded model with no pins out of service.
@@ -26,6 +30,7 @@ func (m *Manager) beginUnloadLocked(st *modelState, claimed bool) *unloadTicket 
 	m.obs.LoadedModelCount(m.nLoaded)
 	if claimed {
 		m.obs.ModelEvicted()
+		m.act.evictions.Add(1)
 	}
 	return &unloadTicket{st: st, gen: m.gen, claimed: claimed}
 }
@@ -33,8 +38,23 @@ func (m *Manager) beginUnloadLocked(st *modelState, claimed bool) *unloadTicket 
 // finishUnload sends the unload call, detached from any caller (bounded by
 // UnloadTimeout, cancelled by Close), and records the outcome. On failure
 // the model counts as loaded again.
+//
+// With a GPU it reads the memory before and after the call, to learn what
+// the unload freed (issue 19.2: servers that keep memory after unloads
+// must not make every load evict every idle model). The measure needs
+// gpu.mu so that no load runs meanwhile; an unload that finds a load
+// holding it goes unmeasured rather than wait minutes for it.
 func (m *Manager) finishUnload(t *unloadTicket) error {
 	st := t.st
+	var before gpuReading
+	measure := false
+	if m.gpu.enabled() && (t.gpuHeld || m.gpu.mu.TryLock()) {
+		if !t.gpuHeld {
+			defer m.gpu.mu.Unlock()
+		}
+		r, err := m.gpu.read()
+		before, measure = r, err == nil
+	}
 	ctx, cancel := context.WithTimeout(m.life, m.o.UnloadTimeout)
 	start := time.Now()
 	status, msg, err := m.api.unload(ctx, st.id, st.target)
@@ -42,6 +62,15 @@ func (m *Manager) finishUnload(t *unloadTicket) error {
 	d := time.Since(start)
 	m.obs.ModelUnloadingTime(d)
 	ok := err == nil && (status == http.StatusOK || status == http.StatusNotFound)
+	if ok && measure {
+		if after, err := m.gpu.read(); err == nil && after.perContainer == before.perContainer {
+			var leaky bool
+			t.freed, leaky = m.gpu.unloaded(st.id, before, after)
+			if leaky {
+				m.leaked(st.target, t.freed)
+			}
+		}
+	}
 
 	var files Files
 	m.mu.Lock()
@@ -54,6 +83,7 @@ func (m *Manager) finishUnload(t *unloadTicket) error {
 		m.nUnloading--
 		if ok {
 			st.phase = unloaded
+			m.unloads++
 			files, st.files = st.files, nil
 		} else {
 			st.phase = loaded
@@ -77,8 +107,9 @@ func (m *Manager) finishUnload(t *unloadTicket) error {
 		}
 		return ue
 	}
-	m.log.Info().Str("event", "model_unloaded").Str("model", st.target).Dur("took_ms", d).
-		Msgf("unloaded model %s in %s", st.target, roundDuration(d))
+	m.act.unloads.Add(1)
+	m.log.Debug().Str("event", "model_unloaded").Str("model", st.target).Dur("took_ms", d).
+		Msg("model unloaded")
 	return nil
 }
 
@@ -91,7 +122,13 @@ func (m *Manager) finishUnload(t *unloadTicket) error {
 // the call that was answered 507: when memory that nobody claimed (an idle
 // sweep, a CacheDisabled unload, Reset) was freed since, it returns nil at
 // once. On return *seq holds the current count.
-func (m *Manager) makeRoom(ctx context.Context, self *modelState, seq *uint64) error {
+//
+// unloads, for a load, is Manager.unloads read before the load call that
+// was answered 507: when nothing is loaded, unloading or being loaded but
+// an unload ended since (one claimed by another load that has not sent its
+// own load call yet), the 507 may be stale and it returns nil so that the
+// load is tried again (issue 19.7). Nil for a lease.
+func (m *Manager) makeRoom(ctx context.Context, self *modelState, seq *uint64, unloads *uint64) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -112,8 +149,8 @@ func (m *Manager) makeRoom(ctx context.Context, self *modelState, seq *uint64) e
 		if _, victim, ok := m.idle.oldest(); ok { // never self: self is pinned or not loaded
 			t := m.beginUnloadLocked(victim, true)
 			m.mu.Unlock()
-			m.log.Info().Str("event", "model_evicted").Str("model", victim.target).Str("for", self.target).
-				Msgf("evicting model %s (least recently used): the container had no memory (507) for %s", victim.target, self.target)
+			m.log.Debug().Str("event", "model_evicted").Str("model", victim.target).Str("for", self.target).
+				Msg("evicting the least recently used model: the container had no memory (507)")
 			err := m.finishUnload(t)
 			m.mu.Lock()
 			*seq = m.freedSeq
@@ -129,6 +166,11 @@ func (m *Manager) makeRoom(ctx context.Context, self *modelState, seq *uint64) e
 		}
 		if others == 0 && m.nUnloading == 0 && m.nPosting == 0 {
 			*seq = m.freedSeq
+			if unloads != nil && *unloads != m.unloads {
+				*unloads = m.unloads
+				m.mu.Unlock()
+				return nil
+			}
 			m.mu.Unlock()
 			return noMemory(self.target, "no other model is loaded")
 		}

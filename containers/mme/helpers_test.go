@@ -94,7 +94,15 @@ type fakeGPU struct {
 	mu          sync.Mutex
 	used, total uint64
 	maxUsed     uint64
+	reserved    uint64 // kept by the container after unloads (keep == keepCache)
 }
+
+// How the fake container treats GPU memory on unload.
+const (
+	keepNothing = iota // frees it
+	keepCache          // keeps it reserved and loads take it first: PyTorch's caching allocator without empty_cache
+	keepLost           // keeps it and never uses it again: a leak
+)
 
 func (g *fakeGPU) Memory(index int) (uint64, uint64, error) {
 	if index != 0 {
@@ -116,6 +124,7 @@ type fakeMME struct {
 	capacity   int           // loaded models at most; 0 = unlimited
 	gpu        *fakeGPU      // when set, each load takes footprint bytes
 	footprint  uint64        //
+	keep       int           // keepNothing, keepCache or keepLost
 	loadDelay  time.Duration // each load takes this long
 	refuse     map[string]int
 	open       func(id string) int // open leases of a model, from the harness
@@ -227,13 +236,15 @@ func (f *fakeMME) load(w http.ResponseWriter, r *http.Request, target string) {
 	}
 	if f.gpu != nil {
 		f.gpu.mu.Lock()
-		if f.gpu.used+f.footprint > f.gpu.total {
+		take := min(f.gpu.reserved, f.footprint)
+		if f.gpu.used+f.footprint-take > f.gpu.total {
 			f.gpu.mu.Unlock()
 			f.full507.Add(1)
 			writeError(w, http.StatusInsufficientStorage, "failed to load: CUDA out of memory")
 			return
 		}
-		f.gpu.used += f.footprint
+		f.gpu.reserved -= take
+		f.gpu.used += f.footprint - take
 		f.gpu.maxUsed = max(f.gpu.maxUsed, f.gpu.used)
 		f.gpu.mu.Unlock()
 	}
@@ -265,7 +276,12 @@ func (f *fakeMME) unload(w http.ResponseWriter, id, target string) {
 	delete(f.loaded, id)
 	if f.gpu != nil {
 		f.gpu.mu.Lock()
-		f.gpu.used -= f.footprint
+		switch f.keep {
+		case keepNothing:
+			f.gpu.used -= f.footprint
+		case keepCache:
+			f.gpu.reserved += f.footprint
+		}
 		f.gpu.mu.Unlock()
 	}
 	f.unloads.Add(1)

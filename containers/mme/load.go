@@ -13,11 +13,14 @@ func (m *Manager) flight(id, target string) error {
 	err := m.load(id, target)
 	if err != nil {
 		var nf *ModelNotFoundError
-		ev := m.log.Warn()
 		if errors.As(err, &nf) || errors.Is(err, ErrClosed) {
-			ev = m.log.Debug()
+			m.log.Debug().Err(err).Str("model", target).Msg("model load failed")
+			return err
 		}
-		ev.Err(err).Str("model", target).Msg("model load failed")
+		m.act.loadFailures.Add(1)
+		kind := failureKind(err)
+		m.logEvent("load failure: "+kind, m.log.Warn).Err(err).Str("model", target).Str("kind", kind).
+			Msg("model load failed (the first failure of this kind is a warning; later ones are counted in the summary)")
 	}
 	return err
 }
@@ -80,41 +83,51 @@ func (m *Manager) load(id, target string) (err error) {
 		start := time.Now()
 		m.mu.Lock()
 		m.nPosting++
-		seq := m.freedSeq
+		seq, unloads := m.freedSeq, m.unloads
 		m.mu.Unlock()
 		status, msg, err := m.postLoad(ctx, st)
+		// The load call leaves nPosting and, when it succeeded, enters
+		// nLoaded in one critical section: a load answered 507 that looks
+		// in between would otherwise count neither and give up with "no
+		// other model is loaded" while the container holds this one (issue
+		// 19.7). Loads answered 507 may be waiting for this outcome; 409
+		// means the container has the model already.
 		m.mu.Lock()
-		m.nPosting-- // loads answered 507 may be waiting for this one's outcome
-		m.broadcastLocked()
-		m.mu.Unlock()
-		if err != nil {
-			return fmt.Errorf("loading model %q: %w", target, err)
-		}
-		switch status {
-		case http.StatusOK, http.StatusConflict: // 409: the container has it already
-			m.mu.Lock()
-			if m.gen != gen { // the container restarted meanwhile: load it again
-				m.mu.Unlock()
-				continue
-			}
-			bytes := files.Size()
+		m.nPosting--
+		ok := err == nil && (status == http.StatusOK || status == http.StatusConflict)
+		restarted := m.gen != gen
+		var bytes int64
+		if ok && !restarted {
+			bytes = files.Size()
 			st.phase, st.files, files = loaded, files, nil
 			st.lastUsed = time.Now()
 			m.nLoaded++
 			m.obs.LoadedModelCount(m.nLoaded)
 			if st.pins == 0 { // every waiter gave up: it is idle
 				m.idle.touch(st.id, st)
-				m.broadcastLocked()
 			}
-			m.mu.Unlock()
+		}
+		m.broadcastLocked()
+		m.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("loading model %q: %w", target, err)
+		}
+		switch status {
+		case http.StatusOK, http.StatusConflict:
+			if restarted { // the container restarted meanwhile: load it again
+				continue
+			}
 			d := time.Since(start)
 			m.obs.ModelLoadingTime(d)
-			m.log.Info().Str("event", "model_loaded").Str("model", target).Int("status", status).
-				Int64("bytes", bytes).Dur("took_ms", d).Msgf("loaded model %s in %s", target, roundDuration(d))
+			m.act.loads.Add(1)
+			m.log.Debug().Str("event", "model_loaded").Str("model", target).Int("status", status).
+				Int64("bytes", bytes).Dur("took_ms", d).Msg("model loaded")
 			return nil
 		case http.StatusInsufficientStorage:
-			m.log.Debug().Str("model", target).Msg("container out of memory (507) on load; unloading an idle model")
-			if err := m.makeRoom(ctx, st, &seq); err != nil {
+			m.act.load507s.Add(1)
+			m.logEvent("507", m.log.Info).Str("event", "container_out_of_memory").Str("model", target).
+				Msg("the container answered 507 (out of memory) to a load; mce unloads the least recently used idle models to make room (the first time at info; later ones are counted in the summary)")
+			if err := m.makeRoom(ctx, st, &seq, &unloads); err != nil {
 				return err
 			}
 		default:
@@ -136,42 +149,63 @@ func (m *Manager) postLoad(ctx context.Context, st *modelState) (int, string, er
 	before, ok := m.evictAhead(ctx, st)
 	status, msg, err := m.api.load(ctx, st.id, st.target)
 	if ok && err == nil && status == http.StatusOK {
-		if after, _, err := m.gpu.usage(); err == nil {
-			m.gpu.learn(st.id, before, after)
+		if after, err := m.gpu.read(); err == nil && after.perContainer == before.perContainer {
+			m.gpu.loaded(st.id, before, after)
 		}
 	}
 	return status, msg, err
 }
 
-// evictAhead unloads idle models, least recently used first, while the GPU
+// evictAhead unloads idle models, least recently used first, when the GPU
 // memory in use plus st's expected footprint passes the threshold. It
-// returns the memory in use before the load, and false when it could not
+// evicts only while the memory the unloads are expected to free is short
+// of what the load needs, stops once NVML shows enough room, and stops
+// after maxFutileUnloads unloads that freed (almost) nothing: a container
+// that keeps memory after unloads then gets the load anyway, and its 507
+// decides. It returns the memory read last, and false when it could not
 // be read. Called with gpu.mu held.
-func (m *Manager) evictAhead(ctx context.Context, st *modelState) (uint64, bool) {
+func (m *Manager) evictAhead(ctx context.Context, st *modelState) (gpuReading, bool) {
 	expect := m.gpu.expected(st.id)
-	for {
-		used, total, err := m.gpu.usage()
-		if err != nil {
-			m.log.Warn().Err(err).Msg("reading GPU memory failed; loading without evicting ahead")
-			return 0, false
-		}
-		if !m.gpu.over(used+expect, total) || ctx.Err() != nil {
-			return used, true
-		}
+	r, err := m.gpu.read()
+	if err != nil {
+		m.logEvent("gpu read failed", m.log.Warn).Err(err).Msg("reading GPU memory failed; loading without evicting ahead")
+		return r, false
+	}
+	need := m.gpu.need(r, expect)
+	var covered uint64
+	futile := 0
+	for need > covered && futile < maxFutileUnloads && ctx.Err() == nil {
 		m.mu.Lock()
 		_, victim, ok := m.idle.oldest()
 		if !ok {
 			m.mu.Unlock()
-			return used, true // nothing idle: the container decides (507)
+			break // nothing idle: the container decides (507)
 		}
 		t := m.beginUnloadLocked(victim, true)
+		t.gpuHeld = true
 		m.mu.Unlock()
-		m.log.Info().Str("event", "model_evicted").Str("model", victim.target).Str("for", st.target).Uint64("gpu_used_bytes", used).
-			Uint64("gpu_total_bytes", total).Uint64("gpu_expected_bytes", expect).
-			Msgf("evicting model %s (least recently used) to make GPU memory for %s", victim.target, st.target)
+		fp := m.gpu.expected(victim.id)
+		m.log.Debug().Str("event", "model_evicted").Str("model", victim.target).Str("for", st.target).
+			Uint64("gpu_used_bytes", r.device).Uint64("gpu_total_bytes", r.total).Uint64("gpu_expected_bytes", expect).
+			Uint64("gpu_need_bytes", need).Msg("evicting the least recently used model to make GPU memory")
 		if err := m.finishUnload(t); err != nil {
-			m.log.Warn().Err(err).Msg("unloading ahead of a GPU load failed")
-			return used, true
+			m.logEvent("unload failed", m.log.Warn).Err(err).Msg("unloading ahead of a GPU load failed")
+			break
+		}
+		if t.freed < max(fp/2, 1) {
+			futile++
+		}
+		covered += max(fp, t.freed)
+		if r2, err := m.gpu.read(); err == nil {
+			r = r2
+			if m.gpu.need(r, expect) == 0 {
+				break
+			}
 		}
 	}
+	if futile >= maxFutileUnloads {
+		m.log.Debug().Str("model", st.target).Int("futile_unloads", futile).
+			Msg("unloads freed no GPU memory; loading anyway (the container's 507 decides)")
+	}
+	return r, true
 }

@@ -72,12 +72,29 @@ type ManagerOptions struct {
 	// GPUThreshold is the share of GPU memory that loads may fill, in
 	// (0, 1]. Default 0.9.
 	GPUThreshold float64
+	// RestartOnLeak, in (0, 1], restarts the container (through Restart)
+	// when the GPU memory it still holds after unloads (see
+	// [GPUReport].Unreleased) passes this share of its GPUs' memory; its
+	// models then load again on demand. 0, the default, never restarts.
+	RestartOnLeak float64
+	// Restart asks the engine to restart the container, giving the reason;
+	// it must not block (the engine restarts in the background) and the
+	// engine calls Reset once the container is back. Called at most once
+	// per container start. Required with RestartOnLeak.
+	Restart func(reason string)
+	// SummaryInterval is how often the manager logs an info line counting
+	// its loads, unloads, evictions and failures (only when there were
+	// any); each load and unload is a debug line, and the first of each
+	// kind of failure, the first 507 and the first leaky unload are info or
+	// warn lines. Default 1 min; negative turns the summary off.
+	SummaryInterval time.Duration
 	// Observer receives the metrics. Nil means none.
 	Observer Observer
 	// Logger receives load and unload events; hot paths log at debug.
 	Logger zerolog.Logger
-	// Endpoint, Variant and Container name the container in logs.
-	Endpoint, Variant, Container string
+	// Endpoint, Variant and Container name the container in logs; Image
+	// names its image in the warning about GPU memory it keeps.
+	Endpoint, Variant, Container, Image string
 }
 
 func (o *ManagerOptions) validate() error {
@@ -98,6 +115,12 @@ func (o *ManagerOptions) validate() error {
 	if o.GPU != nil && len(o.GPUIndexes) == 0 {
 		return errors.New("mme manager: GPUIndexes must name the container's GPUs when GPU is set")
 	}
+	if o.RestartOnLeak < 0 || o.RestartOnLeak > 1 {
+		return fmt.Errorf("mme manager: RestartOnLeak %v must be in [0, 1]", o.RestartOnLeak)
+	}
+	if o.RestartOnLeak > 0 && o.Restart == nil {
+		return errors.New("mme manager: RestartOnLeak needs Restart")
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -107,6 +130,7 @@ func (o *ManagerOptions) validate() error {
 	def(&o.BackgroundLoadTimeout, DefaultBackgroundLoadTimeout)
 	def(&o.UnloadTimeout, DefaultUnloadTimeout)
 	def(&o.EvictWait, DefaultEvictWait)
+	def(&o.SummaryInterval, DefaultSummaryInterval)
 	if o.GPUThreshold == 0 {
 		o.GPUThreshold = DefaultGPUThreshold
 	}
@@ -156,7 +180,10 @@ type Manager struct {
 	stop    context.CancelFunc
 	wg      sync.WaitGroup // flights, unloads in the background, the sweeper
 
-	gpu gpuAccount
+	gpu          *gpuAccount
+	act          activity    // counts for the periodic summary
+	first        firsts      // conditions already logged once
+	restartAsked atomic.Bool // RestartOnLeak asked for a restart not yet done
 
 	mu         sync.Mutex
 	models     map[string]*modelState    // by id: loaded, pinned or busy
@@ -166,6 +193,7 @@ type Manager struct {
 	nPosting   int                       // load calls in flight
 	gen        uint64                    // bumped by Reset and Close
 	freedSeq   uint64                    // bumped when memory nobody claimed is freed
+	unloads    uint64                    // bumped by every unload that ended well
 	changed    chan struct{}             // closed on idle or unload news, when waiting > 0
 	waiting    int                       //
 	closed     bool                      //
@@ -191,6 +219,10 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 	if o.IdleTTL > 0 {
 		m.wg.Add(1)
 		go m.sweep()
+	}
+	if o.SummaryInterval > 0 {
+		m.wg.Add(1)
+		go m.summarize()
 	}
 	return m, nil
 }
@@ -222,7 +254,7 @@ func (l *Lease) OutOfMemory(ctx context.Context) error {
 	if l.done.Load() {
 		return errors.New("mme: OutOfMemory on a released lease")
 	}
-	return l.m.makeRoom(ctx, l.st, &l.seq)
+	return l.m.makeRoom(ctx, l.st, &l.seq, nil)
 }
 
 // Release ends the request's hold on the model and marks it recently used.
@@ -361,7 +393,7 @@ func (m *Manager) unpin(st *modelState) {
 		go func() {
 			defer m.wg.Done()
 			if err := m.finishUnload(t); err != nil {
-				m.log.Warn().Err(err).Str("model", st.target).Msg("unloading a model after its last call failed")
+				m.logEvent("unload failed", m.log.Warn).Err(err).Str("model", st.target).Msg("unloading a model after its last call failed")
 			}
 		}()
 	}
@@ -401,6 +433,10 @@ func (m *Manager) Reset() {
 	m.mu.Lock()
 	files := m.resetLocked()
 	m.mu.Unlock()
+	if m.gpu.enabled() {
+		m.gpu.reset()
+	}
+	m.restartAsked.Store(false)
 	for _, f := range files {
 		m.store.Release(f, false)
 	}

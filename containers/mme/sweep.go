@@ -33,9 +33,7 @@ func (m *Manager) sweepOnce(now time.Time) {
 	m.mu.Unlock()
 	for _, t := range ts {
 		if err := m.finishUnload(t); err != nil {
-			m.log.Warn().Err(err).Str("model", t.st.target).Msg("unloading an idle model failed")
-		} else {
-			m.log.Debug().Str("model", t.st.target).Msg("idle model unloaded") // finishUnload said so at info
+			m.logEvent("unload failed", m.log.Warn).Err(err).Str("model", t.st.target).Msg("unloading an idle model failed")
 		}
 	}
 }
