@@ -128,16 +128,17 @@ def single_worker_factory(s):
 
 
 def run_werkzeug(s, app):
-    """Serves app with werkzeug's threaded server in this process (HTTP/1.1: keep-alive, chunked streams)."""
+    """Serves app with werkzeug's threaded server in this process (HTTP/1.1, so streamed answers are chunked;
+    werkzeug closes each connection after its answer)."""
     from werkzeug.serving import WSGIRequestHandler, run_simple
 
-    class Handler11(WSGIRequestHandler):
+    class Quiet(WSGIRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def log_request(self, *args, **kwargs):  # no access log, as with gunicorn
             pass
 
-    run_simple(s.host, s.port, app, threaded=True, request_handler=Handler11, use_reloader=False)
+    run_simple(s.host, s.port, app, threaded=True, request_handler=Quiet, use_reloader=False)
 
 
 def plain_server(s):
