@@ -45,6 +45,7 @@ type Endpoint struct {
 	status     atomic.Value // Status
 	route      atomic.Pointer[pipeline.Route]
 	multiModel atomic.Bool
+	async      atomic.Bool // the serving plan has AsyncInferenceConfig
 	deleting   atomic.Bool // set under mu, never cleared; read anywhere
 
 	ops      sync.Mutex // one lifecycle operation at a time
@@ -242,6 +243,7 @@ func (s *Server) newEndpoint(rec EndpointRecord) *Endpoint {
 	e := &Endpoint{name: rec.Name, rec: rec}
 	e.status.Store(rec.Status)
 	e.multiModel.Store(planIsMultiModel(rec.Plan))
+	e.async.Store(rec.Plan.Async != nil)
 	return e
 }
 
@@ -381,6 +383,7 @@ func (s *Server) install(e *Endpoint, plan spec.EndpointPlan, l Launched) bool {
 		return false
 	}
 	e.multiModel.Store(planIsMultiModel(plan))
+	e.async.Store(plan.Async != nil)
 	e.route.Store(pipeline.NewRoute(e.name, mode, vs))
 	return true
 }

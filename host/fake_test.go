@@ -71,6 +71,19 @@ func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {
 				ct = v
 			case "attrs":
 				w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", v)
+			case "stream": // stream=N: N bytes in flushed 16 KiB pieces, as fast as they are taken
+				n, _ := strconv.Atoi(v)
+				w.Header().Set("Content-Type", "application/octet-stream")
+				rc := http.NewResponseController(w)
+				piece := make([]byte, 16<<10)
+				for n > 0 && r.Context().Err() == nil {
+					k := min(n, len(piece))
+					if _, err := w.Write(piece[:k]); err != nil || rc.Flush() != nil {
+						return
+					}
+					n -= k
+				}
+				return
 			}
 		}
 		w.Header().Set("Content-Type", ct)

@@ -42,7 +42,9 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	cfg.Logger = zerolog.Nop()
 	cfg.Store = openStore(t)
 	s := New(cfg)
-	hs := httptest.NewServer(s.Handler())
+	hs := httptest.NewUnstartedServer(s.Handler())
+	hs.Config.ConnContext = ConnContext
+	hs.Start()
 	t.Cleanup(func() {
 		hs.Close()
 		s.Close(context.Background())

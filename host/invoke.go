@@ -138,6 +138,12 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if e == nil {
 		return refuse(validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
 	}
+	// An asynchronous endpoint takes InvokeEndpointAsync only: SageMaker
+	// refuses a synchronous call to it with a ValidationError (its exact
+	// wording is not published; this one says what to do instead).
+	if e.async.Load() {
+		return refuse(validationError("Endpoint %s of account %s is an asynchronous endpoint (its endpoint configuration has AsyncInferenceConfig): invoke it with InvokeEndpointAsync.", name, s.cfg.Account))
+	}
 	// An endpoint serves while it has a route: InService, and also while an
 	// update brings up its next generation (as SageMaker keeps serving).
 	route := e.route.Load()

@@ -179,6 +179,7 @@ func New(cfg Config) *Server {
 		e.Use(s.accessLogger) // outermost: it sees the status a panic turned into
 	}
 	e.Use(s.recoverPanics)
+	e.Use(s.boundUnreadBody)
 	e.POST("/", s.controlPlane)
 	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
 	e.POST("/endpoints/:name/invocations-response-stream", s.invokeEndpointStream)

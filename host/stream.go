@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"time"
 
@@ -73,9 +74,10 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 
 	req := pipelineRequest(h, body) // TargetModel was refused above
 	sink := &eventSink{w: w, rc: http.NewResponseController(w), start: start, timeout: s.cfg.ContainerTimeout,
-		endpoint: e.name, metrics: s.metrics}
+		endpoint: e.name, metrics: s.metrics, conn: tcpConn(r.Context())}
 	res, err := s.invoker.InvokeStream(r.Context(), route, &req, sink)
 	if err == nil {
+		sink.release()
 		s.metrics.observeInvocation(e.name, res.Variant, time.Since(start), res.ModelLatency, nil)
 		s.series.record(e.name, res.Variant, start, true)
 		return nil
@@ -90,7 +92,8 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 		s.metrics.observeInvocation(e.name, variant, time.Since(start), 0, err)
 	}
 	if r.Context().Err() != nil || errors.Is(err, pipeline.ErrSink) {
-		// The client hung up or stopped reading; nobody reads an answer.
+		// The client hung up, or did not take the stream within its
+		// time limit; nobody reads an answer.
 		s.log.Debug().Str("endpoint", name).Str("request_id", reqID).Err(err).Msg("stream client went away")
 		return nil
 	}
@@ -99,7 +102,9 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 		s.log.Info().Str("event", "stream_broken").Str("endpoint", name).Str("variant", variant).Str("container", container).
 			Str("request_id", reqID).Str("code", se.Code).Dur("latency_ms", time.Since(start)).Err(err).
 			AnErr("cause", se.Model.Err).Msg("invocation stream broke")
-		sink.exception(se)
+		if sink.exception(se) == nil {
+			sink.release()
+		}
 		return nil
 	}
 	if sink.began {
@@ -107,7 +112,9 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 		// StreamError or the caller's or sink's error. End the stream
 		// with the internal failure event rather than a second head.
 		s.log.Error().Str("endpoint", name).Str("request_id", reqID).Err(err).Msg("stream failed after it began")
-		sink.exceptionEvent("InternalStreamFailure", "An internal error occurred in mce (request ID "+reqID+").", "")
+		if sink.exceptionEvent("InternalStreamFailure", "An internal error occurred in mce (request ID "+reqID+").", "") == nil {
+			sink.release()
+		}
 		return nil
 	}
 	api = s.toAPIError(name, reqID, err)
@@ -120,8 +127,11 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 
 // eventSink writes a streamed answer as an AWS event stream: the head as
 // HTTP headers, each piece of the body as one PayloadPart event, flushed at
-// once. Each write must be taken by the client within the container time
-// limit, so a client that stops reading cannot hold the stream for ever.
+// once. The container time limit bounds the whole stream, its delivery
+// included: every write must be taken by the client before the streamed
+// call's deadline (StreamHead.Deadline), so a client that reads slowly or
+// not at all cannot hold the stream beyond it. (A closing exception event
+// gets streamExceptionGrace more.)
 type eventSink struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
@@ -131,6 +141,7 @@ type eventSink struct {
 	endpoint string
 	metrics  *metrics
 	head     pipeline.StreamHead
+	conn     *net.TCPConn // the client's, when known (ConnContext)
 	began    bool
 	first    bool // a PayloadPart was written
 }
@@ -158,14 +169,20 @@ func (k *eventSink) Begin(h pipeline.StreamHead) error {
 	if err := k.deadline(); err != nil {
 		return err
 	}
+	if k.conn != nil {
+		// While the stream runs, a close of the connection (net/http
+		// closes it when a write misses the deadline) is a reset that
+		// drops what is still queued to the client, instead of a graceful
+		// close that would let a slow reader take the queued events for
+		// as long as it likes, far past the time limit.
+		_ = k.conn.SetLinger(0)
+	}
 	k.w.WriteHeader(http.StatusOK)
 	return k.rc.Flush()
 }
 
 func (k *eventSink) Write(p []byte) error {
-	if err := k.deadline(); err != nil {
-		return err
-	}
+	// The write deadline is the stream's, set by Begin.
 	if err := k.enc.Encode(k.w, eventstream.Message{Headers: payloadPartHeaders, Payload: p}); err != nil {
 		return err
 	}
@@ -179,9 +196,33 @@ func (k *eventSink) Write(p []byte) error {
 	return nil
 }
 
-// deadline bounds the next write to the client.
+// release gives the connection back its graceful close once the stream
+// ended cleanly (its last event written), so that the connection's later
+// answers are not cut by a reset.
+func (k *eventSink) release() {
+	if k.conn != nil {
+		_ = k.conn.SetLinger(-1)
+	}
+}
+
+// streamExceptionGrace is the time a closing exception event gets past the
+// stream's deadline: the container's time may be up, and the client still
+// deserves to learn why the stream ends.
+const streamExceptionGrace = time.Second
+
+// deadline bounds the writes to the client by the stream's deadline (the
+// container time limit from the start of the streamed call), or, before
+// the head is known, by the time limit from now.
 func (k *eventSink) deadline() error {
-	err := k.rc.SetWriteDeadline(time.Now().Add(k.timeout))
+	d := k.head.Deadline
+	if d.IsZero() {
+		d = time.Now().Add(k.timeout)
+	}
+	return k.setDeadline(d)
+}
+
+func (k *eventSink) setDeadline(d time.Time) error {
+	err := k.rc.SetWriteDeadline(d)
 	if errors.Is(err, http.ErrNotSupported) {
 		return nil // a writer without deadlines (tests' recorders)
 	}
@@ -190,25 +231,33 @@ func (k *eventSink) deadline() error {
 
 // exception ends the stream with a ModelStreamError event (
 // https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointWithResponseStream.html).
-func (k *eventSink) exception(se *pipeline.StreamError) {
-	k.exceptionEvent("ModelStreamError", se.Message, se.Code)
+func (k *eventSink) exception(se *pipeline.StreamError) error {
+	return k.exceptionEvent("ModelStreamError", se.Message, se.Code)
 }
 
-func (k *eventSink) exceptionEvent(typ, msg, code string) {
+// exceptionEvent ends the stream with an exception event; an error means
+// the client did not take it.
+func (k *eventSink) exceptionEvent(typ, msg, code string) error {
 	payload, err := json.Marshal(struct {
 		Message   string
 		ErrorCode string `json:",omitempty"`
 	}{truncate(msg, maxMessageLen), code})
 	if err != nil {
-		return
+		return err
 	}
-	if k.deadline() != nil {
-		return
+	d := time.Now()
+	if k.head.Deadline.After(d) {
+		d = k.head.Deadline
 	}
-	_ = k.enc.Encode(k.w, eventstream.Message{Headers: eventstream.Headers{
+	if err := k.setDeadline(d.Add(streamExceptionGrace)); err != nil {
+		return err
+	}
+	if err := k.enc.Encode(k.w, eventstream.Message{Headers: eventstream.Headers{
 		{Name: ":exception-type", Value: eventstream.StringValue(typ)},
 		{Name: ":content-type", Value: eventstream.StringValue("application/json")},
 		{Name: ":message-type", Value: eventstream.StringValue("exception")},
-	}, Payload: payload})
-	_ = k.rc.Flush()
+	}, Payload: payload}); err != nil {
+		return err
+	}
+	return k.rc.Flush()
 }

@@ -83,6 +83,9 @@ func (iv *Invoker) exchangeTo(ctx context.Context, baseURL, method, path string,
 	if d, ok := ctx.Deadline(); ok && !d.After(deadline) {
 		deadline, byCtx = d, true
 	}
+	if sink != nil {
+		sink.head.Deadline = deadline
+	}
 	c := t.get(start)
 	reused := c != nil
 	for {

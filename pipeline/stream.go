@@ -34,6 +34,10 @@ type StreamHead struct {
 	// Variant is the production variant serving the call; Container the
 	// hostname of the container whose answer is streamed.
 	Variant, Container string
+	// Deadline is when the streamed call's time limit (Options.Timeout,
+	// or the caller's deadline when sooner) ends: the whole stream, its
+	// delivery to the caller included, must be over by then.
+	Deadline time.Time
 }
 
 // StreamResult is a streamed invocation that ended: the whole body reached

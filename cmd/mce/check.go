@@ -132,7 +132,7 @@ func runCheck(ctx context.Context, f checkFlags, image string, stdout io.Writer)
 			return err
 		}
 	} else {
-		fmt.Fprintln(stdout, rep.Summary())
+		fmt.Fprintln(stdout, termSafe(rep.Summary()))
 	}
 	if !rep.Passed {
 		return &exitError{code: 1}

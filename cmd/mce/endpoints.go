@@ -74,8 +74,8 @@ func newEndpointsCmd() *cobra.Command {
 							reason = strings.Join(strings.Fields(aws.ToString(d.FailureReason)), " ")
 						}
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", aws.ToString(e.EndpointName), e.EndpointStatus,
-						aws.ToTime(e.CreationTime).Local().Format(time.DateTime), aws.ToTime(e.LastModifiedTime).Local().Format(time.DateTime), reason)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termLine(aws.ToString(e.EndpointName)), termLine(string(e.EndpointStatus)),
+						aws.ToTime(e.CreationTime).Local().Format(time.DateTime), aws.ToTime(e.LastModifiedTime).Local().Format(time.DateTime), termLine(reason))
 				}
 			}
 			return tw.Flush()
@@ -96,7 +96,7 @@ func newDescribeCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 			}
-			return printJSON(cmd.OutOrStdout(), out)
+			return printJSON(newTermWriter(cmd.OutOrStdout()), out) // JSON escapes C0 controls, not C1
 		}),
 	}
 	f.register(cmd)

@@ -187,9 +187,9 @@ func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, 
 		return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 	}
 	if f.verbose {
-		fmt.Fprintf(stderr, "InvokedProductionVariant: %s\nContentType: %s\n", aws.ToString(out.InvokedProductionVariant), aws.ToString(out.ContentType))
+		fmt.Fprintf(stderr, "InvokedProductionVariant: %s\nContentType: %s\n", termLine(aws.ToString(out.InvokedProductionVariant)), termLine(aws.ToString(out.ContentType)))
 		if out.CustomAttributes != nil {
-			fmt.Fprintf(stderr, "CustomAttributes: %s\n", aws.ToString(out.CustomAttributes))
+			fmt.Fprintf(stderr, "CustomAttributes: %s\n", termLine(aws.ToString(out.CustomAttributes)))
 		}
 	}
 	stdout.Write(out.Body)
@@ -224,9 +224,9 @@ func invokeStream(ctx context.Context, cli *sagemakerruntime.Client, f invokeFla
 	es := out.GetStream()
 	defer es.Close()
 	if f.verbose {
-		fmt.Fprintf(stderr, "InvokedProductionVariant: %s\nContentType: %s\n", aws.ToString(out.InvokedProductionVariant), aws.ToString(out.ContentType))
+		fmt.Fprintf(stderr, "InvokedProductionVariant: %s\nContentType: %s\n", termLine(aws.ToString(out.InvokedProductionVariant)), termLine(aws.ToString(out.ContentType)))
 		if out.CustomAttributes != nil {
-			fmt.Fprintf(stderr, "CustomAttributes: %s\n", aws.ToString(out.CustomAttributes))
+			fmt.Fprintf(stderr, "CustomAttributes: %s\n", termLine(aws.ToString(out.CustomAttributes)))
 		}
 	}
 	var last byte = '\n'

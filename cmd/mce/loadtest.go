@@ -269,7 +269,7 @@ func runLoadtest(ctx context.Context, cmd *cobra.Command, f loadtestFlags, endpo
 	if out == "" {
 		out = fmt.Sprintf("loadtest-%s-%s", safeName(endpoint), rep.Started.UTC().Format("20060102-150405"))
 	}
-	rep.Summary(stdout)
+	rep.Summary(newTermWriter(stdout)) // it quotes the endpoint's error messages
 	if _, err := rep.WriteDir(out); err != nil {
 		return fmt.Errorf("writing the report: %w", err)
 	}

@@ -119,12 +119,12 @@ func showLogs(ctx context.Context, f logsFlags, endpoint string, stdout, stderr 
 		}
 		who := fmt.Sprintf("%s/%d/%s", ev.Variant, ev.Copy, ev.Container)
 		if ev.Dropped > 0 {
-			fmt.Fprintf(stderr, "mce: %d lines of %s were dropped: this client read too slowly\n", ev.Dropped, who)
+			fmt.Fprintf(stderr, "mce: %d lines of %s were dropped: this client read too slowly\n", ev.Dropped, termLine(who))
 		}
 		if prefix {
-			fmt.Fprintf(stdout, "%s | %s\n", who, ev.Message)
+			fmt.Fprintf(stdout, "%s | %s\n", termLine(who), termSafe(ev.Message))
 		} else {
-			fmt.Fprintln(stdout, ev.Message)
+			fmt.Fprintln(stdout, termSafe(ev.Message))
 		}
 	}
 	if err := sc.Err(); err != nil && ctx.Err() == nil {

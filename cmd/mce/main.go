@@ -19,11 +19,11 @@ func main() {
 		var ee *exitError
 		if errors.As(err, &ee) {
 			if ee.msg != "" {
-				fmt.Fprintln(os.Stderr, "mce:", ee.msg)
+				fmt.Fprintln(os.Stderr, "mce:", termSafe(ee.msg))
 			}
 			os.Exit(ee.code)
 		}
-		fmt.Fprintln(os.Stderr, "mce:", err)
+		fmt.Fprintln(os.Stderr, "mce:", termSafe(err.Error()))
 		os.Exit(1)
 	}
 }

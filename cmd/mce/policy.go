@@ -182,7 +182,7 @@ func policyEval(cmd *cobra.Command, f evalFlags) error {
 		if !a.Enabled() {
 			fmt.Fprintln(out, "no policies are configured: mce allows every request (development mode)")
 		}
-		if err := ex.WriteText(out); err != nil {
+		if err := ex.WriteText(newTermWriter(out)); err != nil {
 			return err
 		}
 	}

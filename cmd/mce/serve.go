@@ -366,6 +366,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	// WriteTimeout cuts a long invocation.
 	hs := &http.Server{
 		Handler:           srv.Handler(),
+		ConnContext:       host.ConnContext, // a cut response stream drops its connection at once
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

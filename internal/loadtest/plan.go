@@ -22,6 +22,13 @@ const (
 	MaxModels      = 1000000
 	MaxInFlightCap = 20000
 	maxPlanBytes   = 1 << 20
+	// MaxSpawnRate is the most users started a second: MaxUsers at once.
+	MaxSpawnRate = MaxUsers
+	// MaxTargets is the most latency bounds in a target: each is checked
+	// against every stage's latencies.
+	MaxTargets = 16
+	// MaxFirstModel bounds first_model, so that model numbers stay small.
+	MaxFirstModel = 1_000_000_000
 	// MaxRunDuration bounds a run (its per-second figures grow with it).
 	MaxRunDuration = 24 * time.Hour
 )
@@ -183,6 +190,9 @@ func ParseTargets(s string) ([]Target, error) {
 	if s == "" {
 		return nil, nil
 	}
+	if n := strings.Count(s, ",") + 1; n > MaxTargets {
+		return nil, fmt.Errorf("the latency target has %d bounds, more than %d", n, MaxTargets)
+	}
 	var out []Target
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
@@ -239,6 +249,9 @@ func (p *Plan) Validate() error {
 	if p.ThinkTime < 0 {
 		return errors.New("think_time is negative")
 	}
+	if p.ThinkTime > Duration(MaxRunDuration) {
+		return fmt.Errorf("think_time must be at most %s", MaxRunDuration)
+	}
 	for i := range p.Stages {
 		s := &p.Stages[i]
 		if s.Name == "" {
@@ -249,6 +262,8 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("%s: give users or rate, not both", s.Name)
 		case s.Users < 0 || s.Rate < 0 || s.SpawnRate < 0 || math.IsNaN(s.Rate) || math.IsNaN(s.SpawnRate):
 			return fmt.Errorf("%s: users, rate and spawn_rate cannot be negative", s.Name)
+		case s.SpawnRate > MaxSpawnRate || math.IsInf(s.SpawnRate, 0):
+			return fmt.Errorf("%s: a spawn_rate of %g users/s is more than %d/s", s.Name, s.SpawnRate, MaxSpawnRate)
 		case s.Users == 0 && s.Rate == 0:
 			return fmt.Errorf("%s: give users (concurrent users) or rate (requests per second)", s.Name)
 		case s.Users > MaxUsers:
@@ -261,8 +276,12 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("%s: spawn_rate applies to users, not to a rate", s.Name)
 		case s.Duration <= 0:
 			return fmt.Errorf("%s: needs a duration (e.g. 30s)", s.Name)
+		case s.Duration > Duration(MaxRunDuration):
+			return fmt.Errorf("%s: a duration of %s is more than a run's %s", s.Name, time.Duration(s.Duration), MaxRunDuration)
 		case s.ThinkTime != nil && *s.ThinkTime < 0:
 			return fmt.Errorf("%s: think_time is negative", s.Name)
+		case s.ThinkTime != nil && *s.ThinkTime > Duration(MaxRunDuration):
+			return fmt.Errorf("%s: think_time must be at most %s", s.Name, MaxRunDuration)
 		}
 		if s.Rate > 0 && s.ThinkTime != nil && *s.ThinkTime > 0 {
 			return fmt.Errorf("%s: think_time applies to users, not to a rate", s.Name)
@@ -282,8 +301,8 @@ func (p *Plan) Validate() error {
 		one := 1
 		t.FirstModel = &one
 	}
-	if *t.FirstModel < 0 {
-		return errors.New("traffic: first_model is negative")
+	if *t.FirstModel < 0 || *t.FirstModel > MaxFirstModel {
+		return fmt.Errorf("traffic: first_model must be 0 to %d", MaxFirstModel)
 	}
 	if t.Shape == "" {
 		t.Shape = ShapeUniform
@@ -301,19 +320,18 @@ func (p *Plan) Validate() error {
 	default:
 		return fmt.Errorf("traffic: shape %q is not uniform, top-k or hot", t.Shape)
 	}
-	if t.Shape != ShapeUniform {
-		if t.Models < 2 {
-			return fmt.Errorf("traffic: shape %s needs at least 2 models", t.Shape)
-		}
-		if !(t.Share > 0 && t.Share <= 1) {
-			return errors.New("traffic: share must be above 0 and at most 1")
-		}
+	if t.Shape != ShapeUniform && t.Models < 2 {
+		return fmt.Errorf("traffic: shape %s needs at least 2 models", t.Shape)
+	}
+	// Checked whatever the shape: the plan is written into the report.
+	if !(t.Share > 0 && t.Share <= 1) {
+		return errors.New("traffic: share must be above 0 and at most 1")
 	}
 	if p.Request.Timeout == 0 {
 		p.Request.Timeout = Duration(70 * time.Second)
 	}
-	if p.Request.Timeout < 0 {
-		return errors.New("request: timeout is negative")
+	if p.Request.Timeout < 0 || p.Request.Timeout > Duration(MaxRunDuration) {
+		return fmt.Errorf("request: timeout must be above 0 and at most %s", MaxRunDuration)
 	}
 	if p.Request.Stream && t.Models > 0 {
 		return errors.New("streaming takes no TargetModel: multi-model endpoints do not stream")
@@ -326,7 +344,7 @@ func (p *Plan) Validate() error {
 	if p.Stop.OnTargetMiss && len(targets) == 0 {
 		return errors.New("stop on_target_miss needs a latency target (e.g. p90=200ms)")
 	}
-	if p.Stop.ErrorRate < 0 || p.Stop.ErrorRate > 1 {
+	if !(p.Stop.ErrorRate >= 0 && p.Stop.ErrorRate <= 1) { // NaN too
 		return errors.New("stop error_rate must be 0 to 1")
 	}
 	if p.Limits.MaxRequests < 0 {

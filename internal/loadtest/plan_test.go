@@ -1,6 +1,7 @@
 package loadtest
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,23 @@ func TestValidate(t *testing.T) {
 		{"error rate", func(p *Plan) { p.Stop.ErrorRate = 2 }, "error_rate"},
 		{"too long", func(p *Plan) { p.Limits.MaxDuration = Duration(25 * time.Hour) }, "max_duration"},
 		{"inflight", func(p *Plan) { p.Limits.MaxInFlight = MaxInFlightCap + 1 }, "max_inflight"},
+		// Issue 18: numbers that are not finite, or beyond any sane run,
+		// and lists too long to check, are refused at load.
+		{"infinite spawn rate", func(p *Plan) { p.Stages[0].SpawnRate = math.Inf(1) }, "spawn_rate"},
+		{"huge spawn rate", func(p *Plan) { p.Stages[0].SpawnRate = MaxSpawnRate + 1 }, "spawn_rate"},
+		{"NaN spawn rate", func(p *Plan) { p.Stages[0].SpawnRate = math.NaN() }, "negative"},
+		{"infinite rate", func(p *Plan) { p.Stages[0] = Stage{Rate: math.Inf(1), Duration: Duration(time.Second)} }, "more than"},
+		{"NaN rate", func(p *Plan) { p.Stages[0] = Stage{Rate: math.NaN(), Duration: Duration(time.Second)} }, "negative"},
+		{"stage too long", func(p *Plan) { p.Stages[0].Duration = Duration(MaxRunDuration + time.Second) }, "duration"},
+		{"think too long", func(p *Plan) { d := Duration(25 * time.Hour); p.Stages[0].ThinkTime = &d }, "think_time"},
+		{"plan think too long", func(p *Plan) { p.ThinkTime = Duration(25 * time.Hour) }, "think_time"},
+		{"NaN error rate", func(p *Plan) { p.Stop.ErrorRate = math.NaN() }, "error_rate"},
+		{"infinite share, uniform", func(p *Plan) { p.Traffic = Traffic{Models: 3, Share: math.Inf(1)} }, "share"},
+		{"NaN share", func(p *Plan) { p.Traffic = Traffic{Models: 3, Shape: ShapeHot, Share: math.NaN()} }, "share"},
+		{"first model too big", func(p *Plan) { big := MaxFirstModel + 1; p.Traffic = Traffic{Models: 3, FirstModel: &big} }, "first_model"},
+		{"request timeout too long", func(p *Plan) { p.Request.Timeout = Duration(25 * time.Hour) }, "timeout"},
+		{"too many targets", func(p *Plan) { p.Target = strings.Repeat("p50=1s,", MaxTargets) + "p90=1s" }, "more than 16"},
+		{"most targets", func(p *Plan) { p.Target = strings.Repeat("p50=1s,", MaxTargets-1) + "p90=1s" }, ""},
 	} {
 		p := ok()
 		c.mod(&p)
@@ -124,5 +142,34 @@ func TestParseTargets(t *testing.T) {
 		if _, err := ParseTargets(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+// TestPlanFileRefusals: plan files that used to run and then lose their
+// report (spawn_rate: .inf cannot be written as JSON), or that spent most of
+// a minute and half a GiB on a 1 s stage (100,000 latency targets), are
+// refused when the plan is loaded (issue 18).
+func TestPlanFileRefusals(t *testing.T) {
+	for name, c := range map[string]struct{ src, want string }{
+		"infinite spawn rate": {"stages: [{users: 2, spawn_rate: .inf, duration: 1s}]\n", "spawn_rate"},
+		"NaN rate":            {"stages: [{rate: .nan, duration: 1s}]\n", "negative"},
+		"100000 targets":      {"stages: [{users: 1, duration: 1s}]\ntarget: " + strings.Repeat("p50=1s,", 99999) + "p90=1s\n", "more than 16"},
+		"infinite share":      {"stages: [{users: 1, duration: 1s}]\ntraffic: {models: 2, share: .inf}\n", "share"},
+		"too many stages":     {"stages: [" + strings.Repeat("{users: 1, duration: 1s},", MaxStages) + "{users: 1, duration: 1s}]\n", "stages"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, err := ReadPlan(strings.NewReader(c.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			err = p.Validate()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Validate: %v, want an error with %q", err, c.want)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("refusing took %v", d)
+			}
+		})
 	}
 }
