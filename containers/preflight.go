@@ -218,7 +218,10 @@ func (rt *Runtime) preflightImage(ctx context.Context, ref string, multi bool) (
 	case !errors.Is(err, ErrNotFound):
 		return fmt.Sprintf("image %q could not be looked up on the Docker engine: %v", ref, err), "check that the Docker engine is running and answers `docker info`", err
 	}
-	host := registryHost(ref)
+	host, herr := registryHost(ref)
+	if herr != nil {
+		return fmt.Sprintf("image %q is not a valid image reference: %v", ref, herr), "correct the container's Image (registry/repository:tag or @sha256:digest, repository in lower case)", herr
+	}
 	if rt.opts.PullPolicy == PullNever {
 		fix := fmt.Sprintf("run `docker pull %s` (or build it), or start mce with --pull=if-missing", ref)
 		if m := ecrHost.FindStringSubmatch(host); m != nil {

@@ -38,7 +38,10 @@ func (rt *Runtime) Pull(ctx context.Context, ref string) error {
 }
 
 func (rt *Runtime) pull(ctx context.Context, ref string) error {
-	host := registryHost(ref)
+	host, err := registryHost(ref)
+	if err != nil {
+		return fmt.Errorf("pull image: %w", err)
+	}
 	creds, err := rt.auth.resolve(ctx, host)
 	if err != nil {
 		return fmt.Errorf("pull image %s: %w", ref, err)

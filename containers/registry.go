@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
+	"github.com/distribution/reference"
 	"github.com/moby/moby/api/types/registry"
 )
 
@@ -67,13 +68,19 @@ type RegistryOptions struct {
 var ecrHost = regexp.MustCompile(`^(\d{12})\.dkr\.ecr(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$`)
 
 // registryHost returns the registry host of an image reference as the
-// docker CLI keys it: docker.io references use "https://index.docker.io/v1/".
-func registryHost(ref string) string {
-	first, _, ok := strings.Cut(ref, "/")
-	if !ok || (!strings.ContainsAny(first, ".:") && first != "localhost") {
-		return "docker.io"
+// engine reads it (github.com/distribution/reference, the parser of the
+// Docker engine and CLI), so credentials go only to the registry the engine
+// pulls from: "Evilhost/img" names the registry Evilhost (an upper-case
+// first component is a host), "localhost/x" the registry localhost, and
+// "ubuntu", "library/ubuntu" and "index.docker.io/library/ubuntu" Docker Hub
+// ("docker.io", which configKeys spells as the docker CLI keys it). A
+// reference the engine would refuse is an error.
+func registryHost(ref string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return "", fmt.Errorf("image reference %q: %w", ref, err)
 	}
-	return first
+	return reference.Domain(named), nil
 }
 
 // credentials resolves the registry credentials for host, as the docker CLI

@@ -2,6 +2,7 @@ package containers
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,17 +12,38 @@ import (
 )
 
 func TestRegistryHost(t *testing.T) {
-	for ref, want := range map[string]string{
-		"ubuntu:24.04":             "docker.io",
-		"library/ubuntu":           "docker.io",
-		"mce-example/probe:latest": "docker.io",
-		"localhost/x":              "localhost",
-		"127.0.0.1:5000/a/b:c":     "127.0.0.1:5000",
-		"ghcr.io/o/i@sha256:abc":   "ghcr.io",
-		"123456789012.dkr.ecr.eu-west-1.amazonaws.com/x:1": "123456789012.dkr.ecr.eu-west-1.amazonaws.com",
+	// The host the engine pulls from (github.com/distribution/reference) is
+	// the host whose credentials go with the pull.
+	for _, tc := range []struct{ ref, want string }{
+		{"ubuntu:24.04", "docker.io"},
+		{"library/ubuntu", "docker.io"},
+		{"docker.io/library/ubuntu:24.04", "docker.io"},
+		{"index.docker.io/library/ubuntu", "docker.io"},
+		{"mce-example/probe:latest", "docker.io"},
+		{"localhost/x", "localhost"},
+		{"localhost:5000/x:1", "localhost:5000"},
+		{"127.0.0.1:5000/a/b:c", "127.0.0.1:5000"},
+		{"[::1]:5000/a:b", "[::1]:5000"},
+		{"ghcr.io/o/i@sha256:" + strings.Repeat("a", 64), "ghcr.io"},
+		{"ghcr.io/o/i:1@sha256:" + strings.Repeat("b", 64), "ghcr.io"},
+		{"123456789012.dkr.ecr.eu-west-1.amazonaws.com/x:1", "123456789012.dkr.ecr.eu-west-1.amazonaws.com"},
+		// An upper-case first component is a host to the engine, not a
+		// Docker Hub user: Docker Hub's credentials must not go there.
+		{"Evilhost/img:1", "Evilhost"},
+		{"EVIL/img", "EVIL"},
+		{"Registry.Example.com/team/img", "Registry.Example.com"},
+		{"myhost:80/img", "myhost:80"},
+		{"evilhost/img:1", "docker.io"},
 	} {
-		if got := registryHost(ref); got != want {
-			t.Errorf("registryHost(%q) = %q, want %q", ref, got, want)
+		got, err := registryHost(tc.ref)
+		if err != nil || got != tc.want {
+			t.Errorf("registryHost(%q) = %q, %v; want %q", tc.ref, got, err, tc.want)
+		}
+	}
+	// What the engine refuses is refused, not guessed at.
+	for _, ref := range []string{"", "Evilhost/Img:1", "UPPER", "a//b", "img@sha256:short", "img:tag:tag", "-lead/x"} {
+		if got, err := registryHost(ref); err == nil {
+			t.Errorf("registryHost(%q) = %q, want an error", ref, got)
 		}
 	}
 	for host, region := range map[string]string{
@@ -100,5 +122,43 @@ esac
 	c, err = r.resolve(ctx, "plain.example")
 	if err != nil || c.auth == nil || c.auth.Username != "u" {
 		t.Errorf("auths behind a missing credsStore: %+v, %v", c.auth, err)
+	}
+}
+
+// TestDockerHubCredentialsStayWithDockerHub: a reference the engine pulls
+// from another registry gets none of Docker Hub's credentials.
+func TestDockerHubCredentialsStayWithDockerHub(t *testing.T) {
+	dir := t.TempDir()
+	hub := base64.StdEncoding.EncodeToString([]byte("hubuser:hubpass"))
+	cfg, _ := json.Marshal(map[string]any{"auths": map[string]any{
+		"https://index.docker.io/v1/": map[string]string{"auth": hub},
+	}})
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newAuthResolver(RegistryOptions{DockerConfigDir: dir})
+	for _, tc := range []struct {
+		ref     string
+		withHub bool
+	}{
+		{"img:1", true},
+		{"docker.io/library/img:1", true},
+		{"someuser/img:1", true},
+		{"Evilhost/img:1", false},
+		{"Evilhost:443/img:1", false},
+		{"localhost/img:1", false},
+		{"evil.example/img@sha256:" + strings.Repeat("c", 64), false},
+	} {
+		host, err := registryHost(tc.ref)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ref, err)
+		}
+		c, err := r.resolve(context.Background(), host)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.ref, err)
+		}
+		if got := c.auth != nil && c.auth.Username == "hubuser"; got != tc.withHub {
+			t.Errorf("%s (registry %s): Docker Hub's credentials sent = %v, want %v", tc.ref, host, got, tc.withHub)
+		}
 	}
 }

@@ -54,7 +54,9 @@ mce_gpu_memory_utilization_ratio{endpoint="e",variant="v"} 0.5
 # TYPE mce_gpu_utilization_ratio gauge
 mce_gpu_utilization_ratio{endpoint="e",variant="v"} 1
 `
-	if err := testutil.CollectAndCompare(newUsageCollector(usageStub{}), strings.NewReader(want)); err != nil {
+	uc := newUsageCollector(usageStub{})
+	uc.refresh(context.Background())
+	if err := testutil.CollectAndCompare(uc, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
 }
@@ -71,7 +73,9 @@ func TestMetricsLint(t *testing.T) {
 	}
 	h.srv.MultiModelObserver("m", "AllTraffic", "a").ModelCacheHit(true)
 	reg := prometheus.NewPedanticRegistry() // also checks each collector's Describe against what it collects
-	reg.MustRegister(newUsageCollector(usageStub{}), newStateCollector(h.srv))
+	uc := newUsageCollector(usageStub{})
+	uc.refresh(context.Background())
+	reg.MustRegister(uc, newStateCollector(h.srv))
 	for _, g := range []prometheus.Gatherer{h.srv.metrics.reg, reg} {
 		problems, err := testutil.GatherAndLint(g)
 		if err != nil {

@@ -19,19 +19,26 @@ type UsageSource interface {
 }
 
 // usageCollector reports the instance metrics of CloudWatch's namespace
-// /aws/sagemaker/Endpoints (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html) at scrape time, sampling at
-// most once per usageTTL so that frequent scrapes do not load the engine.
+// /aws/sagemaker/Endpoints (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
+// The engine's statistics take a second or two per call (Docker's stats
+// endpoint), longer than a scrape should wait, so run samples them in the
+// background every interval and a scrape only reads the last sample.
 // CloudWatch counts them in percent; Prometheus' base unit for a share is
 // the ratio, so each is the CloudWatch value divided by 100.
 type usageCollector struct {
 	src                         UsageSource
 	cpu, mem, disk, gpu, gpuMem *prometheus.Desc
 	mu                          sync.Mutex
-	at                          time.Time
-	cached                      []prometheus.Metric
+	cached                      []prometheus.Metric // the last sample
 }
 
-const usageTTL = 5 * time.Second
+// DefaultUsageInterval is how often the engine's usage figures are sampled
+// (Config.UsageInterval's default): CloudWatch's own period for these
+// metrics is a minute, and frequent samples load the engine.
+const DefaultUsageInterval = 5 * time.Second
+
+// usageSampleTimeout bounds one sample.
+const usageSampleTimeout = 30 * time.Second
 
 func newUsageCollector(src UsageSource) *usageCollector {
 	return &usageCollector{
@@ -55,24 +62,41 @@ func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// Collect implements prometheus.Collector: the last sample, never a call
+// to the engine.
 func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if time.Since(c.at) > usageTTL {
-		c.cached = c.sample()
-		c.at = time.Now()
-	}
-	for _, m := range c.cached {
+	cached := c.cached
+	c.mu.Unlock()
+	for _, m := range cached {
 		ch <- m
 	}
 }
 
-func (c *usageCollector) sample() []prometheus.Metric {
-	// A scrape's context does not reach a Collector
-	// (https://pkg.go.dev/github.com/prometheus/client_golang/prometheus#Collector):
-	// the sample is bounded here, below Prometheus' default scrape timeout.
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+// run samples at once and then every interval until ctx ends.
+func (c *usageCollector) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for ctx.Err() == nil { // a tick and the end may come together
+		c.refresh(ctx)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+}
+
+// refresh takes one sample and makes it the one scrapes read.
+func (c *usageCollector) refresh(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, usageSampleTimeout)
 	defer cancel()
+	m := c.sample(ctx)
+	c.mu.Lock()
+	c.cached = m
+	c.mu.Unlock()
+}
+
+func (c *usageCollector) sample(ctx context.Context) []prometheus.Metric {
 	type key struct{ e, v, c string }
 	type acc struct {
 		cpu, mem   float64

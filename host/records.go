@@ -2,11 +2,13 @@ package host
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
 )
 
 // Durable records, one per model, endpoint config and endpoint, kept in the
@@ -59,6 +61,48 @@ type EndpointRecord struct {
 	// the API.
 	Applied string `json:",omitempty"`
 }
+
+// CheckRecord implements store.Checker for the records the state lists at
+// start: a record without the fields it is found and served by decodes but
+// cannot be used, so store.List moves it to quarantine (with an error in
+// the log) instead of letting it stop mce or fail later.
+func (r *ModelRecord) CheckRecord() error {
+	if r.Input.ModelName == "" {
+		return errors.New("the model record has no ModelName")
+	}
+	return nil
+}
+
+// CheckRecord implements store.Checker (see ModelRecord.CheckRecord).
+func (r *ConfigRecord) CheckRecord() error {
+	if r.Input.EndpointConfigName == "" {
+		return errors.New("the endpoint config record has no EndpointConfigName")
+	}
+	return nil
+}
+
+// CheckRecord implements store.Checker (see ModelRecord.CheckRecord).
+func (r *EndpointRecord) CheckRecord() error {
+	if r.Name == "" {
+		return errors.New("the endpoint record has no Name")
+	}
+	return nil
+}
+
+// CheckRecord implements store.Checker (see ModelRecord.CheckRecord).
+func (r *asyncRecord) CheckRecord() error {
+	if r.Key == "" || r.Endpoint == "" || r.Input == "" || r.Output == "" {
+		return errors.New("the async request record lacks its Key, Endpoint, Input or Output")
+	}
+	return nil
+}
+
+var (
+	_ store.Checker = (*ModelRecord)(nil)
+	_ store.Checker = (*ConfigRecord)(nil)
+	_ store.Checker = (*EndpointRecord)(nil)
+	_ store.Checker = (*asyncRecord)(nil)
+)
 
 // VariantTarget is a variant's desired weight and instance count.
 type VariantTarget struct {

@@ -84,6 +84,10 @@ type Config struct {
 	// all endpoints together; beyond it InvokeEndpointAsync answers 503
 	// ServiceUnavailable. Default DefaultAsyncBacklog.
 	AsyncMaxBacklog int
+	// UsageInterval is how often a Backend that is a UsageSource is asked
+	// for its containers' resource use, in the background (scrapes read
+	// the last figures); default DefaultUsageInterval.
+	UsageInterval time.Duration
 }
 
 // ModelDataChecker checks a model data URL, relative file:// URLs starting
@@ -161,7 +165,17 @@ func New(cfg Config) *Server {
 		b.SetMultiModelObserver(s.MultiModelObserver)
 	}
 	if src, ok := cfg.Backend.(UsageSource); ok {
-		s.metrics.reg.MustRegister(newUsageCollector(src))
+		uc := newUsageCollector(src)
+		s.metrics.reg.MustRegister(uc)
+		every := cfg.UsageInterval
+		if every <= 0 {
+			every = DefaultUsageInterval
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			uc.run(s.ctx, every)
+		}()
 	}
 	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{

@@ -312,7 +312,7 @@ func serve(ctx context.Context, f serveFlags) error {
 		return err
 	}
 	defer eng.close()
-	st, err := store.Open(filepath.Join(eng.instanceDir, "state.db"))
+	st, err := store.OpenWith(filepath.Join(eng.instanceDir, "state.db"), store.Options{Logger: log})
 	if err != nil {
 		return err
 	}

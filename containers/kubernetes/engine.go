@@ -578,6 +578,10 @@ func (l *Launched) waitReady(ctx context.Context, v spec.VariantPlan, n int) err
 		}
 		for _, p := range pods {
 			if reason := PodFailure(p, v); reason != "" {
+				// What the kubelet's probes said, for a container it stopped.
+				if r := podFailure(p, v, l.e.probeNotes(ctx, p)); r != "" {
+					reason = r
+				}
 				return &LaunchError{Variant: v.Name, Reason: reason}
 			}
 		}

@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -405,5 +406,63 @@ func TestDetachLeavesWhatRuns(t *testing.T) {
 	}
 	if got := len(baseURLs(l2, "AllTraffic")); got != 4 {
 		t.Errorf("adopted %d Ready containers, want 4", got)
+	}
+}
+
+// TestLaunchFailsWithLastPing: a container whose /ping answered 500 for its
+// whole startup window and that the kubelet then stopped (it exited 0) is
+// reported as such, with the last ping status from the kubelet's events,
+// not as a container that exited by itself.
+func TestLaunchFailsWithLastPing(t *testing.T) {
+	client := newClient(true)
+	e := newEngine(t, client)
+	c := &cluster{t: t, client: client}
+	plan := testPlan()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Launch(context.Background(), plan, 1)
+		done <- err
+	}()
+	d := c.waitDeployment(deploymentName("default", plan.Name, 1, "AllTraffic"))
+	podName := fmt.Sprintf("%s-%d", d.Name, c.n+1) // the name c.pod gives it
+	now := time.Now()
+	type probeEvent struct {
+		Reason, Message, FieldPath, Pod string
+		LastTimestamp                   metav1.Time
+	}
+	for i, ev := range []probeEvent{
+		{Reason: "Unhealthy", Message: `Startup probe failed: Get "http://10.1.0.1:8080/ping": dial tcp 10.1.0.1:8080: connect: connection refused`,
+			LastTimestamp: metav1.NewTime(now.Add(-50 * time.Second))},
+		{Reason: "Unhealthy", Message: "Startup probe failed: HTTP probe failed with statuscode: 500",
+			LastTimestamp: metav1.NewTime(now.Add(-2 * time.Second))},
+		{Reason: "Killing", Message: "Container pre failed startup probe, will be restarted", LastTimestamp: metav1.NewTime(now)},
+		// Another container's and another pod's events are not this one's.
+		{Reason: "Unhealthy", Message: "Startup probe failed: HTTP probe failed with statuscode: 404", FieldPath: "spec.containers{model}",
+			LastTimestamp: metav1.NewTime(now)},
+		{Reason: "Unhealthy", Message: "Startup probe failed: HTTP probe failed with statuscode: 503", Pod: "other",
+			LastTimestamp: metav1.NewTime(now)},
+	} {
+		fp, pod := cmp.Or(ev.FieldPath, "spec.containers{pre}"), cmp.Or(ev.Pod, podName)
+		if _, err := client.CoreV1().Events("ml").Create(context.Background(), &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("ev-%d", i), Namespace: "ml"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod, Namespace: "ml", FieldPath: fp},
+			Type:           corev1.EventTypeWarning, Reason: ev.Reason, Message: ev.Message, LastTimestamp: ev.LastTimestamp,
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.pod(d, func(s *corev1.PodStatus) {
+		s.Conditions[0].Status = corev1.ConditionFalse
+		s.ContainerStatuses[0].Ready = false
+		s.ContainerStatuses[0].RestartCount = 2
+		s.ContainerStatuses[0].State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
+		s.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed",
+			StartedAt: metav1.NewTime(now.Add(-60 * time.Second)), FinishedAt: metav1.NewTime(now)}
+	})
+	err := <-done
+	want := `container "Pre" did not pass the ping health check within its startup window (1m0s): its last /ping answered 500, ` +
+		`and the kubelet stopped it after the window (exit code 0, Completed; restarted 2 times)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Launch: %v\nwant it to say: %s", err, want)
 	}
 }

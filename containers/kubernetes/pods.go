@@ -149,8 +149,13 @@ var imageReasons = map[string]bool{
 }
 
 // PodFailure is the FailureReason, in SageMaker's words, of a pod of
-// variant v that cannot become Ready; "" while it still may.
-func PodFailure(p *corev1.Pod, v spec.VariantPlan) string {
+// variant v that cannot become Ready; "" while it still may. It reads only
+// the pod; the engine adds what the kubelet's probes said (probeNotes).
+func PodFailure(p *corev1.Pod, v spec.VariantPlan) string { return podFailure(p, v, nil) }
+
+// podFailure is PodFailure with the probe notes of the pod's containers, by
+// container name (nil: none known).
+func podFailure(p *corev1.Pod, v spec.VariantPlan, probes map[string]probeNote) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
 			strings.Contains(c.Message, "Insufficient "+string(ResourceGPU)) {
@@ -177,7 +182,13 @@ func PodFailure(p *corev1.Pod, v spec.VariantPlan) string {
 		}
 		// SageMaker fails an endpoint whose container exits before it passes
 		// its health check; the kubelet would restart it (CrashLoopBackOff).
+		// A container the kubelet stopped because /ping did not pass within
+		// the startup window also ends, often with code 0: that is said as
+		// what it is, with the last ping seen.
 		if t := terminated(cs); t != nil && !cs.Ready {
+			if msg := stoppedByStartupProbe(p, cs, t, host, probes[cs.Name]); msg != "" {
+				return msg
+			}
 			return fmt.Sprintf("container %q exited with code %d before it passed the ping health check", host, t.ExitCode) + lastLines(t.Message)
 		}
 	}

@@ -182,6 +182,10 @@ func (c *Cache) EvictOldest() int64 {
 // Dir returns the absolute path of the cache folder.
 func (c *Cache) Dir() string { return c.dir }
 
+// Capacity returns CacheOptions.Capacity: the bytes of model files the
+// cache keeps on disk, 0 for unlimited.
+func (c *Cache) Capacity() int64 { return c.capacity }
+
 // Usage returns the bytes of model files on disk and the number of models
 // they belong to.
 func (c *Cache) Usage() (bytes int64, models int) {

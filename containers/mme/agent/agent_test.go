@@ -546,3 +546,94 @@ func TestS3PrefixThroughAgent(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+// TestAcquireBeyondCapacityRefused: new files that do not fit in the disk
+// capacity beside those of models in use are refused (507 CacheFull, which
+// the client turns into artifact.ErrTooLarge as a full disk budget on
+// Docker) and deleted; once a model is given back its files make room.
+func TestAcquireBeyondCapacityRefused(t *testing.T) {
+	size := 4000
+	e := newAgentEnv(t, int64(2*size+size/2), nil, "")
+	for _, m := range []string{"a", "b", "c"} {
+		put(t, e.prefixDir, m+".tar.gz", model(t, m, size))
+	}
+	put(t, e.prefixDir, "huge.tar.gz", model(t, "huge", 3*size))
+	ctx := context.Background()
+	c := e.client(t, false)
+	fa, err := c.Acquire(ctx, "a.tar.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx, "b.tar.gz"); err != nil {
+		t.Fatal(err)
+	}
+	js := "application/json"
+	status, er := call(t, e.http.URL, "POST", "/v1/acquire", js, []byte(`{"TargetModel":"c.tar.gz"}`))
+	if status != http.StatusInsufficientStorage || er.Code != CodeCacheFull || !strings.Contains(er.Message, "disk capacity") {
+		t.Errorf("acquire past capacity: %d %s %q, want 507 %s", status, er.Code, er.Message, CodeCacheFull)
+	}
+	if _, err := c.Acquire(ctx, "c.tar.gz"); !errors.Is(err, artifact.ErrTooLarge) {
+		t.Errorf("client acquire past capacity: %v, want artifact.ErrTooLarge", err)
+	}
+	if e.cache.Has("c.tar.gz") || e.held("c.tar.gz") != 0 {
+		t.Errorf("refused model kept: on disk %v, %d references", e.cache.Has("c.tar.gz"), e.held("c.tar.gz"))
+	}
+	if b, _ := e.cache.Usage(); b > e.cache.Capacity() {
+		t.Errorf("cache holds %d bytes, capacity %d", b, e.cache.Capacity())
+	}
+	// One model larger than the whole capacity is refused too.
+	if _, err := c.Acquire(ctx, "huge.tar.gz"); !errors.Is(err, artifact.ErrTooLarge) {
+		t.Errorf("model larger than the capacity: %v", err)
+	}
+	// A model already on disk takes a reference without new bytes.
+	if _, err := c.Acquire(ctx, "a.tar.gz"); err != nil {
+		t.Errorf("second reference on a model on disk: %v", err)
+	}
+	// Given back, a's files make room for c.
+	c.Release(fa, false)
+	waitFor(t, "a's release", func() bool { return e.held("a.tar.gz") == 1 })
+	c2 := e.client(t, true) // gives back every reference: a and b become deletable
+	if _, err := c2.Acquire(ctx, "c.tar.gz"); err != nil {
+		t.Fatalf("acquire after a release: %v", err)
+	}
+	if !e.cache.Has("c.tar.gz") {
+		t.Error("c not on disk after it was acquired")
+	}
+}
+
+// TestReferencesPerModelCapped: past MaxReferencesPerModel on one model
+// the agent refuses (409 TooManyReferences) instead of keeping them all;
+// a release makes room again and a reset gives back exactly the cap.
+func TestReferencesPerModelCapped(t *testing.T) {
+	e := newAgentEnv(t, 0, nil, "")
+	put(t, e.prefixDir, "a.tar.gz", model(t, "a", 10))
+	put(t, e.prefixDir, "b.tar.gz", model(t, "b", 10))
+	js := "application/json"
+	a := []byte(`{"TargetModel":"a.tar.gz"}`)
+	for i := range MaxReferencesPerModel {
+		if status, er := call(t, e.http.URL, "POST", "/v1/acquire", js, a); status != 200 {
+			t.Fatalf("acquire %d: %d %+v", i, status, er)
+		}
+	}
+	status, er := call(t, e.http.URL, "POST", "/v1/acquire", js, a)
+	if status != http.StatusConflict || er.Code != CodeTooManyReferences {
+		t.Fatalf("acquire past the cap: %d %+v, want 409 %s", status, er, CodeTooManyReferences)
+	}
+	if n := e.held("a.tar.gz"); n != MaxReferencesPerModel {
+		t.Errorf("%d references held, want %d", n, MaxReferencesPerModel)
+	}
+	// Another model is not affected.
+	if status, er := call(t, e.http.URL, "POST", "/v1/acquire", js, []byte(`{"TargetModel":"b.tar.gz"}`)); status != 200 {
+		t.Errorf("acquire of another model: %d %+v", status, er)
+	}
+	if status, er := call(t, e.http.URL, "POST", "/v1/release", js, a); status != 200 {
+		t.Fatalf("release: %d %+v", status, er)
+	}
+	if status, er := call(t, e.http.URL, "POST", "/v1/acquire", js, a); status != 200 {
+		t.Errorf("acquire after a release: %d %+v", status, er)
+	}
+	c := e.client(t, false)
+	if n, err := c.Reset(context.Background()); err != nil || n != MaxReferencesPerModel+1 {
+		t.Errorf("Reset = %d, %v; want %d", n, err, MaxReferencesPerModel+1)
+	}
+}

@@ -331,6 +331,7 @@ func (c *Client) typed(target string, err error) error {
 		CodeUnsafeArchive:      artifact.ErrUnsafeArchive,
 		CodeInvalidArchive:     artifact.ErrInvalidArchive,
 		CodeModelTooLarge:      artifact.ErrTooLarge,
+		CodeCacheFull:          artifact.ErrTooLarge, // as a full disk budget on Docker
 		CodeOutsideModelRoots:  artifact.ErrOutsideModelRoots,
 		CodeNoCredentials:      artifact.ErrNoCredentials,
 	}[ae.Code]

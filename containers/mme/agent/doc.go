@@ -11,7 +11,9 @@
 //
 //	GET  /ping        200 {"Status":"Healthy"}: the readiness probe
 //	POST /v1/acquire  {"TargetModel":"a/b.tar.gz"} → 200 {"ModelId","Bytes","CacheBytes","CacheModels","DownloadMs"}:
-//	                  files present at <dir>/<ModelId>/model and one reference taken
+//	                  files present at <dir>/<ModelId>/model and one reference taken; 507 CacheFull
+//	                  when new files do not fit in --disk-capacity beside those of models in use,
+//	                  409 TooManyReferences past [MaxReferencesPerModel] on one model
 //	POST /v1/release  {"TargetModel":"…","Drop":false} → 200 {"CacheBytes","CacheModels"}: one reference
 //	                  given back (Drop: delete the files when it was the last); 404 NotHeld when none is held
 //	POST /v1/reset    → 200 {"Released":n,…}: every reference given back (mce attaching to the pod anew)
@@ -22,7 +24,7 @@
 // NotHeld and UnknownRoute, 405 MethodNotAllowed, 413 RequestTooLarge (the
 // body) and ModelTooLarge (the artifact), 415 UnsupportedMediaType, 403
 // OutsideModelRoots, 422 UnsafeArchive and InvalidArchive, 401 NoCredentials,
-// 503 ShuttingDown, 500 InternalFailure. [Client] turns them back into mme's
+// 409 TooManyReferences, 507 CacheFull, 503 ShuttingDown, 500 InternalFailure. [Client] turns them back into mme's
 // and artifact's typed errors, so that the host answers as on Docker.
 //
 // Who can call it: anything that reaches the pod's IP on [Port] — the pod's
@@ -77,7 +79,15 @@ const (
 	CodeNoCredentials        = "NoCredentials"
 	CodeShuttingDown         = "ShuttingDown"
 	CodeInternalFailure      = "InternalFailure"
+	CodeCacheFull            = "CacheFull"
+	CodeTooManyReferences    = "TooManyReferences"
 )
+
+// MaxReferencesPerModel bounds the references the agent holds on one
+// model: mce takes one per model its container has loaded (a few more while
+// loads and unloads overlap), so a caller past it is refused (409
+// TooManyReferences) instead of growing the agent's memory without bound.
+const MaxReferencesPerModel = 64
 
 type acquireRequest struct {
 	TargetModel string

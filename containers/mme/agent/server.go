@@ -2,14 +2,18 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/docker/go-units"
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers/artifact"
@@ -24,13 +28,22 @@ type Server struct {
 	log   zerolog.Logger
 
 	mu     sync.Mutex
-	held   map[string][]mme.Files // by TargetModel
+	held   map[string][]heldRef // by TargetModel, oldest first
+	seq    uint64               // acquisition order across models
 	closed bool
+}
+
+// heldRef is one reference the agent handed out; seq orders the
+// references of every model by acquisition, so that a reset gives back the
+// oldest first and the cache's LRU deletes the earliest used files first.
+type heldRef struct {
+	files mme.Files
+	seq   uint64
 }
 
 // NewServer serves cache, which the caller closes after [Server.Close].
 func NewServer(cache *mme.Cache, log zerolog.Logger) *Server {
-	return &Server{cache: cache, log: log.With().Str("component", "mme-agent").Logger(), held: map[string][]mme.Files{}}
+	return &Server{cache: cache, log: log.With().Str("component", "mme-agent").Logger(), held: map[string][]heldRef{}}
 }
 
 // Close makes every later call but /ping answer 503 and gives back every
@@ -124,6 +137,13 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) int {
 	if err := mme.ValidTargetModel(req.TargetModel); err != nil {
 		return writeError(w, http.StatusBadRequest, CodeInvalidTargetModel, err.Error(), "")
 	}
+	s.mu.Lock()
+	n := len(s.held[req.TargetModel])
+	s.mu.Unlock()
+	if n >= MaxReferencesPerModel {
+		return writeError(w, http.StatusConflict, CodeTooManyReferences, fmt.Sprintf(
+			"%d references on model %q are held already, the most the agent keeps; release one first", n, req.TargetModel), "")
+	}
 	had := s.cache.Has(req.TargetModel)
 	start := time.Now()
 	f, err := s.cache.Acquire(r.Context(), req.TargetModel)
@@ -131,13 +151,33 @@ func (s *Server) acquire(w http.ResponseWriter, r *http.Request) int {
 		return s.writeFailure(w, req.TargetModel, err)
 	}
 	took := time.Since(start)
+	if !had {
+		// The cache deleted what no reference holds to make room; what is
+		// still over capacity belongs to models in use, and the files just
+		// fetched do not fit beside them.
+		if c, used := s.cache.Capacity(), s.usage().CacheBytes; c > 0 && used > c {
+			s.cache.Release(f, true)
+			s.log.Warn().Str("model", req.TargetModel).Int64("bytes", f.Size()).Int64("cache_bytes", used).
+				Int64("capacity_bytes", c).Msg("refused a model: the disk capacity is taken by models in use")
+			return writeError(w, http.StatusInsufficientStorage, CodeCacheFull, fmt.Sprintf(
+				"model %q (%s) does not fit in the agent's disk capacity (%s): %s are taken by models in use; unload one first",
+				req.TargetModel, units.HumanSize(float64(f.Size())), units.HumanSize(float64(c)),
+				units.HumanSize(float64(used-f.Size()))), "")
+		}
+	}
 	s.mu.Lock()
-	if s.closed || r.Context().Err() != nil { // nobody will give it back
+	if s.closed || r.Context().Err() != nil || len(s.held[req.TargetModel]) >= MaxReferencesPerModel {
+		// nobody will give it back, or concurrent calls passed the cap
 		s.mu.Unlock()
 		s.cache.Release(f, false)
+		if !s.closed && r.Context().Err() == nil {
+			return writeError(w, http.StatusConflict, CodeTooManyReferences, fmt.Sprintf(
+				"%d references on model %q are held already, the most the agent keeps; release one first", MaxReferencesPerModel, req.TargetModel), "")
+		}
 		return writeError(w, http.StatusServiceUnavailable, CodeShuttingDown, "the call ended before the files were ready", "")
 	}
-	s.held[req.TargetModel] = append(s.held[req.TargetModel], f)
+	s.seq++
+	s.held[req.TargetModel] = append(s.held[req.TargetModel], heldRef{files: f, seq: s.seq})
 	s.mu.Unlock()
 	resp := acquireResponse{ModelId: mme.ModelID(req.TargetModel), Bytes: f.Size(), usage: s.usage()}
 	if !had {
@@ -160,7 +200,7 @@ func (s *Server) release(w http.ResponseWriter, r *http.Request) int {
 		s.mu.Unlock()
 		return writeError(w, http.StatusNotFound, CodeNotHeld, "no reference on that model is held", "")
 	}
-	f := fs[len(fs)-1]
+	f := fs[len(fs)-1].files
 	if len(fs) == 1 {
 		delete(s.held, req.TargetModel)
 	} else {
@@ -187,20 +227,22 @@ func (s *Server) usageRoute(w http.ResponseWriter, _ *http.Request) int {
 	return writeJSON(w, http.StatusOK, s.usage())
 }
 
-// reset gives back every reference held and returns how many.
+// reset gives back every reference held, oldest first (so that the
+// cache's LRU deletes the files used earliest first), and returns how many.
 func (s *Server) reset() int {
 	s.mu.Lock()
 	held := s.held
-	s.held = map[string][]mme.Files{}
+	s.held = map[string][]heldRef{}
 	s.mu.Unlock()
-	n := 0
+	var all []heldRef
 	for _, fs := range held {
-		for _, f := range fs {
-			s.cache.Release(f, false)
-			n++
-		}
+		all = append(all, fs...)
 	}
-	return n
+	slices.SortFunc(all, func(a, b heldRef) int { return cmp.Compare(a.seq, b.seq) })
+	for _, h := range all {
+		s.cache.Release(h.files, false)
+	}
+	return len(all)
 }
 
 func (s *Server) usage() usage {
