@@ -74,7 +74,7 @@ func TestGPUHostConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ri := runtimeInfo(client.SystemInfoResult{Info: tt.info}, apiVersion(tt.version))
+			ri := GPURuntimeInfo(client.SystemInfoResult{Info: tt.info}, apiVersion(tt.version))
 			rt := &Runtime{opts: Options{Instance: "t"}, log: zerolog.Nop(), rtInfo: ri}
 			d := &Deployment{rt: rt, endpoint: "ep", gen: 1, netName: "mce-t-ep"}
 			v := VariantSpec{Name: "v1"}

@@ -340,7 +340,7 @@ func (rt *Runtime) pickNetworkMode(ctx context.Context) (NetworkMode, string, er
 	if err != nil {
 		return "", "", classify("read Docker engine info", err)
 	}
-	rt.rtInfo = runtimeInfo(info, rt.engine)
+	rt.rtInfo = GPURuntimeInfo(info, rt.engine)
 	// In a container of this engine (docker-compose) the endpoint networks are
 	// isolated from mce's own: join them (join.go).
 	if mode, why, ok, err := rt.pickJoin(ctx); err != nil || ok {
@@ -375,9 +375,9 @@ func remoteEngine() bool {
 	return true
 }
 
-// runtimeInfo is what the GPU checks need of the engine's /info; engine
+// GPURuntimeInfo is what the GPU checks need of the engine's /info; engine
 // gives the API version when it says which it speaks.
-func runtimeInfo(info client.SystemInfoResult, engine any) *gpu.RuntimeInfo {
+func GPURuntimeInfo(info client.SystemInfoResult, engine any) *gpu.RuntimeInfo {
 	ri := &gpu.RuntimeInfo{DefaultRuntime: info.Info.DefaultRuntime, CDISpecDirs: info.Info.CDISpecDirs}
 	for name := range info.Info.Runtimes {
 		ri.Runtimes = append(ri.Runtimes, name)
@@ -474,7 +474,7 @@ func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
 		if err != nil {
 			return classify("read Docker engine info", err)
 		}
-		ri = runtimeInfo(info, rt.engine)
+		ri = GPURuntimeInfo(info, rt.engine)
 		rt.mu.Lock()
 		rt.rtInfo = ri
 		rt.mu.Unlock()
