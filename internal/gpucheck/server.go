@@ -2,7 +2,6 @@ package gpucheck
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -107,5 +106,3 @@ func (s *server) stop() {
 		<-s.done
 	}
 }
-
-var errServerDied = errors.New("the server process died")
