@@ -96,7 +96,7 @@ func TestGPUHostConfig(t *testing.T) {
 				t.Errorf("Check = %v, want %v", cerr, tt.wantErr)
 			}
 			if tt.wantErr != nil {
-				fix := gpuFix(cerr)
+				fix := GPUFix(cerr)
 				for _, s := range []string{"nvidia-ctk cdi generate", "nvidia-ctk runtime configure"} {
 					if !strings.Contains(fix, s) {
 						t.Errorf("fix %q does not say %q", fix, s)

@@ -388,7 +388,7 @@ func (r *run) prepareGPUs(ctx context.Context) error {
 		ri = *containers.GPURuntimeInfo(info, r.engine)
 	}
 	if err := gpu.Check(r.opts.GPUs, devs, nil, ri); err != nil {
-		return err
+		return fmt.Errorf("%w — %s", err, containers.GPUFix(err))
 	}
 	r.gpuDevices = r.opts.GPUs.DeviceRequestsFor(ri.Mode(), devs)
 	return nil

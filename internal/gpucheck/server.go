@@ -57,6 +57,9 @@ func startServer(ctx context.Context, o *Options, work, modelsDir string, memory
 		"SAGEMAKER_BIND_TO_PORT="+strconv.Itoa(port),
 		"SAGEMAKER_MODEL_SERVER_WORKERS="+strconv.Itoa(max(4, o.Clients)),
 		"MCE_MODEL_MEMORY_MB="+strconv.FormatInt(memoryMB, 10),
+		// The toolkit's own GPU budget (where it has one) out of the way: a
+		// load that does not fit meets a real CUDA out-of-memory error.
+		"MCE_MODEL_GPU_MEMORY_MB="+strconv.Itoa(1<<20),
 	)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
