@@ -82,7 +82,7 @@ func (d *Deployment) createOptions(v VariantSpec, cp, index int, cs ContainerSpe
 		Resources: container.Resources{
 			NanoCPUs:       int64(cs.CPUs * 1e9),
 			Memory:         cs.MemoryBytes,
-			DeviceRequests: cs.GPUs.DeviceRequests(),
+			DeviceRequests: rt.gpuDeviceRequests(cs.GPUs),
 			PidsLimit:      rt.pidsLimit(),
 		},
 	}

@@ -130,7 +130,7 @@ func (rt *Runtime) Preflight(ctx context.Context, spec EndpointSpec, opts Prefli
 			run(func(ctx context.Context) {
 				if err := rt.checkGPUs(ctx, c.GPUs); err != nil {
 					add(Problem{Check: CheckGPU, Variant: v.Name, Container: c.Hostname,
-						What: err.Error(), Fix: gpuFix(err), Err: err})
+						What: err.Error(), Fix: GPUFix(err), Err: err})
 				}
 			})
 		}
@@ -244,11 +244,13 @@ func (rt *Runtime) preflightImage(ctx context.Context, ref string, multi bool) (
 	return "", "", nil
 }
 
-// gpuFix says what to do about a GPU request this host cannot meet.
-func gpuFix(err error) string {
+// GPUFix says what to do about a GPU request this host cannot meet.
+func GPUFix(err error) string {
 	switch {
+	case errors.Is(err, gpu.ErrNoCDISpec):
+		return "write NVIDIA's CDI spec with nvidia-container-toolkit (`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`), or register its runtime with the Docker engine (`nvidia-ctk runtime configure --runtime=docker`, then restart the engine)"
 	case errors.Is(err, gpu.ErrNoRuntime):
-		return "install nvidia-container-toolkit and register its runtime with the Docker engine (`nvidia-ctk runtime configure --runtime=docker`), then restart the engine"
+		return "install nvidia-container-toolkit, then register its runtime with the Docker engine (`nvidia-ctk runtime configure --runtime=docker`, then restart the engine) or, on Docker 25 or later with CDI on, write its CDI spec (`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`)"
 	case errors.Is(err, gpu.ErrTooMany), errors.Is(err, gpu.ErrUnknownDevice):
 		return "ask for the GPUs this host has"
 	default:

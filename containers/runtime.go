@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
@@ -343,7 +344,7 @@ func (rt *Runtime) pickNetworkMode(ctx context.Context) (NetworkMode, string, er
 	if err != nil {
 		return "", "", classify("read Docker engine info", err)
 	}
-	rt.rtInfo = runtimeInfo(info)
+	rt.rtInfo = GPURuntimeInfo(info, rt.engine)
 	// In a container of this engine (docker-compose) the endpoint networks are
 	// isolated from mce's own: join them (join.go).
 	if mode, why, ok, err := rt.pickJoin(ctx); err != nil || ok {
@@ -378,12 +379,42 @@ func remoteEngine() bool {
 	return true
 }
 
-func runtimeInfo(info client.SystemInfoResult) *gpu.RuntimeInfo {
-	ri := &gpu.RuntimeInfo{DefaultRuntime: info.Info.DefaultRuntime}
+// GPURuntimeInfo is what the GPU checks need of the engine's /info; engine
+// gives the API version when it says which it speaks.
+func GPURuntimeInfo(info client.SystemInfoResult, engine any) *gpu.RuntimeInfo {
+	ri := &gpu.RuntimeInfo{DefaultRuntime: info.Info.DefaultRuntime, CDISpecDirs: info.Info.CDISpecDirs}
 	for name := range info.Info.Runtimes {
 		ri.Runtimes = append(ri.Runtimes, name)
 	}
+	for _, d := range info.Info.DiscoveredDevices {
+		if d.Source == "cdi" {
+			ri.CDIDevices = append(ri.CDIDevices, d.ID)
+		}
+	}
+	if v, ok := engine.(interface{ ClientVersion() string }); ok {
+		ri.APIVersion = v.ClientVersion()
+	}
 	return ri
+}
+
+// gpuDeviceRequests are the DeviceRequests of req on this engine: through
+// CDI or the NVIDIA runtime, whichever the engine offers (gpu.RuntimeInfo.Mode).
+// Without engine information (never read) it falls back to the runtime's.
+func (rt *Runtime) gpuDeviceRequests(req gpu.Request) []container.DeviceRequest {
+	if req.IsZero() {
+		return nil
+	}
+	rt.mu.Lock()
+	ri, inv := rt.rtInfo, rt.gpus
+	rt.mu.Unlock()
+	if ri == nil {
+		return req.DeviceRequests()
+	}
+	var devs []gpu.Device
+	if inv != nil && len(req.DeviceIDs) > 0 {
+		devs, _ = inv.Devices() // only to turn UUIDs into CDI indexes
+	}
+	return req.DeviceRequestsFor(ri.Mode(), devs)
 }
 
 func (rt *Runtime) track(c *Container) {
@@ -447,7 +478,7 @@ func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
 		if err != nil {
 			return classify("read Docker engine info", err)
 		}
-		ri = runtimeInfo(info)
+		ri = GPURuntimeInfo(info, rt.engine)
 		rt.mu.Lock()
 		rt.rtInfo = ri
 		rt.mu.Unlock()

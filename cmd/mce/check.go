@@ -13,6 +13,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/check"
+	"github.com/mce-run/mce/containers/gpu"
 )
 
 type checkFlags struct {
@@ -25,6 +26,11 @@ type checkFlags struct {
 	healthWindow time.Duration
 	timeout      time.Duration
 	multiModel   string
+	gpus         string
+	gpuThreshold float64
+	gpuMax       int
+	// gpu reads the host's GPUs; nil means NVML. Tests set a stand-in.
+	gpu check.GPUInventory
 }
 
 func newCheckCmd() *cobra.Command {
@@ -51,9 +57,19 @@ rule, whether it honours SageMaker's inference container contract, with timings:
   listens only on 8080    no TCP listener on any other port (read from the container's network
                           namespace in /proc, so it works for FROM scratch images; skipped when
                           the engine runs on another machine)
+  gpu (with --gpus)       for a multi-model image: copies of the --model-data model are loaded under
+                          distinct names until the container refuses one (or --gpu-threshold of the
+                          GPU memory is used, or --gpu-max-models are loaded), then all unloaded,
+                          reading NVML after each call: each copy's GPU footprint, how many fit,
+                          whether running out answers 507 (what mce evicts on; 500 fails), whether
+                          unloads give the memory back (a leak fails), load and unload times
   two copies              a second copy in the first one's network namespace with
                           SAGEMAKER_BIND_TO_PORT=8081, as in a multi-container endpoint: both answer
                           /ping (a fixed second port collides here)
+
+With --gpus the container gets those GPUs (through the NVIDIA runtime or CDI, whichever the engine
+offers); a host without them (no driver, no GPU) or an engine that cannot hand them out is exit
+status 2, before anything starts.
 
 The container gets SAGEMAKER_BIND_TO_PORT=8080, SAGEMAKER_SAFE_PORT_RANGE, the --env variables, and
 the model data read-only at /opt/ml/model (multi-model: /opt/ml/models/<hash>/model with
@@ -69,7 +85,8 @@ arguments or when the checks could not run, 130 when interrupted.`,
   mce check mce-example/modelserver:latest --model-data build/mme-models/model-000.tar.gz \
       --input examples/containers/check/modelserver.json --content-type application/json --json
   mce check mce-framework/sklearn:latest --model-data build/models/framework/cancer-v1.tar.gz \
-      --input build/models/framework/cancer-sample.csv --content-type text/csv --env SAGEMAKER_PROGRAM=inference.py`,
+      --input build/models/framework/cancer-sample.csv --content-type text/csv --env SAGEMAKER_PROGRAM=inference.py
+  mce check --gpus all mce-framework/pytorch:latest --model-data model.tar.gz --multi-model on`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runCheck(cmd.Context(), f, args[0], cmd.OutOrStdout())
@@ -85,6 +102,9 @@ arguments or when the checks could not run, 130 when interrupted.`,
 	fl.DurationVar(&f.healthWindow, "health-window", check.DefaultHealthWindow, "how long /ping may take to answer 200 (SageMaker allows 4m by default, up to 1h)")
 	fl.DurationVar(&f.timeout, "timeout", check.DefaultTimeout, "time limit of each invocation and model load")
 	fl.StringVar(&f.multiModel, "multi-model", "auto", "auto (multi-model when labelled and --model-data is given), on, or off")
+	fl.StringVar(&f.gpus, "gpus", "", `GPUs for the container ("all", a count, or device indexes/UUIDs) and the GPU checks`)
+	fl.Float64Var(&f.gpuThreshold, "gpu-threshold", 1, "GPU checks: stop loading copies once this share of GPU memory is used (1: until the container refuses one)")
+	fl.IntVar(&f.gpuMax, "gpu-max-models", check.DefaultGPUMaxModels, "GPU checks: load at most this many copies")
 	return cmd
 }
 
@@ -93,6 +113,22 @@ func runCheck(ctx context.Context, f checkFlags, image string, stdout io.Writer)
 		Image: image, ModelData: f.modelData, ContentType: f.contentType, Accept: f.accept,
 		HealthWindow: f.healthWindow, Timeout: f.timeout, MultiModel: check.MultiModel(f.multiModel),
 		Env: map[string]string{},
+	}
+	if f.gpus != "" {
+		req, err := gpu.ParseRequest(f.gpus)
+		if err != nil {
+			return &exitError{code: 2, msg: "--gpus: " + err.Error()}
+		}
+		opts.GPUs, opts.GPU, opts.GPUThreshold, opts.GPUMaxModels = req, f.gpu, f.gpuThreshold, f.gpuMax
+		if opts.GPU == nil {
+			inv := gpu.NewInventory(nil)
+			defer inv.Close()
+			opts.GPU = inv
+		}
+		// Before the engine is reached: a host without the GPUs is told so.
+		if err := check.GPUsPresent(opts.GPU, req); err != nil {
+			return &exitError{code: 2, msg: "--gpus " + f.gpus + ": " + err.Error()}
+		}
 	}
 	for _, kv := range f.env {
 		k, v, ok := strings.Cut(kv, "=")

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mce-run/mce/containers/check"
+	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -77,3 +81,30 @@ func TestCheckCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckGPUsWithoutGPU: `mce check --gpus all` on a host without a GPU
+// says so and exits 2 before reaching the engine.
+func TestCheckGPUsWithoutGPU(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		inv  check.GPUInventory
+		want string
+	}{
+		{"no driver", noGPUs{err: fmt.Errorf("%w: ERROR_LIBRARY_NOT_FOUND", gpu.ErrNoDriver)}, "--gpus all: GPU requested (all) but no NVIDIA driver found on this host"},
+		{"no GPU", noGPUs{}, "--gpus all: GPU requested (all) but no GPU found on this host"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock") // never reached
+			err := runCheck(context.Background(), checkFlags{gpus: "all", gpuThreshold: 1, gpu: tt.inv, multiModel: "on", modelData: "m.tar.gz"}, "img", io.Discard)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.HasPrefix(ee.msg, tt.want) {
+				t.Errorf("runCheck = %#v, want exit 2 %q", err, tt.want)
+			}
+		})
+	}
+}
+
+type noGPUs struct{ err error }
+
+func (n noGPUs) Devices() ([]gpu.Device, error)             { return nil, n.err }
+func (n noGPUs) Memory(int) (used, total uint64, err error) { return 0, 0, n.err }

@@ -10,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/internal/wire"
 )
 
@@ -106,6 +107,22 @@ type Options struct {
 	// removed afterwards). Empty: the system's temporary folder. The engine
 	// must see it, so it has to be on this machine.
 	WorkDir string
+	// GPUs, when set, gives the container these GPUs and, for a
+	// multi-model image, adds the GPU checks: copies of the model are loaded
+	// until the container refuses one, then unloaded, and each one's GPU
+	// footprint, what running out answers and what unloads give back are
+	// reported. The host must list the GPUs (else New fails).
+	GPUs gpu.Request
+	// GPU reads the host's GPUs; nil means NVML (gpu.NewInventory(nil)).
+	GPU GPUInventory
+	// GPUThreshold stops the loads once this share of GPU memory is used,
+	// in (0, 1]. Zero means 1: load until the container refuses a copy.
+	GPUThreshold float64
+	// GPUMaxModels bounds the copies loaded. Zero: DefaultGPUMaxModels.
+	GPUMaxModels int
+	// GPUSettle is how long to wait after an unload for GPU memory to
+	// fall. Zero: DefaultGPUSettle.
+	GPUSettle time.Duration
 	// OnResult, when set, is called with each result as soon as it is known
 	// (from the goroutine that called Run).
 	OnResult func(Result)
@@ -141,6 +158,18 @@ func (o *Options) validate() error {
 	}
 	if o.HealthWindow < 0 || o.Timeout < 0 {
 		return errors.New("time limits must not be negative")
+	}
+	if o.GPUThreshold < 0 || o.GPUThreshold > 1 || o.GPUMaxModels < 0 || o.GPUSettle < 0 {
+		return errors.New("GPU threshold must be in (0, 1], and the copy limit and settle time not negative")
+	}
+	if o.GPUThreshold == 0 {
+		o.GPUThreshold = 1
+	}
+	if o.GPUMaxModels == 0 {
+		o.GPUMaxModels = DefaultGPUMaxModels
+	}
+	if o.GPUSettle == 0 {
+		o.GPUSettle = DefaultGPUSettle
 	}
 	if o.HealthWindow == 0 {
 		o.HealthWindow = DefaultHealthWindow

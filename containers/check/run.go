@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/gpu"
 )
 
 // Checker runs the checks of one image. Make it with [New]; it is meant for
@@ -27,6 +28,14 @@ type Checker struct {
 func New(engine Engine, opts Options) (*Checker, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
+	}
+	if !opts.GPUs.IsZero() {
+		if opts.GPU == nil {
+			opts.GPU = gpu.NewInventory(nil)
+		}
+		if err := GPUsPresent(opts.GPU, opts.GPUs); err != nil {
+			return nil, err
+		}
 	}
 	return &Checker{engine: engine, opts: opts, http: newHTTPClient(), procRoot: "/proc"}, nil
 }
@@ -46,7 +55,10 @@ type run struct {
 	portsErr error
 	modelRef string // the multi-model hash (model_name) and its Target-Model name
 	target   string
-	died     bool // the first copy died during a check; later ones are skipped
+
+	gpuIndexes []int                     // the container's GPUs, with Options.GPUs
+	gpuDevices []container.DeviceRequest // how the engine gives them
+	died       bool                      // the first copy died during a check; later ones are skipped
 }
 
 // skipDead is the reason checks after the first copy's death are skipped.
@@ -80,6 +92,11 @@ func (c *Checker) Run(ctx context.Context) (rep *Report, err error) {
 	r.add("image present", Pass, t, "")
 	r.labels(labels)
 
+	if !c.opts.GPUs.IsZero() {
+		if err := r.prepareGPUs(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := reap(ctx, c.engine); err != nil {
 		return nil, fmt.Errorf("removing what an earlier check left behind: %w", err)
 	}
@@ -183,7 +200,7 @@ func (r *run) hostConfig(netMode string) *container.HostConfig {
 	h := &container.HostConfig{
 		NetworkMode: container.NetworkMode(netMode),
 		SecurityOpt: []string{"no-new-privileges"},
-		Resources:   container.Resources{PidsLimit: pidsLimit()},
+		Resources:   container.Resources{PidsLimit: pidsLimit(), DeviceRequests: r.gpuDevices},
 	}
 	if r.model != nil {
 		h.Binds = []string{r.model.bind()}
@@ -219,6 +236,7 @@ func (r *run) checks(ctx context.Context) {
 			names = append(names, nameInvoke)
 		}
 		names = append(names, r.mmeNames()...)
+		names = append(names, r.gpuNames()...)
 		return append(names, nameOversize, nameWrongCT, r.namePorts(), nameTwo)
 	}
 	t := time.Now()
@@ -268,6 +286,7 @@ func (r *run) checks(ctx context.Context) {
 			calls = append(calls, nameInvoke)
 		}
 		calls = append(calls, r.mmeNames()...)
+		calls = append(calls, r.gpuNames()...)
 		r.skip("/ping never answered 200", append(calls, nameOversize, nameWrongCT)...)
 		r.portsResult()
 		r.skip("/ping never answered 200", nameTwo)
@@ -292,6 +311,17 @@ func (r *run) checks(ctx context.Context) {
 	}
 	if r.multi && invokePath != "" {
 		r.mmeUnload(ctx)
+	}
+	switch {
+	case len(r.gpuNames()) == 0:
+	case !r.multi:
+		r.skip("the GPU checks load copies of a model: they need a multi-model image and --model-data", r.gpuNames()...)
+	case invokePath == "":
+		r.skip("the model did not load", r.gpuNames()...)
+	case r.died:
+		r.skip(skipDead, r.gpuNames()...)
+	default:
+		r.gpuChecks(ctx)
 	}
 	if !r.died {
 		r.snapshotPorts()

@@ -8,11 +8,17 @@ import (
 	"strings"
 )
 
-// RuntimeInfo is what Check needs from the Docker engine's /info: the names
-// of its registered runtimes and the default one.
+// RuntimeInfo is what Check and Mode need from the Docker engine's /info:
+// the names of its registered runtimes and the default one, its CDI spec
+// folders (empty when the "cdi" feature is off or the engine predates it),
+// the CDI devices it found (listed from API 1.50 on), and the API version
+// the client speaks with it ("" when unknown).
 type RuntimeInfo struct {
 	Runtimes       []string
 	DefaultRuntime string
+	CDISpecDirs    []string
+	CDIDevices     []string
+	APIVersion     string
 }
 
 // hasNVIDIA reports whether the engine has an NVIDIA container runtime
@@ -52,16 +58,27 @@ func Check(req Request, devs []Device, devErr error, rt RuntimeInfo) error {
 	if missing := missingIDs(req.DeviceIDs, devs); len(missing) > 0 {
 		return fmt.Errorf("GPU requested (%s) but %w %s: %s", req, ErrUnknownDevice, strings.Join(missing, ", "), describe(devs))
 	}
-	if !rt.hasNVIDIA() {
+	if rt.Mode() == ModeNone {
 		names := slices.Clone(rt.Runtimes)
 		slices.Sort(names)
 		list := strings.Join(names, ", ")
 		if list == "" {
 			list = "none"
 		}
-		return fmt.Errorf("GPU requested (%s) but %w (runtimes: %s); install nvidia-container-toolkit", req, ErrNoRuntime, list)
+		if rt.CDIEnabled() {
+			return fmt.Errorf("GPU requested (%s) but %w (runtimes: %s) and %w (CDI spec folders: %s; CDI devices: %s)", req, ErrNoRuntime, list,
+				ErrNoCDISpec, strings.Join(rt.CDISpecDirs, ", "), orNone(rt.CDIDevices))
+		}
+		return fmt.Errorf("GPU requested (%s) but %w (runtimes: %s) and CDI is off (no CDI spec folders); install nvidia-container-toolkit", req, ErrNoRuntime, list)
 	}
 	return nil
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
 }
 
 // missingIDs returns the IDs, indexes or UUIDs, that match no device.

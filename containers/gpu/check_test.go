@@ -15,6 +15,10 @@ func TestCheck(t *testing.T) {
 	one := two[:1]
 	nvidia := RuntimeInfo{Runtimes: []string{"runc", "nvidia"}, DefaultRuntime: "runc"}
 	noNVIDIA := RuntimeInfo{Runtimes: []string{"runc", "io.containerd.runc.v2"}, DefaultRuntime: "runc"}
+	cdiDirs := []string{"/etc/cdi", "/var/run/cdi"}
+	cdiListed := RuntimeInfo{Runtimes: []string{"runc"}, CDISpecDirs: cdiDirs, CDIDevices: []string{"nvidia.com/gpu=0", "nvidia.com/gpu=all"}, APIVersion: "1.51"}
+	cdiUnlisted := RuntimeInfo{Runtimes: []string{"runc"}, CDISpecDirs: cdiDirs, APIVersion: "1.44"}
+	cdiNoSpec := RuntimeInfo{Runtimes: []string{"runc"}, CDISpecDirs: cdiDirs, CDIDevices: []string{"vendor.com/fpga=0"}, APIVersion: "1.51"}
 	noDriver := fmt.Errorf("%w: %w", ErrNoDriver, nvml.ERROR_LIBRARY_NOT_FOUND)
 	listed := "this host has 2 GPUs: 0 " + two[0].UUID + " (NVIDIA H100 80GB HBM3), 1 " + two[1].UUID + " (NVIDIA H100 80GB HBM3)"
 
@@ -77,22 +81,34 @@ func TestCheck(t *testing.T) {
 		{
 			name: "no runtime", req: Request{All: true}, devs: two, rt: RuntimeInfo{Runtimes: []string{"runc"}, DefaultRuntime: "runc"},
 			wantIs:  ErrNoRuntime,
-			wantMsg: "GPU requested (all) but the Docker engine has no NVIDIA container runtime (runtimes: runc); install nvidia-container-toolkit",
+			wantMsg: "GPU requested (all) but the Docker engine has no NVIDIA container runtime (runtimes: runc) and CDI is off (no CDI spec folders); install nvidia-container-toolkit",
 		},
 		{
 			name: "no runtime, several listed sorted", req: Request{DeviceIDs: []string{"0"}}, devs: two, rt: noNVIDIA,
 			wantIs:  ErrNoRuntime,
-			wantMsg: "GPU requested (device=0) but the Docker engine has no NVIDIA container runtime (runtimes: io.containerd.runc.v2, runc); install nvidia-container-toolkit",
+			wantMsg: "GPU requested (device=0) but the Docker engine has no NVIDIA container runtime (runtimes: io.containerd.runc.v2, runc) and CDI is off (no CDI spec folders); install nvidia-container-toolkit",
 		},
 		{
 			name: "no runtime, none listed", req: Request{All: true}, devs: two, rt: RuntimeInfo{},
 			wantIs:  ErrNoRuntime,
-			wantMsg: "GPU requested (all) but the Docker engine has no NVIDIA container runtime (runtimes: none); install nvidia-container-toolkit",
+			wantMsg: "GPU requested (all) but the Docker engine has no NVIDIA container runtime (runtimes: none) and CDI is off (no CDI spec folders); install nvidia-container-toolkit",
 		},
 		{
 			name: "runtime merely containing nvidia", req: Request{All: true}, devs: two, rt: RuntimeInfo{Runtimes: []string{"not-nvidia"}},
 			wantIs:  ErrNoRuntime,
-			wantMsg: "GPU requested (all) but the Docker engine has no NVIDIA container runtime (runtimes: not-nvidia); install nvidia-container-toolkit",
+			wantMsg: "GPU requested (all) but the Docker engine has no NVIDIA container runtime (runtimes: not-nvidia) and CDI is off (no CDI spec folders); install nvidia-container-toolkit",
+		},
+		{name: "CDI only, devices listed", req: Request{All: true}, devs: two, rt: cdiListed},
+		{name: "CDI only, API 1.44 cannot list devices", req: Request{All: true}, devs: two, rt: cdiUnlisted},
+		{
+			name: "CDI on, no NVIDIA spec", req: Request{All: true}, devs: two, rt: cdiNoSpec,
+			wantIs:  ErrNoCDISpec,
+			wantMsg: "GPU requested (all) but the Docker engine has no NVIDIA container runtime (runtimes: runc) and no NVIDIA CDI device (CDI spec folders: /etc/cdi, /var/run/cdi; CDI devices: vendor.com/fpga=0)",
+		},
+		{
+			name: "CDI folders on an engine too old for CDI", req: Request{All: true}, devs: two,
+			rt:     RuntimeInfo{Runtimes: []string{"runc"}, CDISpecDirs: []string{"/etc/cdi"}, APIVersion: "1.43"},
+			wantIs: ErrNoRuntime,
 		},
 		{name: "malformed request", req: Request{All: true, Count: 2}, devs: two, rt: nvidia, wantIs: ErrInvalidRequest},
 		{name: "negative count", req: Request{Count: -1}, devs: two, rt: nvidia, wantIs: ErrInvalidRequest},

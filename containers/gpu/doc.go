@@ -1,6 +1,7 @@
 // Package gpu owns everything mce knows about NVIDIA GPUs: parsing a
 // container definition's GPU request ("all", a count, or device IDs),
-// turning it into Docker DeviceRequests, discovering the host's GPUs and
+// turning it into Docker DeviceRequests (for the NVIDIA runtime, or through
+// CDI where the engine offers that: [RuntimeInfo.Mode]), discovering the host's GPUs and
 // their memory through NVML, and checking — before any container is created —
 // that a request can be met by this host and its Docker engine.
 //
@@ -17,7 +18,7 @@
 //	if err := gpu.Check(req, devs, devErr, rt); err != nil {
 //		return err                          // nothing has started yet
 //	}
-//	hostConfig.DeviceRequests = req.DeviceRequests()
+//	hostConfig.DeviceRequests = req.DeviceRequestsFor(rt.Mode(), devs)
 //
 // The multi-model manager reads [Inventory.Memory] before each model load.
 package gpu

@@ -18,6 +18,10 @@ var (
 	ErrUnknownDevice = errors.New("unknown GPU")
 	// ErrNoRuntime: the Docker engine has no NVIDIA container runtime.
 	ErrNoRuntime = errors.New("the Docker engine has no NVIDIA container runtime")
+	// ErrNoCDISpec: the engine takes CDI devices but lists no NVIDIA GPU
+	// among them (no spec from `nvidia-ctk cdi generate`). Errors wrapping
+	// it wrap ErrNoRuntime too.
+	ErrNoCDISpec = errors.New("no NVIDIA CDI device")
 	// ErrClosed: the Inventory was used after Close.
 	ErrClosed = errors.New("GPU inventory closed")
 )

@@ -31,5 +31,5 @@ func ExampleCheck() {
 	rt := gpu.RuntimeInfo{Runtimes: []string{"runc"}, DefaultRuntime: "runc"}
 	fmt.Println(gpu.Check(req, devs, nil, rt))
 	// Output:
-	// GPU requested (count=1) but the Docker engine has no NVIDIA container runtime (runtimes: runc); install nvidia-container-toolkit
+	// GPU requested (count=1) but the Docker engine has no NVIDIA container runtime (runtimes: runc) and CDI is off (no CDI spec folders); install nvidia-container-toolkit
 }
