@@ -3,7 +3,8 @@
 # boto3 and the aws CLI (real AWS clients for the end-to-end script), wrk and
 # nginx (benchmark), Locust and GNU time (scripts/bench-loadtest.sh's side-by-side
 # with mce loadtest), curl, docker-compose (the compose check), docker-registry
-# (a real registry on 127.0.0.1 for the pull tests), chromium (the status page's
+# (a real registry on 127.0.0.1 for the pull tests), python3-torch, numpy and
+# werkzeug (the GPU check's dry run on the CPU, internal/gpucheck), chromium (the status page's
 # headless-browser test), prometheus (its promtool lints mce's metrics and checks
 # docs/prometheus.yml and the Grafana dashboard's queries; the Prometheus server
 # it also installs is not left running); and versitygw, a real S3-compatible
@@ -41,6 +42,11 @@ command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# The GPU check's dry run on the CPU (internal/gpucheck): Debian's python3 with
+# PyTorch (CPU), numpy and werkzeug runs the framework toolkit as a plain process.
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import werkzeug' 2>/dev/null || need+=(python3-werkzeug)
 # The Kubernetes test cluster (scripts/kube/cluster.sh): Debian's containerd
 # and CNI plugins, ip and nsenter/unshare for its namespaces, openssl for its
 # service-account keys.
