@@ -55,6 +55,9 @@ func newAsyncHarness(t *testing.T, cfg Config, perInstance int) *asyncHarness {
 	if err := h.deploy(p); err != nil {
 		t.Fatal(err)
 	}
+	// Before the fake containers close (cleanups run last first): stopping
+	// mce ends the calls still in them.
+	t.Cleanup(func() { h.srv.Close(context.Background()) })
 	return &asyncHarness{harness: h, s3: srv, ctr: h.backend.container("ep/AllTraffic/c")}
 }
 
@@ -202,6 +205,7 @@ func TestAsyncAnswersWithinMemoryBudget(t *testing.T) {
 	if peak := a.srv.async.peak.Load(); peak > a.srv.cfg.AsyncMemory || peak < 1000000 {
 		t.Errorf("peak bytes held by async requests %d; want an answer's worth, within the budget %d", peak, a.srv.cfg.AsyncMemory)
 	}
+	a.srv.Close(context.Background()) // waits for the requests' last steps
 	if held := a.srv.async.held.Load(); held != 0 {
 		t.Errorf("%d bytes still counted as held after every request ended", held)
 	}
