@@ -184,7 +184,8 @@ done
 run_script test_s3 --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \
   --models "$PWD/build/models" --mme-dir "$s3dir/mme"
 run_script test_async --url "$url" --s3-endpoint "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \
-  --bucket e2e-async --endpoint e2e-async --create mce-example/probe:latest
+  --bucket e2e-async --endpoint e2e-async --create mce-example/probe:latest \
+  --csv-model "$PWD/build/models/classifier.tar.gz" --csv-image mce-example/classifier:latest
 
 # --- stop mce and look for leftovers
 # stop_mce PID INSTANCE LOG STATE: SIGTERM, then two checks, counted in the

@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.request
 
@@ -52,14 +53,24 @@ def wait_object(s3, url, within=30.0):
     return None
 
 
-def create(a, s3, unsigned):
-    """The bucket and the asynchronous endpoint, through boto3 (CreateModel,
-    CreateEndpointConfig with AsyncInferenceConfig, CreateEndpoint), then the
-    endpoint_in_service waiter."""
-    s3.create_bucket(Bucket=a.bucket)
+def wait_object_full(s3, url, within=30.0):
+    """get_object's answer for s3://bucket/key once it exists, or None."""
+    bucket, _, key = url[len("s3://"):].partition("/")
+    deadline = time.time() + within
+    while time.time() < deadline:
+        try:
+            return s3.get_object(Bucket=bucket, Key=key)
+        except ClientError:
+            time.sleep(0.1)
+    return None
+
+
+def create(a, s3, unsigned, name, container):
+    """The asynchronous endpoint name on one container, through boto3
+    (CreateModel, CreateEndpointConfig with AsyncInferenceConfig,
+    CreateEndpoint), then the endpoint_in_service waiter."""
     sm = boto3.client("sagemaker", endpoint_url=a.url, region_name="us-east-1", config=unsigned)
-    name = a.endpoint
-    sm.create_model(ModelName=name, PrimaryContainer={"Image": a.create},
+    sm.create_model(ModelName=name, PrimaryContainer=container,
                     ExecutionRoleArn="arn:aws:iam::123456789012:role/e2e")
     # Sent by hand: Debian's botocore 1.29 predates OutputConfig.S3FailurePath
     # (newer boto3 sends this same JSON with sm.create_endpoint_config).
@@ -81,6 +92,26 @@ def create(a, s3, unsigned):
           "DescribeEndpoint shows the AsyncInferenceConfig", desc.get("AsyncInferenceConfig"))
 
 
+def check_csv_model(a, s3, rt, unsigned):
+    """A model that takes only text/csv and JSON (the ticket classifier; any
+    other type is its 415) answers an input stored as text/csv and invoked
+    with no ContentType, as the SageMaker SDK's AsyncPredictor invokes."""
+    with tarfile.open(a.csv_model) as tf:
+        model = json.load(tf.extractfile("model.json"))
+    width, labels = len(model["weights"][0]), model["labels"]
+    name = a.endpoint + "-csv"
+    create(a, s3, unsigned, name, {"Image": a.csv_image, "ModelDataUrl": "file://" + os.path.abspath(a.csv_model)})
+    s3.put_object(Bucket=a.bucket, Key="e2e/features.csv", Body=(",".join(["0.5"] * width) + "\n").encode(),
+                  ContentType="text/csv")
+    out = rt.invoke_endpoint_async(EndpointName=name, InputLocation=f"s3://{a.bucket}/e2e/features.csv",
+                                   InferenceId="e2e-csv-model")
+    body = wait_object(s3, out["OutputLocation"])
+    failure = wait_object(s3, out.get("FailureLocation") or out["ResponseMetadata"]["HTTPHeaders"].get(
+        "x-amzn-sagemaker-failurelocation"), within=0.5) if body is None else None
+    check(body is not None and any(l.encode() in body for l in labels),
+          "CSV model answers an input stored as text/csv, invoked without ContentType", body or failure)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True, help="mce's URL")
@@ -91,6 +122,10 @@ def main():
     ap.add_argument("--s3-secret", help="the S3 store's secret key (default: AWS_SECRET_ACCESS_KEY)")
     ap.add_argument("--create", metavar="IMAGE",
                     help="first create the bucket and the endpoint (AsyncInferenceConfig, one IMAGE container)")
+    ap.add_argument("--csv-model", metavar="PATH",
+                    help="the ticket classifier's model.tar.gz (build/models/classifier.tar.gz, inside mce's model "
+                         "roots): also create ENDPOINT-csv on --csv-image and check a text/csv input the SDK's way")
+    ap.add_argument("--csv-image", default="mce-example/classifier:latest")
     a = ap.parse_args()
 
     unsigned = botocore.config.Config(signature_version=botocore.UNSIGNED, retries={"max_attempts": 1})
@@ -101,7 +136,8 @@ def main():
     s3 = boto3.client("s3", endpoint_url=a.s3_endpoint, region_name="us-east-1",
                       config=botocore.config.Config(s3={"addressing_style": "path"}), **keys)
     if a.create:
-        create(a, s3, unsigned)
+        s3.create_bucket(Bucket=a.bucket)
+        create(a, s3, unsigned, a.endpoint, {"Image": a.create})
 
     # boto3: an answer at OutputLocation, the probe's echo of the input.
     s3.put_object(Bucket=a.bucket, Key="e2e/in.json", Body=b'{"e2e": "boto3"}')
@@ -124,6 +160,29 @@ def main():
     check(failure == f"s3://{a.bucket}/failed/e2e-missing-error.out", "boto3 FailureLocation of a missing input", failure)
     body = wait_object(s3, failure)
     check(body is not None and b"there is no object at InputLocation" in body, "boto3 missing input at FailureLocation", body)
+    # The failure is SageMaker's JSON error body, which the SageMaker SDK's
+    # AsyncInferenceResponse runs through its (often JSON) deserializer
+    # before raising AsyncInferenceModelError.
+    obj = wait_object_full(s3, failure)
+    try:
+        doc = json.loads(obj["Body"].read())
+    except (TypeError, ValueError) as e:
+        doc = {"error": str(e)}
+    check(obj is not None and obj["ContentType"] == "application/json" and doc.get("__type") == "ValidationError"
+          and "there is no object at InputLocation" in doc.get("Message", ""),
+          "failure object is a JSON error body", (obj or {}).get("ContentType"))
+
+    # What the SageMaker Python SDK's AsyncPredictor does: the input object
+    # carries the serializer's Content-Type, the call none. The probe answers
+    # with the Content-Type it was called with.
+    s3.put_object(Bucket=a.bucket, Key="e2e/rows.csv", Body=b"1,2\n", ContentType="text/csv")
+    out = rt.invoke_endpoint_async(EndpointName=a.endpoint, InputLocation=f"s3://{a.bucket}/e2e/rows.csv",
+                                   InferenceId="e2e-sdk-csv")
+    obj = wait_object_full(s3, out["OutputLocation"])
+    check(obj is not None and obj["ContentType"] == "text/csv" and obj["Body"].read() == b"1,2\n",
+          "no ContentType on the call: the container gets the input object's text/csv", (obj or {}).get("ContentType"))
+    if a.csv_model:
+        check_csv_model(a, s3, rt, unsigned)
 
     # boto3: a malformed InputLocation is a ValidationError at once.
     try:

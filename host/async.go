@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,7 +82,7 @@ const (
 // *artifact.Fetcher implements it with mce's S3 settings. Missing objects are
 // errors wrapping artifact.ErrNotFound.
 type ObjectStore interface {
-	OpenObject(ctx context.Context, url string) (io.ReadCloser, int64, error)
+	OpenObject(ctx context.Context, url string) (io.ReadCloser, artifact.ObjectInfo, error)
 	PutObject(ctx context.Context, url string, body []byte, contentType string, meta map[string]string) error
 	ObjectMetadata(ctx context.Context, url string) (map[string]string, error)
 }
@@ -126,7 +127,15 @@ type asyncQueue struct {
 type asyncQueues struct {
 	mu     sync.Mutex
 	queues map[string]*asyncQueue // by lower-cased endpoint name
-	memory *semaphore.Weighted
+	// reserved counts backlog slots taken by requests being accepted (their
+	// store write under way), so that the backlog cap holds however many
+	// callers arrive at once.
+	reserved int
+	memory   *semaphore.Weighted
+	// held is the bytes of inputs and answers held by running requests,
+	// measured (len of what is held), and peak its highest value: what the
+	// memory budget bounds.
+	held, peak atomic.Int64
 }
 
 func (s *Server) asyncInit() {
@@ -142,9 +151,16 @@ func (s *Server) asyncInit() {
 
 // enqueue adds an item to its endpoint's queue, starting the queue's
 // dispatcher on first use.
-func (s *Server) enqueue(it *asyncItem) {
+func (s *Server) enqueue(it *asyncItem) { s.enqueueItem(it, false) }
+
+// enqueueItem is enqueue; reserved says the item takes over a backlog slot
+// that reserveBacklog took for it.
+func (s *Server) enqueueItem(it *asyncItem, reserved bool) {
 	k := strings.ToLower(it.rec.Endpoint)
 	s.async.mu.Lock()
+	if reserved {
+		s.async.reserved--
+	}
 	q := s.async.queues[k]
 	if q == nil {
 		q = &asyncQueue{name: it.rec.Endpoint, wake: make(chan struct{}, 1), running: map[string]*asyncItem{}}
@@ -215,7 +231,7 @@ func (s *Server) dispatch(q *asyncQueue, full bool) {
 	}
 	now := time.Now()
 	var start, settle []*asyncItem
-	var reasons []string
+	var reasons []*APIError
 	s.async.mu.Lock()
 	q.instances = instances
 	for _, it := range q.running {
@@ -234,12 +250,12 @@ func (s *Server) dispatch(q *asyncQueue, full bool) {
 		}
 		switch {
 		case e == nil || e.deleting.Load():
-			settle, reasons = append(settle, it), append(reasons, deletedMessage(it.rec))
+			settle, reasons = append(settle, it), append(reasons, deletedFailure(it.rec))
 		case plan.Async == nil && route != nil:
-			settle, reasons = append(settle, it), append(reasons, fmt.Sprintf(
+			settle, reasons = append(settle, it), append(reasons, validationError(
 				"Endpoint %s is no longer an asynchronous endpoint (its configuration has no AsyncInferenceConfig); inference request %s did not run.", it.rec.Endpoint, it.rec.InferenceID))
 		case now.Sub(it.rec.Accepted) > it.rec.TTL:
-			settle, reasons = append(settle, it), append(reasons, expiredMessage(it.rec))
+			settle, reasons = append(settle, it), append(reasons, expiredFailure(it.rec))
 		case blocked:
 			keep = append(keep, it)
 		default:
@@ -294,15 +310,18 @@ func pickAsyncVariant(variants []*pipeline.Variant, room map[string]int) string 
 	return last
 }
 
-// deletedMessage is the failure of a request whose endpoint was deleted
+// deletedFailure is the failure of a request whose endpoint was deleted
 // before it ran.
-func deletedMessage(r asyncRecord) string {
-	return fmt.Sprintf("Endpoint %s was deleted before inference request %s ran.", r.Endpoint, r.InferenceID)
+func deletedFailure(r asyncRecord) *APIError {
+	return validationError("Endpoint %s was deleted before inference request %s ran.", r.Endpoint, r.InferenceID)
 }
 
-func expiredMessage(r asyncRecord) string {
-	return fmt.Sprintf("Inference request %s expired: it waited longer than its RequestTTLSeconds (%d s) in the queue of endpoint %s without being processed.",
-		r.InferenceID, int(r.TTL/time.Second), r.Endpoint)
+// expiredFailure is the failure of a request that waited past its TTL: the
+// endpoint had no capacity for it in time.
+func expiredFailure(r asyncRecord) *APIError {
+	return &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: fmt.Sprintf(
+		"Inference request %s expired: it waited longer than its RequestTTLSeconds (%d s) in the queue of endpoint %s without being processed.",
+		r.InferenceID, int(r.TTL/time.Second), r.Endpoint)}
 }
 
 // done removes a request from the queue's in-flight set and lets the queue
@@ -315,11 +334,11 @@ func (s *Server) done(q *asyncQueue, it *asyncItem) {
 }
 
 // settleFailure writes a request's failure without having run it.
-func (s *Server) settleFailure(q *asyncQueue, it *asyncItem, msg string) {
+func (s *Server) settleFailure(q *asyncQueue, it *asyncItem, fail *APIError) {
 	if it.recovered && s.alreadyAnswered(it) {
 		return
 	}
-	s.finishAsync(it, "", nil, msg)
+	s.finishAsync(it, "", nil, fail)
 }
 
 // alreadyAnswered reports whether a recovered request's answer or failure
@@ -327,6 +346,9 @@ func (s *Server) settleFailure(q *asyncQueue, it *asyncItem, msg string) {
 // done); if so it marks the request done.
 func (s *Server) alreadyAnswered(it *asyncItem) bool {
 	for _, url := range []string{it.rec.Output, it.rec.Failure} {
+		if !s.asyncOutputAllowed(url) {
+			continue
+		}
 		meta, err := s.cfg.AsyncObjects.ObjectMetadata(s.ctx, url)
 		if err == nil && meta[metaRequest] == it.rec.Key {
 			s.forget(it)
@@ -354,21 +376,30 @@ func (s *Server) runAsync(q *asyncQueue, it *asyncItem, route *pipeline.Route) {
 	}
 	rec := it.rec
 	start := time.Now()
-	body, release, msg := s.readAsyncInput(rec)
-	if msg != "" {
-		s.finishAsync(it, "", nil, msg)
+	// Checked when the request was accepted; again here for a request
+	// accepted before a restart with narrower --async-input-prefix.
+	if api := s.asyncInputScope(rec.Input); api != nil {
+		s.finishAsync(it, "", nil, api)
 		return
 	}
-	defer release()
+	in, fail := s.readAsyncInput(rec, answerBuffers(route, it.variant))
+	if fail != nil {
+		if s.ctx.Err() != nil {
+			return // mce is stopping: the request stays queued for the next start
+		}
+		s.finishAsync(it, "", nil, fail)
+		return
+	}
+	defer in.lease.release()
 	ctx, cancel := context.WithTimeout(s.ctx, rec.Timeout)
 	defer cancel()
-	req := pipeline.Request{Body: body, ContentType: rec.ContentType, Accept: rec.Accept,
+	req := pipeline.Request{Body: in.body, ContentType: asyncContentType(rec.ContentType, in.contentType), Accept: rec.Accept,
 		CustomAttributes: rec.CustomAttributes, InferenceID: rec.InferenceID, TargetVariant: it.variant}
-	if req.ContentType == "" {
-		req.ContentType = defaultContentType
-	}
 	resp, err := s.asyncInvoker.Invoke(ctx, route, &req)
+	inputHeld := int64(cap(in.body))
+	in.body, req.Body = nil, nil // not needed any more
 	if err != nil {
+		s.async.unhold(inputHeld)
 		if s.ctx.Err() != nil {
 			return // mce is stopping: the request stays queued for the next start
 		}
@@ -381,75 +412,174 @@ func (s *Server) runAsync(q *asyncQueue, it *asyncItem, route *pipeline.Route) {
 		if variant != "" {
 			s.metrics.observeInvocation(rec.Endpoint, variant, time.Since(start), 0, err)
 		}
-		s.finishAsync(it, "", nil, s.asyncFailureMessage(rec, err))
+		s.finishAsync(it, "", nil, s.asyncFailure(rec, err))
 		return
 	}
 	defer resp.Release()
+	// From here on only the answer is held: the lease shrinks to it.
+	answerHeld := int64(cap(resp.Body))
+	s.async.hold(answerHeld)
+	s.async.unhold(inputHeld)
+	defer s.async.unhold(answerHeld)
+	in.lease.shrink(answerHeld)
 	s.metrics.observeInvocation(rec.Endpoint, resp.Variant, time.Since(start), resp.ModelLatency, nil)
 	s.series.record(rec.Endpoint, resp.Variant, start, true)
 	ct := resp.ContentType
 	if ct == "" {
 		ct = defaultContentType
 	}
-	s.finishAsync(it, ct, resp.Body, "")
+	s.finishAsync(it, ct, resp.Body, nil)
+}
+
+// asyncContentType is the Content-Type an asynchronous input goes to the
+// container with: the call's ContentType; without one, the Content-Type the
+// input object was stored with (the SageMaker Python SDK's AsyncPredictor
+// sets it on the object and sends none with the call); without that,
+// application/octet-stream. S3's own default for an object stored without a
+// type, binary/octet-stream, counts as none.
+func asyncContentType(call, object string) string {
+	switch {
+	case call != "":
+		return call
+	case object != "" && !strings.EqualFold(object, "binary/octet-stream"):
+		return object
+	}
+	return defaultContentType
 }
 
 var errAsyncTimeout = errors.New("invocation timeout")
 
-// asyncFailureMessage is what a failed invocation writes to the failure
-// location: SageMaker's error text for the caller.
-func (s *Server) asyncFailureMessage(rec asyncRecord, err error) string {
+// asyncFailure is what a failed invocation writes to the failure location:
+// the error InvokeEndpoint would have answered.
+func (s *Server) asyncFailure(rec asyncRecord, err error) *APIError {
 	if errors.Is(err, errAsyncTimeout) {
-		return fmt.Sprintf("Inference request %s exceeded its InvocationTimeoutSeconds (%d s): endpoint %s did not answer in time.",
-			rec.InferenceID, int(rec.Timeout/time.Second), rec.Endpoint)
+		return &APIError{Status: http.StatusFailedDependency, Code: CodeModelError, Message: fmt.Sprintf(
+			"Inference request %s exceeded its InvocationTimeoutSeconds (%d s): endpoint %s did not answer in time.",
+			rec.InferenceID, int(rec.Timeout/time.Second), rec.Endpoint)}
 	}
-	api := s.toAPIError(rec.Endpoint, rec.Key, err)
-	return api.Code + ": " + api.Message
+	return s.toAPIError(rec.Endpoint, rec.Key, err)
 }
 
-// readAsyncInput reads the input object whole, within the size cap and the
-// memory budget; msg says why it could not.
-func (s *Server) readAsyncInput(rec asyncRecord) (body []byte, release func(), msg string) {
-	rc, size, err := s.cfg.AsyncObjects.OpenObject(s.ctx, rec.Input)
+// asyncLease is a running request's share of the asynchronous memory
+// budget (Config.AsyncMemory).
+type asyncLease struct {
+	sem *semaphore.Weighted
+	n   int64
+}
+
+// shrink gives back all but to bytes of the lease.
+func (l *asyncLease) shrink(to int64) {
+	if to < l.n {
+		l.sem.Release(l.n - to)
+		l.n = to
+	}
+}
+
+func (l *asyncLease) release() { l.shrink(0) }
+
+// hold and unhold count bytes held by running requests (asyncQueues.held).
+func (q *asyncQueues) hold(n int64) {
+	v := q.held.Add(n)
+	for {
+		p := q.peak.Load()
+		if v <= p || q.peak.CompareAndSwap(p, v) {
+			return
+		}
+	}
+}
+
+func (q *asyncQueues) unhold(n int64) { q.held.Add(-n) }
+
+// asyncInput is a request's input, read whole, and the memory lease that
+// covers it and the answers still to come.
+type asyncInput struct {
+	body        []byte
+	contentType string // the object's
+	lease       asyncLease
+}
+
+// answerBuffers is how many bodies of up to AsyncMaxPayload bytes the
+// pipeline holds at once beside the input while a request runs on variant:
+// the answer, and in a chain of containers the previous container's answer
+// too.
+func answerBuffers(route *pipeline.Route, variant string) int64 {
+	if route == nil {
+		return 1
+	}
+	for _, v := range route.Variants() {
+		if v.Name() != variant {
+			continue
+		}
+		if insts := v.Instances(); len(insts) > 0 && len(insts[0].Containers()) > 1 {
+			return 2
+		}
+	}
+	return 1
+}
+
+// readAsyncInput reads the input object whole, within the size cap, after
+// reserving memory from the budget for it and for answers bodies of up to
+// the cap each (the answer's size is not known before it arrives); fail
+// says why it could not.
+func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, fail *APIError) {
+	rc, info, err := s.cfg.AsyncObjects.OpenObject(s.ctx, rec.Input)
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
-			return nil, nil, fmt.Sprintf("Could not read the input of inference request %s: there is no object at InputLocation %s.", rec.InferenceID, rec.Input)
+			return in, validationError("Could not read the input of inference request %s: there is no object at InputLocation %s.", rec.InferenceID, rec.Input)
 		}
-		return nil, nil, fmt.Sprintf("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
+		return in, validationError("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
 	}
 	defer rc.Close()
 	limit := s.cfg.AsyncMaxPayload
+	size := info.Size
 	if size > limit {
-		return nil, nil, fmt.Sprintf("The input of inference request %s at %s is %d bytes, more than mce's limit of %d bytes (mce serve --async-max-payload).",
+		return in, validationError("The input of inference request %s at %s is %d bytes, more than mce's limit of %d bytes (mce serve --async-max-payload).",
 			rec.InferenceID, rec.Input, size, limit)
 	}
 	want := size
 	if want < 0 {
 		want = limit
 	}
+	// One request always fits: a chain's reservation may exceed the
+	// budget, and then takes all of it.
+	want = min(want+answers*limit, s.cfg.AsyncMemory)
 	if err := s.async.memory.Acquire(s.ctx, want); err != nil {
-		return nil, nil, "mce is stopping."
+		return in, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: "mce is stopping."}
 	}
-	release = func() { s.async.memory.Release(want) }
+	in.lease = asyncLease{sem: s.async.memory, n: want}
 	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if err == nil && int64(len(b)) > limit {
 		err = fmt.Errorf("more than %d bytes", limit)
 	}
 	if err != nil {
-		release()
-		return nil, nil, fmt.Sprintf("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
+		in.lease.release()
+		return asyncInput{}, validationError("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
 	}
-	return b, release, ""
+	s.async.hold(int64(cap(b)))
+	in.body, in.contentType = b, info.ContentType
+	return in, nil
 }
 
-// finishAsync writes the answer (msg == "") or the failure message, then
-// marks the request done. A failed write leaves the request queued: it is
-// tried again, in this run or the next.
-func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, msg string) {
+// finishAsync writes the answer (fail == nil) or the failure, then marks the
+// request done. A failure is written as the JSON error body InvokeEndpoint
+// would have answered ({"__type": …, "Message": …}, application/json), so
+// that clients that deserialize it as JSON — the SageMaker Python SDK's
+// AsyncInferenceResponse with a JSONDeserializer — get its message. A
+// failed write leaves the request queued: it is tried again, in this run or
+// the next.
+func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, fail *APIError) {
 	rec := it.rec
 	url, outcome := rec.Output, "answered"
-	if msg != "" {
-		url, outcome, body, contentType = rec.Failure, "failed", []byte(msg), "text/plain; charset=utf-8"
+	if fail != nil {
+		url, outcome, body, contentType = rec.Failure, "failed", errorJSON(fail), "application/json"
+	}
+	if !s.asyncOutputAllowed(url) {
+		// Accepted before a restart with narrower --async-output-prefix.
+		s.log.Error().Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
+			Msg("async result not written: its location is outside --async-output-prefix; the request is dropped")
+		s.forget(it)
+		s.asyncMetrics.completed.WithLabelValues(rec.Endpoint, "dropped").Inc()
+		return
 	}
 	meta := map[string]string{metaRequest: rec.Key, "inference-id": sanitizeMeta(rec.InferenceID)}
 	err := s.cfg.AsyncObjects.PutObject(s.ctx, url, body, contentType, meta)
@@ -471,8 +601,8 @@ func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, msg
 	s.forget(it)
 	s.asyncMetrics.completed.WithLabelValues(rec.Endpoint, outcome).Inc()
 	ev := s.log.Info()
-	if msg != "" {
-		ev = ev.Str("why", msg)
+	if fail != nil {
+		ev = ev.Str("why", fail.Message)
 	}
 	ev.Str("endpoint", rec.Endpoint).Str("inference_id", rec.InferenceID).Str("request", rec.Key).
 		Str("location", url).Msg("async request " + outcome)
@@ -543,11 +673,15 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	}
 	defer rb.release()
 	body := rb.bytes()
-	if !authorized {
-		if api := s.authorize(r.Context(), r, body, authz.ActionInvokeEndpointAsync, resource, keys); api != nil {
-			writeError(w, api)
-			return nil
-		}
+	// The principal is needed beyond the endpoint's decision: the input
+	// object is authorized for it too.
+	principal, api := s.authenticate(r, body)
+	if api == nil && !authorized {
+		api = s.decide(r.Context(), r, principal, authz.ActionInvokeEndpointAsync, resource, keys)
+	}
+	if api != nil {
+		writeError(w, api)
+		return nil
 	}
 	input := header(h, hdrAsyncInputLocation)
 	switch {
@@ -585,11 +719,33 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		writeError(w, validationError("InputLocation %q needs a bucket and an object key (s3://bucket/key).", truncate(input, 128)))
 		return nil
 	}
-	if n := s.asyncBacklog(); n >= s.cfg.AsyncMaxBacklog {
+	if dotSegment(input) {
+		writeError(w, validationError("InputLocation %q names an S3 key with a . or .. path segment; mce refuses it.", truncate(input, 128)))
+		return nil
+	}
+	// mce reads the input with its own S3 credentials, for whoever calls:
+	// the caller must be allowed to read it, and it must lie where the
+	// operator lets asynchronous inputs come from. Neither check looks at
+	// S3, so the answer says nothing of whether the object exists.
+	if api := s.asyncInputScope(input); api != nil {
+		writeError(w, api)
+		return nil
+	}
+	if api := s.decide(r.Context(), r, principal, actionS3GetObject, s3ObjectARN(input), nil); api != nil {
+		writeError(w, api)
+		return nil
+	}
+	if n, ok := s.reserveBacklog(); !ok {
 		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: fmt.Sprintf(
 			"mce's asynchronous queue is full: %d requests are queued or running (mce serve --async-max-backlog). Try again later.", n)})
 		return nil
 	}
+	queued := false
+	defer func() {
+		if !queued {
+			s.releaseBacklog()
+		}
+	}()
 	ttl, timeout := DefaultAsyncTTL, DefaultAsyncTimeout
 	if v := header(h, hdrAsyncTTL); v != "" {
 		n, _ := strconv.Atoi(v) // validated
@@ -620,6 +776,13 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		CustomAttributes: header(h, hdrCustomAttributes),
 		Accepted:         time.Now(), TTL: ttl, Timeout: timeout,
 	}
+	for _, out := range []string{rec.Output, rec.Failure} {
+		if dotSegment(out) || !s.asyncOutputAllowed(out) {
+			writeError(w, validationError("The S3 output paths of endpoint %s (%s) are outside the S3 prefixes mce may write asynchronous results to (mce serve --async-output-prefix).",
+				e.name, truncate(out, 256)))
+			return nil
+		}
+	}
 	// Durable before the answer: once the caller hears 202, the request
 	// survives anything short of losing the state directory.
 	if err := s.store.PutBatched(store.AsyncRequests, key, rec); err != nil {
@@ -627,7 +790,8 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		return nil
 	}
 	s.asyncMetrics.accepted.WithLabelValues(e.name).Inc()
-	s.enqueue(&asyncItem{rec: rec})
+	s.enqueueItem(&asyncItem{rec: rec}, true)
+	queued = true
 	w.Header().Set(hdrAsyncOutputLocation, rec.Output)
 	w.Header().Set(hdrAsyncFailure, rec.Failure)
 	return c.JSON(http.StatusAccepted, map[string]string{"InferenceId": id})
@@ -647,15 +811,99 @@ const inputLocationText = wire.S3URIPattern
 
 var inputLocationPattern = regexp.MustCompile(inputLocationText)
 
-// asyncBacklog counts the requests queued or running, all endpoints.
-func (s *Server) asyncBacklog() int {
+// reserveBacklog takes a backlog slot for a request being accepted, if the
+// backlog (requests queued, running, or being accepted) is under
+// AsyncMaxBacklog; n is the backlog it saw. The slot passes to the queue
+// with enqueueItem(…, true), or goes back with releaseBacklog. Checking and
+// taking under one lock keeps the cap exact however many callers arrive at
+// once.
+func (s *Server) reserveBacklog() (n int, ok bool) {
 	s.async.mu.Lock()
 	defer s.async.mu.Unlock()
-	n := 0
+	n = s.async.reserved
 	for _, q := range s.async.queues {
 		n += len(q.pending) + len(q.running)
 	}
-	return n
+	if n >= s.cfg.AsyncMaxBacklog {
+		return n, false
+	}
+	s.async.reserved++
+	return n, true
+}
+
+func (s *Server) releaseBacklog() {
+	s.async.mu.Lock()
+	s.async.reserved--
+	s.async.mu.Unlock()
+}
+
+// actionS3GetObject is the IAM action a caller needs on an input object.
+const actionS3GetObject = "s3:GetObject"
+
+// s3ObjectARN is the ARN of the object at s3://bucket/key.
+func s3ObjectARN(url string) string {
+	return "arn:aws:s3:::" + strings.TrimPrefix(url, "s3://")
+}
+
+// dotSegment reports whether the key of s3://bucket/key has a . or ..
+// segment: S3 takes such keys literally, but a file-backed S3 server may
+// resolve them, stepping out of a prefix.
+func dotSegment(url string) bool {
+	_, key, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// asyncInputScope refuses an InputLocation outside Config.AsyncInputPrefixes.
+func (s *Server) asyncInputScope(url string) *APIError {
+	if inPrefixes(url, s.cfg.AsyncInputPrefixes) && !dotSegment(url) {
+		return nil
+	}
+	return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: fmt.Sprintf(
+		"InputLocation %s is outside the S3 prefixes mce reads asynchronous inputs from (mce serve --async-input-prefix).", truncate(url, 256))}
+}
+
+// asyncOutputAllowed reports whether url lies within
+// Config.AsyncOutputPrefixes.
+func (s *Server) asyncOutputAllowed(url string) bool {
+	return inPrefixes(url, s.cfg.AsyncOutputPrefixes)
+}
+
+// inPrefixes reports whether url starts with one of prefixes; every url
+// does when there are none.
+func inPrefixes(url string, prefixes []string) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(url, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizeS3Prefix checks an operator's s3://bucket[/folder] for
+// --async-input-prefix and --async-output-prefix and returns it in the form
+// matched: it names a folder, and gains a final slash, so that s3://data/in
+// does not also match s3://data/inbox/… nor s3://data s3://data-private/….
+func NormalizeS3Prefix(p string) (string, error) {
+	rest, ok := strings.CutPrefix(p, "s3://")
+	b, key, _ := strings.Cut(rest, "/")
+	if !ok || b == "" || strings.ContainsAny(b, " \t") {
+		return "", fmt.Errorf("S3 prefix %q: want s3://bucket or s3://bucket/prefix", p)
+	}
+	if dotSegment(p) {
+		return "", fmt.Errorf("S3 prefix %q: a . or .. path segment", p)
+	}
+	if key != "" && !strings.HasSuffix(key, "/") {
+		key += "/"
+	}
+	return "s3://" + b + "/" + key, nil
 }
 
 // validateAsyncHeaders checks InvokeEndpointAsync's headers, all problems at

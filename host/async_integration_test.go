@@ -257,7 +257,7 @@ func TestAsyncInvokeOnDocker(t *testing.T) {
 	// A container error is written to the failure location in SageMaker's words.
 	out = a.submit(t, &sagemakerruntime.InvokeEndpointAsyncInput{InputLocation: aws.String("s3://async/in/hello.json"),
 		InferenceId: aws.String("model-error"), CustomAttributes: aws.String("status=500")})
-	if got := a.wait(t, *out.FailureLocation, 20*time.Second); !strings.Contains(got, "ModelError: Received server error (500)") {
+	if got := a.wait(t, *out.FailureLocation, 20*time.Second); !strings.Contains(got, `"__type":"ModelError","Message":"Received server error (500)`) {
 		t.Errorf("failure for a container error: %q", got)
 	}
 

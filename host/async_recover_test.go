@@ -66,7 +66,7 @@ func TestAsyncRecoveryFindsItsAnswer(t *testing.T) {
 	for !exists("failed/other-error.out") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := string(s3srv.Get(t, "async", "failed/other-error.out")); got != "Endpoint gone was deleted before inference request other ran." {
+	if got := string(s3srv.Get(t, "async", "failed/other-error.out")); got != `{"__type":"ValidationError","Message":"Endpoint gone was deleted before inference request other ran."}` {
 		t.Errorf("the other request's failure: %q", got)
 	}
 	time.Sleep(300 * time.Millisecond) // a wrong failure write for the answered request would show now

@@ -62,6 +62,18 @@ type errorBody struct {
 
 // writeError is the one place an error reaches the wire.
 func writeError(w http.ResponseWriter, e *APIError) {
+	body := errorJSON(e)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set(wire.HeaderErrorType, e.Code)
+	h.Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(e.Status)
+	w.Write(body)
+}
+
+// errorJSON is e's JSON body, as writeError sends it (and as asynchronous
+// inference writes it to a FailureLocation).
+func errorJSON(e *APIError) []byte {
 	body, err := json.Marshal(errorBody{
 		Type:               e.Code,
 		Message:            truncate(e.Message, maxMessageLen),
@@ -72,12 +84,7 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	if err != nil { // cannot happen for these field types; stay well-formed anyway
 		body = []byte(`{"__type":"InternalFailure","Message":"error encoding failed"}`)
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set(wire.HeaderErrorType, e.Code)
-	h.Set("Content-Length", fmt.Sprint(len(body)))
-	w.WriteHeader(e.Status)
-	w.Write(body)
+	return body
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

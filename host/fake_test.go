@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,8 @@ type fakeContainer struct {
 	srv       *httptest.Server
 	calls     atomic.Int64
 	cancelled atomic.Int64 // requests whose context ended while the container was working
+	inside    atomic.Int64 // requests being answered now
+	maxInside atomic.Int64 // the most requests answered at once
 	ready     atomic.Bool
 	mu        sync.Mutex
 	seen      []http.Header
@@ -36,6 +39,13 @@ func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {
 	f.ready.Store(true)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.calls.Add(1)
+		suffix := tag
+		for n := f.inside.Add(1); ; {
+			if m := f.maxInside.Load(); n <= m || f.maxInside.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		defer f.inside.Add(-1)
 		f.mu.Lock()
 		f.seen = append(f.seen, r.Header.Clone())
 		f.mu.Unlock()
@@ -69,6 +79,10 @@ func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {
 				}
 			case "ct":
 				ct = v
+			case "size": // size=N: answer N bytes of 'x' instead of the echo
+				n, _ := strconv.Atoi(v)
+				body = bytes.Repeat([]byte("x"), n)
+				suffix = ""
 			case "attrs":
 				w.Header().Set("X-Amzn-SageMaker-Custom-Attributes", v)
 			case "stream": // stream=N: N bytes in flushed 16 KiB pieces, as fast as they are taken
@@ -88,7 +102,7 @@ func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {
 		}
 		w.Header().Set("Content-Type", ct)
 		w.Write(body)
-		io.WriteString(w, tag)
+		io.WriteString(w, suffix)
 	}))
 	t.Cleanup(f.srv.Close)
 	return f

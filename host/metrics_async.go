@@ -42,7 +42,7 @@ func newAsyncMetrics(reg *prometheus.Registry, s *Server) *asyncMetrics {
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_requests_accepted_total",
 			Help: "InvokeEndpointAsync requests accepted (persisted and answered 202)."}, []string{"endpoint"}),
 		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_requests_completed_total",
-			Help: "Asynchronous requests settled, by outcome: answered (OutputLocation) or failed (FailureLocation)."}, []string{"endpoint", "outcome"}),
+			Help: "Asynchronous requests settled, by outcome: answered (OutputLocation), failed (FailureLocation), or dropped (its location outside --async-output-prefix after a restart)."}, []string{"endpoint", "outcome"}),
 		writeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_result_write_errors_total",
 			Help: "Failed writes of asynchronous results to S3; the request stays queued and is tried again."}, []string{"endpoint"}),
 	}
@@ -127,7 +127,7 @@ func (s *Server) asyncEndpointGone(name string) {
 	}
 	s.async.mu.Unlock()
 	for _, it := range pending {
-		s.background(func() { s.settleFailure(q, it, deletedMessage(it.rec)) })
+		s.background(func() { s.settleFailure(q, it, deletedFailure(it.rec)) })
 	}
 	s.asyncMetrics.accepted.DeleteLabelValues(name)
 	s.asyncMetrics.completed.DeletePartialMatch(prometheus.Labels{"endpoint": name})

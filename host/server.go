@@ -76,10 +76,22 @@ type Config struct {
 	// in memory while the request runs; default DefaultAsyncPayload, at
 	// most MaxAsyncPayload.
 	AsyncMaxPayload int64
-	// AsyncMemory is the most bytes of asynchronous inputs held in memory
-	// together; default DefaultAsyncMemory, and never less than
-	// AsyncMaxPayload.
+	// AsyncMemory is the most bytes of asynchronous inputs and answers held
+	// in memory together: a request reserves its input's size plus
+	// AsyncMaxPayload for its answer (twice that in a chain of containers)
+	// before it runs, and keeps only its answer's size once the answer is
+	// in. Default DefaultAsyncMemory, and never less than twice
+	// AsyncMaxPayload (one input and its answer at the cap).
 	AsyncMemory int64
+	// AsyncInputPrefixes, when not empty, are the only S3 locations
+	// (s3://bucket/ or s3://bucket/prefix, see NormalizeS3Prefix) an
+	// InputLocation may name; others are refused with AccessDeniedException.
+	AsyncInputPrefixes []string
+	// AsyncOutputPrefixes, when not empty, are the only S3 locations
+	// asynchronous answers and failures are written to; a request whose
+	// endpoint's S3OutputPath or S3FailurePath lies elsewhere is refused
+	// with ValidationError.
+	AsyncOutputPrefixes []string
 	// AsyncMaxBacklog is the most asynchronous requests queued or running,
 	// all endpoints together; beyond it InvokeEndpointAsync answers 503
 	// ServiceUnavailable. Default DefaultAsyncBacklog.
@@ -152,7 +164,7 @@ func New(cfg Config) *Server {
 	if cfg.AsyncMemory <= 0 {
 		cfg.AsyncMemory = DefaultAsyncMemory
 	}
-	cfg.AsyncMemory = max(cfg.AsyncMemory, cfg.AsyncMaxPayload) // one input always fits
+	cfg.AsyncMemory = max(cfg.AsyncMemory, 2*cfg.AsyncMaxPayload) // one input and its answer always fit
 	if cfg.AsyncMaxBacklog <= 0 {
 		cfg.AsyncMaxBacklog = DefaultAsyncBacklog
 	}

@@ -62,6 +62,8 @@ type serveFlags struct {
 	asyncMaxPayload  byteSize
 	asyncMemory      byteSize
 	asyncMaxBacklog  int
+	asyncInPrefixes  []string
+	asyncOutPrefixes []string
 	log              logFlags
 	logTo            io.Writer // where mce's log goes; nil for stderr (tests set it)
 	kube             kubeFlags
@@ -122,7 +124,9 @@ naming the container and the cause.`,
 	fl.StringVar(&f.accessLog, "access-log", "", "write one JSON line per API request (time, request_id, remote, operation, endpoint, status, bytes_in, bytes_out, duration_ms) to this file (created 0640, appended to), or - for stdout; off when empty")
 	f.asyncMaxPayload, f.asyncMemory = host.DefaultAsyncPayload, host.DefaultAsyncMemory
 	fl.Var(&f.asyncMaxPayload, "async-max-payload", "the largest InvokeEndpointAsync input (and answer) mce handles, each held in memory while it runs; at most 1GiB, SageMaker's limit")
-	fl.Var(&f.asyncMemory, "async-memory", "the most bytes of InvokeEndpointAsync inputs held in memory at once, all requests together")
+	fl.Var(&f.asyncMemory, "async-memory", "the most bytes of InvokeEndpointAsync inputs and answers held in memory at once, all requests together: each running request reserves its input's size plus --async-max-payload for its answer (at least twice --async-max-payload)")
+	fl.StringArrayVar(&f.asyncInPrefixes, "async-input-prefix", nil, "S3 location (s3://bucket or s3://bucket/prefix) InvokeEndpointAsync may read InputLocation from; repeatable; none: any location the caller may s3:GetObject")
+	fl.StringArrayVar(&f.asyncOutPrefixes, "async-output-prefix", nil, "S3 location (s3://bucket or s3://bucket/prefix) asynchronous answers and failures may be written to (the endpoints' S3OutputPath and S3FailurePath); repeatable; none: anywhere mce's S3 credentials reach")
 	fl.IntVar(&f.asyncMaxBacklog, "async-max-backlog", host.DefaultAsyncBacklog, "the most InvokeEndpointAsync requests queued or running, all endpoints together (ServiceUnavailable beyond)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
@@ -327,6 +331,16 @@ func serve(ctx context.Context, f serveFlags) error {
 	if eng.modelData != nil {
 		modelData = eng.modelData // the engine reads file:// data elsewhere (the kubernetes engine: in the pod)
 	}
+	var asyncPrefixes [2][]string
+	for i, list := range [][]string{f.asyncInPrefixes, f.asyncOutPrefixes} {
+		for _, p := range list {
+			n, err := host.NormalizeS3Prefix(p)
+			if err != nil {
+				return &exitError{code: 2, msg: "--async-" + [2]string{"input", "output"}[i] + "-prefix: " + err.Error()}
+			}
+			asyncPrefixes[i] = append(asyncPrefixes[i], n)
+		}
+	}
 	srv := host.New(host.Config{
 		AccessLog: accessLog,
 		Region:    f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
@@ -334,7 +348,7 @@ func serve(ctx context.Context, f serveFlags) error {
 		MaxContainers: f.maxContainers, Authz: az, Logger: log, Version: version,
 		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
 		AsyncObjects: fetcher, AsyncMaxPayload: int64(f.asyncMaxPayload), AsyncMemory: int64(f.asyncMemory),
-		AsyncMaxBacklog: f.asyncMaxBacklog,
+		AsyncMaxBacklog: f.asyncMaxBacklog, AsyncInputPrefixes: asyncPrefixes[0], AsyncOutputPrefixes: asyncPrefixes[1],
 		// Unsigned scrapers keep /metrics on the API listener only in local
 		// development: loopback and no policies (the host also checks the
 		// policies on every scrape).

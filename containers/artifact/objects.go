@@ -26,23 +26,32 @@ func (f *Fetcher) object(ctx context.Context, url string) (c *s3Clients, bucket,
 	return c, aws.String(b), aws.String(k), nil
 }
 
-// OpenObject opens s3://bucket/key for reading. size is the object's
-// ContentLength as S3 reports it (-1 when it gives none). A missing bucket
-// or key is an error wrapping ErrNotFound. The caller closes body.
-func (f *Fetcher) OpenObject(ctx context.Context, url string) (body io.ReadCloser, size int64, err error) {
+// ObjectInfo is what S3 says of an object it serves.
+type ObjectInfo struct {
+	// Size is the object's ContentLength, -1 when S3 gives none.
+	Size int64
+	// ContentType is the Content-Type the object was stored with, "" when
+	// none.
+	ContentType string
+}
+
+// OpenObject opens s3://bucket/key for reading. A missing bucket or key is
+// an error wrapping ErrNotFound. The caller closes body.
+func (f *Fetcher) OpenObject(ctx context.Context, url string) (body io.ReadCloser, info ObjectInfo, err error) {
+	info.Size = -1
 	c, bucket, key, err := f.object(ctx, url)
 	if err != nil {
-		return nil, 0, err
+		return nil, info, err
 	}
 	out, err := c.api.GetObject(ctx, &s3.GetObjectInput{Bucket: bucket, Key: key})
 	if err != nil {
-		return nil, 0, classifyS3(err)
+		return nil, info, classifyS3(err)
 	}
-	size = -1
 	if out.ContentLength != nil {
-		size = *out.ContentLength
+		info.Size = *out.ContentLength
 	}
-	return out.Body, size, nil
+	info.ContentType = aws.ToString(out.ContentType)
+	return out.Body, info, nil
 }
 
 // PutObject writes body to s3://bucket/key with the content type and user
