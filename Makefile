@@ -68,7 +68,7 @@ fmt-check:
 unit: build images models framework-images framework-models versitygw   # build: the README snippet test (internal/docsnippets) runs bin/mce
 	$(GO) test $(TESTFLAGS) ./...
 
-e2e: deps build images models
+e2e: deps build images models framework-images
 	e2e/run.sh
 
 # mce itself as a docker-compose service (join mode, static image).

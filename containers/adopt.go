@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -115,8 +117,11 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 					return fail(fmt.Errorf("%w: container %s runs an older build of %s", ErrNotAdoptable, name, cs.Image))
 				}
 				for _, m := range ic.Mounts {
-					if m.Destination == "/opt/ml/model" {
+					switch m.Destination {
+					case "/opt/ml/model":
 						d.models[modelKey{v.Name, cs.Hostname}] = m.Source
+					case CodeDir:
+						d.codes[modelKey{v.Name, cs.Hostname}] = m.Source
 					}
 				}
 				opts, _, err := d.createOptions(v, cp, i, cs, d.modelDir(v.Name, cs.Hostname))
@@ -149,7 +154,7 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 	}
 	// The artifacts they mount are on disk and in use: counted, never refused.
 	seen := map[string]bool{}
-	for _, dir := range d.models {
+	for _, dir := range slices.Concat(slices.Collect(maps.Values(d.models)), slices.Collect(maps.Values(d.codes))) {
 		if !seen[dir] {
 			seen[dir] = true
 			if n, err := artifact.DirSize(dir); err == nil {

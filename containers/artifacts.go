@@ -28,6 +28,9 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 	g.SetLimit(4)
 	for _, v := range spec.Variants {
 		for _, c := range v.Containers {
+			if url, ok := RemoteSubmitDir(c.Environment); ok {
+				g.Go(func() error { return d.prepareCode(gctx, v.Name, c, url) })
+			}
 			if c.ModelDataURL == "" || c.MultiModel {
 				continue // a multi-model container's URL is a prefix, loaded per model
 			}
@@ -80,6 +83,41 @@ func (d *Deployment) reserve(dir string) error {
 	}
 	d.mu.Lock()
 	d.reserved += size
+	d.mu.Unlock()
+	return nil
+}
+
+// prepareCode fetches and extracts a container's s3://
+// SAGEMAKER_SUBMIT_DIRECTORY archive (see CodeDir) once per variant, as
+// model data is, into a folder of its own.
+func (d *Deployment) prepareCode(ctx context.Context, variant string, c ContainerSpec, url string) error {
+	fail := func(err error) error {
+		return &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: c.Hostname,
+			Reason: fmt.Sprintf("could not get its inference code from %s %q", SubmitDirEnv, url), Err: err}
+	}
+	f, err := d.rt.artifactFetcher()
+	if err != nil {
+		return fail(err)
+	}
+	work := filepath.Join(d.workDir, variant, c.Hostname)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fail(fmt.Errorf("artifact folder: %w", err))
+	}
+	lctx := d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", variant).
+		Str("container", c.Hostname).Logger().WithContext(ctx)
+	dir, err := f.PrepareArchive(lctx, url, c.BaseDir, work)
+	if err == nil {
+		err = d.reserve(dir)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	d.mu.Lock()
+	d.codes[modelKey{variant, c.Hostname}] = dir
 	d.mu.Unlock()
 	return nil
 }

@@ -99,6 +99,10 @@ func (d *Deployment) createOptions(v VariantSpec, cp, index int, cs ContainerSpe
 	} else if modelDir != "" {
 		host.Binds = []string{modelDir + ":/opt/ml/model:ro"}
 	}
+	if code := d.codeDir(variant, cs.Hostname); code != "" {
+		host.Binds = append(host.Binds, code+":"+CodeDir+":ro")
+		cfg.Env = WithCodeDir(cfg.Env)
+	}
 	if rt.network == NetworkPublished {
 		cfg.ExposedPorts = network.PortSet{cport: struct{}{}}
 		host.PortBindings = network.PortMap{cport: {{HostIP: netip.MustParseAddr(loopback)}}}

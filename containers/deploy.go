@@ -41,6 +41,7 @@ type Deployment struct {
 	mu       sync.Mutex
 	variants []*VariantDeployment
 	models   map[modelKey]string     // model folder per variant container, shared by copies
+	codes    map[modelKey]string     // fetched SAGEMAKER_SUBMIT_DIRECTORY folder, likewise
 	caches   map[modelKey]*mme.Cache // model cache per multi-model container definition
 	reserved int64                   // bytes of models counted against the runtime's disk budget
 
@@ -174,6 +175,7 @@ func (rt *Runtime) newDeployment(spec EndpointSpec) *Deployment {
 		netName:  rt.resourceName(spec.Name),
 		workDir:  filepath.Join(rt.artifactsDir(), spec.Name, "g"+strconv.Itoa(spec.Generation)),
 		models:   map[modelKey]string{},
+		codes:    map[modelKey]string{},
 		caches:   map[modelKey]*mme.Cache{},
 	}
 }

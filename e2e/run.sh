@@ -5,7 +5,8 @@
 # control plane: models, endpoint configs, endpoints) in the same mce session,
 # both with boto3 and the aws CLI from Debian (endpoint URL changed, nothing
 # else), then e2e/test_s3.py: s3:// model data (single archives, a multi-model
-# prefix, an S3Prefix folder) uploaded with both clients to a real S3 server,
+# prefix, an S3Prefix folder, the SDK's repacked model.tar.gz and its s3://
+# SAGEMAKER_SUBMIT_DIRECTORY in mce-framework/sklearn) uploaded with both clients to a real S3 server,
 # versitygw, which this script starts on loopback and points mce at with
 # --s3-endpoint, --s3-path-style and the standard AWS_* variables, and e2e/test_async.py:
 # InvokeEndpointAsync with inputs and answers in that store; stops mce with SIGTERM and checks it left no container or network
@@ -30,6 +31,9 @@ command -v docker >/dev/null 2>&1 || fail "docker is not installed"
 for i in featurizer classifier sentiment probe modelserver; do
   docker image inspect "mce-example/$i:latest" >/dev/null 2>&1 || fail "image mce-example/$i:latest is missing: run 'make images'"
 done
+# test_s3.py runs the SageMaker Python SDK's inference code in the scikit-learn framework image.
+docker image inspect mce-framework/sklearn:latest >/dev/null 2>&1 ||
+  fail "image mce-framework/sklearn:latest is missing: run 'make framework-images'"
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import boto3' 2>/dev/null || fail "/usr/bin/python3 with boto3 (python3-boto3) is missing: run 'make deps'"
 [ -x /usr/bin/aws ] || fail "/usr/bin/aws (awscli) is missing: run 'make deps'"
 command -v curl >/dev/null 2>&1 || fail "curl is missing: run 'make deps'"

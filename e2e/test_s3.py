@@ -15,17 +15,26 @@ up with both real clients: the aws CLI (aws s3 mb/cp --endpoint-url) and boto3
 - ModelDataSource.S3DataSource with S3DataType S3Prefix and CompressionType
   None: an uncompressed folder the container sees file by file. Debian's
   botocore (1.29) and aws CLI (2.9) predate ModelDataSource, so that
-  CreateModel goes as SageMaker's awsJson1_1 by hand; the rest is boto3.
+  CreateModel goes as SageMaker's awsJson1_1 by hand; the rest is boto3;
+- inference code as the SageMaker Python SDK ships it to the framework
+  image (mce-framework/sklearn): a model.tar.gz repacked as its
+  utils.repack_model writes it (Python's tarfile, add(model_dir,
+  arcname="/"), so the first entry is "/", with code/inference.py inside),
+  and a model without repacking whose SAGEMAKER_SUBMIT_DIRECTORY is an
+  s3://…/sourcedir.tar.gz (as SKLearnModel(entry_point, source_dir) sets it),
+  each created and invoked with boto3.
 
 Output: PASS/FAIL lines, then "N passed, M failed". Standard library and boto3.
 """
 
 import argparse
+import gzip
 import http.client
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 
 import boto3
@@ -40,6 +49,77 @@ ROLE = "arn:aws:iam::123456789012:role/mce-e2e"
 BUCKET = "mce-e2e-models"
 REVIEW = {"instances": ["What a wonderful, helpful service. I love it!"]}
 REVIEW_DE = {"instances": ["Das Essen war wunderbar und der Service sehr freundlich."]}
+
+
+# The user's script, as the SDK's entry_point: it answers with the greeting
+# read from the model folder and its own location, so the check sees which
+# copy of the code ran.
+INFERENCE_PY = """import json, os
+
+def model_fn(model_dir):
+    with open(os.path.join(model_dir, "greeting.txt")) as f:
+        return f.read().strip()
+
+def input_fn(body, content_type):
+    return json.loads(body)
+
+def predict_fn(data, model):
+    return {"greeting": model, "name": data.get("name"), "code": os.path.dirname(os.path.abspath(__file__))}
+
+def output_fn(prediction, accept):
+    return json.dumps(prediction), "application/json"
+"""
+
+
+def write_files(root, files):
+    for rel, body in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(body)
+
+
+def sdk_repacked_archive(path):
+    """model.tar.gz exactly as sagemaker.utils.repack_model writes it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = os.path.join(tmp, "model")
+        write_files(model_dir, {"greeting.txt": "hello from the repacked model\n", "code/inference.py": INFERENCE_PY})
+        with tarfile.open(path, mode="w:gz") as t:
+            t.add(model_dir, arcname=os.path.sep)
+    return first_entry_name(path)
+
+
+def first_entry_name(path):
+    """The first entry's name as written (tarfile's reader drops a directory's trailing "/")."""
+    with gzip.open(path) as f:
+        data = f.read()
+    off, pax = 0, {}
+    while off + 512 <= len(data):
+        h = data[off:off + 512]
+        size = int(h[124:136].strip(b"\0 ") or b"0", 8)
+        if h[156:157] in (b"x", b"g"):  # PAX extended header: records "LEN key=value\n"
+            for rec in data[off + 512:off + 512 + size].decode("utf-8", "replace").splitlines():
+                key, _, value = rec.partition(" ")[2].partition("=")
+                pax[key] = value
+            off += 512 + (size + 511) // 512 * 512
+            continue
+        return pax.get("path", h[:100].rstrip(b"\0").decode("utf-8", "replace"))
+    return None
+
+
+def sdk_sourcedir_archive(path):
+    """sourcedir.tar.gz as the SDK's tar_and_upload_dir writes it: the files at the top."""
+    with tempfile.TemporaryDirectory() as tmp:
+        write_files(tmp, {"inference.py": INFERENCE_PY})
+        with tarfile.open(path, mode="w:gz") as t:
+            t.add(os.path.join(tmp, "inference.py"), arcname="inference.py")
+
+
+def model_only_archive(path):
+    with tempfile.TemporaryDirectory() as tmp:
+        write_files(tmp, {"greeting.txt": "hello from the model without code\n"})
+        with tarfile.open(path, mode="w:gz") as t:
+            t.add(os.path.join(tmp, "greeting.txt"), arcname="greeting.txt")
 
 
 def label(body):
@@ -227,6 +307,62 @@ class Run:
             tag = (r.returncode, r.stderr[-300:])
         ck.eq("aws CLI: the S3Prefix folder's tag file", tag, "s3-folder-e2e")
 
+    def sdk_code(self):
+        """The SDK's two ways of shipping inference code to a framework image."""
+        ck, image = self.ck, self.a.framework_image
+        with tempfile.TemporaryDirectory() as d:
+            repacked, source, model = (os.path.join(d, n) for n in ("repacked.tar.gz", "sourcedir.tar.gz", "model.tar.gz"))
+            ck.eq("the repacked archive's first entry (Python tarfile, arcname=os.path.sep)", sdk_repacked_archive(repacked), "/")
+            sdk_sourcedir_archive(source)
+            model_only_archive(model)
+            try:
+                self.s3.upload_file(repacked, BUCKET, "sdk/repacked/model.tar.gz")
+                self.s3.upload_file(model, BUCKET, "sdk/plain/model.tar.gz")
+                self.s3.upload_file(source, BUCKET, "sdk/plain/source/sourcedir.tar.gz")
+            except ClientError as e:
+                ck.ok("boto3 upload of the SDK-style archives", False, str(e))
+                return
+        cases = (
+            ("e2e-s3-sdk-repacked", {"Image": image, "ModelDataUrl": "s3://%s/sdk/repacked/model.tar.gz" % BUCKET,
+                                     "Environment": {"SAGEMAKER_PROGRAM": "inference.py",
+                                                     "SAGEMAKER_SUBMIT_DIRECTORY": "/opt/ml/model/code"}},
+             {"greeting": "hello from the repacked model", "name": "e2e", "code": "/opt/ml/model/code"}),
+            ("e2e-s3-sdk-submitdir", {"Image": image, "ModelDataUrl": "s3://%s/sdk/plain/model.tar.gz" % BUCKET,
+                                      "Environment": {"SAGEMAKER_PROGRAM": "inference.py",
+                                                      "SAGEMAKER_SUBMIT_DIRECTORY": "s3://%s/sdk/plain/source/sourcedir.tar.gz" % BUCKET,
+                                                      "SAGEMAKER_CONTAINER_LOG_LEVEL": "20", "SAGEMAKER_REGION": REGION}},
+             {"greeting": "hello from the model without code", "name": "e2e", "code": "/opt/ml/code"}),
+        )
+        for name, container, want in cases:
+            if not self.endpoint(name, {"PrimaryContainer": container}):
+                continue
+            try:
+                r = self.rt.invoke_endpoint(EndpointName=name, ContentType="application/json", Body=b'{"name": "e2e"}')
+                ck.eq("boto3 invoke %s (the SDK's inference.py ran)" % name, json.loads(r["Body"].read()), want)
+            except (ClientError, ValueError) as e:
+                ck.ok("boto3 invoke %s (the SDK's inference.py ran)" % name, False, str(e))
+        # A code archive that is not there fails the endpoint, saying which.
+        name, url = "e2e-s3-sdk-nocode", "s3://%s/sdk/missing/sourcedir.tar.gz" % BUCKET
+        try:
+            self.sm.create_model(ModelName=name, ExecutionRoleArn=ROLE, PrimaryContainer={
+                "Image": image, "ModelDataUrl": "s3://%s/sdk/plain/model.tar.gz" % BUCKET,
+                "Environment": {"SAGEMAKER_PROGRAM": "inference.py", "SAGEMAKER_SUBMIT_DIRECTORY": url}})
+            self.sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[{
+                "VariantName": "AllTraffic", "ModelName": name, "InitialInstanceCount": 1, "InstanceType": "ml.c5.large"}])
+            self.sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
+            try:
+                self.sm.get_waiter("endpoint_in_service").wait(EndpointName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+            except Exception:  # noqa: BLE001 — the waiter stops at Failed, as wanted
+                pass
+            d = self.sm.describe_endpoint(EndpointName=name)
+            reason = d.get("FailureReason", "")
+            ck.ok("a missing SAGEMAKER_SUBMIT_DIRECTORY archive fails the endpoint, naming it",
+                  d["EndpointStatus"] == "Failed" and "SAGEMAKER_SUBMIT_DIRECTORY" in reason and url in reason
+                  and "not found" in reason,
+                  "%s: %s" % (d["EndpointStatus"], reason))
+        except ClientError as e:
+            ck.ok("a missing SAGEMAKER_SUBMIT_DIRECTORY archive fails the endpoint, naming it", False, str(e))
+
 
 def main():
     p = argparse.ArgumentParser()
@@ -236,14 +372,17 @@ def main():
     p.add_argument("--s3-secret", required=True)
     p.add_argument("--models", required=True, help="folder of the example model archives")
     p.add_argument("--mme-dir", required=True, help="folder of model-000.tar.gz … and manifest.json")
+    p.add_argument("--framework-image", default="mce-framework/sklearn:latest",
+                   help="mce's scikit-learn framework image, for the SDK's inference code")
     a = p.parse_args()
     run = Run(a)
-    names = ["e2e-s3-sentiment", "e2e-s3-mme", "e2e-s3-prefix"]
+    names = ["e2e-s3-sentiment", "e2e-s3-mme", "e2e-s3-prefix", "e2e-s3-sdk-repacked", "e2e-s3-sdk-submitdir", "e2e-s3-sdk-nocode"]
     try:
         run.upload()
         run.direct()
         run.mme()
         run.prefix()
+        run.sdk_code()
     finally:
         for n in names:
             run.delete(n)

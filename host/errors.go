@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mce-run/mce/containers/artifact"
@@ -167,7 +168,24 @@ func (s *Server) internalError(reqID string, err error) *APIError {
 // text shown to a caller) with "<path>": callers learn that a file was
 // missing or unusable, never where mce keeps things. URLs other than
 // file:// are kept ("s3://bucket/key"); file:// paths are redacted too.
+// The quoted name after artifact.UnsafeEntryPrefix is an archive entry's
+// name (archive content, escaped and bounded by the artifact package, never a
+// host path) and is kept, so that users see which entry was refused.
 func redactPaths(s string) string {
+	i := strings.Index(s, artifact.UnsafeEntryPrefix+`"`)
+	if i < 0 {
+		return redactHostPaths(s)
+	}
+	start := i + len(artifact.UnsafeEntryPrefix)
+	name, err := strconv.QuotedPrefix(s[start:])
+	if err != nil {
+		return redactHostPaths(s)
+	}
+	end := start + len(name)
+	return redactHostPaths(s[:start]) + name + redactPaths(s[end:])
+}
+
+func redactHostPaths(s string) string {
 	if strings.IndexByte(s, '/') < 0 {
 		return s
 	}

@@ -9,6 +9,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/artifact"
 )
 
 // hostPath matches text that looks like a host path in an error body.
@@ -169,9 +172,30 @@ func TestRedactPaths(t *testing.T) {
 		"entry ../../evil escapes":            "entry ../../evil escapes",
 		"lstat /a/b:c/d: bad, then /e/f":      "lstat <path>: bad, then <path>",
 		"ratio 10/1 exceeded":                 "ratio 10/1 exceeded",
+		// An archive entry's name is archive content: shown, not redacted.
+		`model data "file:///srv/m.tgz": unsafe archive entry "/../etc/passwd": ".." path components are not allowed`: `model data "file://<path>": unsafe archive entry "/../etc/passwd": ".." path components are not allowed`,
+		`unsafe archive entry "/dev/null": character devices are not allowed; open /var/x: denied`:                    `unsafe archive entry "/dev/null": character devices are not allowed; open <path>: denied`,
+		`unsafe archive entry "a\"/b": bad, unsafe archive entry "/c": bad /d`:                                        `unsafe archive entry "a\"/b": bad, unsafe archive entry "/c": bad <path>`,
+		`unsafe archive entry "/unterminated`:                                                                         `unsafe archive entry "<path>`,
 	} {
 		if got := redactPaths(in); got != want {
 			t.Errorf("redactPaths(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestFailureReasonShowsRefusedEntry: an endpoint whose archive holds a
+// refused entry fails with a reason naming the entry as written, escaped,
+// and no host path.
+func TestFailureReasonShowsRefusedEntry(t *testing.T) {
+	launch := &containers.LaunchError{Endpoint: "e", Variant: "v", Container: "c",
+		Reason: `could not get its model data from "file:///srv/models/m.tar.gz"`,
+		Err: fmt.Errorf("model data %q: %w", "file:///srv/models/m.tar.gz",
+			&artifact.UnsafeEntryError{Name: "/../\x1b]evil\n", Reason: `".." path components are not allowed`})}
+	got := redactPaths(launch.Error())
+	want := `container "c" (variant "v") of endpoint "e" could not get its model data from "file://<path>": ` +
+		`model data "file://<path>": unsafe archive entry "/../\x1b]evil\n": ".." path components are not allowed`
+	if got != want {
+		t.Errorf("FailureReason =\n  %s\nwant\n  %s", got, want)
 	}
 }

@@ -5,19 +5,29 @@
 # Each is a debootstrap'd Debian bookworm (--variant=minbase) imported with `docker import`.
 #
 # Usage: scripts/framework-base.sh [sklearn|pytorch ...]   (default: both)
+#        scripts/framework-base.sh --print-mirror            (print the Debian mirror it would use, build nothing)
 #
 # Cached per machine, never in the repository: an image is rebuilt only when its package list or this script
 # changes (the content hash is its second tag, mce-framework-base/NAME:h-HASH). Downloaded .debs are kept in
 # ${MCE_CACHE:-/var/cache/mce}/debootstrap, so a rebuild fetches nothing it already has. Needs root (debootstrap)
-# and the Debian mirror of /etc/apt/sources.list.d (or MCE_DEBIAN_MIRROR).
+# and a Debian mirror: MCE_DEBIAN_MIRROR, or the one apt is configured with (scripts/debian-mirror.sh reads
+# /etc/apt/sources.list and sources.list.d); without either it stops with a message.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 MIRROR="${MCE_DEBIAN_MIRROR:-}"
-if [ -z "$MIRROR" ]; then
-	MIRROR="$(grep -hoE '^(URIs:|deb) +https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list.d/* /etc/apt/sources.list 2>/dev/null |
-		grep -oE 'https?://[^ ]+' | head -1 || true)"
-	MIRROR="${MIRROR:-http://deb.debian.org/debian}"
+# find_mirror fills MIRROR from apt's configuration when it is unset; only a build needs it.
+find_mirror() {
+	[ -n "$MIRROR" ] && return
+	MIRROR="$(scripts/debian-mirror.sh)" || {
+		echo "framework-base: no Debian mirror to debootstrap from; set MCE_DEBIAN_MIRROR" >&2
+		exit 1
+	}
+}
+if [ "${1:-}" = --print-mirror ]; then
+	find_mirror
+	echo "$MIRROR"
+	exit 0
 fi
 CACHE="${MCE_CACHE:-/var/cache/mce}/debootstrap"
 common=python3,python3-numpy,python3-scipy,python3-pandas,python3-sklearn,python3-flask,python3-gunicorn,python3-pip,python3-wheel,procps
@@ -46,6 +56,7 @@ for n in "${names[@]}"; do
 		continue
 	fi
 	need_debootstrap
+	find_mirror
 	mkdir -p "$CACHE"
 	root="$(mktemp -d "${TMPDIR:-/var/tmp}/mce-rootfs-$n.XXXXXX")"
 	trap 'rm -rf "$root"' EXIT

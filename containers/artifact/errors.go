@@ -3,6 +3,7 @@ package artifact
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -42,7 +43,26 @@ type UnsafeEntryError struct {
 }
 
 func (e *UnsafeEntryError) Error() string {
-	return fmt.Sprintf("unsafe archive entry %q: %s", e.Name, e.Reason)
+	return UnsafeEntryPrefix + ShowName(e.Name) + ": " + e.Reason
+}
+
+// UnsafeEntryPrefix starts an [*UnsafeEntryError]'s message; the entry's
+// name, as [ShowName] renders it, follows.
+const UnsafeEntryPrefix = "unsafe archive entry "
+
+// maxShownName is how many bytes of an archive name an error message shows.
+const maxShownName = 200
+
+// ShowName renders a name taken from an archive (an entry name or a link
+// target) for an error message a user reads: double-quoted with Go's
+// escapes, so control characters, quotes and invalid UTF-8 appear as
+// escapes, and cut after [maxShownName] bytes with the full length said.
+// Archive names are the archive author's text, never a host path.
+func ShowName(name string) string {
+	if len(name) <= maxShownName {
+		return strconv.Quote(name)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(name[:maxShownName]), len(name))
 }
 
 // Is reports whether target is [ErrUnsafeArchive].

@@ -139,10 +139,15 @@ func (l Limits) streamLimit() int64 {
 // any user.
 //
 // Rules:
-//   - Names must be relative, at most [MaxNameLength] bytes, at most
-//     [MaxDepth] components of at most [MaxComponentLength] bytes, without
-//     NUL and without any ".." component; "." components and repeated slashes are
-//     ignored, so "./a//b" is "a/b" and "./" is the root itself.
+//   - Names are at most [MaxNameLength] bytes, at most [MaxDepth]
+//     components of at most [MaxComponentLength] bytes, without NUL and
+//     without any ".." component; "." components and repeated slashes are
+//     ignored, so "./a//b" is "a/b" and "./" is the root itself. Leading
+//     slashes are stripped, as GNU tar and Python's tarfile data filter do
+//     when extracting: "/" is the root itself (the SageMaker Python SDK's
+//     repack_model writes it as its first entry, with tarfile's
+//     add(model_dir, arcname="/")) and "/a/b" is "a/b". The same holds for
+//     hard-link targets; symbolic-link targets must still be relative.
 //   - Directories are created as needed with mode 0755. Regular files get
 //     their archive permission bits without setuid, setgid and sticky, raised
 //     to at least 0644 (0755 when any execute bit is set). Owners and times
@@ -320,9 +325,8 @@ func cleanName(name string) (clean, reason string) {
 	if reason := checkPathText(name); reason != "" {
 		return "", reason
 	}
-	if strings.HasPrefix(name, "/") {
-		return "", "absolute paths are not allowed"
-	}
+	// Leading slashes fall away with the empty components below: "/" is the
+	// root, "/a" is "a", as GNU tar extracts them.
 	parts := strings.Split(name, "/")
 	kept := parts[:0]
 	for _, p := range parts {
@@ -370,7 +374,7 @@ func (x *extractor) dir(orig, name string) error {
 			return err
 		}
 	case err != nil:
-		return fmt.Errorf("extracting %q: %w", orig, err)
+		return fmt.Errorf("extracting %s: %w", ShowName(orig), err)
 	case !fi.IsDir():
 		return unsafeEntry(orig, "a directory entry conflicts with an earlier non-directory entry of the same name")
 	}
@@ -387,11 +391,11 @@ func (x *extractor) file(tr *tar.Reader, hdr *tar.Header, name string) error {
 	}
 	f, err := x.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("extracting %q: %w", hdr.Name, err)
+		return fmt.Errorf("extracting %s: %w", ShowName(hdr.Name), err)
 	}
 	n, err := x.copy(f, tr)
 	if err == nil && n != hdr.Size {
-		err = fmt.Errorf("%w: entry %q holds %d bytes, its header says %d", ErrInvalidArchive, hdr.Name, n, hdr.Size)
+		err = fmt.Errorf("%w: entry %s holds %d bytes, its header says %d", ErrInvalidArchive, ShowName(hdr.Name), n, hdr.Size)
 	}
 	if err == nil {
 		err = f.Chmod(fileMode(hdr.Mode))
@@ -400,7 +404,7 @@ func (x *extractor) file(tr *tar.Reader, hdr *tar.Header, name string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("extracting %q: %w", hdr.Name, err)
+		return fmt.Errorf("extracting %s: %w", ShowName(hdr.Name), err)
 	}
 	return nil
 }
@@ -462,16 +466,16 @@ func (x *extractor) symlink(hdr *tar.Header, name string) error {
 		return unsafeEntry(hdr.Name, "symbolic link target: %s", reason)
 	}
 	if strings.HasPrefix(target, "/") {
-		return unsafeEntry(hdr.Name, "symbolic link target %q is absolute", target)
+		return unsafeEntry(hdr.Name, "symbolic link target %s is absolute", ShowName(target))
 	}
 	if r := path.Join(path.Dir(name), target); r == ".." || strings.HasPrefix(r, "../") {
-		return unsafeEntry(hdr.Name, "symbolic link target %q leads outside the extraction root", target)
+		return unsafeEntry(hdr.Name, "symbolic link target %s leads outside the extraction root", ShowName(target))
 	}
 	if err := x.prepareTarget(hdr.Name, name); err != nil {
 		return err
 	}
 	if err := x.root.Symlink(target, name); err != nil {
-		return fmt.Errorf("extracting %q: %w", hdr.Name, err)
+		return fmt.Errorf("extracting %s: %w", ShowName(hdr.Name), err)
 	}
 	x.symlinks = true
 	return nil
@@ -480,12 +484,12 @@ func (x *extractor) symlink(hdr *tar.Header, name string) error {
 func (x *extractor) hardlink(hdr *tar.Header, name string) error {
 	target, reason := cleanName(hdr.Linkname)
 	if reason != "" {
-		return unsafeEntry(hdr.Name, "hard link target %q: %s", hdr.Linkname, reason)
+		return unsafeEntry(hdr.Name, "hard link target %s: %s", ShowName(hdr.Linkname), reason)
 	}
 	if target == "" || target == name {
-		return unsafeEntry(hdr.Name, "hard link target %q is not another file", hdr.Linkname)
+		return unsafeEntry(hdr.Name, "hard link target %s is not another file", ShowName(hdr.Linkname))
 	}
-	notEarlier := unsafeEntry(hdr.Name, "hard link target %q is not a regular file extracted earlier", hdr.Linkname)
+	notEarlier := unsafeEntry(hdr.Name, "hard link target %s is not a regular file extracted earlier", ShowName(hdr.Linkname))
 	if err := x.checkDirChain(hdr.Name, path.Dir(target), false); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return notEarlier
@@ -497,13 +501,13 @@ func (x *extractor) hardlink(hdr *tar.Header, name string) error {
 		return notEarlier
 	}
 	if err != nil {
-		return fmt.Errorf("extracting %q: %w", hdr.Name, err)
+		return fmt.Errorf("extracting %s: %w", ShowName(hdr.Name), err)
 	}
 	if err := x.prepareTarget(hdr.Name, name); err != nil {
 		return err
 	}
 	if err := x.root.Link(target, name); err != nil {
-		return fmt.Errorf("extracting %q: %w", hdr.Name, err)
+		return fmt.Errorf("extracting %s: %w", ShowName(hdr.Name), err)
 	}
 	return nil
 }
@@ -519,12 +523,12 @@ func (x *extractor) prepareTarget(orig, name string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
-		return fmt.Errorf("extracting %q: %w", orig, err)
+		return fmt.Errorf("extracting %s: %w", ShowName(orig), err)
 	case fi.IsDir():
 		return unsafeEntry(orig, "a non-directory entry would replace an earlier directory of the same name")
 	}
 	if err := x.root.Remove(name); err != nil {
-		return fmt.Errorf("extracting %q: replacing the earlier entry: %w", orig, err)
+		return fmt.Errorf("extracting %s: replacing the earlier entry: %w", ShowName(orig), err)
 	}
 	return nil
 }
@@ -557,14 +561,14 @@ func (x *extractor) checkDirChain(orig, dir string, create bool) error {
 		switch {
 		case errors.Is(err, fs.ErrNotExist) && create:
 			if err := x.mkdir(p); err != nil {
-				return fmt.Errorf("extracting %q: %w", orig, err)
+				return fmt.Errorf("extracting %s: %w", ShowName(orig), err)
 			}
 		case err != nil:
-			return fmt.Errorf("extracting %q: %w", orig, err)
+			return fmt.Errorf("extracting %s: %w", ShowName(orig), err)
 		case fi.Mode()&fs.ModeSymlink != 0:
-			return unsafeEntry(orig, "its path passes through the symbolic link %q; links are not followed while extracting", p)
+			return unsafeEntry(orig, "its path passes through the symbolic link %s; links are not followed while extracting", ShowName(p))
 		case !fi.IsDir():
-			return unsafeEntry(orig, "its parent %q is not a directory", p)
+			return unsafeEntry(orig, "its parent %s is not a directory", ShowName(p))
 		}
 		x.rememberDir(p)
 	}

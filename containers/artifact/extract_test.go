@@ -3,6 +3,7 @@ package artifact
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,32 @@ func extractCases() []extractCase {
 			entries:  []entry{{name: "ro/", typ: tar.TypeDir, mode: 0o500}, file("ro/f", "x")},
 			wantTree: map[string]string{"ro": "d 0755", "ro/f": "f 0644 x"},
 		},
-		{name: "absolute path", entries: []entry{file("/etc/evil", "x")}, wantErr: ErrUnsafeArchive, wantEntry: "/etc/evil"},
+		{
+			// The SageMaker Python SDK's repack_model: tarfile.add(model_dir, arcname="/").
+			name:     "root entry / as written by the SDK's repack",
+			entries:  []entry{dir("/"), dir("code/"), file("code/inference.py", "x"), file("model.pth", "w")},
+			wantTree: map[string]string{"code": "d 0755", "code/inference.py": "f 0644 x", "model.pth": "f 0644 w"},
+		},
+		{
+			name:     "leading slashes are stripped as GNU tar does",
+			entries:  []entry{dir("//"), file("/etc/evil", "x"), file("//a//b", "y"), file("a/c", "z"), hardlink("h", "/etc/evil")},
+			wantTree: map[string]string{"etc": "d 0755", "etc/evil": "f 0644 x", "a": "d 0755", "a/b": "f 0644 y", "a/c": "f 0644 z", "h": "f 0644 x"},
+		},
+		{name: "symlink named /", entries: []entry{symlink("/", "a")}, wantErr: ErrUnsafeArchive, wantEntry: "/"},
+		{name: "hardlink named /", entries: []entry{file("a", "x"), hardlink("/", "a")}, wantErr: ErrUnsafeArchive, wantEntry: "/"},
+		{name: "slash then dotdot", entries: []entry{dir("/"), file("/../evil", "x")}, wantErr: ErrUnsafeArchive, wantEntry: "/../evil"},
+		{name: "slash directory then dotdot", entries: []entry{dir("/../up/")}, wantErr: ErrUnsafeArchive, wantEntry: "/../up/"},
+		{name: "slash nested dotdot escaping", entries: []entry{file("/a/../../x", "x")}, wantErr: ErrUnsafeArchive, wantEntry: "/a/../../x"},
+		{name: "slash symlink out", entries: []entry{dir("/"), symlink("/link", "../outside.txt")}, wantErr: ErrUnsafeArchive, wantEntry: "/link"},
+		{name: "slash symlink absolute", entries: []entry{dir("/"), symlink("/link", "/etc/passwd")}, wantErr: ErrUnsafeArchive, wantEntry: "/link"},
+		{name: "slash hardlink out", entries: []entry{hardlink("h", "/../outside.txt")}, wantErr: ErrUnsafeArchive, wantEntry: "h"},
+		{name: "slash character device", entries: []entry{dir("/"), {name: "/null", typ: tar.TypeChar}}, wantErr: ErrUnsafeArchive, wantEntry: "/null"},
+		{
+			name:      "slash writing through a symlink",
+			entries:   []entry{dir("/"), dir("/sub/"), symlink("/link", "sub"), file("/link/file", "x")},
+			wantErr:   ErrUnsafeArchive,
+			wantEntry: "/link/file",
+		},
 		{name: "dotdot prefix", entries: []entry{file("../evil", "x")}, wantErr: ErrUnsafeArchive, wantEntry: "../evil"},
 		{name: "nested dotdot escaping", entries: []entry{file("a/../../x", "x")}, wantErr: ErrUnsafeArchive, wantEntry: "a/../../x"},
 		{name: "dotdot staying inside is refused too", entries: []entry{file("a/../b", "x")}, wantErr: ErrUnsafeArchive, wantEntry: "a/../b"},
@@ -438,4 +464,78 @@ func TestExtractIgnoresUmask(t *testing.T) {
 		t.Fatal(err)
 	}
 	diffTrees(t, treeOf(t, root), map[string]string{"d": "d 0755", "d/e": "d 0755", "d/e/f": "f 0644 x"})
+}
+
+// TestExtractSDKRepackedArchive extracts testdata/sdk-repack.tar.gz, written
+// by Python's tarfile exactly as the SageMaker Python SDK's repack_model
+// writes model.tar.gz (testdata/make_sdk_repack.py: add(model_dir,
+// arcname="/")): its first entry is the directory "/".
+func TestExtractSDKRepackedArchive(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "sdk-repack.tar.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := tar.NewReader(zr).Next()
+	if err != nil || first.Name != "/" || first.Typeflag != tar.TypeDir {
+		t.Fatalf("fixture's first entry = %+v, %v; want the directory \"/\"", first, err)
+	}
+	root, checkOutside := sandbox(t)
+	if err := Extract(context.Background(), bytes.NewReader(data), root, Limits{}); err != nil {
+		t.Fatalf("Extract: %v", err)
+	}
+	checkOutside()
+	diffTrees(t, treeOf(t, root), map[string]string{
+		"code":              "d 0755",
+		"code/inference.py": "f 0644 def model_fn(model_dir):\n    return None\n",
+		"model.pth":         "f 0644 weights\n",
+	})
+}
+
+// TestUnsafeEntryMessage: a refused entry's message names the entry as
+// written in the archive, escaped and bounded, so that a user sees which one
+// it was.
+func TestUnsafeEntryMessage(t *testing.T) {
+	long := strings.Repeat("a/", 300) + "x"
+	tests := []struct {
+		name    string
+		entries []entry
+		want    string // the whole message, or its prefix when it ends in "…"
+	}{
+		{"dotdot", []entry{file("/../etc/passwd", "x")},
+			`unsafe archive entry "/../etc/passwd": ".." path components are not allowed`},
+		{"control characters", []entry{file("a\n\x1b[31m/../b", "x")},
+			`unsafe archive entry "a\n\x1b[31m/../b": ".." path components are not allowed`},
+		{"long name", []entry{file(long+"/../z", "x")},
+			`unsafe archive entry "` + long[:maxShownName] + `"… (606 bytes): ".." path components are not allowed`},
+		{"symlink target", []entry{symlink("l", "/etc/\tpasswd")},
+			`unsafe archive entry "l": symbolic link target "/etc/\tpasswd" is absolute`},
+		{"device", []entry{dir("/"), {name: "/dev/null", typ: tar.TypeChar}},
+			`unsafe archive entry "/dev/null": character devices are not allowed`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root, _ := sandbox(t)
+			err := Extract(context.Background(), bytes.NewReader(buildTar(t, true, tc.entries...)), root, Limits{})
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("Extract error =\n  %v\nwant\n  %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestExtractFileNamedSlash: "/" is the root only as a directory; a regular
+// file of that name (archive/tar will not write one) is refused.
+func TestExtractFileNamedSlash(t *testing.T) {
+	data := append(rawHeader("/", tar.TypeReg, 0), make([]byte, 1024)...)
+	root, checkOutside := sandbox(t)
+	err := Extract(context.Background(), bytes.NewReader(data), root, Limits{})
+	checkOutside()
+	var ue *UnsafeEntryError
+	if !errors.As(err, &ue) || ue.Name != "/" {
+		t.Fatalf("Extract error = %v, want an UnsafeEntryError for \"/\"", err)
+	}
 }

@@ -20,6 +20,9 @@ func FuzzExtract(f *testing.F) {
 		f.Add(buildTar(f, false, tc.entries...))
 	}
 	f.Add([]byte{})
+	if sdk, err := os.ReadFile(filepath.Join("testdata", "sdk-repack.tar.gz")); err == nil {
+		f.Add(sdk)
+	}
 	f.Add([]byte{0x1f, 0x8b})
 	f.Add(append(rawHeader("././@LongLink", 'L', 3), []byte("abc")...))
 	f.Add(buildTar(f, false, symlink("e", "d/up/../x"), dir("d/"), symlink("d/up", ".."), file("e/y", "z")))

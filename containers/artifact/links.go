@@ -55,7 +55,7 @@ func (x *extractor) checkResolution(name string) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("checking symbolic link %q: %w", name, err)
+			return fmt.Errorf("checking symbolic link %s: %w", ShowName(name), err)
 		}
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
@@ -65,10 +65,10 @@ func (x *extractor) checkResolution(name string) error {
 			}
 			target, err := x.root.Readlink(p)
 			if err != nil {
-				return fmt.Errorf("checking symbolic link %q: %w", name, err)
+				return fmt.Errorf("checking symbolic link %s: %w", ShowName(name), err)
 			}
 			if strings.HasPrefix(target, "/") {
-				return unsafeEntry(name, "symbolic link resolves to the absolute path %q", target)
+				return unsafeEntry(name, "symbolic link resolves to the absolute path %s", ShowName(target))
 			}
 			pending = append(strings.Split(target, "/"), pending...)
 		case fi.IsDir():

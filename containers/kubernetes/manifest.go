@@ -345,11 +345,16 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 		}
 		names[name] = true
 		port := containers.ContainerPort(i)
+		env := containers.SageMakerEnv(c.Environment, i, c.Mode == "MultiModel")
+		codeURL, remoteCode := containers.RemoteSubmitDir(c.Environment)
+		if remoteCode {
+			env = containers.WithCodeDir(env)
+		}
 		ctr := corev1.Container{
 			Name:            name,
 			Image:           c.Image,
 			ImagePullPolicy: pull,
-			Env:             envVars(containers.SageMakerEnv(c.Environment, i, c.Mode == "MultiModel")),
+			Env:             envVars(env),
 			Ports: []corev1.ContainerPort{{
 				Name: "sm-" + strconv.Itoa(port), ContainerPort: int32(port), Protocol: corev1.ProtocolTCP,
 			}},
@@ -399,6 +404,17 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 			ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: ModelDir, ReadOnly: true})
 			ps.InitContainers = append(ps.InitContainers, fetchContainer(o, i, c, vol))
 		}
+		if remoteCode {
+			// An s3:// SAGEMAKER_SUBMIT_DIRECTORY is fetched as model data
+			// is, into a volume of its own at containers.CodeDir.
+			vol := "code-" + strconv.Itoa(i)
+			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: vol,
+				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: containers.CodeDir, ReadOnly: true})
+			fc := fetchContainer(o, i, spec.ContainerPlan{ModelDataURL: codeURL}, vol)
+			fc.Name = fetchCodePrefix + strconv.Itoa(i)
+			ps.InitContainers = append(ps.InitContainers, fc)
+		}
 		ps.Containers = append(ps.Containers, ctr)
 	}
 	ps.Containers = append(ps.Containers, agents...)   // after the chain: pods.go matches containers by position
@@ -409,6 +425,10 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 	}
 	return ps, nil
 }
+
+// fetchCodePrefix names the init container that fetches container i's
+// s3:// SAGEMAKER_SUBMIT_DIRECTORY (fetch-code-<i>).
+const fetchCodePrefix = "fetch-code-"
 
 // fetchContainer writes container i's model data into volume vol with
 // `mce fetch` (the same fetcher and safety limits as the Docker engine).

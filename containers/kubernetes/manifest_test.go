@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -324,4 +326,58 @@ func names(cs []corev1.Container) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// TestSubmitDirectoryFetched: an s3:// SAGEMAKER_SUBMIT_DIRECTORY is fetched
+// by an init container of mce's image into a volume of its own, mounted
+// read-only at /opt/ml/code, and the variable points there; its failure is
+// a FailureReason naming the variable and the container.
+func TestSubmitDirectoryFetched(t *testing.T) {
+	plan := testPlan()
+	plan.Variants[0].Containers[0].Environment = map[string]string{
+		containers.SubmitDirEnv: "s3://bucket/src/sourcedir.tar.gz", "SAGEMAKER_PROGRAM": "inference.py"}
+	d, err := Deployment(testOptions(), plan, 1, plan.Variants[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := d.Spec.Template.Spec
+	c0 := pod.Containers[0]
+	env := map[string]string{}
+	for _, e := range c0.Env {
+		env[e.Name] = e.Value
+	}
+	if env[containers.SubmitDirEnv] != containers.CodeDir || env["SAGEMAKER_PROGRAM"] != "inference.py" {
+		t.Errorf("env %v: want %s=%s", c0.Env, containers.SubmitDirEnv, containers.CodeDir)
+	}
+	wantMount := []corev1.VolumeMount{{Name: "code-0", MountPath: containers.CodeDir, ReadOnly: true}}
+	if !equality.Semantic.DeepEqual(c0.VolumeMounts, wantMount) {
+		t.Errorf("mounts %+v, want %+v", c0.VolumeMounts, wantMount)
+	}
+	var fetch *corev1.Container
+	for i := range pod.InitContainers {
+		if pod.InitContainers[i].Name == "fetch-code-0" {
+			fetch = &pod.InitContainers[i]
+		}
+	}
+	wantArgs := []string{"fetch", "--url", "s3://bucket/src/sourcedir.tar.gz", "--dest", "/mnt/model", "--s3-endpoint", "http://s3.local:9000"}
+	if fetch == nil || !slices.Equal(fetch.Args, wantArgs) || fetch.Image != "mce-example/mce:latest" ||
+		len(fetch.VolumeMounts) != 1 || fetch.VolumeMounts[0].Name != "code-0" || fetch.VolumeMounts[0].ReadOnly {
+		t.Errorf("init containers %+v: want fetch-code-0 running %v into code-0", pod.InitContainers, wantArgs)
+	}
+	hasVol := false
+	for _, v := range pod.Volumes {
+		hasVol = hasVol || (v.Name == "code-0" && v.EmptyDir != nil)
+	}
+	if !hasVol {
+		t.Errorf("volumes %+v: no emptyDir code-0", pod.Volumes)
+	}
+
+	failed := &corev1.Pod{Spec: pod, Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: "fetch-code-0",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1,
+			Message: `model data "s3://bucket/src/sourcedir.tar.gz" not found`}}}}}}
+	got := PodFailure(failed, plan.Variants[0])
+	if !strings.Contains(got, `the inference code (SAGEMAKER_SUBMIT_DIRECTORY) of container "Pre" could not be fetched (exit code 1)`) ||
+		!strings.Contains(got, "not found") {
+		t.Errorf("PodFailure = %q", got)
+	}
 }

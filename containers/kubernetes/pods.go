@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -167,6 +168,10 @@ func podFailure(p *corev1.Pod, v spec.VariantPlan, probes map[string]probeNote) 
 			return fmt.Sprintf("image %q (mce's own, which fetches model data) could not be pulled: %s: %s", cs.Image, w.Reason, w.Message)
 		}
 		if t := terminated(cs); t != nil && t.ExitCode != 0 {
+			if idx, ok := strings.CutPrefix(cs.Name, fetchCodePrefix); ok {
+				return fmt.Sprintf("the inference code (%s) of container %q could not be fetched (exit code %d)",
+					containers.SubmitDirEnv, hostnameOfFetch(v, "fetch-"+idx), t.ExitCode) + lastLines(t.Message)
+			}
 			return fmt.Sprintf("model data of container %q could not be fetched (exit code %d)", hostnameOfFetch(v, cs.Name), t.ExitCode) + lastLines(t.Message)
 		}
 	}

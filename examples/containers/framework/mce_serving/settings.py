@@ -4,7 +4,7 @@
 | --- | --- | --- |
 | SAGEMAKER_BIND_TO_PORT | 8080 | the only port the container listens on |
 | SAGEMAKER_PROGRAM | inference.py | the user's module under the code directory |
-| SAGEMAKER_SUBMIT_DIRECTORY | /opt/ml/model/code | the code directory (a local path) |
+| SAGEMAKER_SUBMIT_DIRECTORY | /opt/ml/model/code | the code directory (a local path; a URL is refused) |
 | SAGEMAKER_MODEL_SERVER_WORKERS | CPU count | worker processes (single-model mode) / threads (multi-model) |
 | SAGEMAKER_MODEL_SERVER_TIMEOUT | 60 | seconds a request may take before its worker is replaced |
 | SAGEMAKER_MAX_PAYLOAD_IN_MB | 6 | request body cap in MiB (413 beyond) |
@@ -65,8 +65,14 @@ class Settings:
         self.program = env.get("SAGEMAKER_PROGRAM", "").strip() or "inference.py"
         self.code_dir = env.get("SAGEMAKER_SUBMIT_DIRECTORY", "").strip() or "/opt/ml/model/code"
         if "://" in self.code_dir:
-            # The SDK may give s3://…/sourcedir.tar.gz; nothing is downloaded here.
-            self.code_dir = "/opt/ml/model/code"
+            # The SDK may give s3://…/sourcedir.tar.gz. This container has no
+            # AWS credentials and downloads nothing: mce fetches the archive
+            # on the host, mounts it at /opt/ml/code and sets the variable to
+            # that folder, so a URL here means nobody fetched it.
+            raise SettingsError(
+                "SAGEMAKER_SUBMIT_DIRECTORY=%r: this container does not download code; mce fetches an s3:// "
+                "archive and sets the variable to /opt/ml/code. Elsewhere set it to a folder in the container "
+                "(default /opt/ml/model/code)" % self.code_dir[:200])
         self.model_dir = env.get("MCE_MODEL_DIR", "").strip() or "/opt/ml/model"
         self.workers = _int(env, "SAGEMAKER_MODEL_SERVER_WORKERS", os.cpu_count() or 1, 1, 256)
         self.timeout = _int(env, "SAGEMAKER_MODEL_SERVER_TIMEOUT", 60, 1, 3600)

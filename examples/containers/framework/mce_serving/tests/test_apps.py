@@ -186,9 +186,15 @@ class SettingsTest(unittest.TestCase):
 
     def test_values(self):
         s = Settings({"SAGEMAKER_BIND_TO_PORT": "9001", "SAGEMAKER_MULTI_MODEL": "TRUE", "MCE_MODEL_MEMORY_MB": "64",
-                      "SAGEMAKER_SUBMIT_DIRECTORY": "s3://b/sourcedir.tar.gz", "SAGEMAKER_PROGRAM": "serve.py"})
+                      "SAGEMAKER_SUBMIT_DIRECTORY": "/opt/ml/code", "SAGEMAKER_PROGRAM": "serve.py"})
         self.assertEqual((s.port, s.multi_model, s.memory_budget, s.code_dir, s.program),
-                         (9001, True, 64 << 20, "/opt/ml/model/code", "serve.py"))
+                         (9001, True, 64 << 20, "/opt/ml/code", "serve.py"))
+
+    def test_submit_directory_url_is_refused(self):
+        # mce fetches s3:// code archives itself and passes /opt/ml/code; a URL
+        # reaching the container was fetched by nobody, and is said so.
+        with self.assertRaisesRegex(SettingsError, r"SAGEMAKER_SUBMIT_DIRECTORY='s3://b/sourcedir.tar.gz'.*/opt/ml/code"):
+            Settings({"SAGEMAKER_SUBMIT_DIRECTORY": "s3://b/sourcedir.tar.gz"})
 
     def test_bad(self):
         for env in ({"SAGEMAKER_BIND_TO_PORT": "x"}, {"SAGEMAKER_BIND_TO_PORT": "70000"},
