@@ -55,6 +55,11 @@ type Config struct {
 	// means 10,000; negative disables the cache. Decisions involving custom
 	// Rego are never cached. Every decision is logged, cached or not.
 	DecisionCache int
+	// ExtraConditionKeys are single-valued condition keys, beyond mce's
+	// own (see checkConditionKeys), that the program embedding the
+	// authorizer fills in Input.Context. A policy naming any other key
+	// is refused at load: mce would never set it.
+	ExtraConditionKeys []string
 }
 
 // Authorizer authenticates requests (SigV4) and decides whether a principal
@@ -109,6 +114,13 @@ func (a *Authorizer) build(ctx context.Context) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	extra := make(map[string]bool, len(a.cfg.ExtraConditionKeys))
+	for _, k := range a.cfg.ExtraConditionKeys {
+		extra[strings.ToLower(k)] = true
+	}
+	if err := checkConditionKeys(l.attachedDocs(), extra); err != nil {
+		return nil, err
+	}
 	custom, files, err := loadCustomRego(a.cfg.RegoPaths, false)
 	if err != nil {
 		return nil, err
@@ -140,6 +152,15 @@ func (a *Authorizer) logGeneration(st *state, msg string) {
 // is configured. When false, Authorize allows everything (development
 // mode).
 func (a *Authorizer) Enabled() bool { return a.st.Load().enabled }
+
+// ReadsResourceTags reports whether decisions may depend on the tags of the
+// resource (aws:ResourceTag/<key>, sagemaker:ResourceTag/<key>): an IAM
+// statement names such a key, or custom Rego (which may read any key) is
+// configured. Callers skip looking the tags up when it is false.
+func (a *Authorizer) ReadsResourceTags() bool {
+	st := a.st.Load()
+	return st.enabled && (st.custom > 0 || st.resourceTags)
+}
 
 // Reload reads and compiles the configured files again and, only if that
 // succeeds, puts the new generation in force. On error the old one stays.

@@ -52,6 +52,9 @@ type compiled struct {
 	dateKeys   []string            // … with Date operators
 	statements int
 	custom     int // custom Rego modules
+	// resourceTags: some statement names aws:ResourceTag/… or
+	// sagemaker:ResourceTag/….
+	resourceTags bool
 
 	explainOnce sync.Once
 	explain     rego.PreparedEvalQuery
@@ -116,6 +119,9 @@ func compile(ctx context.Context, l *loaded, custom map[string]*ast.Module, cach
 			}
 			for _, cd := range s.conds {
 				patterns += len(cd.values)
+				if strings.HasPrefix(cd.lkey, "aws:resourcetag/") || strings.HasPrefix(cd.lkey, "sagemaker:resourcetag/") {
+					c.resourceTags = true
+				}
 				switch cd.spec.src {
 				case "n":
 					num[cd.lkey] = true
@@ -238,6 +244,10 @@ func (s *stmt) condData() []any {
 	for i, c := range s.conds {
 		mode := "pos"
 		switch {
+		case c.set == "any" && c.ifExists:
+			mode = "anyie"
+		case c.set != "":
+			mode = c.set
 		case c.spec.t == "null":
 			mode = "null"
 		case c.spec.neg:
@@ -253,7 +263,7 @@ func (s *stmt) condData() []any {
 			}
 			tests[j] = []any{t, v}
 		}
-		cs[i] = map[string]any{"k": c.lkey, "m": mode, "src": c.spec.src, "v": tests}
+		cs[i] = map[string]any{"k": c.lkey, "m": mode, "n": c.spec.neg, "src": c.spec.src, "v": tests}
 	}
 	return cs
 }
