@@ -41,7 +41,8 @@ func authzWithDocs(t testing.TB, docs ...string) *Authorizer {
 		t.Fatal(err)
 	}
 	a, err := Load(context.Background(), Config{PoliciesFile: pf, Now: func() time.Time { return testNow },
-		ExtraConditionKeys: []string{"mce:Count", "mce:Flag"}}) // keys of the operator tests below
+		ExtraConditionKeys: []string{"mce:Count", "mce:Flag"}, // keys of the operator tests below
+		ReloadSettle:       5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

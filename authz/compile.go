@@ -398,14 +398,14 @@ func regoFiles(paths []string, tests bool) ([]string, error) {
 // loadCustomRego parses the user's modules and checks their contract:
 // package mce.custom (or below it); in package mce.custom itself, deny is a
 // set of messages (deny contains msg if …) and allow a boolean.
-func loadCustomRego(paths []string, tests bool) (map[string]*ast.Module, []string, error) {
+func loadCustomRego(rd *readLog, paths []string, tests bool) (map[string]*ast.Module, []string, error) {
 	files, err := regoFiles(paths, tests)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rego: %w", err)
 	}
 	mods := make(map[string]*ast.Module, len(files))
 	for _, f := range files {
-		src, err := readCapped(f, maxRegoFileBytes)
+		src, err := rd.read(f, maxRegoFileBytes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rego: %w", err)
 		}

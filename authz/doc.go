@@ -137,5 +137,10 @@
 // policies off: a file that becomes empty or unreadable, a credentials file
 // left with no access keys, or files that configure no policy any more
 // keep the previous generation (ErrReloadRefused); only a restart can start
-// without policies, and mce serve then checks its listener again.
+// without policies, and mce serve then checks its listener again. A reload
+// applies only files that held still while read: it reads them, waits
+// Config.ReloadSettle and reads them again, and starts over if one changed
+// (a write in progress). Files other than regular files (FIFOs, devices)
+// are refused without blocking. Rewrite a file by renaming a new one over
+// it.
 package authz
