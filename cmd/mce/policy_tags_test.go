@@ -64,4 +64,9 @@ func TestPolicyTagKeys(t *testing.T) {
 	if err := eval("aws:ResourceTag/env=dev", "aws:TagKeys=team"); err != nil {
 		t.Errorf("eval with env=dev and TagKeys team: %v", err)
 	}
+	out, err := runCLI(ctx, "policy", "eval", "--credentials", good, "--access-key-id", "AKIAALICE0000EXAMPLE",
+		"--action", "sagemaker:AddTags", "--endpoint", "ep", "--context", "aws:TagKeys=team", "--context", "aws:TagKeys=owner")
+	if err != nil || !strings.Contains(out, `ForAnyValue:StringEquals aws:TagKeys ["owner"]: request ["team" "owner"] -> true`) {
+		t.Errorf("eval's explanation of aws:TagKeys: %v\n%s", err, out)
+	}
 }
