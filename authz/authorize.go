@@ -13,8 +13,9 @@ import (
 const (
 	maxActionLen    = 256
 	maxResourceLen  = 2048
-	maxContextKeys  = 64
+	maxContextKeys  = 256 // a resource's 50 tags twice (aws: and sagemaker:) and a request's 50
 	maxContextValue = 2048
+	maxMultiValues  = 256 // values of all multi-valued keys together
 )
 
 // Input is one question: may Principal perform Action on Resource?
@@ -27,9 +28,13 @@ type Input struct {
 	// aws:username, aws:PrincipalArn, aws:PrincipalAccount (from Principal;
 	// these cannot be overridden), aws:SourceIp (SourceIP), aws:CurrentTime
 	// and aws:EpochTime (Time).
-	Context  map[string]string
-	SourceIP string    // client address, without port
-	Time     time.Time // request time; zero means now
+	Context map[string]string
+	// MultiContext holds multi-valued condition keys (aws:TagKeys) and
+	// their values; policies test them with ForAnyValue: and
+	// ForAllValues:. A key with no values counts as absent.
+	MultiContext map[string][]string
+	SourceIP     string    // client address, without port
+	Time         time.Time // request time; zero means now
 }
 
 // Decision is the answer.
@@ -221,6 +226,14 @@ func (a *Authorizer) logDecision(level zerolog.Level, in Input, d Decision, cach
 	ctxDict := zerolog.Dict()
 	for _, k := range keys {
 		ctxDict.Str(k, in.Context[k])
+	}
+	keys = keys[:0]
+	for k := range in.MultiContext {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ctxDict.Strs(k, in.MultiContext[k])
 	}
 	e.Str("principal", principal).
 		Str("access_key_id", in.Principal.AccessKeyID).

@@ -40,7 +40,9 @@ func authzWithDocs(t testing.TB, docs ...string) *Authorizer {
 	if err := os.WriteFile(pf, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	a, err := Load(context.Background(), Config{PoliciesFile: pf, Now: func() time.Time { return testNow }})
+	a, err := Load(context.Background(), Config{PoliciesFile: pf, Now: func() time.Time { return testNow },
+		ExtraConditionKeys: []string{"mce:Count", "mce:Flag"}, // keys of the operator tests below
+		ReloadSettle:       5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,22 @@ type Config struct {
 	// means 10,000; negative disables the cache. Decisions involving custom
 	// Rego are never cached. Every decision is logged, cached or not.
 	DecisionCache int
+	// ExtraConditionKeys are single-valued condition keys, beyond mce's
+	// own (see checkConditionKeys), that the program embedding the
+	// authorizer fills in Input.Context. A policy naming any other key
+	// is refused at load: mce would never set it.
+	ExtraConditionKeys []string
+	// ReloadSettle is how long Reload waits, once it has read the files,
+	// before reading them again to check that none changed meanwhile (a
+	// file being written is applied only once complete). Zero means 250
+	// ms. Rewrite files by writing a new file and renaming it over the
+	// old one: a rename is seen whole or not at all.
+	ReloadSettle time.Duration
 }
+
+// reloadAttempts is how many times Reload reads files that keep changing
+// before it gives up (the previous policies stay).
+const reloadAttempts = 5
 
 // Authorizer authenticates requests (SigV4) and decides whether a principal
 // may perform an action on a resource (IAM policies evaluated in embedded
@@ -95,7 +110,7 @@ func Load(ctx context.Context, cfg Config) (*Authorizer, error) {
 	if a.skew <= 0 {
 		a.skew = 15 * time.Minute
 	}
-	st, err := a.build(ctx)
+	st, err := a.build(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -104,12 +119,21 @@ func Load(ctx context.Context, cfg Config) (*Authorizer, error) {
 	return a, nil
 }
 
-func (a *Authorizer) build(ctx context.Context) (*state, error) {
-	l, err := loadFiles(a.cfg.CredentialsFile, a.cfg.PoliciesFile)
+// build reads and compiles a generation; rd, when not nil, records what
+// was read.
+func (a *Authorizer) build(ctx context.Context, rd *readLog) (*state, error) {
+	l, err := loadFiles(rd, a.cfg.CredentialsFile, a.cfg.PoliciesFile)
 	if err != nil {
 		return nil, err
 	}
-	custom, files, err := loadCustomRego(a.cfg.RegoPaths, false)
+	extra := make(map[string]bool, len(a.cfg.ExtraConditionKeys))
+	for _, k := range a.cfg.ExtraConditionKeys {
+		extra[strings.ToLower(k)] = true
+	}
+	if err := checkConditionKeys(l.attachedDocs(), extra); err != nil {
+		return nil, err
+	}
+	custom, files, err := loadCustomRego(rd, a.cfg.RegoPaths, false)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +165,15 @@ func (a *Authorizer) logGeneration(st *state, msg string) {
 // mode).
 func (a *Authorizer) Enabled() bool { return a.st.Load().enabled }
 
+// ReadsResourceTags reports whether decisions may depend on the tags of the
+// resource (aws:ResourceTag/<key>, sagemaker:ResourceTag/<key>): an IAM
+// statement names such a key, or custom Rego (which may read any key) is
+// configured. Callers skip looking the tags up when it is false.
+func (a *Authorizer) ReadsResourceTags() bool {
+	st := a.st.Load()
+	return st.enabled && (st.custom > 0 || st.resourceTags)
+}
+
 // Reload reads and compiles the configured files again and, only if that
 // succeeds, puts the new generation in force. On error the old one stays.
 //
@@ -153,7 +186,7 @@ func (a *Authorizer) Enabled() bool { return a.st.Load().enabled }
 func (a *Authorizer) Reload(ctx context.Context) error {
 	a.reloadMu.Lock()
 	defer a.reloadMu.Unlock()
-	st, err := a.build(ctx)
+	st, err := a.buildSettled(ctx)
 	if err == nil {
 		err = a.weakens(a.st.Load(), st)
 	}
@@ -164,6 +197,34 @@ func (a *Authorizer) Reload(ctx context.Context) error {
 	a.st.Store(st)
 	a.logGeneration(st, "authz policies reloaded")
 	return nil
+}
+
+// buildSettled builds a generation from files that held still while they
+// were read: after reading, it waits ReloadSettle and reads every file
+// again; if one changed (a write in progress: valid YAML that stops before
+// a Deny is the danger), it starts over, up to reloadAttempts times.
+func (a *Authorizer) buildSettled(ctx context.Context) (*state, error) {
+	settle := a.cfg.ReloadSettle
+	if settle <= 0 {
+		settle = 250 * time.Millisecond
+	}
+	changed := ""
+	for range reloadAttempts {
+		rd := &readLog{}
+		st, err := a.build(ctx, rd)
+		t := time.NewTimer(settle)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		if changed = rd.changed(); changed == "" {
+			return st, err
+		}
+		a.log.Info().Str("file", changed).Msg("authz policy file changed while being read; reading it again")
+	}
+	return nil, fmt.Errorf("%s kept changing while being read (%d tries); write the new file elsewhere and rename it into place", changed, reloadAttempts)
 }
 
 // weakens says why a new generation may not replace old: it would disable

@@ -52,6 +52,9 @@ type compiled struct {
 	dateKeys   []string            // … with Date operators
 	statements int
 	custom     int // custom Rego modules
+	// resourceTags: some statement names aws:ResourceTag/… or
+	// sagemaker:ResourceTag/….
+	resourceTags bool
 
 	explainOnce sync.Once
 	explain     rego.PreparedEvalQuery
@@ -116,6 +119,9 @@ func compile(ctx context.Context, l *loaded, custom map[string]*ast.Module, cach
 			}
 			for _, cd := range s.conds {
 				patterns += len(cd.values)
+				if strings.HasPrefix(cd.lkey, "aws:resourcetag/") || strings.HasPrefix(cd.lkey, "sagemaker:resourcetag/") {
+					c.resourceTags = true
+				}
 				switch cd.spec.src {
 				case "n":
 					num[cd.lkey] = true
@@ -238,6 +244,10 @@ func (s *stmt) condData() []any {
 	for i, c := range s.conds {
 		mode := "pos"
 		switch {
+		case c.set == "any" && c.ifExists:
+			mode = "anyie"
+		case c.set != "":
+			mode = c.set
 		case c.spec.t == "null":
 			mode = "null"
 		case c.spec.neg:
@@ -253,7 +263,7 @@ func (s *stmt) condData() []any {
 			}
 			tests[j] = []any{t, v}
 		}
-		cs[i] = map[string]any{"k": c.lkey, "m": mode, "src": c.spec.src, "v": tests}
+		cs[i] = map[string]any{"k": c.lkey, "m": mode, "n": c.spec.neg, "src": c.spec.src, "v": tests}
 	}
 	return cs
 }
@@ -388,14 +398,14 @@ func regoFiles(paths []string, tests bool) ([]string, error) {
 // loadCustomRego parses the user's modules and checks their contract:
 // package mce.custom (or below it); in package mce.custom itself, deny is a
 // set of messages (deny contains msg if …) and allow a boolean.
-func loadCustomRego(paths []string, tests bool) (map[string]*ast.Module, []string, error) {
+func loadCustomRego(rd *readLog, paths []string, tests bool) (map[string]*ast.Module, []string, error) {
 	files, err := regoFiles(paths, tests)
 	if err != nil {
 		return nil, nil, fmt.Errorf("rego: %w", err)
 	}
 	mods := make(map[string]*ast.Module, len(files))
 	for _, f := range files {
-		src, err := readCapped(f, maxRegoFileBytes)
+		src, err := rd.read(f, maxRegoFileBytes)
 		if err != nil {
 			return nil, nil, fmt.Errorf("rego: %w", err)
 		}

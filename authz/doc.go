@@ -15,7 +15,14 @@
 // sagemaker:TargetContainerHostname). Control-plane calls are authorized as
 // ControlPlaneAction(X-Amz-Target) on the ARN of the named resource. mce adds
 // aws:username, aws:PrincipalArn, aws:PrincipalAccount, aws:SourceIp,
-// aws:CurrentTime and aws:EpochTime.
+// aws:CurrentTime and aws:EpochTime. The host adds the tags of the resource
+// the ARN names (model, endpoint configuration or endpoint, InvokeEndpoint
+// included) as aws:ResourceTag/<key> and sagemaker:ResourceTag/<key>, and
+// the tags a request carries (CreateX with Tags, AddTags) as
+// aws:RequestTag/<key>, with their keys (and DeleteTags' TagKeys) in the
+// multi-valued aws:TagKeys. A policy naming any other condition key is
+// refused at load (IAM would treat a key that is never set as absent, so a
+// Deny on it would never apply).
 //
 // # Credentials file (YAML or JSON)
 //
@@ -66,10 +73,14 @@
 // values of one key OR together (NOR for negated operators); several keys
 // and operators AND. A key the request lacks makes an operator false,
 // except negated operators and …IfExists (true) and Null. Condition key
-// names are case-insensitive, values case-sensitive. Explicit Deny beats
-// Allow; no Allow is an implicit deny. Not supported (load-time errors):
-// ForAnyValue:/ForAllValues: (mce's keys are single-valued), policy
-// variables (${…}), Principal/NotPrincipal (identity policies have none).
+// names are case-insensitive (the tag key of aws:ResourceTag/<key> too),
+// values case-sensitive. The multi-valued aws:TagKeys takes the set
+// operators ForAnyValue: (some value passes; absent: false) and
+// ForAllValues: (every value passes; absent: true) with the String and Arn
+// operators, or Null; single-valued keys take the plain operators only.
+// Explicit Deny beats Allow; no Allow is an implicit deny. Not supported
+// (load-time errors): condition keys mce never sets, policy variables
+// (${…}), Principal/NotPrincipal (identity policies have none).
 //
 // # Custom Rego
 //
@@ -81,7 +92,8 @@
 //	input.action      "sagemaker:InvokeEndpoint"
 //	input.resource    "arn:aws:sagemaker:us-east-1:123456789012:endpoint/ep"
 //	input.context     condition keys, LOWER-CASED, → string values
-//	                  (e.g. input.context["sagemaker:targetmodel"])
+//	                  (e.g. input.context["sagemaker:targetmodel"]);
+//	                  multi-valued keys (aws:tagkeys) → arrays of strings
 //	input.source_ip   "127.0.0.1" or ""
 //	input.time        RFC 3339
 //	input.iam         the IAM result: {"allowed", "explicit_deny",
@@ -125,5 +137,10 @@
 // policies off: a file that becomes empty or unreadable, a credentials file
 // left with no access keys, or files that configure no policy any more
 // keep the previous generation (ErrReloadRefused); only a restart can start
-// without policies, and mce serve then checks its listener again.
+// without policies, and mce serve then checks its listener again. A reload
+// applies only files that held still while read: it reads them, waits
+// Config.ReloadSettle and reads them again, and starts over if one changed
+// (a write in progress). Files other than regular files (FIFOs, devices)
+// are refused without blocking. Rewrite a file by renaming a new one over
+// it.
 package authz

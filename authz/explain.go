@@ -34,8 +34,11 @@ type ConditionResult struct {
 	Key      string
 	Values   []string
 	Request  string // the request's value; "" with Present false when absent
-	Present  bool
-	Result   bool
+	// RequestValues are the values of a multi-valued key (aws:TagKeys);
+	// Present is false when there are none.
+	RequestValues []string `json:",omitempty"`
+	Present       bool
+	Result        bool
 }
 
 // Explain evaluates in like Authorize (without logging) and reports, for
@@ -92,6 +95,11 @@ func (a *Authorizer) Explain(ctx context.Context, in Input) (Explanation, error)
 		for j, c := range s.conds {
 			cr := ConditionResult{Operator: c.op, Key: c.key, Values: c.values}
 			cr.Request, cr.Present = requestValue(in, c.lkey, lc)
+			for k, vs := range in.MultiContext {
+				if strings.EqualFold(k, c.key) && len(vs) > 0 {
+					cr.RequestValues, cr.Present = append(cr.RequestValues, vs...), true
+				}
+			}
 			if j < len(conds) {
 				cr.Result, _ = conds[j].(bool)
 			}
@@ -162,7 +170,10 @@ func (ex Explanation) WriteText(w io.Writer) error {
 		b.WriteString("\n")
 		for _, c := range s.Conditions {
 			req := "absent"
-			if c.Present {
+			switch {
+			case len(c.RequestValues) > 0:
+				req = fmt.Sprintf("%q", c.RequestValues)
+			case c.Present:
 				req = fmt.Sprintf("%q", c.Request)
 			}
 			fmt.Fprintf(&b, "        %s %s %q: request %s -> %t\n", c.Operator, c.Key, c.Values, req, c.Result)

@@ -2,12 +2,14 @@ package authz
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -60,13 +62,29 @@ type policiesFile struct {
 	Attach   map[string][]string  `yaml:"Attach"`
 }
 
-// readCapped reads a whole file of at most limit bytes.
+// readCapped reads a whole regular file of at most limit bytes. Anything
+// else (a FIFO, a device, a directory) is refused without waiting: the file
+// is opened non-blocking (opening a FIFO that has no writer would block the
+// reloader for good) and checked again once open, in case it was swapped
+// in between.
 func readCapped(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, notRegular(path, fi.Mode())
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
@@ -75,6 +93,43 @@ func readCapped(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, limit)
 	}
 	return b, nil
+}
+
+func notRegular(path string, m os.FileMode) error {
+	return fmt.Errorf("%s: not a regular file (%v): mce reads policies and credentials from regular files only", path, m.Type())
+}
+
+// readLog reads files and remembers what it read, so that a reload can
+// check, after a short wait, that every file still holds what was parsed
+// (a file being written when it was read is not applied). A nil *readLog
+// only reads.
+type readLog struct {
+	sums []fileSum
+}
+
+type fileSum struct {
+	path  string
+	limit int64
+	sum   [sha256.Size]byte
+}
+
+func (r *readLog) read(path string, limit int64) ([]byte, error) {
+	b, err := readCapped(path, limit)
+	if err == nil && r != nil {
+		r.sums = append(r.sums, fileSum{path, limit, sha256.Sum256(b)})
+	}
+	return b, err
+}
+
+// changed names a file read that no longer holds what was read, or "".
+func (r *readLog) changed() string {
+	for _, f := range r.sums {
+		b, err := readCapped(f.path, f.limit)
+		if err != nil || sha256.Sum256(b) != f.sum {
+			return f.path
+		}
+	}
+	return ""
 }
 
 // decodeYAMLStrict decodes YAML or JSON into v, refusing unknown fields.
@@ -97,14 +152,14 @@ func decodeYAMLStrict(path string, data []byte, v any) (empty bool, err error) {
 
 // loadFiles reads the credentials file and the policies file (either may be
 // ""), and every policy document they reference.
-func loadFiles(credPath, polPath string) (*loaded, error) {
+func loadFiles(rd *readLog, credPath, polPath string) (*loaded, error) {
 	l := &loaded{keys: map[string]*credential{}, byARN: map[string][]*policyDoc{}}
 	docs := map[string]*policyDoc{} // by file path, so one file is parsed once
 	readDoc := func(path, name string) (*policyDoc, error) {
 		if d, ok := docs[path]; ok {
 			return d, nil
 		}
-		data, err := readCapped(path, maxPolicyBytes)
+		data, err := rd.read(path, maxPolicyBytes)
 		if err != nil {
 			return nil, fmt.Errorf("policy %q: %w", name, err)
 		}
@@ -121,7 +176,7 @@ func loadFiles(credPath, polPath string) (*loaded, error) {
 	named := map[string]*policyDoc{}
 	var attach map[string][]string
 	if polPath != "" {
-		data, err := readCapped(polPath, maxConfigFileBytes)
+		data, err := rd.read(polPath, maxConfigFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("policies file: %w", err)
 		}
@@ -176,7 +231,7 @@ func loadFiles(credPath, polPath string) (*loaded, error) {
 	}
 
 	if credPath != "" {
-		data, err := readCapped(credPath, maxConfigFileBytes)
+		data, err := rd.read(credPath, maxConfigFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("credentials file: %w", err)
 		}

@@ -15,7 +15,7 @@ const (
 	maxStatements      = 1000
 	maxElementValues   = 1000
 	maxValueLen        = 2048
-	maxConditionKeyLen = 128
+	maxConditionKeyLen = 256 // "sagemaker:ResourceTag/" and a tag key of up to 128
 )
 
 // policyDoc is one IAM identity-based policy, validated.
@@ -44,7 +44,9 @@ type stmt struct {
 // evaluator.
 type cond struct {
 	op       string // as written, e.g. "StringLikeIfExists"
+	set      string // "any" (ForAnyValue:), "all" (ForAllValues:) or "" (single-valued)
 	key      string // as written
+	line     int
 	lkey     string // lower-cased (condition keys are case-insensitive)
 	values   []string
 	ifExists bool
@@ -336,13 +338,20 @@ func parseConditions(n *node, fail failFunc) ([]*cond, error) {
 	var out []*cond
 	for i, op := range n.keys {
 		block := n.vals[i]
-		if strings.HasPrefix(op, "ForAnyValue:") || strings.HasPrefix(op, "ForAllValues:") {
-			return nil, fail(block, "condition operator %q: the set operators ForAnyValue:/ForAllValues: are not supported (mce's condition keys are single-valued); use the plain operator", op)
+		setOp := ""
+		base := op
+		if b, ok := strings.CutPrefix(op, "ForAnyValue:"); ok {
+			setOp, base = "any", b
+		} else if b, ok := strings.CutPrefix(op, "ForAllValues:"); ok {
+			setOp, base = "all", b
 		}
-		base, ifExists := strings.CutSuffix(op, "IfExists")
+		base, ifExists := strings.CutSuffix(base, "IfExists")
 		spec, ok := lookupOp(base)
 		if !ok {
 			return nil, fail(block, "unknown condition operator %q", op)
+		}
+		if setOp != "" && (spec.src != "s" || spec.t == "ip" || spec.t == "null" || base == "Bool") {
+			return nil, fail(block, "condition operator %q: mce applies ForAnyValue:/ForAllValues: to the String and Arn operators only", op)
 		}
 		if ifExists && spec.t == "null" {
 			return nil, fail(block, "condition operator %q: Null has no IfExists form", op)
@@ -359,7 +368,7 @@ func parseConditions(n *node, fail failFunc) ([]*cond, error) {
 			if err != nil {
 				return nil, fail(vn, "%s %s: %v", op, key, err)
 			}
-			c := &cond{op: op, key: key, lkey: strings.ToLower(key), values: vals, ifExists: ifExists, spec: spec}
+			c := &cond{op: op, set: setOp, key: key, lkey: strings.ToLower(key), line: vn.line, values: vals, ifExists: ifExists, spec: spec}
 			if err := c.normalize(); err != nil {
 				return nil, fail(vn, "%s %s: %v", op, key, err)
 			}

@@ -35,8 +35,9 @@ func TestPolicyValidation(t *testing.T) {
 		{"action not string", `{"Statement": {"Effect": "Allow", "Action": [1], "Resource": "*"}}`, "want strings"},
 		{"duplicate sid", `{"Statement": [{"Sid": "A", "Effect": "Allow", "Action": "*", "Resource": "*"}, {"Sid": "A", "Effect": "Deny", "Action": "*", "Resource": "*"}]}`, `duplicate Sid "A"`},
 		{"unknown operator", "{\"Statement\": {\"Sid\": \"S1\", \"Effect\": \"Allow\", \"Action\": \"*\", \"Resource\": \"*\",\n \"Condition\": {\n  \"StringLikee\": {\"sagemaker:TargetModel\": \"a\"}}}}", `p.json:3: policy "p": statement 1 (Sid "S1"): unknown condition operator "StringLikee"`},
-		{"ForAnyValue", `{"Statement": {"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"ForAnyValue:StringLike": {"aws:TagKeys": "a"}}}}`, "ForAnyValue:/ForAllValues: are not supported"},
-		{"ForAllValues", `{"Statement": {"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"ForAllValues:StringEquals": {"aws:TagKeys": "a"}}}}`, "not supported"},
+		{"ForAnyValue numeric", `{"Statement": {"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"ForAnyValue:NumericLessThan": {"aws:TagKeys": "1"}}}}`, "to the String and Arn operators only"},
+		{"ForAllValues Null", `{"Statement": {"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"ForAllValues:Null": {"aws:TagKeys": "true"}}}}`, "to the String and Arn operators only"},
+		{"ForAnyValue unknown", `{"Statement": {"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"ForAnyValue:StringLikeX": {"aws:TagKeys": "a"}}}}`, "unknown condition operator"},
 		{"NullIfExists", `{"Statement": {"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"NullIfExists": {"a:b": "true"}}}}`, "Null has no IfExists form"},
 		{"Null value", `{"Statement": {"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"Null": {"a:b": "yes"}}}}`, "Null takes true or false"},
 		{"bad ip", `{"Statement": {"Effect": "Allow", "Action": "*", "Resource": "*", "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/33"}}}}`, "IPv4 or IPv6"},
@@ -112,6 +113,22 @@ func TestLoadErrors(t *testing.T) {
 		{"missing policy file", map[string]string{
 			"pol.yaml": "Policies:\n  a: missing.json\n",
 		}, func(d string) Config { return Config{PoliciesFile: filepath.Join(d, "pol.yaml")} }, "missing.json: no such file"},
+		{"condition key mce never sets", map[string]string{
+			"pol.yaml": "Policies:\n  p: p.json\nAttach:\n  '*': [p]\n",
+			"p.json":   "{\"Statement\": {\"Effect\": \"Deny\", \"Action\": \"*\", \"Resource\": \"*\",\n\"Condition\": {\"StringEquals\":\n {\"aws:PrincipalTag/team\": \"x\"}}}}",
+		}, func(d string) Config { return Config{PoliciesFile: filepath.Join(d, "pol.yaml")} }, `p.json:3: policy "p": statement p:statement[1]: condition key "aws:PrincipalTag/team": mce cannot evaluate it`},
+		{"condition key mce never sets, inline in credentials", map[string]string{
+			"creds.yaml": "Credentials:\n  - AccessKeyId: A\n    SecretAccessKey: s\n    Arn: arn:aws:iam::1:user/a\n    Policies:\n      - Name: x\n        Document:\n          Statement:\n            Effect: Deny\n            Action: '*'\n            Resource: '*'\n            Condition: {Bool: {aws:SecureTransport: 'false'}}\n",
+		}, func(d string) Config { return Config{CredentialsFile: filepath.Join(d, "creds.yaml")} }, `creds.yaml:12: policy "x": statement x:statement[1]: condition key "aws:SecureTransport": mce cannot evaluate it`},
+		{"a tag prefix without a tag key", map[string]string{
+			"creds.yaml": "Credentials:\n  - AccessKeyId: A\n    SecretAccessKey: s\n    Arn: arn:aws:iam::1:user/a\n    Policies:\n      - {Statement: {Effect: Deny, Action: '*', Resource: '*', Condition: {StringEquals: {'aws:ResourceTag/': x}}}}\n",
+		}, func(d string) Config { return Config{CredentialsFile: filepath.Join(d, "creds.yaml")} }, `condition key "aws:ResourceTag/": mce cannot evaluate it`},
+		{"plain operator on aws:TagKeys", map[string]string{
+			"creds.yaml": "Credentials:\n  - AccessKeyId: A\n    SecretAccessKey: s\n    Arn: arn:aws:iam::1:user/a\n    Policies:\n      - {Statement: {Effect: Deny, Action: '*', Resource: '*', Condition: {StringEquals: {'aws:TagKeys': x}}}}\n",
+		}, func(d string) Config { return Config{CredentialsFile: filepath.Join(d, "creds.yaml")} }, `condition key "aws:TagKeys" is multi-valued: use ForAnyValue:StringEquals or ForAllValues:StringEquals`},
+		{"set operator on a single-valued key", map[string]string{
+			"creds.yaml": "Credentials:\n  - AccessKeyId: A\n    SecretAccessKey: s\n    Arn: arn:aws:iam::1:user/a\n    Policies:\n      - {Statement: {Effect: Deny, Action: '*', Resource: '*', Condition: {'ForAnyValue:StringEquals': {'aws:ResourceTag/env': x}}}}\n",
+		}, func(d string) Config { return Config{CredentialsFile: filepath.Join(d, "creds.yaml")} }, `condition key "aws:ResourceTag/env" is single-valued: use the plain operator, not ForAnyValue:StringEquals`},
 		{"rego syntax", map[string]string{
 			"r/bad.rego": "package mce.custom\n\ndeny contains msg if {\n  msg := \n}\n",
 		}, func(d string) Config { return Config{RegoPaths: []string{filepath.Join(d, "r")}} }, "bad.rego:5: unexpected } token"},

@@ -28,7 +28,7 @@ func (s TestSummary) OK() bool {
 // The embedded IAM modules are loaded too, so tests may query
 // data.mce.iam and data.mce.authz (supplying data.mce.sets with `with`).
 func RunRegoTests(ctx context.Context, paths []string, w io.Writer) (TestSummary, error) {
-	custom, _, err := loadCustomRego(paths, true)
+	custom, _, err := loadCustomRego(nil, paths, true)
 	if err != nil {
 		return TestSummary{}, err
 	}

@@ -14,9 +14,10 @@ import (
 // request is an Input validated and normalized for evaluation.
 type request struct {
 	in       Input
-	set      string            // data.mce.sets key of the principal
-	action   string            // lower-cased
-	lc       map[string]string // condition keys, lower-cased, with mce's aws:* keys
+	set      string              // data.mce.sets key of the principal
+	action   string              // lower-cased
+	lc       map[string]string   // condition keys, lower-cased, with mce's aws:* keys
+	lm       map[string][]string // multi-valued condition keys, lower-cased; none empty
 	t        time.Time
 	num      [][2]*ast.Term
 	date     [][2]*ast.Term
@@ -30,7 +31,7 @@ func (a *Authorizer) request(st *state, in Input) (*request, error) {
 		return nil, errorf("action must be 1 to %d bytes", maxActionLen)
 	case in.Resource == "" || len(in.Resource) > maxResourceLen:
 		return nil, errorf("resource must be 1 to %d bytes", maxResourceLen)
-	case len(in.Context) > maxContextKeys:
+	case len(in.Context)+len(in.MultiContext) > maxContextKeys:
 		return nil, errorf("more than %d context keys", maxContextKeys)
 	}
 	r := &request{in: in, set: st.setFor(in.Principal), action: strings.ToLower(in.Action), t: in.Time}
@@ -80,6 +81,31 @@ func (a *Authorizer) request(st *state, in Input) (*request, error) {
 	}
 	r.lc = lc
 	r.sourceIP = lc["aws:sourceip"]
+	n := 0
+	for k, vs := range in.MultiContext {
+		if len(k) > maxConditionKeyLen {
+			return nil, errorf("context key %.64q: key too long", k)
+		}
+		if n += len(vs); n > maxMultiValues {
+			return nil, errorf("more than %d values of multi-valued context keys", maxMultiValues)
+		}
+		for _, v := range vs {
+			if len(v) > maxContextValue {
+				return nil, errorf("context key %.64q: value too long", k)
+			}
+		}
+		if len(vs) == 0 {
+			continue
+		}
+		lk := strings.ToLower(k)
+		if _, ok := lc[lk]; ok {
+			return nil, errorf("context key %.64q given both single- and multi-valued", k)
+		}
+		if r.lm == nil {
+			r.lm = make(map[string][]string, len(in.MultiContext))
+		}
+		r.lm[lk] = append(r.lm[lk], vs...)
+	}
 
 	for _, k := range st.numKeys {
 		if v, ok := lc[k]; ok {
@@ -100,9 +126,19 @@ func (a *Authorizer) request(st *state, in Input) (*request, error) {
 
 // ast is the typed Rego input (its public fields are documented in doc.go).
 func (r *request) ast() ast.Value {
-	ctxKV := make([][2]*ast.Term, 0, len(r.lc))
+	ctxKV := make([][2]*ast.Term, 0, len(r.lc)+len(r.lm))
 	for k, v := range r.lc {
 		ctxKV = append(ctxKV, [2]*ast.Term{ast.StringTerm(k), ast.StringTerm(v)})
+	}
+	multiKV := make([][2]*ast.Term, 0, len(r.lm))
+	for k, vs := range r.lm {
+		terms := make([]*ast.Term, len(vs))
+		for i, v := range vs {
+			terms[i] = ast.StringTerm(v)
+		}
+		arr := ast.NewTerm(ast.NewArray(terms...))
+		ctxKV = append(ctxKV, [2]*ast.Term{ast.StringTerm(k), arr})
+		multiKV = append(multiKV, [2]*ast.Term{ast.StringTerm(k), arr})
 	}
 	p := r.in.Principal
 	principal := ast.NewObject(
@@ -119,6 +155,7 @@ func (r *request) ast() ast.Value {
 			[2]*ast.Term{ast.StringTerm("s"), context},
 			[2]*ast.Term{ast.StringTerm("n"), ast.NewTerm(ast.NewObject(r.num...))},
 			[2]*ast.Term{ast.StringTerm("d"), ast.NewTerm(ast.NewObject(r.date...))},
+			[2]*ast.Term{ast.StringTerm("m"), ast.NewTerm(ast.NewObject(multiKV...))},
 		))},
 	)
 	return ast.NewObject(
@@ -149,6 +186,13 @@ func (c *compiled) cacheKey(r *request) string {
 		if v, ok := r.lc[k]; ok {
 			b.WriteByte(1)
 			b.WriteString(v)
+		} else if vs, ok := r.lm[k]; ok {
+			b.WriteByte(3)
+			for _, v := range vs { // length-prefixed: values may hold any byte
+				b.WriteString(strconv.Itoa(len(v)))
+				b.WriteByte(':')
+				b.WriteString(v)
+			}
 		} else {
 			b.WriteByte(2)
 		}

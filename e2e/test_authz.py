@@ -18,6 +18,8 @@ AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY of each process, or
   SageMaker's message; a wrong secret gives InvalidSignatureException, an
   unknown key UnrecognizedClientException;
 - the control plane: who may and who may not create and delete;
+- tag conditions: a model tagged protected=true cannot be deleted
+  (aws:ResourceTag/protected) until the tag is removed;
 - SIGHUP: a broken credentials or policy file leaves the previous policies in
   force; the fixed file is in force after the next SIGHUP (--pid, --log).
 
@@ -459,6 +461,24 @@ def lifecycle(cl, ck):
     ck.ok("ops DeleteModel -> allowed", r.ok, "" if r.ok else repr(r))
 
 
+def protected_tag(cl, ck):
+    """Tag conditions: keep-protected denies deleting what is tagged protected=true
+    (aws:ResourceTag/protected), so ops must remove the tag before deleting."""
+    model = cl.prefix + "-protected"
+    r = cl.call("ops", "CreateModel", ModelName=model, ExecutionRoleArn=ROLE,
+                PrimaryContainer={"Image": "mce-example/probe:latest"}, Tags=[{"Key": "protected", "Value": "true"}])
+    if not ck.ok("ops CreateModel %s tagged protected=true -> allowed" % model, r.ok, "" if r.ok else repr(r)):
+        return
+    ck.denied("ops DeleteModel %s (tagged protected=true)" % model, cl.call("ops", "DeleteModel", ModelName=model),
+              "ops", "sagemaker:DeleteModel", arn("model", model), True)
+    r = cl.call("ops", "DescribeModel", ModelName=model.upper())
+    ck.ok("ops DescribeModel %s -> allowed (the Deny names deletes only)" % model.upper(), r.ok, "" if r.ok else repr(r))
+    r = cl.call("ops", "DeleteTags", ResourceArn=arn("model", model), TagKeys=["protected"])
+    ck.ok("ops DeleteTags protected -> allowed", r.ok, "" if r.ok else repr(r))
+    r = cl.call("ops", "DeleteModel", ModelName=model)
+    ck.ok("ops DeleteModel %s once untagged -> allowed" % model, r.ok, "" if r.ok else repr(r))
+
+
 # ---------------------------------------------------------------- SIGHUP
 
 class Reloads:
@@ -616,7 +636,7 @@ def main():
             print("\n".join(ck.lines), flush=True)
         passed, failed = passed + ck.passed, failed + ck.failed
 
-    checks = runtime_checks() + control_checks() + [("lifecycle", lifecycle)]
+    checks = runtime_checks() + control_checks() + [("protected tag", protected_tag), ("lifecycle", lifecycle)]
     with tempfile.TemporaryDirectory(prefix="mce-e2e-authz-") as tmp:
         boto, cli = Boto(args.url), Cli(args.url, tmp)
         # The lifecycle (the longest) first, then the single calls; boto3 in

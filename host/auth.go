@@ -4,9 +4,11 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/spec"
 )
 
 // authorize authenticates the request (SigV4, or anonymous when unsigned)
@@ -47,11 +49,75 @@ func authError(err error) *APIError {
 // decide asks the policies whether principal p may perform action on
 // resource; nil means go ahead.
 func (s *Server) decide(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys map[string]string) *APIError {
+	return s.decideWith(ctx, r, p, action, resource, requestKeys{single: keys})
+}
+
+// requestKeys are the condition keys a request carries: single-valued
+// (sagemaker:TargetModel, aws:RequestTag/<key>) and multi-valued
+// (aws:TagKeys).
+type requestKeys struct {
+	single map[string]string
+	multi  map[string][]string
+}
+
+// tagKeys are the condition keys of the tags a request carries (CreateX
+// with Tags, AddTags): aws:RequestTag/<key> for each and aws:TagKeys.
+func tagKeys(tags []spec.Tag) requestKeys {
+	if len(tags) == 0 {
+		return requestKeys{}
+	}
+	k := requestKeys{single: make(map[string]string, len(tags)), multi: map[string][]string{}}
+	addTagKeys(k.single, authz.KeyRequestTagPrefix, tags)
+	for _, t := range tags {
+		k.multi[authz.KeyTagKeys] = append(k.multi[authz.KeyTagKeys], t.Key)
+	}
+	return k
+}
+
+// addTagKeys sets prefix+key to each tag's value. IAM compares the tag key
+// of aws:ResourceTag/<key> case-insensitively; of tags whose keys differ
+// only in case, the first counts.
+func addTagKeys(m map[string]string, prefix string, tags []spec.Tag) {
+	seen := make(map[string]bool, len(tags))
+	for _, t := range tags {
+		lk := strings.ToLower(t.Key)
+		if seen[lk] {
+			continue
+		}
+		seen[lk] = true
+		m[prefix+t.Key] = t.Value
+	}
+}
+
+// decideWith is decide with every kind of request key. When a policy can
+// read them, the tags of the resource that resource names (a model,
+// endpoint configuration or endpoint of this host, InvokeEndpoint's
+// included) become aws:ResourceTag/<key> and sagemaker:ResourceTag/<key>;
+// a Create call's resource does not exist yet and has none.
+func (s *Server) decideWith(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys) *APIError {
 	a := s.cfg.Authz
 	if a == nil || !a.Enabled() {
 		return nil
 	}
-	in := authz.Input{Principal: p, Action: action, Resource: resource, Context: keys, SourceIP: sourceIP(r), Time: time.Now()}
+	single := keys.single
+	if a.ReadsResourceTags() && !strings.HasPrefix(action, "sagemaker:Create") {
+		if kind, name, ok := s.parseResourceARN(resource); ok {
+			tags, _, err := s.tagsOf(kind, name)
+			if err != nil { // fail closed: the decision may depend on them
+				return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure,
+					Message: "mce could not read the resource's tags to authorize the request.", err: err}
+			}
+			if len(tags) > 0 {
+				single = make(map[string]string, len(keys.single)+2*len(tags))
+				for k, v := range keys.single {
+					single[k] = v
+				}
+				addTagKeys(single, authz.KeyResourceTagPrefix, tags)
+				addTagKeys(single, authz.KeySageMakerResourceTagPrefix, tags)
+			}
+		}
+	}
+	in := authz.Input{Principal: p, Action: action, Resource: resource, Context: single, MultiContext: keys.multi, SourceIP: sourceIP(r), Time: time.Now()}
 	d, err := a.Authorize(ctx, in)
 	if err != nil || !d.Allowed {
 		return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: d.DeniedMessage(in), err: err}

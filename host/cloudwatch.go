@@ -126,6 +126,7 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 			"The specified log group does not exist (mce has the log groups %s<EndpointName> of its endpoints).", logGroupPrefix))
 		return nil
 	}
+	ep, endpoint := s.logEndpoint(endpoint)
 	if e := accessOf(c); e != nil {
 		e.Endpoint = endpoint
 	}
@@ -153,7 +154,7 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 		}
 		limit = *in.Limit
 	}
-	streams, api := s.logStreams(endpoint)
+	streams, api := s.logStreams(ep, endpoint)
 	if api != nil {
 		writeError(w, api)
 		return nil
@@ -161,7 +162,7 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	var out any
 	switch op {
 	case "DescribeLogStreams":
-		out, api = s.describeLogStreams(endpoint, streams, in, limit)
+		out, api = s.describeLogStreams(ep, endpoint, streams, in, limit)
 	case "FilterLogEvents":
 		out, api = filterLogEvents(r.Context(), streams, in, limit)
 	case "GetLogEvents":
@@ -190,8 +191,7 @@ type logStream struct {
 
 // logStreams lists an endpoint's log streams: none while it has no running
 // containers; ResourceNotFound for an unknown endpoint.
-func (s *Server) logStreams(endpoint string) ([]logStream, *APIError) {
-	e := s.reg.get(endpoint)
+func (s *Server) logStreams(e *Endpoint, endpoint string) ([]logStream, *APIError) {
 	if e == nil {
 		return nil, logsError(http.StatusBadRequest, codeLogsResourceNotFound, "The specified log group does not exist: mce has no endpoint %s.", endpoint)
 	}
@@ -214,7 +214,7 @@ func (s *Server) logStreams(endpoint string) ([]logStream, *APIError) {
 	return out, nil
 }
 
-func (s *Server) describeLogStreams(endpoint string, streams []logStream, in logsInput, limit int) (any, *APIError) {
+func (s *Server) describeLogStreams(e *Endpoint, endpoint string, streams []logStream, in logsInput, limit int) (any, *APIError) {
 	if in.OrderBy != nil && *in.OrderBy != "LogStreamName" {
 		return nil, logsError(http.StatusBadRequest, codeInvalidParameter, "mce orders log streams by LogStreamName only.")
 	}
@@ -224,7 +224,7 @@ func (s *Server) describeLogStreams(endpoint string, streams []logStream, in log
 		CreationTime int64  `json:"creationTime"`
 	}
 	created := int64(0)
-	if e := s.reg.get(endpoint); e != nil {
+	if e != nil {
 		e.mu.Lock()
 		created = e.rec.Created.UnixMilli()
 		e.mu.Unlock()
@@ -381,7 +381,6 @@ func filterLogEvents(ctx context.Context, streams []logStream, in logsInput, lim
 	}
 	var all []*logsEvent
 	var seen []searched
-	more := false
 	for _, st := range streams {
 		if len(in.LogStreamNames) > 0 && !slices.Contains(in.LogStreamNames, st.name) ||
 			in.LogStreamNamePrefix != nil && !strings.HasPrefix(st.name, *in.LogStreamNamePrefix) {
@@ -391,7 +390,6 @@ func filterLogEvents(ctx context.Context, streams []logStream, in logsInput, lim
 		if err != nil && ctx.Err() != nil {
 			return nil, logsError(http.StatusBadRequest, codeInvalidParameter, "The request was cancelled.")
 		}
-		more = more || m
 		all = append(all, evs...)
 		seen = append(seen, searched{Name: st.name, Complete: err == nil && !m})
 	}
@@ -404,13 +402,19 @@ func filterLogEvents(ctx context.Context, streams []logStream, in logsInput, lim
 	size := 0
 	for i, ev := range all {
 		if i >= limit || size+ev.size > maxEventsBytes {
-			all, more = all[:i], true
+			all = all[:i]
 			break
 		}
 		size += ev.size
 	}
 	out := map[string]any{"events": nonNil(all), "searchedLogStreams": nonNil(seen)}
-	if more && len(all) > 0 {
+	// As CloudWatch Logs pages a live log group: a page with events always
+	// carries a nextToken (after its last event; more may be there now or
+	// come later), and the page that finds nothing after the token ends
+	// the paging by carrying none. Clients that follow a group (the
+	// SageMaker SDK's live logging, which prints only pages with a token)
+	// need the token on every page of events.
+	if len(all) > 0 {
 		last := all[len(all)-1]
 		out["nextToken"] = cursor{ns: last.at.UnixNano(), id: last.EventID}.token("f/")
 	}

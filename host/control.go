@@ -38,7 +38,7 @@ func validationException(format string, args ...any) *APIError {
 // between, sees exactly the resource the operation uses (no second parse
 // that could read the body differently).
 type operation interface {
-	prepare(s *Server, body []byte) (resource string, run func(context.Context) (any, error), err error)
+	prepare(s *Server, body []byte) (resource string, keys requestKeys, run func(context.Context) (any, error), err error)
 }
 
 // op is an operation with input In.
@@ -48,16 +48,16 @@ type op[In any] struct {
 	run      func(s *Server, ctx context.Context, in *In) (any, error) // a method expression: (*Server).opX
 }
 
-func (o op[In]) prepare(s *Server, body []byte) (string, func(context.Context) (any, error), error) {
+func (o op[In]) prepare(s *Server, body []byte) (string, requestKeys, func(context.Context) (any, error), error) {
 	in := new(In)
 	if err := decode(body, in); err != nil {
-		return "", nil, err
+		return "", requestKeys{}, nil, err
 	}
 	resource := "*"
 	if o.resource != nil {
 		resource = o.resource(s, in)
 	}
-	return resource, func(ctx context.Context) (any, error) { return o.run(s, ctx, in) }, nil
+	return resource, requestKeysOf(in), func(ctx context.Context) (any, error) { return o.run(s, ctx, in) }, nil
 }
 
 // The inputs of the operations that name one resource.
@@ -146,11 +146,11 @@ func (s *Server) controlPlane(c echo.Context) error {
 		writeError(w, api)
 		return nil
 	}
-	out, err := s.control(r.Context(), op, body, func(resource string) *APIError {
+	out, err := s.control(r.Context(), op, body, func(resource string, keys requestKeys) *APIError {
 		if e := accessOf(c); e != nil {
 			e.Resource = resource
 		}
-		return s.decide(r.Context(), r, p, action, resource, nil)
+		return s.decideWith(r.Context(), r, p, action, resource, keys)
 	})
 	if err != nil {
 		writeError(w, s.controlError(w.Header().Get(hdrRequestID), err))
@@ -169,15 +169,15 @@ func (s *Server) controlPlane(c echo.Context) error {
 }
 
 // control runs one control-plane operation: the body is decoded once, the
-// resource of the decoded input is authorized, and the operation runs on
-// that same input. A body that does not decode is refused without running
-// anything.
-func (s *Server) control(ctx context.Context, o operation, body []byte, authorize func(resource string) *APIError) (any, error) {
-	resource, run, err := o.prepare(s, body)
+// resource and the condition keys (request tags) of the decoded input are
+// authorized, and the operation runs on that same input. A body that does
+// not decode is refused without running anything.
+func (s *Server) control(ctx context.Context, o operation, body []byte, authorize func(resource string, keys requestKeys) *APIError) (any, error) {
+	resource, keys, run, err := o.prepare(s, body)
 	if err != nil {
 		return nil, err
 	}
-	if api := authorize(resource); api != nil {
+	if api := authorize(resource, keys); api != nil {
 		return nil, api
 	}
 	return run(ctx)

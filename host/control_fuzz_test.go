@@ -176,7 +176,7 @@ func FuzzControlResource(f *testing.F) {
 		s := controlFixture(t)
 		before := controlState(t, s)
 		var authorized []string
-		out, err := s.control(context.Background(), operations[name], body, func(resource string) *APIError {
+		out, err := s.control(context.Background(), operations[name], body, func(resource string, _ requestKeys) *APIError {
 			authorized = append(authorized, resource)
 			if victims[resource] {
 				return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: "denied"}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -32,6 +33,7 @@ type fakeContainer struct {
 	ready     atomic.Bool
 	mu        sync.Mutex
 	seen      []http.Header
+	output    []containers.LogLine // what it printed (see logs_fake_test.go)
 }
 
 func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {

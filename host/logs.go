@@ -92,6 +92,21 @@ func (s *Server) logGroupARN(endpoint string) string {
 	return s.logStreamARN(endpoint) + ":*"
 }
 
+// logEndpoint finds the endpoint a logs call names and the name its log
+// group has: SageMaker names the group after the EndpointName as created,
+// while mce finds endpoints whatever the case of the name asked for. The
+// ARN authorized must be built from that canonical name, never from the
+// name as typed (a Deny on …/Endpoints/my-mce would miss MY-MCE). An
+// unknown endpoint keeps the name as typed (the call then fails as not
+// found).
+func (s *Server) logEndpoint(name string) (*Endpoint, string) {
+	e := s.reg.get(name)
+	if e == nil {
+		return nil, name
+	}
+	return e, e.name
+}
+
 func (s *Server) containerLogs(c echo.Context) error {
 	r, w := c.Request(), c.Response()
 	reqID := s.ids.next()
@@ -131,6 +146,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 		}
 		follow = b
 	}
+	ep, name := s.logEndpoint(name)
 	if api := s.authorize(r.Context(), r, nil, ActionLogs, s.logGroupARN(name), nil); api != nil {
 		writeError(w, api)
 		return nil
@@ -138,7 +154,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 	if e := accessOf(c); e != nil {
 		e.Endpoint = name
 	}
-	targets, api := s.logTargets(name, variant, host)
+	targets, api := s.logTargets(ep, name, variant, host)
 	if api != nil {
 		writeError(w, api)
 		return nil
@@ -286,8 +302,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 
 // logTargets lists the containers of an endpoint whose logs are asked for,
 // in variant, copy and chain order.
-func (s *Server) logTargets(name, variant, host string) ([]logTarget, *APIError) {
-	e := s.reg.get(name)
+func (s *Server) logTargets(e *Endpoint, name, variant, host string) ([]logTarget, *APIError) {
 	if e == nil {
 		return nil, validationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, name))
 	}

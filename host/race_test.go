@@ -12,7 +12,7 @@ import (
 
 // callOp runs a control-plane operation in-process, allowed.
 func callOp(s *Server, op, body string) error {
-	_, err := s.control(context.Background(), operations[op], []byte(body), func(string) *APIError { return nil })
+	_, err := s.control(context.Background(), operations[op], []byte(body), func(string, requestKeys) *APIError { return nil })
 	return err
 }
 

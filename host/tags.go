@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -35,6 +36,27 @@ type (
 )
 
 const maxResourceARNLen = 256
+
+// requestKeysOf is the condition keys of a decoded control-plane input:
+// the tags of CreateModel, CreateEndpointConfig, CreateEndpoint and AddTags
+// (aws:RequestTag/<key>, aws:TagKeys) and DeleteTags' TagKeys (aws:TagKeys).
+func requestKeysOf(in any) requestKeys {
+	switch v := in.(type) {
+	case *spec.CreateModelInput:
+		return tagKeys(v.Tags)
+	case *spec.CreateEndpointConfigInput:
+		return tagKeys(v.Tags)
+	case *spec.CreateEndpointInput:
+		return tagKeys(v.Tags)
+	case *addTagsInput:
+		return tagKeys(v.Tags)
+	case *deleteTagsInput:
+		if len(v.TagKeys) > 0 {
+			return requestKeys{multi: map[string][]string{authz.KeyTagKeys: v.TagKeys}}
+		}
+	}
+	return requestKeys{}
+}
 
 // parseResourceARN reads an ARN of a model, endpoint configuration or
 // endpoint of this host's region and account. ok is false for anything else.

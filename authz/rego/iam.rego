@@ -12,13 +12,15 @@
 #      "nr" NotResource, "ra", "re", "rp", "rg" (the same for Resource),
 #      "c" [condition]}
 #   condition:
-#     {"k" lower-cased key, "m" mode (see cond), "src" "s"|"n"|"d",
+#     {"k" lower-cased key, "m" mode (see cond), "n" negated operator,
+#      "src" "s"|"n"|"d",
 #      "v" [[test, value]]} (see test; StringLike patterns become "eq",
 #      "any", "prefix" or "glob" tests; in globs only * and ? are wild)
 #   input.mce            request fields prepared by package authz: set (which
 #                        data.mce.sets entry), action (lower-cased), v (the
 #                        condition values: {"s": context, "n": numbers,
-#                        "d": dates as epoch seconds})
+#                        "d": dates as epoch seconds, "m": multi-valued
+#                        keys → non-empty arrays of strings})
 #   input.resource, input.context (lower-cased keys → string values)
 #
 # Rules: explicit Deny beats Allow; no Allow → implicit deny. Several values
@@ -165,6 +167,44 @@ cond("null", c) if {
 	some [_, x] in c.v
 	x == true
 	not has(c.k)
+}
+
+# Set operators on multi-valued keys (input.mce.v.m; an empty key is
+# absent):
+#   "any"    ForAnyValue: some request value passes (for a negated
+#            operator: matches none of the policy values); absent: false
+#   "anyie"  ForAnyValue:…IfExists: absent, or as "any"
+#   "all"    ForAllValues: (…IfExists alike): every request value passes;
+#            absent: true
+cond("any", c) if any_value(c)
+
+cond("anyie", c) if not has(c.k)
+
+cond("anyie", c) if any_value(c)
+
+cond("all", c) if {
+	not some_value_fails(c)
+}
+
+any_value(c) if {
+	some v in input.mce.v.m[c.k]
+	value_passes(c, v)
+}
+
+some_value_fails(c) if {
+	some v in input.mce.v.m[c.k]
+	not value_passes(c, v)
+}
+
+value_passes(c, v) if {
+	not c.n
+	some [t, x] in c.v
+	test(t, x, v)
+}
+
+value_passes(c, v) if {
+	c.n
+	not some_test(c.v, v)
 }
 
 cond("null", c) if {

@@ -330,6 +330,16 @@ for page in logs.get_paginator("filter_log_events").paginate(logGroupName=g, Pag
     ids += [e["eventId"] for e in page["events"]]
     ts += [e["timestamp"] for e in page["events"]]
 assert len(ids) == len(set(ids)) and ts == sorted(ts), (ids, ts)
+# The SageMaker SDK's live logging (deploy(endpoint_logging=True)) prints
+# only the pages that carry a nextToken and resumes from it at its next
+# poll: every event must reach it, once.
+cfg, sdk = {"PageSize": 10000}, []
+for _ in range(2):
+    for page in logs.get_paginator("filter_log_events").paginate(logGroupName=g, logStreamNamePrefix="AllTraffic/", PaginationConfig=cfg):
+        if "nextToken" in page:
+            cfg["StartingToken"] = page["nextToken"]
+            sdk += [e["eventId"] for e in page["events"]]
+assert len(sdk) == len(set(sdk)) and set(ids) <= set(sdk), (len(ids), len(sdk))
 kw = dict(logGroupName=g, logStreamName="AllTraffic/0/a", startFromHead=True, limit=1)
 got = []
 while True:

@@ -116,7 +116,7 @@ The exit status is 0 whatever the decision, unless --fail-on-deny.`,
 	fl.StringVar(&f.resource, "resource", "", "resource ARN")
 	fl.StringVar(&f.endpoint, "endpoint", "", "endpoint name: the resource is its ARN in --region and --account")
 	fl.StringVar(&f.account, "account", "123456789012", "account of --endpoint")
-	fl.StringArrayVar(&f.context, "context", nil, "condition key=value (repeatable), e.g. sagemaker:TargetModel=a/m.tar.gz")
+	fl.StringArrayVar(&f.context, "context", nil, "condition key=value (repeatable), e.g. sagemaker:TargetModel=a/m.tar.gz, aws:ResourceTag/env=prod; aws:TagKeys=K once per tag key")
 	fl.StringVar(&f.sourceIP, "source-ip", "", "aws:SourceIp of the request")
 	fl.StringVar(&f.at, "time", "", "request time, RFC 3339 (default now)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the explanation as JSON")
@@ -157,6 +157,13 @@ func policyEval(cmd *cobra.Command, f evalFlags) error {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return fmt.Errorf("--context %q: want key=value", kv)
+		}
+		if strings.EqualFold(k, authz.KeyTagKeys) { // multi-valued: each --context adds a value
+			if in.MultiContext == nil {
+				in.MultiContext = map[string][]string{}
+			}
+			in.MultiContext[authz.KeyTagKeys] = append(in.MultiContext[authz.KeyTagKeys], v)
+			continue
 		}
 		in.Context[k] = v
 	}
