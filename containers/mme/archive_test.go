@@ -34,7 +34,7 @@ func TestBadArtifactsAreRefusedHarmlessly(t *testing.T) {
 	writeFile(t, e.prefixDir, "corrupt.tar.gz", []byte("\x1f\x8b\x08 this is not gzip"))
 	writeFile(t, e.prefixDir, "slip.tar.gz", buildTarGz(t,
 		tarEntry{name: "config.pbtxt", body: "x"}, tarEntry{name: "../../evil", body: "pwned"}))
-	writeFile(t, e.prefixDir, "abs.tar.gz", buildTarGz(t, tarEntry{name: "/tmp/evil-abs", body: "pwned"}))
+	writeFile(t, e.prefixDir, "abs.tar.gz", buildTarGz(t, tarEntry{name: "/../../../../../../tmp/evil-abs", body: "pwned"}))
 	writeFile(t, e.prefixDir, "link-out.tar.gz", buildTarGz(t,
 		tarEntry{name: "config.pbtxt", body: "x"},
 		tarEntry{name: "escape", typ: tar.TypeSymlink, link: "../../.."},
