@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/rs/zerolog"
 )
 
@@ -140,7 +141,7 @@ func (m *Manager) leaked(target string, freed uint64) {
 			Msgf("unloading model %s freed %s of GPU memory, less than half of what its load took: the server in image %q keeps GPU memory after unloads "+
 				"(PyTorch frees it only with torch.cuda.empty_cache(); Triton has known leaks). mce now evicts at most what a load needs and reports the memory held "+
 				"(mce_mme_gpu_memory_unreleased_bytes)%s",
-				target, humanBytes(freed), m.o.Image, restartHint(m.o.RestartOnLeak))
+				target, humanize.IBytes(freed), m.o.Image, restartHint(m.o.RestartOnLeak))
 	} else {
 		m.log.Debug().Str("event", "gpu_memory_unreleased").Str("model", target).Uint64("freed_bytes", freed).
 			Uint64("unreleased_bytes", held).Msg("an unload freed less than half of its model's GPU memory")
@@ -169,24 +170,10 @@ func (m *Manager) maybeRestart(held uint64) {
 		return
 	}
 	reason := fmt.Sprintf("it holds %s of GPU memory that unloads did not free, over %g of its GPUs' %s (--mme-restart-on-leak)",
-		humanBytes(held), m.o.RestartOnLeak, humanBytes(last.total))
+		humanize.IBytes(held), m.o.RestartOnLeak, humanize.IBytes(last.total))
 	m.log.Warn().Str("event", "container_restart_on_leak").Str("image", m.o.Image).Uint64("unreleased_bytes", held).
 		Uint64("gpu_total_bytes", last.total).Msg("restarting the multi-model container: " + reason + "; its models load again on demand")
 	m.o.Restart(reason)
-}
-
-// humanBytes prints a byte count in binary units.
-func humanBytes(b uint64) string {
-	const unit = 1024
-	if b < unit {
-		return strconv.FormatUint(b, 10) + " B"
-	}
-	div, exp := uint64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
 // logEvent gives first's event the first time kind is seen, else a debug one.
