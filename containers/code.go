@@ -9,7 +9,7 @@ import (
 // s3://…/sourcedir.tar.gz that the SageMaker Python SDK uploads when a
 // framework model has an entry_point and source_dir but is not repacked
 // (https://sagemaker.readthedocs.io/en/stable/overview.html#use-your-own-inference-code,
-// reference/framework-containers.md). Containers get no AWS credentials in
+// and the SageMaker framework containers' serving contract). Containers get no AWS credentials in
 // mce, so mce fetches such an archive itself, with the model data's fetcher,
 // limits and safe extraction, mounts it read-only at CodeDir and points
 // SAGEMAKER_SUBMIT_DIRECTORY there.

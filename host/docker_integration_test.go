@@ -166,15 +166,30 @@ func TestExamplesOnDocker(t *testing.T) {
 		t.Errorf("chain content type = %q", aws.ToString(out.ContentType))
 	}
 
-	time.Sleep(6 * time.Second) // past the sampling interval
-	metrics := scrape()
-	for _, want := range []string{
+	// Usage is sampled in the background (every 5 s; one Docker stats call
+	// takes 1-2 s a container here), so the figures of these containers
+	// appear within a few intervals, not at once.
+	usageWants := []string{
 		`mce_container_cpu_utilization_ratio{container="german",endpoint="ab-test",variant="AllTraffic"}`,
 		`mce_container_memory_utilization_ratio{container="classifier",endpoint="preprocess-inference",variant="AllTraffic"}`,
 		"mce_disk_utilization_ratio ",
-	} {
+	}
+	var metrics string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
+		metrics = scrape()
+		missing := 0
+		for _, want := range usageWants {
+			if !strings.Contains(metrics, want) {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range usageWants {
 		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %s", want)
+			t.Errorf("/metrics lacks %s after 60 s", want)
 		}
 	}
 
