@@ -21,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/spec"
 )
 
 // cluster stands in for the controllers the fake clientset lacks: tests
@@ -65,6 +66,17 @@ func newClient(gc bool) *fake.Clientset {
 		})
 	}
 	return c
+}
+
+// launchAsync starts e.Launch(plan, n) in the background; its error comes
+// on the channel once the test has made the pods it waits for.
+func launchAsync(e *Engine, plan spec.EndpointPlan, n int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Launch(context.Background(), plan, n)
+		done <- err
+	}()
+	return done
 }
 
 func newEngine(t *testing.T, c *fake.Clientset) *Engine {
@@ -245,11 +257,7 @@ func TestLaunchFailsWithReason(t *testing.T) {
 	e := newEngine(t, client)
 	c := &cluster{t: t, client: client}
 	plan := testPlan()
-	done := make(chan error, 1)
-	go func() {
-		_, err := e.Launch(context.Background(), plan, 1)
-		done <- err
-	}()
+	done := launchAsync(e, plan, 1)
 	d := c.waitDeployment(deploymentName("default", plan.Name, 1, "AllTraffic"))
 	c.pod(d, func(s *corev1.PodStatus) {
 		s.Conditions[0].Status = corev1.ConditionFalse
@@ -294,11 +302,7 @@ func TestLaunchTimeoutCountsNotReady(t *testing.T) {
 	c := &cluster{t: t, client: client}
 	plan := testPlan()
 	plan.Variants[0].HealthCheckTimeout = time.Second
-	done := make(chan error, 1)
-	go func() {
-		_, err := e.Launch(context.Background(), plan, 1)
-		done <- err
-	}()
+	done := launchAsync(e, plan, 1)
 	d := c.waitDeployment(deploymentName("default", plan.Name, 1, "AllTraffic"))
 	c.pod(d, nil)
 	c.pod(d, func(s *corev1.PodStatus) { s.Conditions[0].Status = corev1.ConditionFalse })
@@ -312,11 +316,7 @@ func TestAdoptAndReconcile(t *testing.T) {
 	e := newEngine(t, client)
 	c := &cluster{t: t, client: client}
 	plan := testPlan()
-	done := make(chan error, 1)
-	go func() {
-		_, err := e.Launch(context.Background(), plan, 4)
-		done <- err
-	}()
+	done := launchAsync(e, plan, 4)
 	d := c.waitDeployment(deploymentName("default", plan.Name, 4, "AllTraffic"))
 	c.pod(d, nil)
 	c.pod(d, nil)
@@ -418,11 +418,7 @@ func TestLaunchFailsWithLastPing(t *testing.T) {
 	e := newEngine(t, client)
 	c := &cluster{t: t, client: client}
 	plan := testPlan()
-	done := make(chan error, 1)
-	go func() {
-		_, err := e.Launch(context.Background(), plan, 1)
-		done <- err
-	}()
+	done := launchAsync(e, plan, 1)
 	d := c.waitDeployment(deploymentName("default", plan.Name, 1, "AllTraffic"))
 	podName := fmt.Sprintf("%s-%d", d.Name, c.n+1) // the name c.pod gives it
 	now := time.Now()
