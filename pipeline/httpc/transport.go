@@ -1,4 +1,4 @@
-package pipeline
+package httpc
 
 import (
 	"context"
@@ -69,13 +69,13 @@ var aLongTimeAgo = time.Unix(1, 0)
 func newTarget(base string, dialTimeout time.Duration) (*target, error) {
 	u, err := url.Parse(base)
 	if err != nil {
-		return nil, fmt.Errorf("pipeline: container base URL %q: %w", base, err)
+		return nil, fmt.Errorf("httpc: container base URL %q: %w", base, err)
 	}
 	if u.Scheme == "https" {
-		return nil, fmt.Errorf("pipeline: container base URL %q: https is not supported, containers are called over plain http", base)
+		return nil, fmt.Errorf("httpc: container base URL %q: https is not supported, containers are called over plain http", base)
 	}
 	if u.Scheme != "http" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("pipeline: container base URL %q: want http://host:port", base)
+		return nil, fmt.Errorf("httpc: container base URL %q: want http://host:port", base)
 	}
 	addr := u.Host
 	if u.Port() == "" {
@@ -83,28 +83,28 @@ func newTarget(base string, dialTimeout time.Duration) (*target, error) {
 	}
 	prefix := strings.TrimSuffix(u.EscapedPath(), "/")
 	if !validRequestTarget(prefix) {
-		return nil, fmt.Errorf("pipeline: container base URL %q: invalid path", base)
+		return nil, fmt.Errorf("httpc: container base URL %q: invalid path", base)
 	}
 	return &target{addr: addr, host: u.Host, prefix: prefix, dialTimeout: dialTimeout}, nil
 }
 
 // target returns the pooled target for base, creating it on first use.
-func (iv *Invoker) target(base string) (*target, error) {
-	if t, ok := iv.targets.Load(base); ok {
+func (cl *Client) target(base string) (*target, error) {
+	if t, ok := cl.targets.Load(base); ok {
 		return t.(*target), nil
 	}
-	t, err := newTarget(base, iv.dialTimeout)
+	t, err := newTarget(base, cl.dialTimeout)
 	if err != nil {
 		return nil, err
 	}
-	if prev, loaded := iv.targets.LoadOrStore(base, t); loaded {
+	if prev, loaded := cl.targets.LoadOrStore(base, t); loaded {
 		return prev.(*target), nil // t never dialled: nothing to close
 	}
 	return t, nil
 }
 
 // dial opens a new connection, bounded by the dial timeout, by deadline
-// (the hop's) and by ctx.
+// (the exchange's) and by ctx.
 func (t *target) dial(ctx context.Context, deadline time.Time) (*conn, error) {
 	d := net.Dialer{Timeout: t.dialTimeout, Deadline: deadline, KeepAlive: keepAlivePeriod}
 	nc, err := d.DialContext(ctx, "tcp", t.addr)
@@ -221,18 +221,18 @@ func (t *target) closeIdle() {
 // stopped or replaced) and closes its idle connections. Calls in flight to
 // it finish normally; their connections are closed afterwards. Safe for
 // concurrent use.
-func (iv *Invoker) Forget(baseURL string) {
-	if t, ok := iv.targets.LoadAndDelete(baseURL); ok {
+func (cl *Client) Forget(baseURL string) {
+	if t, ok := cl.targets.LoadAndDelete(baseURL); ok {
 		t.(*target).closeIdle()
 	}
 }
 
 // Close closes the idle connections of every container and forgets them.
-// Calls in flight finish normally, and the Invoker stays usable: later calls
+// Calls in flight finish normally, and the Client stays usable: later calls
 // dial again. Safe for concurrent use.
-func (iv *Invoker) Close() {
-	iv.targets.Range(func(k, t any) bool {
-		iv.targets.Delete(k)
+func (cl *Client) Close() {
+	cl.targets.Range(func(k, t any) bool {
+		cl.targets.Delete(k)
 		t.(*target).closeIdle()
 		return true
 	})

@@ -1,4 +1,4 @@
-package pipeline
+package httpc
 
 import (
 	"errors"
@@ -82,14 +82,14 @@ func TestClip(t *testing.T) {
 		{"short", "bad input", "bad input"},
 		{"empty", "", ""},
 		{"invalid bytes replaced", "a\xffb", "a\uFFFDb"},
-		{"long ascii", strings.Repeat("a", 5000), strings.Repeat("a", maxOriginalMessage)},
-		{"rune not cut", strings.Repeat("a", maxOriginalMessage-1) + "é", strings.Repeat("a", maxOriginalMessage-1)},
+		{"long ascii", strings.Repeat("a", 5000), strings.Repeat("a", MaxErrorBody)},
+		{"rune not cut", strings.Repeat("a", MaxErrorBody-1) + "é", strings.Repeat("a", MaxErrorBody-1)},
 		{"long invalid", strings.Repeat("\xff\x01", 4000), ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := clip(tt.in)
-			if len(got) > maxOriginalMessage || !utf8.ValidString(got) {
+			if len(got) > MaxErrorBody || !utf8.ValidString(got) {
 				t.Fatalf("clip gave %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
 			}
 			if tt.want != "" && got != tt.want {
@@ -99,13 +99,5 @@ func TestClip(t *testing.T) {
 				t.Error("clip dropped everything")
 			}
 		})
-	}
-}
-
-func TestFormatLimit(t *testing.T) {
-	for n, want := range map[int]string{6291456: "6 MiB", 1 << 20: "1 MiB", 1000: "1000 bytes", 6291457: "6291457 bytes"} {
-		if got := formatLimit(n); got != want {
-			t.Errorf("formatLimit(%d) = %q, want %q", n, got, want)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package httpc
 
 import (
 	"bufio"
@@ -6,6 +6,9 @@ import (
 	"io"
 	"net/http/httputil"
 	"strings"
+	"time"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // maxHeaderBytes caps the response head a container may send: the status
@@ -17,13 +20,13 @@ const maxHeaderBytes = 64 << 10
 // Errors of a malformed answer. They end up in a ModelError ("got no valid
 // response from container ...").
 var (
-	errHeaderTooLarge  = errors.New("pipeline: container response header exceeds 64 KiB")
-	errStatusLine      = errors.New("pipeline: malformed HTTP status line from container")
-	errHeaderLine      = errors.New("pipeline: malformed HTTP header line from container")
-	errHeaderValue     = errors.New("pipeline: invalid character in HTTP header value from container")
-	errContentLength   = errors.New("pipeline: bad Content-Length from container")
-	errTransferCoding  = errors.New("pipeline: unsupported Transfer-Encoding from container")
-	errUnsolicitedData = errors.New("pipeline: data from container after its response")
+	errHeaderTooLarge  = errors.New("httpc: container response header exceeds 64 KiB")
+	errStatusLine      = errors.New("httpc: malformed HTTP status line from container")
+	errHeaderLine      = errors.New("httpc: malformed HTTP header line from container")
+	errHeaderValue     = errors.New("httpc: invalid character in HTTP header value from container")
+	errContentLength   = errors.New("httpc: bad Content-Length from container")
+	errTransferCoding  = errors.New("httpc: unsupported Transfer-Encoding from container")
+	errUnsolicitedData = errors.New("httpc: data from container after its response")
 )
 
 // bodyMode is how a response body is delimited.
@@ -47,6 +50,8 @@ type response struct {
 	// gotBytes reports whether any byte of an answer was read: a failure
 	// before that, on a reused connection, is the idle-close race.
 	gotBytes bool
+	// streamed reports whether the body went to a Streamer.
+	streamed bool
 	// reusable reports whether the exchange ended cleanly at the end of the
 	// body and the container allows another request on the connection.
 	reusable bool
@@ -80,13 +85,13 @@ type head struct {
 // limit+1 bytes of 2xx body (plus the chunk framing), errorBodyDrain bytes
 // of error body and maxHeaderBytes of trailer.
 func readResponse(br *bufio.Reader, method string, limit int, out *buffer, lastCT string, b *body) (response, error) {
-	return readResponseTo(br, method, limit, out, lastCT, b, nil)
+	return readResponseTo(br, method, limit, out, lastCT, b, time.Time{}, nil)
 }
 
 // readResponseTo is readResponse, except that with a sink a 2xx body is not
 // read into out but handed to the sink as it arrives, without a cap on its
-// length (the exchange's deadline bounds it).
-func readResponseTo(br *bufio.Reader, method string, limit int, out *buffer, lastCT string, b *body, sink *streamSink) (response, error) {
+// length (deadline, the exchange's, bounds it and is passed on to the sink).
+func readResponseTo(br *bufio.Reader, method string, limit int, out *buffer, lastCT string, b *body, deadline time.Time, sink Streamer) (response, error) {
 	rsp := response{announced: -1}
 	if _, err := br.Peek(1); err != nil {
 		return rsp, err
@@ -140,7 +145,8 @@ func readResponseTo(br *bufio.Reader, method string, limit int, out *buffer, las
 	}
 
 	if h.status >= 200 && h.status < 300 && sink != nil {
-		if err := sink.relay(rsp.contentType, rsp.customAttrs, b); err != nil {
+		rsp.streamed = true
+		if err := sink.Stream(StreamHead{ContentType: rsp.contentType, CustomAttributes: rsp.customAttrs, Deadline: deadline}, b); err != nil {
 			return rsp, err
 		}
 	} else if h.status >= 200 && h.status < 300 {
@@ -150,10 +156,10 @@ func readResponseTo(br *bufio.Reader, method string, limit int, out *buffer, las
 		}
 		rsp.tooBig = tooBig
 	} else {
-		if cap(out.b) < maxOriginalMessage {
-			out.b = make([]byte, 0, maxOriginalMessage)
+		if cap(out.b) < MaxErrorBody {
+			out.b = make([]byte, 0, MaxErrorBody)
 		}
-		msg := out.b[:maxOriginalMessage]
+		msg := out.b[:MaxErrorBody]
 		n, err := io.ReadFull(b, msg)
 		if err == nil {
 			_, err = io.CopyN(io.Discard, b, errorBodyDrain)
@@ -263,7 +269,7 @@ func parseStatusLine(line []byte, h *head) error {
 }
 
 // parseField parses one "Name: value" header line into h; only the fields
-// the pipeline uses are kept, but every line must be well formed.
+// Result reports are kept, but every line must be well formed.
 func parseField(line []byte, h *head, lastCT string) error {
 	colon := -1
 	for i, c := range line {
@@ -319,7 +325,7 @@ func parseField(line []byte, h *head, lastCT string) error {
 				}
 			}
 		}
-	case len(hdrCustomAttributes):
+	case len(wire.HeaderCustomAttributes):
 		if !h.seenAttrs && equalFold(name, lowerCustomAttributes) {
 			h.seenAttrs = true
 			h.attrs = string(value)
@@ -440,7 +446,7 @@ func validToken(s string) bool {
 }
 
 // lowerCustomAttributes is the lower-case name equalFold compares with.
-var lowerCustomAttributes = strings.ToLower(hdrCustomAttributes)
+var lowerCustomAttributes = strings.ToLower(wire.HeaderCustomAttributes)
 
 // equalFold reports whether b equals lower, a lower-case ASCII string,
 // ignoring ASCII case.

@@ -1,4 +1,4 @@
-package pipeline
+package httpc
 
 import (
 	"bufio"
@@ -12,8 +12,36 @@ import (
 	"time"
 )
 
-// header is one request header field an exchange sends.
-type header struct{ name, value string }
+// Options configure a Client. Every field must be above zero.
+type Options struct {
+	// Timeout bounds one exchange: connecting, sending, and reading the
+	// whole answer (a streamed body included). A sooner deadline of the
+	// exchange's context takes precedence.
+	Timeout time.Duration
+	// DialTimeout bounds establishing a connection.
+	DialTimeout time.Duration
+	// MaxBody caps a 2xx body read into memory; a longer one is not read
+	// (Outcome TooBig). A streamed body has no cap.
+	MaxBody int
+}
+
+// Client calls containers over HTTP/1.1, with a pool of keep-alive
+// connections per container base URL. It is safe for concurrent use.
+type Client struct {
+	timeout     time.Duration
+	dialTimeout time.Duration
+	maxBody     int
+	targets     sync.Map // base URL → *target
+}
+
+// New returns a Client configured by o. It panics when a field of o is not
+// above zero: that is a programming error.
+func New(o Options) *Client {
+	if o.Timeout <= 0 || o.DialTimeout <= 0 || o.MaxBody <= 0 {
+		panic(fmt.Sprintf("httpc: invalid options %+v", o))
+	}
+	return &Client{timeout: o.Timeout, dialTimeout: o.DialTimeout, maxBody: o.MaxBody}
+}
 
 // syncWriteMax: a request up to this size (head and body) is written with
 // one write on the calling goroutine before the answer is read; socket
@@ -36,29 +64,32 @@ var (
 	writeBufs = sync.Pool{New: func() any { return &buffer{b: make([]byte, 0, 1<<10)} }}
 )
 
-// exchange sends one HTTP/1.1 request to the container at baseURL (method,
-// path under the base URL, the header fields hdrs, then body with its
-// Content-Length) and reads the answer, all on the calling goroutine, over a
-// pooled keep-alive connection or a new one. A 2xx body goes to out, capped
-// at the payload limit. The per-hop timeout and ctx bound everything;
-// when ctx is done the connection is cut at once, which the container sees
-// as its request cancelled. A request on a reused connection that fails
-// before any byte of an answer came back (the container closed the idle
-// connection as the request went out) is sent once more on a new
-// connection; nothing else is retried here. exchange never returns while
-// anything still reads body.
-func (iv *Invoker) exchange(ctx context.Context, baseURL, method, path string, hdrs []header, body []byte, out *buffer) hopResult {
-	return iv.exchangeTo(ctx, baseURL, method, path, hdrs, body, out, nil)
+// Do sends req to the container at req.BaseURL (the request line, the
+// header fields, then the body with its Content-Length) and reads the
+// answer, all on the calling goroutine, over a pooled keep-alive connection
+// or a new one. A 2xx body is read into dst's array (grown when it is too
+// small), capped at MaxBody, or handed to req.Stream. Timeout and ctx bound
+// everything; when ctx is done the connection is cut at once, which the
+// container sees as its request cancelled. A request on a reused connection
+// that fails before any byte of an answer came back (the container closed
+// the idle connection as the request went out) is sent once more on a new
+// connection; nothing else is retried here. Do never returns while
+// anything still reads req.Body.
+func (cl *Client) Do(ctx context.Context, req *Request, dst []byte) Result {
+	out := buffer{b: dst}
+	res := cl.exchange(ctx, req.BaseURL, req.Method, req.Path, req.Header[:], req.Body, &out, req.Stream)
+	res.Body = out.b
+	return res
 }
 
-// exchangeTo is exchange, with a 2xx body relayed to sink as it arrives
-// when sink is not nil (see readResponseTo). The request is sent again on
-// the idle-close race only while nothing reached the sink.
-func (iv *Invoker) exchangeTo(ctx context.Context, baseURL, method, path string, hdrs []header, body []byte, out *buffer, sink *streamSink) hopResult {
-	res := hopResult{announced: -1}
-	t, err := iv.target(baseURL)
+// exchange is Do, with the 2xx body going to out, or to sink when sink is
+// not nil (see readResponseTo). The request is sent again on the
+// idle-close race only while nothing reached the sink.
+func (cl *Client) exchange(ctx context.Context, baseURL, method, path string, hdrs []Header, body []byte, out *buffer, sink Streamer) Result {
+	res := Result{Length: -1}
+	t, err := cl.target(baseURL)
 	if err != nil {
-		res.outcome, res.err = hopBroken, err
+		res.Outcome, res.Err = Broken, err
 		return res
 	}
 	wb := writeBufs.Get().(*buffer)
@@ -69,7 +100,7 @@ func (iv *Invoker) exchangeTo(ctx context.Context, baseURL, method, path string,
 	}()
 	wb.b, err = appendRequest(wb.b[:0], t, method, path, hdrs, len(body))
 	if err != nil {
-		res.outcome, res.err = hopBroken, err
+		res.Outcome, res.Err = Broken, err
 		return res
 	}
 	req, rest := wb.b, body
@@ -79,44 +110,41 @@ func (iv *Invoker) exchangeTo(ctx context.Context, baseURL, method, path string,
 	}
 
 	start := time.Now()
-	deadline, byCtx := start.Add(iv.timeout), false
+	deadline, byCtx := start.Add(cl.timeout), false
 	if d, ok := ctx.Deadline(); ok && !d.After(deadline) {
 		deadline, byCtx = d, true
-	}
-	if sink != nil {
-		sink.head.Deadline = deadline
 	}
 	c := t.get(start)
 	reused := c != nil
 	for {
 		if c == nil {
 			if c, err = t.dial(ctx, deadline); err != nil {
-				res.elapsed = time.Since(start)
-				res.outcome, res.err = classify(ctx, err, deadline, byCtx)
+				res.Elapsed = time.Since(start)
+				res.Outcome, res.Err = classify(ctx, err, deadline, byCtx)
 				return res
 			}
 		}
-		rsp, err := iv.roundTrip(ctx, c, deadline, req, rest, method, out, sink)
-		if err != nil && reused && !rsp.gotBytes && !sink.begun() && ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		rsp, err := cl.roundTrip(ctx, c, deadline, req, rest, method, out, sink)
+		if err != nil && reused && !rsp.gotBytes && !rsp.streamed && ctx.Err() == nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			// The idle-close race: the container closed the pooled
 			// connection while the request went out.
 			c, reused = nil, false
 			out.b = out.b[:0]
 			continue
 		}
-		res.elapsed = time.Since(start)
-		res.status = rsp.status
-		res.contentType = rsp.contentType
-		res.customAttrs = rsp.customAttrs
-		res.announced = rsp.announced
-		res.errBody = rsp.errBody
+		res.Elapsed = time.Since(start)
+		res.Status = rsp.status
+		res.ContentType = rsp.contentType
+		res.CustomAttributes = rsp.customAttrs
+		res.Length = rsp.announced
+		res.ErrBody = rsp.errBody
 		switch {
 		case err != nil:
-			res.outcome, res.err = classify(ctx, err, deadline, byCtx)
+			res.Outcome, res.Err = classify(ctx, err, deadline, byCtx)
 		case rsp.status < 200 || rsp.status >= 300:
-			res.outcome = hopStatus
+			res.Outcome = Status
 		case rsp.tooBig:
-			res.outcome = hopTooBig
+			res.Outcome = TooBig
 		}
 		return res
 	}
@@ -126,7 +154,7 @@ func (iv *Invoker) exchangeTo(ctx context.Context, baseURL, method, path string,
 // reads the answer. It then gives c back to the pool when the exchange ended
 // cleanly and the container keeps the connection alive, and closes it
 // otherwise.
-func (iv *Invoker) roundTrip(ctx context.Context, c *conn, deadline time.Time, req, rest []byte, method string, out *buffer, sink *streamSink) (response, error) {
+func (cl *Client) roundTrip(ctx context.Context, c *conn, deadline time.Time, req, rest []byte, method string, out *buffer, sink Streamer) (response, error) {
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		c.nc.Close()
 		return response{announced: -1}, err
@@ -152,7 +180,7 @@ func (iv *Invoker) roundTrip(ctx context.Context, c *conn, deadline time.Time, r
 	// answer (413, say) and close without reading the whole request.
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(c.nc)
-	rsp, err := readResponseTo(br, method, iv.maxPayload, out, c.lastCT, &c.body, sink)
+	rsp, err := readResponseTo(br, method, cl.maxBody, out, c.lastCT, &c.body, deadline, sink)
 	c.body = body{}
 	br.Reset(nil)
 	readers.Put(br)
@@ -193,12 +221,12 @@ func (iv *Invoker) roundTrip(ctx context.Context, c *conn, deadline time.Time, r
 
 // appendRequest appends the request line and header section to b. Names
 // and values are checked: no field can be injected into the request.
-func appendRequest(b []byte, t *target, method, path string, hdrs []header, bodyLen int) ([]byte, error) {
+func appendRequest(b []byte, t *target, method, path string, hdrs []Header, bodyLen int) ([]byte, error) {
 	if !validToken(method) {
-		return b, fmt.Errorf("pipeline: invalid request method %q", method)
+		return b, fmt.Errorf("httpc: invalid request method %q", method)
 	}
 	if len(path) == 0 || path[0] != '/' || !validRequestTarget(path) {
-		return b, fmt.Errorf("pipeline: invalid request path %q", path)
+		return b, fmt.Errorf("httpc: invalid request path %q", path)
 	}
 	b = append(b, method...)
 	b = append(b, ' ')
@@ -208,15 +236,18 @@ func appendRequest(b []byte, t *target, method, path string, hdrs []header, body
 	b = append(b, t.host...)
 	b = append(b, "\r\n"...)
 	for _, h := range hdrs {
-		if !validToken(h.name) || framingHeader(h.name) {
-			return b, fmt.Errorf("pipeline: invalid request header name %q", h.name)
+		if h.Name == "" {
+			continue
 		}
-		if !validValue(h.value) {
-			return b, fmt.Errorf("pipeline: invalid value for request header %q", h.name)
+		if !validToken(h.Name) || framingHeader(h.Name) {
+			return b, fmt.Errorf("httpc: invalid request header name %q", h.Name)
 		}
-		b = append(b, h.name...)
+		if !validValue(h.Value) {
+			return b, fmt.Errorf("httpc: invalid value for request header %q", h.Name)
+		}
+		b = append(b, h.Name...)
 		b = append(b, ": "...)
-		b = append(b, h.value...)
+		b = append(b, h.Value...)
 		b = append(b, "\r\n"...)
 	}
 	if bodyLen > 0 || (method != "GET" && method != "HEAD") {
@@ -227,7 +258,7 @@ func appendRequest(b []byte, t *target, method, path string, hdrs []header, body
 	return append(b, "\r\n"...), nil
 }
 
-// framingHeader reports whether name is a field exchange sets itself.
+// framingHeader reports whether name is a field Do sets itself.
 func framingHeader(name string) bool {
 	switch len(name) {
 	case len("host"):
@@ -254,22 +285,22 @@ func validRequestTarget(s string) bool {
 }
 
 // classify sorts a failed exchange: the caller's context first (also when
-// its deadline, earlier than the hop's, is what cut the connection), then
-// failures to connect, then the per-hop deadline.
-func classify(ctx context.Context, err error, deadline time.Time, byCtx bool) (outcome, error) {
+// its deadline, earlier than Timeout's, is what cut the connection), then
+// failures to connect, then Timeout.
+func classify(ctx context.Context, err error, deadline time.Time, byCtx bool) (Outcome, error) {
 	if cerr := ctx.Err(); cerr != nil {
-		return hopCanceled, cerr
+		return Canceled, cerr
 	}
 	expired := !time.Now().Before(deadline)
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" && !expired {
-		return hopDialFailed, err
+		return DialFailed, err
 	}
 	if expired || errors.Is(err, os.ErrDeadlineExceeded) {
 		if byCtx {
-			return hopCanceled, context.DeadlineExceeded
+			return Canceled, context.DeadlineExceeded
 		}
-		return hopTimeout, err
+		return Timeout, err
 	}
-	return hopBroken, err
+	return Broken, err
 }

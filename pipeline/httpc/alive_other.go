@@ -1,6 +1,6 @@
 //go:build !linux
 
-package pipeline
+package httpc
 
 import "net"
 

@@ -1,4 +1,4 @@
-package pipeline
+package httpc
 
 import (
 	"bufio"
@@ -100,14 +100,20 @@ func answering(answer func(n int, req *http.Request) (resp string, close bool)) 
 	}
 }
 
-// direct is a Direct route to one container "m" at url.
-func direct(url string) *Route {
-	return NewRoute("E", Direct, []*Variant{NewVariant("v", 1, []*Instance{NewInstance([]Container{newFake("m", url)})})})
+// testMaxBody is the body cap of the clients newClient returns.
+const testMaxBody = 6 << 20
+
+// newClient returns a client with a generous timeout, closed when the test
+// ends.
+func newClient(t testing.TB) *Client {
+	cl := New(Options{Timeout: time.Minute, DialTimeout: time.Second, MaxBody: testMaxBody})
+	t.Cleanup(cl.Close)
+	return cl
 }
 
-// invokeM invokes container "m" of route with body.
-func invokeM(iv *Invoker, ctx context.Context, route *Route, body string) (*Response, error) {
-	return iv.Invoke(ctx, route, &Request{Body: []byte(body), TargetContainerHostname: "m"})
+// post POSTs body to url's /invocations.
+func post(cl *Client, ctx context.Context, url, body string) Result {
+	return cl.Do(ctx, &Request{BaseURL: url, Method: http.MethodPost, Path: "/invocations", Body: []byte(body)}, nil)
 }
 
 const okHello = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello"
@@ -143,18 +149,15 @@ func TestResponseFraming(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startRaw(t, answering(func(int, *http.Request) (string, bool) { return tt.answer, tt.close }))
-			iv := NewInvoker(Options{})
-			defer iv.Close()
-			route := direct(srv.url)
+			cl := newClient(t)
 			for i := range 3 {
-				resp, err := invokeM(iv, context.Background(), route, "x")
-				if err != nil {
-					t.Fatalf("call %d: %v", i, err)
+				res := post(cl, context.Background(), srv.url, "x")
+				if res.Outcome != OK {
+					t.Fatalf("call %d: outcome %v, %v", i, res.Outcome, res.Err)
 				}
-				if string(resp.Body) != tt.wantBody || resp.ContentType != tt.wantCT {
-					t.Errorf("call %d: body %q, Content-Type %q; want %q, %q", i, resp.Body, resp.ContentType, tt.wantBody, tt.wantCT)
+				if string(res.Body) != tt.wantBody || res.ContentType != tt.wantCT {
+					t.Errorf("call %d: body %q, Content-Type %q; want %q, %q", i, res.Body, res.ContentType, tt.wantBody, tt.wantCT)
 				}
-				resp.Release()
 			}
 			if got := srv.accepted.Load(); got != tt.wantConns {
 				t.Errorf("%d connections for 3 calls, want %d", got, tt.wantConns)
@@ -193,22 +196,9 @@ func TestMalformedResponses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startRaw(t, answering(func(int, *http.Request) (string, bool) { return tt.answer, true }))
-			iv := NewInvoker(Options{})
-			defer iv.Close()
-			resp, err := invokeM(iv, context.Background(), direct(srv.url), "x")
-			if err == nil {
-				resp.Release()
-				t.Fatalf("Invoke succeeded with body %q, want a ModelError", resp.Body)
-			}
-			var me *ModelError
-			if !errors.As(err, &me) {
-				t.Fatalf("error %T %v, want *ModelError", err, err)
-			}
-			if me.OriginalStatusCode != 0 || !strings.Contains(me.Message, "got no valid response from container m") {
-				t.Errorf("status %d, message %q; want 0 and no valid response", me.OriginalStatusCode, me.Message)
-			}
-			if strings.ContainsAny(me.Message, "\r\n\x00") {
-				t.Errorf("message %q carries control characters", me.Message)
+			res := post(newClient(t), context.Background(), srv.url, "x")
+			if res.Outcome != Broken || res.Err == nil {
+				t.Fatalf("outcome %v, error %v, body %q; want Broken with an error", res.Outcome, res.Err, res.Body)
 			}
 			if got := srv.requests.Load(); got != 1 {
 				t.Errorf("server read %d requests, want 1 (no retry)", got)
@@ -240,15 +230,11 @@ func TestStaleConnectionRetried(t *testing.T) {
 				_, _ = io.WriteString(c, okHello)
 				time.Sleep(20 * time.Millisecond)
 			})
-			iv := NewInvoker(Options{})
-			defer iv.Close()
-			route := direct(srv.url)
+			cl := newClient(t)
 			for i := range 3 {
-				resp, err := invokeM(iv, context.Background(), route, "x")
-				if err != nil {
-					t.Fatalf("call %d: %v", i, err)
+				if res := post(cl, context.Background(), srv.url, "x"); res.Outcome != OK {
+					t.Fatalf("call %d: outcome %v, %v", i, res.Outcome, res.Err)
 				}
-				resp.Release()
 				time.Sleep(100 * time.Millisecond) // the server closes meanwhile
 			}
 			if got := srv.requests.Load(); got != 3 {
@@ -275,18 +261,12 @@ func TestStaleRetryOnlyOnce(t *testing.T) {
 			_, _ = io.WriteString(c, okHello)
 		}
 	})
-	iv := NewInvoker(Options{})
-	defer iv.Close()
-	route := direct(srv.url)
-	resp, err := invokeM(iv, context.Background(), route, "x")
-	if err != nil {
-		t.Fatal(err)
+	cl := newClient(t)
+	if res := post(cl, context.Background(), srv.url, "x"); res.Outcome != OK {
+		t.Fatalf("outcome %v, %v", res.Outcome, res.Err)
 	}
-	resp.Release()
-	_, err = invokeM(iv, context.Background(), route, "x")
-	var me *ModelError
-	if !errors.As(err, &me) || me.OriginalStatusCode != 0 {
-		t.Fatalf("error %v, want a ModelError with status 0", err)
+	if res := post(cl, context.Background(), srv.url, "x"); res.Outcome != Broken || res.Status != 0 {
+		t.Fatalf("outcome %v, status %d, %v; want Broken with no status", res.Outcome, res.Status, res.Err)
 	}
 	if got := srv.requests.Load(); got != 3 {
 		t.Errorf("server read %d requests, want 3: the first, the second and its one retry", got)
@@ -302,18 +282,12 @@ func TestNoRetryMidBody(t *testing.T) {
 		}
 		return "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial", true
 	}))
-	iv := NewInvoker(Options{})
-	defer iv.Close()
-	route := direct(srv.url)
-	resp, err := invokeM(iv, context.Background(), route, "x")
-	if err != nil {
-		t.Fatal(err)
+	cl := newClient(t)
+	if res := post(cl, context.Background(), srv.url, "x"); res.Outcome != OK {
+		t.Fatalf("outcome %v, %v", res.Outcome, res.Err)
 	}
-	resp.Release()
-	_, err = invokeM(iv, context.Background(), route, "x")
-	var me *ModelError
-	if !errors.As(err, &me) || me.OriginalStatusCode != 0 || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("error %v, want a ModelError with status 0 wrapping io.ErrUnexpectedEOF", err)
+	if res := post(cl, context.Background(), srv.url, "x"); res.Outcome != Broken || !errors.Is(res.Err, io.ErrUnexpectedEOF) {
+		t.Fatalf("outcome %v, %v; want Broken with io.ErrUnexpectedEOF", res.Outcome, res.Err)
 	}
 	if got := srv.requests.Load(); got != 2 {
 		t.Errorf("server read %d requests, want 2 (no retry)", got)
@@ -335,8 +309,6 @@ func TestCancelMidResponse(t *testing.T) {
 			close(closed)
 		}
 	})
-	iv := NewInvoker(Options{})
-	defer iv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-sent
@@ -344,30 +316,26 @@ func TestCancelMidResponse(t *testing.T) {
 		cancel()
 	}()
 	start := time.Now()
-	_, err := invokeM(iv, ctx, direct(srv.url), "x")
-	if !errors.Is(err, context.Canceled) || errors.As(err, new(*ModelError)) {
-		t.Fatalf("error %v, want context.Canceled and no ModelError", err)
+	if res := post(newClient(t), ctx, srv.url, "x"); res.Outcome != Canceled || !errors.Is(res.Err, context.Canceled) {
+		t.Fatalf("outcome %v, %v; want Canceled with context.Canceled", res.Outcome, res.Err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("Invoke took %v after the cancel", d)
+		t.Errorf("Do took %v after the cancel", d)
 	}
 	waitFor(t, closed, "the container to see the connection closed")
 }
 
-// TestCallerDeadline: a caller's deadline earlier than the per-hop timeout
-// is the caller's: the context error, not a ModelError.
+// TestCallerDeadline: a caller's deadline earlier than Timeout is the
+// caller's: Canceled with the context error, not Timeout.
 func TestCallerDeadline(t *testing.T) {
 	srv := startRaw(t, func(rs *rawServer, _ net.Conn, br *bufio.Reader) {
 		rs.readReq(br)
 		_, _ = br.ReadByte()
 	})
-	iv := NewInvoker(Options{})
-	defer iv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := invokeM(iv, ctx, direct(srv.url), "x")
-	if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*ModelError)) {
-		t.Fatalf("error %v, want context.DeadlineExceeded and no ModelError", err)
+	if res := post(newClient(t), ctx, srv.url, "x"); res.Outcome != Canceled || !errors.Is(res.Err, context.DeadlineExceeded) {
+		t.Fatalf("outcome %v, %v; want Canceled with context.DeadlineExceeded", res.Outcome, res.Err)
 	}
 }
 
@@ -381,15 +349,11 @@ func TestPoolReuse(t *testing.T) {
 	}
 	var conns atomic.Int64
 	srv := startServerWith(t, echo("", "text/plain"), counting(&conns))
-	iv := NewInvoker(Options{})
-	defer iv.Close()
-	route := direct(srv.srv.URL)
+	cl := newClient(t)
 	for range 20 {
-		resp, err := invokeM(iv, context.Background(), route, "x")
-		if err != nil {
-			t.Fatal(err)
+		if res := post(cl, context.Background(), srv.URL, "x"); res.Outcome != OK {
+			t.Fatalf("outcome %v, %v", res.Outcome, res.Err)
 		}
-		resp.Release()
 	}
 	if got := conns.Load(); got != 1 {
 		t.Errorf("20 sequential calls used %d connections, want 1", got)
@@ -400,12 +364,10 @@ func TestPoolReuse(t *testing.T) {
 	for range parallel {
 		wg.Go(func() {
 			for range 10 {
-				resp, err := invokeM(iv, context.Background(), route, "y")
-				if err != nil {
-					t.Error(err)
+				if res := post(cl, context.Background(), srv.URL, "y"); res.Outcome != OK {
+					t.Errorf("outcome %v, %v", res.Outcome, res.Err)
 					return
 				}
-				resp.Release()
 			}
 		})
 	}
@@ -415,11 +377,9 @@ func TestPoolReuse(t *testing.T) {
 	}
 	before := conns.Load()
 	for range 10 {
-		resp, err := invokeM(iv, context.Background(), route, "z")
-		if err != nil {
-			t.Fatal(err)
+		if res := post(cl, context.Background(), srv.URL, "z"); res.Outcome != OK {
+			t.Fatalf("outcome %v, %v", res.Outcome, res.Err)
 		}
-		resp.Release()
 	}
 	if got := conns.Load(); got != before {
 		t.Errorf("sequential calls after the burst dialled %d new connections", got-before)
@@ -430,8 +390,8 @@ func TestPoolReuse(t *testing.T) {
 		http.Error(w, "no", http.StatusBadRequest)
 	}, counting(&badConns))
 	for range 5 {
-		if _, err := invokeM(iv, context.Background(), direct(bad.srv.URL), "x"); !errors.As(err, new(*ModelError)) {
-			t.Fatalf("error %v, want a ModelError", err)
+		if res := post(cl, context.Background(), bad.URL, "x"); res.Outcome != Status || res.Status != http.StatusBadRequest {
+			t.Fatalf("outcome %v, status %d, %v; want Status 400", res.Outcome, res.Status, res.Err)
 		}
 	}
 	if got := badConns.Load(); got != 1 {
@@ -446,41 +406,36 @@ func TestLargeBodies(t *testing.T) {
 			conns.Add(1)
 		}
 	})
-	iv := NewInvoker(Options{})
-	defer iv.Close()
-	route := direct(srv.srv.URL)
-	for _, n := range []int{syncWriteMax - 200, syncWriteMax + 1, 1 << 20, DefaultMaxPayload - 1} {
+	cl := newClient(t)
+	for _, n := range []int{syncWriteMax - 200, syncWriteMax + 1, 1 << 20, testMaxBody - 1} {
 		body := bytes.Repeat([]byte("q"), n)
-		resp, err := iv.Invoke(context.Background(), route, &Request{Body: body, TargetContainerHostname: "m"})
-		if err != nil {
-			t.Fatalf("%d bytes: %v", n, err)
+		res := cl.Do(context.Background(), &Request{BaseURL: srv.URL, Method: http.MethodPost, Path: "/invocations", Body: body}, nil)
+		if res.Outcome != OK {
+			t.Fatalf("%d bytes: outcome %v, %v", n, res.Outcome, res.Err)
 		}
-		if len(resp.Body) != n+1 || !bytes.Equal(resp.Body[:n], body) {
-			t.Errorf("%d bytes: echoed %d bytes", n, len(resp.Body))
+		if len(res.Body) != n+1 || !bytes.Equal(res.Body[:n], body) {
+			t.Errorf("%d bytes: echoed %d bytes", n, len(res.Body))
 		}
-		resp.Release()
 	}
 	if got := conns.Load(); got != 1 {
 		t.Errorf("%d connections, want 1: a request written by its own goroutine keeps the connection", got)
 	}
 }
 
-// TestExchangeHeaders: exchange is the general call (a multi-model hop
-// POSTs to /models/<id>/invoke with X-Amzn-SageMaker-Target-Model).
-func TestExchangeHeaders(t *testing.T) {
+// TestRequestHeaders: Do sends any path and header fields (a multi-model
+// hop POSTs to /models/<id>/invoke with X-Amzn-SageMaker-Target-Model),
+// and refuses what could inject into the request.
+func TestRequestHeaders(t *testing.T) {
 	got := make(chan *http.Request, 1)
 	srv := startRaw(t, answering(func(_ int, req *http.Request) (string, bool) {
 		got <- req
 		return "HTTP/1.1 200 OK\r\nX-Amzn-SageMaker-Custom-Attributes: out=1\r\nContent-Length: 2\r\n\r\nok", false
 	}))
-	iv := NewInvoker(Options{})
-	defer iv.Close()
-	out := iv.getBuffer()
-	defer iv.putBuffer(out)
-	res := iv.exchange(context.Background(), srv.url+"/", http.MethodPost, "/models/m-1/invoke",
-		[]header{{"X-Amzn-SageMaker-Target-Model", "m-1.tar.gz"}, {hdrContentType, "text/csv"}}, []byte("a,b"), out)
-	if res.outcome != hopOK || res.status != 200 || string(out.b) != "ok" || res.customAttrs != "out=1" {
-		t.Fatalf("result %+v, body %q", res, out.b)
+	cl := newClient(t)
+	res := cl.Do(context.Background(), &Request{BaseURL: srv.url + "/", Method: http.MethodPost, Path: "/models/m-1/invoke",
+		Header: [MaxHeaders]Header{{"X-Amzn-SageMaker-Target-Model", "m-1.tar.gz"}, {}, {"Content-Type", "text/csv"}}, Body: []byte("a,b")}, nil)
+	if res.Outcome != OK || res.Status != 200 || string(res.Body) != "ok" || res.CustomAttributes != "out=1" {
+		t.Fatalf("result %+v, body %q", res, res.Body)
 	}
 	req := <-got
 	if req.URL.Path != "/models/m-1/invoke" || req.Header.Get("X-Amzn-SageMaker-Target-Model") != "m-1.tar.gz" ||
@@ -494,19 +449,20 @@ func TestExchangeHeaders(t *testing.T) {
 	for _, tt := range []struct {
 		name         string
 		method, path string
-		hdrs         []header
+		hdrs         [MaxHeaders]Header
 	}{
-		{"CRLF in a value", "POST", "/invocations", []header{{"Accept", "a\r\nX-Evil: 1"}}},
-		{"bad name", "POST", "/invocations", []header{{"Bad Name", "v"}}},
-		{"framing header", "POST", "/invocations", []header{{"content-length", "0"}}},
-		{"bad path", "POST", "/a b", nil},
-		{"relative path", "POST", "invocations", nil},
-		{"bad method", "PO ST", "/invocations", nil},
+		{"CRLF in a value", "POST", "/invocations", [MaxHeaders]Header{{"Accept", "a\r\nX-Evil: 1"}}},
+		{"bad name", "POST", "/invocations", [MaxHeaders]Header{{"Bad Name", "v"}}},
+		{"framing header", "POST", "/invocations", [MaxHeaders]Header{{"content-length", "0"}}},
+		{"empty value of a bad name", "POST", "/invocations", [MaxHeaders]Header{{"X:", ""}}},
+		{"bad path", "POST", "/a b", [MaxHeaders]Header{}},
+		{"relative path", "POST", "invocations", [MaxHeaders]Header{}},
+		{"bad method", "PO ST", "/invocations", [MaxHeaders]Header{}},
 	} {
 		before := srv.requests.Load()
-		res := iv.exchange(context.Background(), srv.url, tt.method, tt.path, tt.hdrs, nil, out)
-		if res.outcome != hopBroken || res.err == nil {
-			t.Errorf("%s: outcome %v err %v, want hopBroken", tt.name, res.outcome, res.err)
+		res := cl.Do(context.Background(), &Request{BaseURL: srv.url, Method: tt.method, Path: tt.path, Header: tt.hdrs}, nil)
+		if res.Outcome != Broken || res.Err == nil {
+			t.Errorf("%s: outcome %v err %v, want Broken", tt.name, res.Outcome, res.Err)
 		}
 		if srv.requests.Load() != before {
 			t.Errorf("%s: the request was sent", tt.name)
@@ -623,7 +579,7 @@ func FuzzReadResponse(f *testing.F) {
 		// Head and trailer caps, the body caps, the chunk framing the
 		// chunked reader tolerates (6 bytes per 1-byte chunk, 16 KiB of
 		// extensions) and one buffer of read-ahead.
-		bound := int64(2*maxHeaderBytes + 16<<10 + 6*(limit+1+maxOriginalMessage+errorBodyDrain) + readBufSize)
+		bound := int64(2*maxHeaderBytes + 16<<10 + 6*(limit+1+MaxErrorBody+errorBodyDrain) + readBufSize)
 		if cr.n > bound {
 			t.Fatalf("read %d bytes of %d, over the bound %d", cr.n, len(data), bound)
 		}
@@ -636,7 +592,7 @@ func FuzzReadResponse(f *testing.F) {
 		if !validValue(rsp.contentType) || !validValue(rsp.customAttrs) {
 			t.Fatalf("control characters accepted: %q %q", rsp.contentType, rsp.customAttrs)
 		}
-		if len(rsp.errBody) > maxOriginalMessage || !utf8.ValidString(rsp.errBody) {
+		if len(rsp.errBody) > MaxErrorBody || !utf8.ValidString(rsp.errBody) {
 			t.Fatalf("error body %q", rsp.errBody)
 		}
 		if len(out.b) > limit+1 || (!rsp.tooBig && len(out.b) > limit) {
