@@ -121,3 +121,9 @@ func (d *Deployment) prepareCode(ctx context.Context, variant string, c Containe
 	d.mu.Unlock()
 	return nil
 }
+
+func (d *Deployment) codeDir(variant, hostname string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.codes[modelKey{variant, hostname}]
+}

@@ -3,9 +3,7 @@ package containers
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/netip"
-	"slices"
 	"strconv"
 	"time"
 
@@ -20,30 +18,6 @@ import (
 // the variables SageMaker sets, which win.
 func environment(cs ContainerSpec, index int) []string {
 	return SageMakerEnv(cs.Environment, index, cs.MultiModel)
-}
-
-// ContainerPort is the SAGEMAKER_BIND_TO_PORT of the index-th container of
-// an instance: 8080, 8081, ...
-func ContainerPort(index int) int { return basePort + index }
-
-// SageMakerEnv is the environment of the index-th container of an instance:
-// env, plus the variables SageMaker sets (which win): SAGEMAKER_BIND_TO_PORT,
-// its own SAGEMAKER_SAFE_PORT_RANGE and, for a multi-model container,
-// SAGEMAKER_MULTI_MODEL. Sorted, as the engine takes it.
-func SageMakerEnv(env map[string]string, index int, multiModel bool) []string {
-	all := map[string]string{}
-	maps.Copy(all, env)
-	all["SAGEMAKER_BIND_TO_PORT"] = strconv.Itoa(ContainerPort(index))
-	lo := baseSafePort + index*safeRangeSize
-	all["SAGEMAKER_SAFE_PORT_RANGE"] = fmt.Sprintf("%d-%d", lo, lo+safeRangeSize-1)
-	if multiModel {
-		all["SAGEMAKER_MULTI_MODEL"] = "true"
-	}
-	out := make([]string, 0, len(all))
-	for _, k := range slices.Sorted(maps.Keys(all)) {
-		out = append(out, k+"="+all[k])
-	}
-	return out
 }
 
 // createOptions translates one container of the plan into the engine's

@@ -14,15 +14,6 @@ import (
 	"github.com/mce-run/mce/containers/mme"
 )
 
-// Port numbers handed to containers. In SageMaker the containers of one
-// instance share a host, so each gets its own port and its own safe range;
-// mce keeps them distinct the same way (https://docs.aws.amazon.com/sagemaker/latest/dg/inference-pipeline-real-time.html).
-const (
-	basePort      = 8080
-	baseSafePort  = 9000
-	safeRangeSize = 100
-)
-
 // launchParallelism bounds concurrent create/start calls to the engine.
 const launchParallelism = 8
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,19 +139,6 @@ func TestLeaseOwnership(t *testing.T) {
 	}
 }
 
-// TestProcStart reads this process's own start time, and knows no process
-// by a PID that cannot exist.
-func TestProcStart(t *testing.T) {
-	if s, ok := procStart(strconv.Itoa(os.Getpid())); !ok || s == "" {
-		t.Fatalf("procStart(self) = %q, %v", s, ok)
-	}
-	for _, pid := range []string{"0", "-1", "../self", "99999999"} {
-		if _, ok := procStart(pid); ok {
-			t.Errorf("procStart(%q) found a process", pid)
-		}
-	}
-}
-
 // TestLeaseTakenAgainWhenPruned: a lease removed behind mce's back (docker
 // container prune removes never-started containers) is taken again.
 func TestLeaseTakenAgainWhenPruned(t *testing.T) {
@@ -173,17 +159,6 @@ func TestLeaseTakenAgainWhenPruned(t *testing.T) {
 	rt.checkLease(context.Background(), p)
 	if l := e.find(LeaseName("t")); l == nil || l.ID != rt.leaseID || rt.leaseID == first {
 		t.Fatalf("pruned lease not taken again: %+v, runtime holds %q", l, rt.leaseID)
-	}
-}
-
-func TestSignalProbe(t *testing.T) {
-	if _, ok := signalProbe(strconv.Itoa(os.Getpid())); !ok {
-		t.Error("signalProbe(self) found no process")
-	}
-	for _, pid := range []string{"0", "-1", "x", "99999999"} {
-		if _, ok := signalProbe(pid); ok {
-			t.Errorf("signalProbe(%q) found a process", pid)
-		}
 	}
 }
 
@@ -208,33 +183,3 @@ func TestPidsLimit(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// TestProcessGone: a process is gone when its PID is free or held by a later
-// process than the one recorded.
-func TestProcessGone(t *testing.T) {
-	me := os.Getpid()
-	start, ok := ProcessStart(me)
-	if !ok {
-		t.Skip("no /proc here")
-	}
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name  string
-		pid   int
-		start string
-		want  bool
-	}{
-		{"this process", me, start, false},
-		{"this process, start unknown", me, "", false},
-		{"its PID held by a later process", me, start + "0", true},
-		{"an exited process", dead.Process.Pid, "", true},
-		{"no PID", 0, "", false},
-	} {
-		if got := ProcessGone(c.pid, c.start); got != c.want {
-			t.Errorf("%s: ProcessGone(%d, %q) = %v, want %v", c.name, c.pid, c.start, got, c.want)
-		}
-	}
-}

@@ -51,17 +51,6 @@ func (r *lineRing) lines() []string {
 	return append(out, r.buf[:r.next]...)
 }
 
-// LogLine is one line a container printed, as Follow delivers it.
-type LogLine struct {
-	Stream string // stdout or stderr
-	Text   string
-	// Time is when the engine received the line; set by LogsBetween only.
-	Time time.Time
-	// Dropped counts the lines this follower missed just before this one
-	// because it did not keep up.
-	Dropped int
-}
-
 // logSubs fans a container's output out to its followers. A follower that
 // does not keep up misses lines (counted, and told with the next line it
 // gets): the container's log reader never waits for one.
@@ -114,9 +103,6 @@ func (c *Container) Follow(buffer int) (lines <-chan LogLine, done <-chan struct
 	sub := c.subs.add(buffer)
 	return sub.ch, c.ctx.Done(), func() { c.subs.remove(sub) }
 }
-
-// MaxLogTail is the most history lines Logs returns.
-const MaxLogTail = 10000
 
 // Logs calls fn with the last n lines (at most MaxLogTail) the container
 // printed, oldest first, from the engine's log (the container's current
