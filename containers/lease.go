@@ -118,11 +118,30 @@ type leaseProbe struct {
 func hostProbe() leaseProbe {
 	h, _ := os.Hostname()
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	pidStart := procStart
-	if _, ok := procStart(strconv.Itoa(os.Getpid())); !ok {
-		pidStart = signalProbe // no /proc (macOS): whether the PID runs at all
+	pidStart := procStartOf
+	if _, ok := ProcessStart(os.Getpid()); !ok {
+		pidStart = pidRuns // no /proc (macOS): whether the PID runs at all
 	}
 	return leaseProbe{hostname: h, bootID: strings.TrimSpace(string(boot)), pidStart: pidStart}
+}
+
+// procStartOf is ProcessStart of a PID as a lease's labels hold it.
+func procStartOf(pid string) (string, bool) {
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return "", false
+	}
+	return ProcessStart(n)
+}
+
+// pidRuns is ProcessRuns of a PID as a lease's labels hold it, with no
+// start time; used where /proc cannot be read.
+func pidRuns(pid string) (string, bool) {
+	n, err := strconv.Atoi(pid)
+	if err != nil {
+		return "", false
+	}
+	return "", ProcessRuns(n)
 }
 
 // self describes this process as a lease owner. inContainer is the container

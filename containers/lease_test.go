@@ -183,3 +183,23 @@ func TestPidsLimit(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLeasePIDs reads PIDs as a lease's labels hold them: decimal, or
+// nothing.
+func TestLeasePIDs(t *testing.T) {
+	me := strconv.Itoa(os.Getpid())
+	if _, ok := pidRuns(me); !ok {
+		t.Error("pidRuns(self) found no process")
+	}
+	if s, ok := procStartOf(me); !ok || s == "" {
+		t.Errorf("procStartOf(self) = %q, %v", s, ok)
+	}
+	for _, pid := range []string{"", "x", "../self", "0"} {
+		if _, ok := pidRuns(pid); ok {
+			t.Errorf("pidRuns(%q) found a process", pid)
+		}
+		if _, ok := procStartOf(pid); ok {
+			t.Errorf("procStartOf(%q) found a process", pid)
+		}
+	}
+}

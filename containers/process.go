@@ -24,8 +24,7 @@ func ProcessGone(pid int, start string) bool {
 	if now, ok := ProcessStart(pid); ok {
 		return start != "" && now != start
 	}
-	_, alive := signalProbe(strconv.Itoa(pid))
-	return !alive
+	return !ProcessRuns(pid)
 }
 
 // procStart reads field 22 of /proc/<pid>/stat: the process's start time in
@@ -52,13 +51,13 @@ func procStart(pid string) (string, bool) {
 	return f[19], true
 }
 
-// signalProbe reports whether a process with the PID exists (signal 0),
-// with no start time; used where /proc cannot be read.
-func signalProbe(pid string) (string, bool) {
-	n, err := strconv.Atoi(pid)
-	if err != nil || n <= 0 {
-		return "", false
+// ProcessRuns reports whether a process with the PID exists on this
+// machine (signal 0). It needs no /proc, and tells nothing of which process
+// holds the PID.
+func ProcessRuns(pid int) bool {
+	if pid <= 0 {
+		return false
 	}
-	err = syscall.Kill(n, 0)
-	return "", err == nil || errors.Is(err, syscall.EPERM)
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

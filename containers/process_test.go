@@ -20,13 +20,13 @@ func TestProcStart(t *testing.T) {
 	}
 }
 
-func TestSignalProbe(t *testing.T) {
-	if _, ok := signalProbe(strconv.Itoa(os.Getpid())); !ok {
-		t.Error("signalProbe(self) found no process")
+func TestProcessRuns(t *testing.T) {
+	if !ProcessRuns(os.Getpid()) {
+		t.Error("ProcessRuns(self) = false")
 	}
-	for _, pid := range []string{"0", "-1", "x", "99999999"} {
-		if _, ok := signalProbe(pid); ok {
-			t.Errorf("signalProbe(%q) found a process", pid)
+	for _, pid := range []int{0, -1, 99999999} {
+		if ProcessRuns(pid) {
+			t.Errorf("ProcessRuns(%d) = true", pid)
 		}
 	}
 }
