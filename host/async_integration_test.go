@@ -20,9 +20,9 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -84,7 +84,7 @@ func asyncHostYAML(t testing.TB, yaml string, opts ...func(*host.Config)) *async
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := containers.New(context.Background(), containers.Options{
+	rt, err := docker.New(context.Background(), docker.Options{
 		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
 	})

@@ -19,9 +19,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -66,7 +66,7 @@ func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := containers.New(context.Background(), containers.Options{
+	rt, err := docker.New(context.Background(), docker.Options{
 		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
 	})

@@ -22,9 +22,9 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
@@ -91,7 +91,7 @@ func newPreflightHost(t *testing.T) *preflightHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := containers.New(context.Background(), containers.Options{
+	rt, err := docker.New(context.Background(), docker.Options{
 		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher, GPUs: noDriver(),
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond,
 	})

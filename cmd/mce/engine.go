@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	kengine "github.com/mce-run/mce/containers/kubernetes"
 	"github.com/mce-run/mce/host"
 )
@@ -83,22 +83,22 @@ func openEngine(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, lo
 }
 
 func openDocker(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, log zerolog.Logger) (*engine, error) {
-	cli, err := containers.Connect(ctx)
+	cli, err := docker.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pull, err := containers.ParsePullPolicy(f.pull)
+	pull, err := docker.ParsePullPolicy(f.pull)
 	if err != nil {
 		cli.Close()
 		return nil, err
 	}
-	rt, err := containers.New(ctx, containers.Options{
+	rt, err := docker.New(ctx, docker.Options{
 		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
-		Network: containers.NetworkMode(f.networkMode), PullPolicy: pull,
-		Registry: containers.RegistryOptions{ECREndpoint: f.ecrEndpoint},
+		Network: docker.NetworkMode(f.networkMode), PullPolicy: pull,
+		Registry: docker.RegistryOptions{ECREndpoint: f.ecrEndpoint},
 		Fetcher:  fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,
 		ArtifactDiskBudget: f.diskBudget,
-		MultiModel:         containers.MultiModelOptions{RestartOnLeak: f.mmeRestartOnLeak},
+		MultiModel:         docker.MultiModelOptions{RestartOnLeak: f.mmeRestartOnLeak},
 	})
 	if err != nil {
 		cli.Close()

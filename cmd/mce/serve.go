@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mce-run/mce/authz"
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -249,7 +249,7 @@ func serve(ctx context.Context, f serveFlags) error {
 		return &exitError{code: 2, msg: err.Error()}
 	}
 	if f.stateDir == "" {
-		if f.stateDir, err = containers.DefaultStateDir(); err != nil {
+		if f.stateDir, err = docker.DefaultStateDir(); err != nil {
 			return err
 		}
 	}

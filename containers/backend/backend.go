@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/host"
@@ -15,7 +16,7 @@ import (
 // Docker launches endpoints on the Docker engine through a
 // containers.Runtime.
 type Docker struct {
-	Runtime *containers.Runtime
+	Runtime *docker.Runtime
 }
 
 var (
@@ -74,17 +75,17 @@ func (b *Docker) GPUUtilization(i int) (float64, float64, error) {
 
 // EndpointSpec translates a resolved SageMaker endpoint into what the Docker
 // runtime launches.
-func EndpointSpec(plan spec.EndpointPlan) (containers.EndpointSpec, error) {
-	es := containers.EndpointSpec{Name: plan.Name}
+func EndpointSpec(plan spec.EndpointPlan) (docker.EndpointSpec, error) {
+	es := docker.EndpointSpec{Name: plan.Name}
 	for _, v := range plan.Variants {
-		vs := containers.VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout,
+		vs := docker.VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout,
 			NetworkIsolation: v.NetworkIsolation}
 		for _, c := range v.Containers {
 			req, err := gpu.ParseRequest(c.GPUs)
 			if err != nil {
 				return es, fmt.Errorf("variant %q container %q: GPUs: %w", v.Name, c.Hostname, err)
 			}
-			vs.Containers = append(vs.Containers, containers.ContainerSpec{
+			vs.Containers = append(vs.Containers, docker.ContainerSpec{
 				Hostname:           c.Hostname,
 				Image:              c.Image,
 				Environment:        c.Environment,
@@ -103,7 +104,7 @@ func EndpointSpec(plan spec.EndpointPlan) (containers.EndpointSpec, error) {
 }
 
 // launched is one generation of an endpoint on the Docker engine.
-type launched struct{ d *containers.Deployment }
+type launched struct{ d *docker.Deployment }
 
 func (l launched) Copies(variant string) [][]pipeline.Container {
 	copies := l.d.Copies(variant)
@@ -129,7 +130,7 @@ func (l launched) Close(ctx context.Context) error { return l.d.Close(ctx) }
 // multiModelContainer lets the pipeline reach a MultiModel container's model
 // manager (Go has no covariant results: *mme.Lease is returned as a
 // pipeline.Lease here, and never as a typed nil).
-type multiModelContainer struct{ *containers.Container }
+type multiModelContainer struct{ *docker.Container }
 
 func (m multiModelContainer) Acquire(ctx context.Context, target string) (pipeline.Lease, error) {
 	l, err := m.Models().Acquire(ctx, target)
@@ -148,9 +149,9 @@ func (m multiModelContainer) GPUMemory() (mme.GPUReport, bool) { return m.Models
 
 var (
 	_ host.Launched            = launched{}
-	_ pipeline.Container       = (*containers.Container)(nil)
+	_ pipeline.Container       = (*docker.Container)(nil)
 	_ pipeline.MultiModel      = multiModelContainer{}
-	_ host.ContainerDetail     = (*containers.Container)(nil)
+	_ host.ContainerDetail     = (*docker.Container)(nil)
 	_ host.MultiModelDetail    = multiModelContainer{}
 	_ host.MultiModelGPUDetail = multiModelContainer{}
 )

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
@@ -22,9 +22,9 @@ func (b *Docker) Preflight(ctx context.Context, plan spec.EndpointPlan) []host.P
 		return []host.Problem{{What: err.Error()}}
 	}
 	var out []host.Problem
-	for _, p := range b.Runtime.Preflight(ctx, es, containers.PreflightOptions{}) {
+	for _, p := range b.Runtime.Preflight(ctx, es, docker.PreflightOptions{}) {
 		hp := host.Problem{Variant: p.Variant, Container: p.Container, What: p.What, Fix: p.Fix}
-		if p.Check == containers.CheckGPU {
+		if p.Check == docker.CheckGPU {
 			hp.What, hp.Fix = gpuProblem(plan, p)
 		}
 		out = append(out, hp)
@@ -33,7 +33,7 @@ func (b *Docker) Preflight(ctx context.Context, plan spec.EndpointPlan) []host.P
 }
 
 // gpuProblem says which setting asked for GPUs this host cannot give.
-func gpuProblem(plan spec.EndpointPlan, p containers.Problem) (what, fix string) {
+func gpuProblem(plan spec.EndpointPlan, p docker.Problem) (what, fix string) {
 	var v spec.VariantPlan
 	var c spec.ContainerPlan
 	for _, vp := range plan.Variants {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 )
 
 // Docker returns a client for the local engine, or skips (fails in CI) when
@@ -31,7 +31,7 @@ func Docker(tb testing.TB) *client.Client {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err := containers.Connect(ctx)
+	cli, err := docker.Connect(ctx)
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			tb.Fatalf("CI is set but no Docker engine answers: %v", err)
@@ -206,7 +206,7 @@ func Leftovers(tb testing.TB, cli *client.Client, instance string) (containersLe
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	f := client.Filters{}.Add("label", containers.LabelInstance+"="+instance)
+	f := client.Filters{}.Add("label", docker.LabelInstance+"="+instance)
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		tb.Fatal(err)

@@ -1,0 +1,34 @@
+// Package containers owns mce's use of the Docker engine: it turns an endpoint's
+// container definitions into running, reachable, observed containers and takes
+// them down again leaving nothing behind.
+//
+// What it owns: images (checked, never pulled unless asked), the endpoint's own
+// bridge network, container create/start/stop/remove, the SageMaker container
+// environment (SAGEMAKER_BIND_TO_PORT, SAGEMAKER_SAFE_PORT_RANGE, hostnames,
+// /opt/ml/model mounted read-only from the model artifact), GPU device requests,
+// readiness and liveness (GET /ping), log streaming into mce's log, crash
+// restarts with backoff, recreation of containers that disappeared or cannot
+// start, hardening (no-new-privileges, a PIDs limit, an internal network for
+// EnableNetworkIsolation), the engine-wide instance lease (lease.go: one live
+// mce per instance name), and removal of what an earlier run of the same mce
+// instance left behind (everything mce creates carries the labels in labels.go).
+//
+// What it must not touch: HTTP routing of invocations (package pipeline reaches
+// a running container only through its Hostname, BaseURL and Ready methods) and
+// anything of the SageMaker API (package host).
+//
+// One job per file: deploy.go (Deploy, the Deployment and the parallel launch
+// of copies), create.go (a container's configuration and start), network.go
+// (the endpoint's networks), artifacts.go (model data staged for
+// /opt/ml/model), multimodel.go (a variant's multi-model cache), scale.go,
+// address.go (a container's address on its network), teardown.go (Close and
+// container removal, in parallel through internal/parallel), adopt.go,
+// reconcile.go, health.go, supervise.go (restarts), logs.go, stats.go, image.go,
+// pull.go and registry.go, preflight.go, lease.go, labels.go.
+//
+// Sub-packages: backend (this engine as host's Backend: the translation of a
+// resolved SageMaker endpoint, spec.EndpointPlan, into an EndpointSpec; the
+// only package of the engine that imports host), artifact (ModelDataUrl
+// download and safe extraction), gpu (NVML inventory and Docker device
+// requests), mme (multi-model loading; engine-neutral), check (mce check).
+package docker

@@ -1,0 +1,542 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"golang.org/x/sync/singleflight"
+	"net/http"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/containers/gpu"
+	"github.com/mce-run/mce/containers/mme"
+)
+
+// callTimeout bounds every Docker call that is not a wait or a stop.
+const callTimeout = 30 * time.Second
+
+// NetworkMode says how mce reaches its containers.
+type NetworkMode string
+
+const (
+	// NetworkAuto picks NetworkJoin (join.go) when mce runs in a container
+	// of its engine, else NetworkAddress on a Linux engine mce can route to
+	// and NetworkPublished on Docker Desktop or a non-Linux host.
+	NetworkAuto NetworkMode = "auto"
+	// NetworkAddress reaches each container at its address on the endpoint's
+	// bridge network: the kernel routes it, no proxy in between.
+	NetworkAddress NetworkMode = "address"
+	// NetworkPublished publishes each container's port on 127.0.0.1 (never on
+	// another interface) and goes through Docker's userland proxy: about half
+	// the throughput, but works where container addresses are unreachable.
+	NetworkPublished NetworkMode = "published"
+)
+
+// Options configure a Runtime. The zero value of every field but Engine is a
+// usable default.
+type Options struct {
+	Engine   Engine
+	Instance string // names this mce instance in labels; default "default"
+	// StateDir holds the instance lock and extracted model artifacts; default
+	// $XDG_STATE_HOME/mce or ~/.local/state/mce.
+	StateDir string
+	Network  NetworkMode
+	Fetcher  *artifact.Fetcher // nil: one with default options is made on first use
+	GPUs     *gpu.Inventory    // nil: NVML is loaded on the first GPU request
+	// PullPolicy says when images are pulled; empty: if-missing when Pull
+	// is set, else never.
+	PullPolicy PullPolicy
+	Pull       bool // the older switch: pull missing images
+	// Registry says where pull credentials come from (docker config.json,
+	// credential helpers, ECR).
+	Registry RegistryOptions
+	// Adopt keeps what an earlier run of this instance left running: New does
+	// not remove it; the caller Adopts the endpoints it knows, then calls
+	// Reconcile to remove the rest.
+	Adopt  bool
+	Logger zerolog.Logger
+	// StopGrace is how long a container gets between SIGTERM and SIGKILL at
+	// teardown; default 30 s, as SageMaker does.
+	StopGrace time.Duration
+	// HealthInterval is the period of the liveness ping once a container is
+	// ready; default 5 s. Three failed pings in a row take it out of routing.
+	HealthInterval time.Duration
+	// MultiModel configures how multi-model containers load their models.
+	MultiModel MultiModelOptions
+	// ArtifactDiskBudget bounds the bytes of extracted model artifacts of
+	// all endpoints and multi-model caches together; unused multi-model
+	// files are deleted, least recently used first, to make room, and a
+	// launch or model download that cannot fit fails naming the limit.
+	// Zero means no limit.
+	ArtifactDiskBudget int64
+	// RestartBackoff is the first wait before restarting a crashed container;
+	// it doubles up to RestartBackoffMax (defaults 500 ms and 30 s).
+	RestartBackoff    time.Duration
+	RestartBackoffMax time.Duration
+	// PidsLimit caps the processes (threads included) of each container,
+	// against fork bombs; 0 means DefaultPidsLimit(), negative means no limit.
+	PidsLimit int64
+}
+
+// DefaultPidsLimit is the default process and thread cap of a container:
+// 4096, or 64 per CPU core of this machine where that is more. Ample for a
+// framework server with a worker per core and their threads, small enough
+// that a fork bomb in one container cannot exhaust the host's PIDs.
+func DefaultPidsLimit() int64 { return max(4096, 64*int64(goruntime.NumCPU())) }
+
+// MultiModelOptions configure dynamic model loading (package mme) for
+// containers in MultiModel mode. Zero values are mme's defaults.
+type MultiModelOptions struct {
+	LoadTimeout  time.Duration // a load slower than this answers NotReady while it carries on (default 60 s)
+	DiskCapacity int64         // bytes of extracted models kept per container definition (0: unlimited)
+	IdleTTL      time.Duration // unload models nobody called for this long (0: never)
+	GPUThreshold float64       // share of GPU memory loads may fill (default 0.9)
+	// RestartOnLeak, in (0, 1], restarts a multi-model container with GPUs
+	// once the GPU memory it keeps after unloads passes this share of its
+	// GPUs' memory (mme.ManagerOptions.RestartOnLeak); 0 never does.
+	RestartOnLeak float64
+	// Observer, if set, gives the metrics sink of one container.
+	Observer func(endpoint, variant, container string) mme.Observer
+}
+
+// Runtime brings endpoints' containers up and down on one Docker engine. It is
+// safe for concurrent use. Close stops its background work but leaves
+// deployments alone; close those first.
+type Runtime struct {
+	engine  Engine
+	opts    Options
+	log     zerolog.Logger
+	network NetworkMode
+	self    string // NetworkJoin: the ID of the container mce joins to endpoint networks
+	pinger  *http.Client
+	lock    *os.File
+	leaseID string // the instance's lease container (lease.go)
+
+	ctx    context.Context // cancelled by Close; parent of all background work
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu          sync.Mutex
+	byID        map[string]*Container // every live container, by Docker ID
+	fetcher     *artifact.Fetcher
+	budget      *artifact.Budget // shared by every deployment's artifacts and caches
+	gpus        *gpu.Inventory
+	rtInfo      *gpu.RuntimeInfo
+	deployments map[deploymentKey]*Deployment // nil while a Deploy is under way
+	onAddr      []func(oldURL string)
+
+	auth  *authResolver
+	pulls singleflight.Group // one pull per image at a time
+}
+
+// New connects the runtime to its engine, takes the instance lock (one mce per
+// instance name and state folder) and the instance lease (one live mce per
+// instance name on the engine, lease.go; ErrInstanceInUse otherwise), removes whatever an earlier run of this
+// instance left behind, and starts watching container events.
+func New(ctx context.Context, opts Options) (*Runtime, error) {
+	if opts.Engine == nil {
+		return nil, errors.New("containers: Options.Engine is required")
+	}
+	if opts.Instance == "" {
+		opts.Instance = "default"
+	}
+	if !hostnamePattern.MatchString(opts.Instance) {
+		return nil, fmt.Errorf("containers: instance name %q must match %s", opts.Instance, hostnamePattern)
+	}
+	if opts.StateDir == "" {
+		dir, err := DefaultStateDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.StateDir = dir
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = 30 * time.Second
+	}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = 5 * time.Second
+	}
+	if opts.RestartBackoff <= 0 {
+		opts.RestartBackoff = 500 * time.Millisecond
+	}
+	if opts.RestartBackoffMax <= 0 {
+		opts.RestartBackoffMax = 30 * time.Second
+	}
+	if opts.Network == "" {
+		opts.Network = NetworkAuto
+	}
+	if opts.PullPolicy == "" {
+		opts.PullPolicy = PullNever
+		if opts.Pull {
+			opts.PullPolicy = PullIfMissing
+		}
+	}
+	if _, err := ParsePullPolicy(string(opts.PullPolicy)); err != nil {
+		return nil, fmt.Errorf("containers: %w", err)
+	}
+	rt := &Runtime{
+		auth:        newAuthResolver(opts.Registry),
+		engine:      opts.Engine,
+		opts:        opts,
+		log:         opts.Logger,
+		fetcher:     opts.Fetcher,
+		budget:      artifact.NewBudget(opts.ArtifactDiskBudget),
+		gpus:        opts.GPUs,
+		byID:        map[string]*Container{},
+		deployments: map[deploymentKey]*Deployment{},
+		pinger: &http.Client{Transport: &http.Transport{
+			Proxy:               nil,
+			DisableCompression:  true,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     30 * time.Second,
+		}},
+	}
+	if err := os.MkdirAll(rt.instanceDir(), 0o755); err != nil {
+		return nil, fmt.Errorf("state folder: %w", err)
+	}
+	lock, err := lockFile(filepath.Join(rt.instanceDir(), "lock"))
+	if err != nil {
+		return nil, fmt.Errorf("another mce with instance name %q is running with state folder %s: %w", opts.Instance, opts.StateDir, err)
+	}
+	rt.lock = lock
+	if err := rt.acquireLease(ctx, hostProbe()); err != nil {
+		rt.unlock()
+		return nil, err
+	}
+
+	mode, why, err := rt.pickNetworkMode(ctx)
+	if err != nil {
+		rt.releaseLease(context.WithoutCancel(ctx)) // ctx may be what failed
+		rt.unlock()
+		return nil, err
+	}
+	rt.network = mode
+	rt.log.Info().Str("network_mode", string(mode)).Msg(why)
+	if mode == NetworkJoin {
+		rt.startJoin(ctx)
+	}
+
+	// The runtime's lifetime (event watcher, health checks, shared pulls)
+	// outlives ctx, which bounds New alone: detached from its cancellation,
+	// ended by Close.
+	rt.ctx, rt.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if !opts.Adopt {
+		if err := rt.Reconcile(ctx); err != nil {
+			rt.cancel()
+			rt.releaseLease(context.WithoutCancel(ctx)) // ctx may be what failed
+			rt.unlock()
+			return nil, err
+		}
+	}
+	rt.wg.Add(2)
+	go rt.watchEvents()
+	go rt.holdLease()
+	return rt, nil
+}
+
+// pidsLimit is the PidsLimit given to containers; nil for no limit.
+func (rt *Runtime) pidsLimit() *int64 {
+	n := rt.opts.PidsLimit
+	switch {
+	case n == 0:
+		n = DefaultPidsLimit()
+	case n < 0:
+		return nil
+	}
+	return &n
+}
+
+// DefaultStateDir is $XDG_STATE_HOME/mce, else ~/.local/state/mce.
+func DefaultStateDir() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "mce"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no state folder: set --state-dir: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "mce"), nil
+}
+
+// NetworkMode is the way this runtime reaches containers.
+func (rt *Runtime) NetworkMode() NetworkMode { return rt.network }
+
+// Instance is the instance name in this runtime's labels.
+func (rt *Runtime) Instance() string { return rt.opts.Instance }
+
+// InstanceDir is this instance's folder in the state folder (the lock, the
+// artifacts, and room for the caller's own state).
+func (rt *Runtime) InstanceDir() string { return rt.instanceDir() }
+
+func (rt *Runtime) instanceDir() string {
+	return filepath.Join(rt.opts.StateDir, "instances", rt.opts.Instance)
+}
+
+func (rt *Runtime) artifactsDir() string { return filepath.Join(rt.instanceDir(), "artifacts") }
+
+// Close stops the event watcher and health checks and releases the instance
+// lock and lease. Deployments still running stay running; call Deployment.Close first.
+func (rt *Runtime) Close() error {
+	if rt.cancel != nil {
+		rt.cancel()
+	}
+	rt.wg.Wait()
+	if rt.gpus != nil && rt.opts.GPUs == nil {
+		rt.gpus.Close()
+	}
+	// Close has no caller's context (yet): the lease removal is bounded by
+	// callTimeout alone.
+	rt.releaseLease(context.Background())
+	rt.unlock()
+	return nil
+}
+
+func (rt *Runtime) unlock() {
+	if rt.lock != nil {
+		syscall.Flock(int(rt.lock.Fd()), syscall.LOCK_UN)
+		rt.lock.Close()
+		rt.lock = nil
+	}
+}
+
+// lockFile takes an exclusive, non-blocking flock. The kernel drops it when the
+// process dies, so a SIGKILLed mce never leaves a stale lock.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Truncate(0)
+	fmt.Fprintf(f, "%d\n", os.Getpid())
+	return f, nil
+}
+
+// pickNetworkMode resolves NetworkAuto and explains the choice.
+func (rt *Runtime) pickNetworkMode(ctx context.Context) (NetworkMode, string, error) {
+	switch rt.opts.Network {
+	case NetworkAddress:
+		return NetworkAddress, "reaching containers at their addresses on the endpoint networks (as configured)", nil
+	case NetworkPublished:
+		return NetworkPublished, "reaching containers through ports published on 127.0.0.1 (as configured)", nil
+	case NetworkJoin, NetworkAuto:
+	default:
+		return "", "", fmt.Errorf("unknown network mode %q (want auto, address, published or join)", rt.opts.Network)
+	}
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	info, err := rt.engine.Info(cctx, client.InfoOptions{})
+	if err != nil {
+		return "", "", classify("read Docker engine info", err)
+	}
+	rt.rtInfo = GPURuntimeInfo(info, rt.engine)
+	// In a container of this engine (docker-compose) the endpoint networks are
+	// isolated from mce's own: join them (join.go).
+	if mode, why, ok, err := rt.pickJoin(ctx); err != nil || ok {
+		return mode, why, err
+	}
+	if rt.opts.Network == NetworkJoin {
+		return "", "", errors.New("network mode join: mce does not run in a container of this Docker engine (no /.dockerenv, or the engine knows no running container by this hostname)")
+	}
+	os := info.Info.OperatingSystem
+	switch {
+	case goruntime.GOOS != "linux":
+		return NetworkPublished, "container addresses are not routable from " + goruntime.GOOS + "; falling back to ports published on 127.0.0.1 (Docker's userland proxy, about half the throughput)", nil
+	case strings.Contains(os, "Docker Desktop"):
+		return NetworkPublished, "Docker Desktop keeps container addresses inside its VM; falling back to ports published on 127.0.0.1 (Docker's userland proxy, about half the throughput)", nil
+	case remoteEngine():
+		return NetworkPublished, "the Docker engine is remote (DOCKER_HOST); falling back to published ports", nil
+	}
+	return NetworkAddress, "reaching containers at their addresses on the endpoint networks", nil
+}
+
+// remoteEngine reports whether DOCKER_HOST names an engine on another machine.
+func remoteEngine() bool {
+	h := os.Getenv("DOCKER_HOST")
+	if h == "" || strings.HasPrefix(h, "unix://") {
+		return false
+	}
+	for _, local := range []string{"tcp://127.", "tcp://localhost", "tcp://[::1]"} {
+		if strings.HasPrefix(h, local) {
+			return false
+		}
+	}
+	return true
+}
+
+// GPURuntimeInfo is what the GPU checks need of the engine's /info; engine
+// gives the API version when it says which it speaks.
+func GPURuntimeInfo(info client.SystemInfoResult, engine any) *gpu.RuntimeInfo {
+	ri := &gpu.RuntimeInfo{DefaultRuntime: info.Info.DefaultRuntime, CDISpecDirs: info.Info.CDISpecDirs}
+	for name := range info.Info.Runtimes {
+		ri.Runtimes = append(ri.Runtimes, name)
+	}
+	for _, d := range info.Info.DiscoveredDevices {
+		if d.Source == "cdi" {
+			ri.CDIDevices = append(ri.CDIDevices, d.ID)
+		}
+	}
+	if v, ok := engine.(interface{ ClientVersion() string }); ok {
+		ri.APIVersion = v.ClientVersion()
+	}
+	return ri
+}
+
+// gpuDeviceRequests are the DeviceRequests of req on this engine: through
+// CDI or the NVIDIA runtime, whichever the engine offers (gpu.RuntimeInfo.Mode).
+// Without engine information (never read) it falls back to the runtime's.
+func (rt *Runtime) gpuDeviceRequests(req gpu.Request) []container.DeviceRequest {
+	if req.IsZero() {
+		return nil
+	}
+	rt.mu.Lock()
+	ri, inv := rt.rtInfo, rt.gpus
+	rt.mu.Unlock()
+	if ri == nil {
+		return req.DeviceRequests()
+	}
+	var devs []gpu.Device
+	if inv != nil && len(req.DeviceIDs) > 0 {
+		devs, _ = inv.Devices() // only to turn UUIDs into CDI indexes
+	}
+	return req.DeviceRequestsFor(ri.Mode(), devs)
+}
+
+func (rt *Runtime) track(c *Container) {
+	rt.mu.Lock()
+	rt.byID[c.ID()] = c
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) untrack(c *Container) {
+	rt.mu.Lock()
+	delete(rt.byID, c.ID())
+	rt.mu.Unlock()
+}
+
+// retrack follows a recreated container to its new Docker ID.
+func (rt *Runtime) retrack(c *Container, old, id string) {
+	rt.mu.Lock()
+	delete(rt.byID, old)
+	c.id.Store(&id)
+	rt.byID[id] = c
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) lookup(id string) *Container {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.byID[id]
+}
+
+// artifactFetcher is the runtime's one model-data fetcher, made on first use
+// (no I/O: a context would have nothing to bound).
+func (rt *Runtime) artifactFetcher() (*artifact.Fetcher, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.fetcher == nil {
+		f, err := artifact.NewFetcher(artifact.Options{})
+		if err != nil {
+			return nil, err
+		}
+		rt.fetcher = f
+	}
+	return rt.fetcher, nil
+}
+
+// checkGPUs fails early, naming what is missing, when a spec asks for GPUs the
+// host or engine cannot provide.
+func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
+	if req.IsZero() {
+		return nil
+	}
+	rt.mu.Lock()
+	if rt.gpus == nil {
+		rt.gpus = gpu.NewInventory(nil)
+	}
+	inv, ri := rt.gpus, rt.rtInfo
+	rt.mu.Unlock()
+	if ri == nil {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		info, err := rt.engine.Info(cctx, client.InfoOptions{})
+		cancel()
+		if err != nil {
+			return classify("read Docker engine info", err)
+		}
+		ri = GPURuntimeInfo(info, rt.engine)
+		rt.mu.Lock()
+		rt.rtInfo = ri
+		rt.mu.Unlock()
+	}
+	devs, derr := inv.Devices()
+	return gpu.Check(req, devs, derr, *ri)
+}
+
+// SetMultiModelObserver sets the metrics sink factory of multi-model
+// containers deployed from now on (Options.MultiModel.Observer).
+func (rt *Runtime) SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer) {
+	rt.mu.Lock()
+	rt.opts.MultiModel.Observer = fn
+	rt.mu.Unlock()
+}
+
+func (rt *Runtime) multiModelObserver(endpoint, variant, container string) mme.Observer {
+	rt.mu.Lock()
+	fn := rt.opts.MultiModel.Observer
+	rt.mu.Unlock()
+	if fn == nil {
+		return nil
+	}
+	return fn(endpoint, variant, container)
+}
+
+// gpuIndexes resolves a GPU request to NVML device indexes, for the
+// multi-model manager's memory accounting; nil when NVML is unavailable.
+// A count takes the lowest indexes, as the NVIDIA runtime assigns them.
+func (rt *Runtime) gpuIndexes(req gpu.Request) ([]int, *gpu.Inventory) {
+	rt.mu.Lock()
+	if rt.gpus == nil {
+		rt.gpus = gpu.NewInventory(nil)
+	}
+	inv := rt.gpus
+	rt.mu.Unlock()
+	devs, err := inv.Devices()
+	if err != nil {
+		return nil, nil
+	}
+	var out []int
+	switch {
+	case req.All:
+		for _, d := range devs {
+			out = append(out, d.Index)
+		}
+	case req.Count > 0:
+		for _, d := range devs[:min(req.Count, len(devs))] {
+			out = append(out, d.Index)
+		}
+	default:
+		for _, id := range req.DeviceIDs {
+			for _, d := range devs {
+				if strings.EqualFold(id, d.UUID) || id == strconv.Itoa(d.Index) {
+					out = append(out, d.Index)
+				}
+			}
+		}
+	}
+	return out, inv
+}
