@@ -67,7 +67,7 @@ func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ..
 		t.Fatal(err)
 	}
 	rt, err := docker.New(context.Background(), docker.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
+		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
 	})
 	if err != nil {

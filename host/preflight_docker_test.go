@@ -92,7 +92,7 @@ func newPreflightHost(t *testing.T) *preflightHost {
 		t.Fatal(err)
 	}
 	rt, err := docker.New(context.Background(), docker.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher, GPUs: noDriver(),
+		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher, GPUs: noDriver(),
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond,
 	})
 	if err != nil {

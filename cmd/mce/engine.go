@@ -93,7 +93,7 @@ func openDocker(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, lo
 		return nil, err
 	}
 	rt, err := docker.New(ctx, docker.Options{
-		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
+		Client: cli, Instance: f.instance, StateDir: f.stateDir,
 		Network: docker.NetworkMode(f.networkMode), PullPolicy: pull,
 		Registry: docker.RegistryOptions{ECREndpoint: f.ecrEndpoint},
 		Fetcher:  fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,

@@ -16,7 +16,7 @@ import (
 )
 
 // Engine is the part of the Docker Engine API a check uses;
-// containers.Engine and *client.Client satisfy it.
+// docker.Client and *client.Client satisfy it.
 type Engine interface {
 	docker.ImageInspector
 	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
@@ -31,7 +31,7 @@ type Engine interface {
 }
 
 var _ Engine = (*client.Client)(nil)
-var _ Engine = (docker.Engine)(nil)
+var _ Engine = (docker.Client)(nil)
 
 // MultiModel says how to start an image.
 type MultiModel string

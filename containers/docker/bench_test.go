@@ -24,7 +24,7 @@ func BenchmarkLaunch15(b *testing.B) {
 	probe := testenv.Image(b, "probe")
 	instance := testenv.Instance(b)
 	rt, err := docker.New(context.Background(), docker.Options{
-		Engine: cli, Instance: instance, StateDir: b.TempDir(), Logger: zerolog.Nop(), StopGrace: time.Second,
+		Client: cli, Instance: instance, StateDir: b.TempDir(), Logger: zerolog.Nop(), StopGrace: time.Second,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -67,7 +67,7 @@ func BenchmarkPreflight(b *testing.B) {
 		b.Fatal(err)
 	}
 	rt, err := docker.New(context.Background(), docker.Options{
-		Engine: cli, Instance: testenv.Instance(b), StateDir: b.TempDir(), Fetcher: f, Logger: zerolog.Nop(),
+		Client: cli, Instance: testenv.Instance(b), StateDir: b.TempDir(), Fetcher: f, Logger: zerolog.Nop(),
 	})
 	if err != nil {
 		b.Fatal(err)

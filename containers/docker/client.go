@@ -9,9 +9,9 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// Engine is the part of the Docker Engine API that mce uses. *client.Client
+// Client is the part of the Docker Engine API that mce uses. *client.Client
 // satisfies it; tests may substitute a small fake.
-type Engine interface {
+type Client interface {
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
 	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
 	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
@@ -34,7 +34,7 @@ type Engine interface {
 	Close() error
 }
 
-var _ Engine = (*client.Client)(nil)
+var _ Client = (*client.Client)(nil)
 
 // Connect returns a client for the engine named by the environment
 // (DOCKER_HOST and friends, else the local socket), negotiating the API

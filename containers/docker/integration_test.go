@@ -71,7 +71,7 @@ func (e *env) start(t *testing.T) *docker.Runtime {
 		t.Fatal(err)
 	}
 	rt, err := docker.New(ctx, docker.Options{
-		Engine: e.cli, Instance: e.instance, StateDir: e.state, Fetcher: f,
+		Client: e.cli, Instance: e.instance, StateDir: e.state, Fetcher: f,
 		Logger:         zerolog.New(e.logs),
 		StopGrace:      2 * time.Second,
 		HealthInterval: 300 * time.Millisecond,
@@ -487,7 +487,7 @@ func TestArtifactDiskBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := t.TempDir()
-	rt, err := docker.New(context.Background(), docker.Options{Engine: cli, Instance: instance, StateDir: state,
+	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: state,
 		Fetcher: f, Logger: zerolog.Nop(), ArtifactDiskBudget: 1 << 10})
 	if err != nil {
 		t.Fatal(err)
@@ -524,7 +524,7 @@ func TestOversizeArtifactRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := docker.New(context.Background(), docker.Options{Engine: cli, Instance: instance, StateDir: t.TempDir(), Fetcher: f, Logger: zerolog.Nop()})
+	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: t.TempDir(), Fetcher: f, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func TestOversizeArtifactRefused(t *testing.T) {
 
 func TestInstanceLockAndReconcile(t *testing.T) {
 	e := newEnv(t)
-	if _, err := docker.New(context.Background(), docker.Options{Engine: e.cli, Instance: e.instance, StateDir: e.state}); err == nil {
+	if _, err := docker.New(context.Background(), docker.Options{Client: e.cli, Instance: e.instance, StateDir: e.state}); err == nil {
 		t.Fatal("a second runtime took the same instance's lock")
 	}
 }
@@ -594,7 +594,7 @@ func TestSIGKILLedHostCleanedUpOnRestart(t *testing.T) {
 	if c, n := testenv.Leftovers(t, cli, instance); c != 3 || n != 1 {
 		t.Fatalf("after SIGKILL: %d containers and %d networks; want the child's 3 and 1", c, n)
 	}
-	rt, err := docker.New(context.Background(), docker.Options{Engine: cli, Instance: instance, StateDir: state, Logger: zerolog.Nop()})
+	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: state, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -614,7 +614,7 @@ func childHost() {
 		fmt.Println("ERR", err)
 		os.Exit(1)
 	}
-	rt, err := docker.New(ctx, docker.Options{Engine: cli, Instance: os.Getenv("MCE_TEST_INSTANCE"),
+	rt, err := docker.New(ctx, docker.Options{Client: cli, Instance: os.Getenv("MCE_TEST_INSTANCE"),
 		StateDir: os.Getenv("MCE_TEST_STATE"), Logger: zerolog.Nop()})
 	if err != nil {
 		fmt.Println("ERR", err)
@@ -635,7 +635,7 @@ func TestPublishedFallback(t *testing.T) {
 	cli := testenv.Docker(t)
 	instance := testenv.Instance(t)
 	rt, err := docker.New(context.Background(), docker.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Network: docker.NetworkPublished,
+		Client: cli, Instance: instance, StateDir: t.TempDir(), Network: docker.NetworkPublished,
 		Logger: zerolog.Nop(), StopGrace: time.Second,
 	})
 	if err != nil {

@@ -117,7 +117,7 @@ func (rt *Runtime) pickJoin(ctx context.Context) (mode NetworkMode, why string, 
 // networks an earlier run of this instance left, so the containers to be
 // adopted answer. A network that cannot be rejoined is left to Reconcile.
 func (rt *Runtime) startJoin(ctx context.Context) {
-	rt.engine = &joinedEngine{Engine: rt.engine, rt: rt}
+	rt.engine = &joinedEngine{Client: rt.engine, rt: rt}
 	if !rt.opts.Adopt {
 		return
 	}
@@ -194,7 +194,7 @@ func (rt *Runtime) selfOn(ctx context.Context, network string) bool {
 // joinedEngine disconnects mce's container from a network before removing it:
 // the engine refuses to remove a network with a container attached.
 type joinedEngine struct {
-	Engine
+	Client
 	rt *Runtime
 }
 
@@ -202,12 +202,12 @@ func (e *joinedEngine) NetworkRemove(ctx context.Context, id string, options cli
 	if err := e.rt.leaveNetwork(ctx, id); err != nil {
 		e.rt.log.Warn().Err(err).Str("network", id).Msg("could not leave the network before removing it")
 	}
-	return e.Engine.NetworkRemove(ctx, id, options)
+	return e.Client.NetworkRemove(ctx, id, options)
 }
 
 // NetworkDisconnect passes through to the wrapped engine.
 func (e *joinedEngine) NetworkDisconnect(ctx context.Context, network string, options client.NetworkDisconnectOptions) (client.NetworkDisconnectResult, error) {
-	nd, ok := e.Engine.(networkDisconnecter)
+	nd, ok := e.Client.(networkDisconnecter)
 	if !ok {
 		return client.NetworkDisconnectResult{}, errors.New("the Docker client cannot disconnect from networks")
 	}

@@ -21,7 +21,7 @@ import (
 // joinEngine is a fake engine with just what network-mode selection, joining,
 // leaving and Reconcile use; any other call panics (nil embedded Engine).
 type joinEngine struct {
-	Engine
+	Client
 	os string // Info's OperatingSystem
 
 	mu         sync.Mutex
@@ -289,7 +289,7 @@ func TestJoinAndLeave(t *testing.T) {
 	e.networks["mce-t-old"] = mine
 	e.networks["mce-t-ep"] = mine
 	ctx := context.Background()
-	rt, err := New(ctx, Options{Engine: e, Instance: "t", StateDir: t.TempDir(), Adopt: true, Logger: zerolog.Nop()})
+	rt, err := New(ctx, Options{Client: e, Instance: "t", StateDir: t.TempDir(), Adopt: true, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func TestAdoptAfterRestart(t *testing.T) {
 	cli := testenv.Docker(t)
 	probe := testenv.Image(t, "probe")
 	instance, state := testenv.Instance(t), t.TempDir()
-	opts := docker.Options{Engine: cli, Instance: instance, StateDir: state, Logger: zerolog.Nop(),
+	opts := docker.Options{Client: cli, Instance: instance, StateDir: state, Logger: zerolog.Nop(),
 		StopGrace: time.Second, Adopt: true}
 	ctx := context.Background()
 	rt1, err := docker.New(ctx, opts)

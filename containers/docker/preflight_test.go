@@ -77,7 +77,7 @@ func TestPreflightFindsEverything(t *testing.T) {
 	}
 	var awsCalls int
 	rt, err := docker.New(context.Background(), docker.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Fetcher: f, GPUs: oneGPU(), Logger: zerolog.Nop(),
+		Client: cli, Instance: instance, StateDir: t.TempDir(), Fetcher: f, GPUs: oneGPU(), Logger: zerolog.Nop(),
 		PullPolicy: docker.PullIfMissing,
 		Registry: docker.RegistryOptions{AWSConfig: func(ctx context.Context, region string) (aws.Config, error) {
 			return aws.Config{Region: region, Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
@@ -147,7 +147,7 @@ func TestPreflightNeverPullsNoRegistry(t *testing.T) {
 	instance := testenv.Instance(t)
 	var awsCalls int
 	rt, err := docker.New(context.Background(), docker.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: zerolog.Nop(), PullPolicy: docker.PullNever,
+		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: zerolog.Nop(), PullPolicy: docker.PullNever,
 		Registry: docker.RegistryOptions{AWSConfig: func(ctx context.Context, region string) (aws.Config, error) {
 			awsCalls++
 			return aws.Config{}, errors.New("must not be called")

@@ -156,7 +156,7 @@ func pullRuntime(t *testing.T, cli *client.Client, logs io.Writer, reg docker.Re
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rt, err := docker.New(ctx, docker.Options{
-		Engine: cli, Instance: testenv.Instance(t), StateDir: t.TempDir(),
+		Client: cli, Instance: testenv.Instance(t), StateDir: t.TempDir(),
 		Logger: zerolog.New(logs), PullPolicy: docker.PullIfMissing, Registry: reg,
 	})
 	if err != nil {
@@ -274,7 +274,7 @@ func TestPullFromPrivateRegistry(t *testing.T) {
 			reg: map[string]string{"username": "mce", "password": "s3cret"}}})
 		e.rt.Close()
 		rt, err := docker.New(ctx, docker.Options{
-			Engine: cli, Instance: e.instance, StateDir: e.state, Logger: zerolog.New(e.logs),
+			Client: cli, Instance: e.instance, StateDir: e.state, Logger: zerolog.New(e.logs),
 			StopGrace: 2 * time.Second, PullPolicy: docker.PullIfMissing,
 			Registry: docker.RegistryOptions{DockerConfigDir: dir},
 		})

@@ -21,7 +21,7 @@ import (
 // process and in another one, and the first one's containers are untouched.
 func TestSecondMCESameInstanceRefused(t *testing.T) {
 	if os.Getenv("MCE_TEST_CHILD") == "second" {
-		_, err := docker.New(context.Background(), docker.Options{Engine: mustConnect(), Instance: os.Getenv("MCE_TEST_INSTANCE"),
+		_, err := docker.New(context.Background(), docker.Options{Client: mustConnect(), Instance: os.Getenv("MCE_TEST_INSTANCE"),
 			StateDir: os.Getenv("MCE_TEST_STATE"), Logger: zerolog.Nop()})
 		switch {
 		case errors.Is(err, docker.ErrInstanceInUse):
@@ -54,7 +54,7 @@ func TestSecondMCESameInstanceRefused(t *testing.T) {
 		t.Fatalf("second mce with the same instance: %q, want a refusal saying how to release the name", out)
 	}
 	// This process, another state folder.
-	if _, err := docker.New(context.Background(), docker.Options{Engine: e.cli, Instance: e.instance, StateDir: t.TempDir(), Logger: zerolog.Nop()}); !errors.Is(err, docker.ErrInstanceInUse) {
+	if _, err := docker.New(context.Background(), docker.Options{Client: e.cli, Instance: e.instance, StateDir: t.TempDir(), Logger: zerolog.Nop()}); !errors.Is(err, docker.ErrInstanceInUse) {
 		t.Fatalf("second runtime in this process: %v, want ErrInstanceInUse", err)
 	}
 
@@ -75,7 +75,7 @@ func TestSecondMCESameInstanceRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.rt.Close()
-	rt, err := docker.New(context.Background(), docker.Options{Engine: e.cli, Instance: e.instance, StateDir: t.TempDir(), Logger: zerolog.Nop()})
+	rt, err := docker.New(context.Background(), docker.Options{Client: e.cli, Instance: e.instance, StateDir: t.TempDir(), Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatalf("after the holder closed: %v", err)
 	}

@@ -44,10 +44,10 @@ const (
 	NetworkPublished NetworkMode = "published"
 )
 
-// Options configure a Runtime. The zero value of every field but Engine is a
+// Options configure a Runtime. The zero value of every field but Client is a
 // usable default.
 type Options struct {
-	Engine   Engine
+	Client   Client
 	Instance string // names this mce instance in labels; default "default"
 	// StateDir holds the instance lock and extracted model artifacts; default
 	// $XDG_STATE_HOME/mce or ~/.local/state/mce.
@@ -115,7 +115,7 @@ type MultiModelOptions struct {
 // safe for concurrent use. Close stops its background work but leaves
 // deployments alone; close those first.
 type Runtime struct {
-	engine  Engine
+	engine  Client
 	opts    Options
 	log     zerolog.Logger
 	network NetworkMode
@@ -146,8 +146,8 @@ type Runtime struct {
 // instance name on the engine, lease.go; ErrInstanceInUse otherwise), removes whatever an earlier run of this
 // instance left behind, and starts watching container events.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
-	if opts.Engine == nil {
-		return nil, errors.New("containers: Options.Engine is required")
+	if opts.Client == nil {
+		return nil, errors.New("docker: Options.Client is required")
 	}
 	if opts.Instance == "" {
 		opts.Instance = "default"
@@ -188,7 +188,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	rt := &Runtime{
 		auth:        newAuthResolver(opts.Registry),
-		engine:      opts.Engine,
+		engine:      opts.Client,
 		opts:        opts,
 		log:         opts.Logger,
 		fetcher:     opts.Fetcher,
