@@ -8,7 +8,6 @@ import (
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -20,14 +19,14 @@ type Docker struct {
 }
 
 var (
-	_ host.Backend              = (*Docker)(nil)
-	_ host.Preflighter          = (*Docker)(nil)
-	_ host.UsageSource          = (*Docker)(nil)
-	_ host.MultiModelObservable = (*Docker)(nil)
+	_ containers.Engine               = (*Docker)(nil)
+	_ containers.Preflighter          = (*Docker)(nil)
+	_ containers.UsageSource          = (*Docker)(nil)
+	_ containers.MultiModelObservable = (*Docker)(nil)
 )
 
-// Launch implements host.Backend.
-func (b *Docker) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (host.Launched, error) {
+// Launch implements containers.Engine.
+func (b *Docker) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
 	es, err := EndpointSpec(plan)
 	if err != nil {
 		return nil, err
@@ -40,8 +39,8 @@ func (b *Docker) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (h
 	return launched{d}, nil
 }
 
-// Adopt implements host.Backend.
-func (b *Docker) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (host.Launched, error) {
+// Adopt implements containers.Engine.
+func (b *Docker) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
 	es, err := EndpointSpec(plan)
 	if err != nil {
 		return nil, err
@@ -54,21 +53,21 @@ func (b *Docker) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (ho
 	return launched{d}, nil
 }
 
-// Reconcile implements host.Backend.
+// Reconcile implements containers.Engine.
 func (b *Docker) Reconcile(ctx context.Context) error { return b.Runtime.Reconcile(ctx) }
 
-// SetMultiModelObserver implements host.MultiModelObservable.
+// SetMultiModelObserver implements containers.MultiModelObservable.
 func (b *Docker) SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer) {
 	b.Runtime.SetMultiModelObserver(fn)
 }
 
-// Usage implements host.UsageSource.
+// Usage implements containers.UsageSource.
 func (b *Docker) Usage(ctx context.Context) []containers.Usage { return b.Runtime.Usage(ctx) }
 
-// DiskPercent implements host.UsageSource.
+// DiskPercent implements containers.UsageSource.
 func (b *Docker) DiskPercent() (float64, error) { return b.Runtime.DiskPercent() }
 
-// GPUUtilization implements host.UsageSource.
+// GPUUtilization implements containers.UsageSource.
 func (b *Docker) GPUUtilization(i int) (float64, float64, error) {
 	return b.Runtime.GPUUtilization(i)
 }
@@ -140,18 +139,18 @@ func (m multiModelContainer) Acquire(ctx context.Context, target string) (pipeli
 	return l, nil
 }
 
-// LoadedModels and CacheUsage implement host.MultiModelDetail.
+// LoadedModels and CacheUsage implement containers.MultiModelDetail.
 func (m multiModelContainer) LoadedModels() []string   { return m.Models().Loaded() }
 func (m multiModelContainer) CacheUsage() (int64, int) { return m.Models().CacheUsage() }
 
-// GPUMemory implements host.MultiModelGPUDetail.
+// GPUMemory implements containers.MultiModelGPUDetail.
 func (m multiModelContainer) GPUMemory() (mme.GPUReport, bool) { return m.Models().GPUMemory() }
 
 var (
-	_ host.Launched            = launched{}
-	_ pipeline.Container       = (*docker.Container)(nil)
-	_ pipeline.MultiModel      = multiModelContainer{}
-	_ host.ContainerDetail     = (*docker.Container)(nil)
-	_ host.MultiModelDetail    = multiModelContainer{}
-	_ host.MultiModelGPUDetail = multiModelContainer{}
+	_ containers.Launched            = launched{}
+	_ pipeline.Container             = (*docker.Container)(nil)
+	_ pipeline.MultiModel            = multiModelContainer{}
+	_ containers.ContainerDetail     = (*docker.Container)(nil)
+	_ containers.MultiModelDetail    = multiModelContainer{}
+	_ containers.MultiModelGPUDetail = multiModelContainer{}
 )

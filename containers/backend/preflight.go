@@ -7,23 +7,23 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
-	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 )
 
-// Preflight implements host.Preflighter: the Docker runtime's checks, with GPU
+// Preflight implements containers.Preflighter: the Docker runtime's checks, with GPU
 // problems told in the plan's words (which InstanceType or Resources.Gpus
 // asked for them).
-func (b *Docker) Preflight(ctx context.Context, plan spec.EndpointPlan) []host.Problem {
+func (b *Docker) Preflight(ctx context.Context, plan spec.EndpointPlan) []containers.Problem {
 	es, err := EndpointSpec(plan)
 	if err != nil {
-		return []host.Problem{{What: err.Error()}}
+		return []containers.Problem{{What: err.Error()}}
 	}
-	var out []host.Problem
+	var out []containers.Problem
 	for _, p := range b.Runtime.Preflight(ctx, es, docker.PreflightOptions{}) {
-		hp := host.Problem{Variant: p.Variant, Container: p.Container, What: p.What, Fix: p.Fix}
+		hp := containers.Problem{Variant: p.Variant, Container: p.Container, What: p.What, Fix: p.Fix}
 		if p.Check == docker.CheckGPU {
 			hp.What, hp.Fix = gpuProblem(plan, p)
 		}
