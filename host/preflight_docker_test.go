@@ -23,7 +23,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/containers/backend"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/host"
@@ -102,7 +101,7 @@ func newPreflightHost(t *testing.T) *preflightHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log,
+	srv := host.New(host.Config{Backend: &docker.Docker{Runtime: rt}, Store: st, Logger: log,
 		ContainerTimeout: 5 * time.Second, ModelData: fetcher})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {

@@ -18,7 +18,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/containers/backend"
 	"github.com/mce-run/mce/containers/docker"
 	kengine "github.com/mce-run/mce/containers/kubernetes"
 	"github.com/mce-run/mce/host"
@@ -105,7 +104,7 @@ func openDocker(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, lo
 		return nil, err
 	}
 	return &engine{
-		backend: &backend.Docker{Runtime: rt}, instanceDir: rt.InstanceDir(),
+		backend: &docker.Docker{Runtime: rt}, instanceDir: rt.InstanceDir(),
 		onAddressChange: rt.OnAddressChange,
 		close:           func() { rt.Close(); cli.Close() },
 	}, nil

@@ -1,4 +1,4 @@
-package backend
+package docker
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/host/spec"
 )
@@ -17,14 +16,14 @@ import (
 // problems told in the plan's words (which InstanceType or Resources.Gpus
 // asked for them).
 func (b *Docker) Preflight(ctx context.Context, plan spec.EndpointPlan) []containers.Problem {
-	es, err := EndpointSpec(plan)
+	es, err := SpecOf(plan)
 	if err != nil {
 		return []containers.Problem{{What: err.Error()}}
 	}
 	var out []containers.Problem
-	for _, p := range b.Runtime.Preflight(ctx, es, docker.PreflightOptions{}) {
+	for _, p := range b.Runtime.Preflight(ctx, es, PreflightOptions{}) {
 		hp := containers.Problem{Variant: p.Variant, Container: p.Container, What: p.What, Fix: p.Fix}
-		if p.Check == docker.CheckGPU {
+		if p.Check == CheckGPU {
 			hp.What, hp.Fix = gpuProblem(plan, p)
 		}
 		out = append(out, hp)
@@ -33,7 +32,7 @@ func (b *Docker) Preflight(ctx context.Context, plan spec.EndpointPlan) []contai
 }
 
 // gpuProblem says which setting asked for GPUs this host cannot give.
-func gpuProblem(plan spec.EndpointPlan, p docker.Problem) (what, fix string) {
+func gpuProblem(plan spec.EndpointPlan, p Problem) (what, fix string) {
 	var v spec.VariantPlan
 	var c spec.ContainerPlan
 	for _, vp := range plan.Variants {

@@ -1,11 +1,10 @@
-package backend
+package docker
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/host/spec"
@@ -15,7 +14,7 @@ import (
 // Docker launches endpoints on the Docker engine through a
 // containers.Runtime.
 type Docker struct {
-	Runtime *docker.Runtime
+	Runtime *Runtime
 }
 
 var (
@@ -27,7 +26,7 @@ var (
 
 // Launch implements containers.Engine.
 func (b *Docker) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
-	es, err := EndpointSpec(plan)
+	es, err := SpecOf(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +40,7 @@ func (b *Docker) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (c
 
 // Adopt implements containers.Engine.
 func (b *Docker) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
-	es, err := EndpointSpec(plan)
+	es, err := SpecOf(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -72,19 +71,19 @@ func (b *Docker) GPUUtilization(i int) (float64, float64, error) {
 	return b.Runtime.GPUUtilization(i)
 }
 
-// EndpointSpec translates a resolved SageMaker endpoint into what the Docker
+// SpecOf translates a resolved SageMaker endpoint into what the Docker
 // runtime launches.
-func EndpointSpec(plan spec.EndpointPlan) (docker.EndpointSpec, error) {
-	es := docker.EndpointSpec{Name: plan.Name}
+func SpecOf(plan spec.EndpointPlan) (EndpointSpec, error) {
+	es := EndpointSpec{Name: plan.Name}
 	for _, v := range plan.Variants {
-		vs := docker.VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout,
+		vs := VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout,
 			NetworkIsolation: v.NetworkIsolation}
 		for _, c := range v.Containers {
 			req, err := gpu.ParseRequest(c.GPUs)
 			if err != nil {
 				return es, fmt.Errorf("variant %q container %q: GPUs: %w", v.Name, c.Hostname, err)
 			}
-			vs.Containers = append(vs.Containers, docker.ContainerSpec{
+			vs.Containers = append(vs.Containers, ContainerSpec{
 				Hostname:           c.Hostname,
 				Image:              c.Image,
 				Environment:        c.Environment,
@@ -103,7 +102,7 @@ func EndpointSpec(plan spec.EndpointPlan) (docker.EndpointSpec, error) {
 }
 
 // launched is one generation of an endpoint on the Docker engine.
-type launched struct{ d *docker.Deployment }
+type launched struct{ d *Deployment }
 
 func (l launched) Copies(variant string) [][]pipeline.Container {
 	copies := l.d.Copies(variant)
@@ -129,7 +128,7 @@ func (l launched) Close(ctx context.Context) error { return l.d.Close(ctx) }
 // multiModelContainer lets the pipeline reach a MultiModel container's model
 // manager (Go has no covariant results: *mme.Lease is returned as a
 // pipeline.Lease here, and never as a typed nil).
-type multiModelContainer struct{ *docker.Container }
+type multiModelContainer struct{ *Container }
 
 func (m multiModelContainer) Acquire(ctx context.Context, target string) (pipeline.Lease, error) {
 	l, err := m.Models().Acquire(ctx, target)
@@ -148,9 +147,9 @@ func (m multiModelContainer) GPUMemory() (mme.GPUReport, bool) { return m.Models
 
 var (
 	_ containers.Launched            = launched{}
-	_ pipeline.Container             = (*docker.Container)(nil)
+	_ pipeline.Container             = (*Container)(nil)
 	_ pipeline.MultiModel            = multiModelContainer{}
-	_ containers.ContainerDetail     = (*docker.Container)(nil)
+	_ containers.ContainerDetail     = (*Container)(nil)
 	_ containers.MultiModelDetail    = multiModelContainer{}
 	_ containers.MultiModelGPUDetail = multiModelContainer{}
 )
