@@ -95,7 +95,7 @@ func asyncHostYAML(t testing.TB, yaml string, opts ...func(*host.Config)) *async
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := host.Config{Backend: &docker.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
+	cfg := host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
 		ModelData: fetcher, MetricsOnAPI: true, AsyncObjects: fetcher}
 	for _, o := range opts {
 		o(&cfg)

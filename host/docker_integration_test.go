@@ -77,7 +77,7 @@ func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: &docker.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: containerTimeout,
+	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: containerTimeout,
 		ModelData: fetcher, MetricsOnAPI: true})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())

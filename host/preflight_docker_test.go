@@ -101,7 +101,7 @@ func newPreflightHost(t *testing.T) *preflightHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := host.New(host.Config{Backend: &docker.Docker{Runtime: rt}, Store: st, Logger: log,
+	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log,
 		ContainerTimeout: 5 * time.Second, ModelData: fetcher})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {

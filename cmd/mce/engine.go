@@ -104,7 +104,7 @@ func openDocker(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, lo
 		return nil, err
 	}
 	return &engine{
-		backend: &docker.Docker{Runtime: rt}, instanceDir: rt.InstanceDir(),
+		backend: &docker.Engine{Runtime: rt}, instanceDir: rt.InstanceDir(),
 		onAddressChange: rt.OnAddressChange,
 		close:           func() { rt.Close(); cli.Close() },
 	}, nil

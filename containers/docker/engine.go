@@ -11,27 +11,30 @@ import (
 	"github.com/mce-run/mce/pipeline"
 )
 
-// Docker launches endpoints on the Docker engine through a
-// containers.Runtime.
-type Docker struct {
+// Engine is the Docker engine as host drives it (containers.Engine, as
+// kubernetes.Engine is for a cluster): it translates a resolved SageMaker
+// endpoint (spec.EndpointPlan) into an EndpointSpec (SpecOf) that its
+// Runtime launches, adopts, scales and removes, and offers the optional
+// capabilities (containers.Preflighter, UsageSource, MultiModelObservable).
+type Engine struct {
 	Runtime *Runtime
 }
 
 var (
-	_ containers.Engine               = (*Docker)(nil)
-	_ containers.Preflighter          = (*Docker)(nil)
-	_ containers.UsageSource          = (*Docker)(nil)
-	_ containers.MultiModelObservable = (*Docker)(nil)
+	_ containers.Engine               = (*Engine)(nil)
+	_ containers.Preflighter          = (*Engine)(nil)
+	_ containers.UsageSource          = (*Engine)(nil)
+	_ containers.MultiModelObservable = (*Engine)(nil)
 )
 
 // Launch implements containers.Engine.
-func (b *Docker) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
+func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
 	es, err := SpecOf(plan)
 	if err != nil {
 		return nil, err
 	}
 	es.Generation = gen
-	d, err := b.Runtime.Deploy(ctx, es)
+	d, err := e.Runtime.Deploy(ctx, es)
 	if err != nil {
 		return nil, err
 	}
@@ -39,13 +42,13 @@ func (b *Docker) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (c
 }
 
 // Adopt implements containers.Engine.
-func (b *Docker) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
+func (e *Engine) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
 	es, err := SpecOf(plan)
 	if err != nil {
 		return nil, err
 	}
 	es.Generation = gen
-	d, err := b.Runtime.Adopt(ctx, es)
+	d, err := e.Runtime.Adopt(ctx, es)
 	if err != nil {
 		return nil, err
 	}
@@ -53,22 +56,22 @@ func (b *Docker) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (co
 }
 
 // Reconcile implements containers.Engine.
-func (b *Docker) Reconcile(ctx context.Context) error { return b.Runtime.Reconcile(ctx) }
+func (e *Engine) Reconcile(ctx context.Context) error { return e.Runtime.Reconcile(ctx) }
 
 // SetMultiModelObserver implements containers.MultiModelObservable.
-func (b *Docker) SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer) {
-	b.Runtime.SetMultiModelObserver(fn)
+func (e *Engine) SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer) {
+	e.Runtime.SetMultiModelObserver(fn)
 }
 
 // Usage implements containers.UsageSource.
-func (b *Docker) Usage(ctx context.Context) []containers.Usage { return b.Runtime.Usage(ctx) }
+func (e *Engine) Usage(ctx context.Context) []containers.Usage { return e.Runtime.Usage(ctx) }
 
 // DiskPercent implements containers.UsageSource.
-func (b *Docker) DiskPercent() (float64, error) { return b.Runtime.DiskPercent() }
+func (e *Engine) DiskPercent() (float64, error) { return e.Runtime.DiskPercent() }
 
 // GPUUtilization implements containers.UsageSource.
-func (b *Docker) GPUUtilization(i int) (float64, float64, error) {
-	return b.Runtime.GPUUtilization(i)
+func (e *Engine) GPUUtilization(i int) (float64, float64, error) {
+	return e.Runtime.GPUUtilization(i)
 }
 
 // SpecOf translates a resolved SageMaker endpoint into what the Docker

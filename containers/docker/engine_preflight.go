@@ -15,13 +15,13 @@ import (
 // Preflight implements containers.Preflighter: the Docker runtime's checks, with GPU
 // problems told in the plan's words (which InstanceType or Resources.Gpus
 // asked for them).
-func (b *Docker) Preflight(ctx context.Context, plan spec.EndpointPlan) []containers.Problem {
+func (e *Engine) Preflight(ctx context.Context, plan spec.EndpointPlan) []containers.Problem {
 	es, err := SpecOf(plan)
 	if err != nil {
 		return []containers.Problem{{What: err.Error()}}
 	}
 	var out []containers.Problem
-	for _, p := range b.Runtime.Preflight(ctx, es, PreflightOptions{}) {
+	for _, p := range e.Runtime.Preflight(ctx, es, PreflightOptions{}) {
 		hp := containers.Problem{Variant: p.Variant, Container: p.Container, What: p.What, Fix: p.Fix}
 		if p.Check == CheckGPU {
 			hp.What, hp.Fix = gpuProblem(plan, p)
