@@ -10,7 +10,7 @@ import (
 )
 
 // Engine brings an endpoint's containers up and down: the seam between host
-// (which knows no engine, and calls this interface host.Backend) and the
+// (which knows no engine, and names this interface Backend) and the
 // engines, docker.Engine and kubernetes.Engine, handed to host by
 // `mce serve`; tests of the HTTP front may use httptest servers instead.
 // What an engine can do beyond Engine it offers by implementing the optional

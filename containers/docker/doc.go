@@ -1,6 +1,12 @@
-// Package containers owns mce's use of the Docker engine: it turns an endpoint's
-// container definitions into running, reachable, observed containers and takes
-// them down again leaving nothing behind.
+// Package docker is mce's Docker engine: it turns an endpoint's container
+// definitions into running, reachable, observed containers on a Docker engine
+// and takes them down again leaving nothing behind. Engine is the engine as
+// host drives it (containers.Engine, beside kubernetes.Engine): it
+// translates a resolved SageMaker endpoint (spec.EndpointPlan) into an
+// EndpointSpec (SpecOf) that the Runtime launches, and offers host's
+// optional capabilities (containers.Preflighter, UsageSource,
+// MultiModelObservable). `mce serve --engine docker` builds it and hands it
+// to host.New.
 //
 // What it owns: images (checked, never pulled unless asked), the endpoint's own
 // bridge network, container create/start/stop/remove, the SageMaker container
@@ -14,21 +20,22 @@
 // instance left behind (everything mce creates carries the labels in labels.go).
 //
 // What it must not touch: HTTP routing of invocations (package pipeline reaches
-// a running container only through its Hostname, BaseURL and Ready methods) and
-// anything of the SageMaker API (package host).
+// a running container only through its Hostname, BaseURL and Ready methods),
+// anything of the SageMaker API (package host, which it never imports), and
+// what every engine shares (the SageMaker container environment, process
+// identity, log lines and usage figures live in package containers).
 //
-// One job per file: deploy.go (Deploy, the Deployment and the parallel launch
-// of copies), create.go (a container's configuration and start), network.go
-// (the endpoint's networks), artifacts.go (model data staged for
-// /opt/ml/model), multimodel.go (a variant's multi-model cache), scale.go,
-// address.go (a container's address on its network), teardown.go (Close and
-// container removal, in parallel through internal/parallel), adopt.go,
-// reconcile.go, health.go, supervise.go (restarts), logs.go, stats.go, image.go,
-// pull.go and registry.go, preflight.go, lease.go, labels.go.
-//
-// Sub-packages: backend (this engine as host's Backend: the translation of a
-// resolved SageMaker endpoint, spec.EndpointPlan, into an EndpointSpec; the
-// only package of the engine that imports host), artifact (ModelDataUrl
-// download and safe extraction), gpu (NVML inventory and Docker device
-// requests), mme (multi-model loading; engine-neutral), check (mce check).
+// One job per file: engine.go (Engine: the plan translated and launched, and
+// the containers host sees), engine_preflight.go (pre-flight problems told in
+// the plan's words), client.go (the Docker API Client mce uses and its error
+// classes), runtime.go (Options, New and the Runtime), deploy.go (Deploy,
+// the Deployment and the parallel launch of copies), create.go (a
+// container's configuration and start), network.go (the endpoint's
+// networks), artifacts.go (model data staged for /opt/ml/model),
+// multimodel.go (a variant's multi-model cache), scale.go, address.go (a
+// container's address on its network), teardown.go (Close and container
+// removal, in parallel through internal/parallel), adopt.go, reconcile.go,
+// health.go, supervise.go (restarts), logs.go, stats.go, image.go, pull.go and
+// registry.go, preflight.go, lease.go, join.go (mce in a container joining
+// its endpoints' networks), labels.go.
 package docker

@@ -23,7 +23,7 @@ import (
 // second mce with the same --instance refuses to start instead of adopting,
 // reconciling and deleting the first one's objects under it. It is the
 // Kubernetes engine's counterpart of the Docker engine's lease container
-// (containers/lease.go).
+// (containers/docker/lease.go).
 //
 // The claim is a coordination.k8s.io Lease named ClaimName(instance), held
 // with client-go's leader election (https://kubernetes.io/docs/concepts/architecture/leases/):
