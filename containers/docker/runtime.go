@@ -9,14 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
-	"strconv"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers/artifact"
@@ -26,23 +21,6 @@ import (
 
 // callTimeout bounds every Docker call that is not a wait or a stop.
 const callTimeout = 30 * time.Second
-
-// NetworkMode says how mce reaches its containers.
-type NetworkMode string
-
-const (
-	// NetworkAuto picks NetworkJoin (join.go) when mce runs in a container
-	// of its engine, else NetworkAddress on a Linux engine mce can route to
-	// and NetworkPublished on Docker Desktop or a non-Linux host.
-	NetworkAuto NetworkMode = "auto"
-	// NetworkAddress reaches each container at its address on the endpoint's
-	// bridge network: the kernel routes it, no proxy in between.
-	NetworkAddress NetworkMode = "address"
-	// NetworkPublished publishes each container's port on 127.0.0.1 (never on
-	// another interface) and goes through Docker's userland proxy: about half
-	// the throughput, but works where container addresses are unreachable.
-	NetworkPublished NetworkMode = "published"
-)
 
 // Options configure a Runtime. The zero value of every field but Client is a
 // usable default.
@@ -270,9 +248,6 @@ func DefaultStateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "mce"), nil
 }
 
-// NetworkMode is the way this runtime reaches containers.
-func (rt *Runtime) NetworkMode() NetworkMode { return rt.network }
-
 // Instance is the instance name in this runtime's labels.
 func (rt *Runtime) Instance() string { return rt.opts.Instance }
 
@@ -303,147 +278,6 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-func (rt *Runtime) unlock() {
-	if rt.lock != nil {
-		syscall.Flock(int(rt.lock.Fd()), syscall.LOCK_UN)
-		rt.lock.Close()
-		rt.lock = nil
-	}
-}
-
-// lockFile takes an exclusive, non-blocking flock. The kernel drops it when the
-// process dies, so a SIGKILLed mce never leaves a stale lock.
-func lockFile(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, err
-	}
-	f.Truncate(0)
-	fmt.Fprintf(f, "%d\n", os.Getpid())
-	return f, nil
-}
-
-// pickNetworkMode resolves NetworkAuto and explains the choice.
-func (rt *Runtime) pickNetworkMode(ctx context.Context) (NetworkMode, string, error) {
-	switch rt.opts.Network {
-	case NetworkAddress:
-		return NetworkAddress, "reaching containers at their addresses on the endpoint networks (as configured)", nil
-	case NetworkPublished:
-		return NetworkPublished, "reaching containers through ports published on 127.0.0.1 (as configured)", nil
-	case NetworkJoin, NetworkAuto:
-	default:
-		return "", "", fmt.Errorf("unknown network mode %q (want auto, address, published or join)", rt.opts.Network)
-	}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	info, err := rt.engine.Info(cctx, client.InfoOptions{})
-	if err != nil {
-		return "", "", classify("read Docker engine info", err)
-	}
-	rt.rtInfo = GPURuntimeInfo(info, rt.engine)
-	// In a container of this engine (docker-compose) the endpoint networks are
-	// isolated from mce's own: join them (join.go).
-	if mode, why, ok, err := rt.pickJoin(ctx); err != nil || ok {
-		return mode, why, err
-	}
-	if rt.opts.Network == NetworkJoin {
-		return "", "", errors.New("network mode join: mce does not run in a container of this Docker engine (no /.dockerenv, or the engine knows no running container by this hostname)")
-	}
-	os := info.Info.OperatingSystem
-	switch {
-	case goruntime.GOOS != "linux":
-		return NetworkPublished, "container addresses are not routable from " + goruntime.GOOS + "; falling back to ports published on 127.0.0.1 (Docker's userland proxy, about half the throughput)", nil
-	case strings.Contains(os, "Docker Desktop"):
-		return NetworkPublished, "Docker Desktop keeps container addresses inside its VM; falling back to ports published on 127.0.0.1 (Docker's userland proxy, about half the throughput)", nil
-	case remoteEngine():
-		return NetworkPublished, "the Docker engine is remote (DOCKER_HOST); falling back to published ports", nil
-	}
-	return NetworkAddress, "reaching containers at their addresses on the endpoint networks", nil
-}
-
-// remoteEngine reports whether DOCKER_HOST names an engine on another machine.
-func remoteEngine() bool {
-	h := os.Getenv("DOCKER_HOST")
-	if h == "" || strings.HasPrefix(h, "unix://") {
-		return false
-	}
-	for _, local := range []string{"tcp://127.", "tcp://localhost", "tcp://[::1]"} {
-		if strings.HasPrefix(h, local) {
-			return false
-		}
-	}
-	return true
-}
-
-// GPURuntimeInfo is what the GPU checks need of the engine's /info; engine
-// gives the API version when it says which it speaks.
-func GPURuntimeInfo(info client.SystemInfoResult, engine any) *gpu.RuntimeInfo {
-	ri := &gpu.RuntimeInfo{DefaultRuntime: info.Info.DefaultRuntime, CDISpecDirs: info.Info.CDISpecDirs}
-	for name := range info.Info.Runtimes {
-		ri.Runtimes = append(ri.Runtimes, name)
-	}
-	for _, d := range info.Info.DiscoveredDevices {
-		if d.Source == "cdi" {
-			ri.CDIDevices = append(ri.CDIDevices, d.ID)
-		}
-	}
-	if v, ok := engine.(interface{ ClientVersion() string }); ok {
-		ri.APIVersion = v.ClientVersion()
-	}
-	return ri
-}
-
-// gpuDeviceRequests are the DeviceRequests of req on this engine: through
-// CDI or the NVIDIA runtime, whichever the engine offers (gpu.RuntimeInfo.Mode).
-// Without engine information (never read) it falls back to the runtime's.
-func (rt *Runtime) gpuDeviceRequests(req gpu.Request) []container.DeviceRequest {
-	if req.IsZero() {
-		return nil
-	}
-	rt.mu.Lock()
-	ri, inv := rt.rtInfo, rt.gpus
-	rt.mu.Unlock()
-	if ri == nil {
-		return req.DeviceRequests()
-	}
-	var devs []gpu.Device
-	if inv != nil && len(req.DeviceIDs) > 0 {
-		devs, _ = inv.Devices() // only to turn UUIDs into CDI indexes
-	}
-	return req.DeviceRequestsFor(ri.Mode(), devs)
-}
-
-func (rt *Runtime) track(c *Container) {
-	rt.mu.Lock()
-	rt.byID[c.ID()] = c
-	rt.mu.Unlock()
-}
-
-func (rt *Runtime) untrack(c *Container) {
-	rt.mu.Lock()
-	delete(rt.byID, c.ID())
-	rt.mu.Unlock()
-}
-
-// retrack follows a recreated container to its new Docker ID.
-func (rt *Runtime) retrack(c *Container, old, id string) {
-	rt.mu.Lock()
-	delete(rt.byID, old)
-	c.id.Store(&id)
-	rt.byID[id] = c
-	rt.mu.Unlock()
-}
-
-func (rt *Runtime) lookup(id string) *Container {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.byID[id]
-}
-
 // artifactFetcher is the runtime's one model-data fetcher, made on first use
 // (no I/O: a context would have nothing to bound).
 func (rt *Runtime) artifactFetcher() (*artifact.Fetcher, error) {
@@ -457,34 +291,6 @@ func (rt *Runtime) artifactFetcher() (*artifact.Fetcher, error) {
 		rt.fetcher = f
 	}
 	return rt.fetcher, nil
-}
-
-// checkGPUs fails early, naming what is missing, when a spec asks for GPUs the
-// host or engine cannot provide.
-func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
-	if req.IsZero() {
-		return nil
-	}
-	rt.mu.Lock()
-	if rt.gpus == nil {
-		rt.gpus = gpu.NewInventory(nil)
-	}
-	inv, ri := rt.gpus, rt.rtInfo
-	rt.mu.Unlock()
-	if ri == nil {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		info, err := rt.engine.Info(cctx, client.InfoOptions{})
-		cancel()
-		if err != nil {
-			return classify("read Docker engine info", err)
-		}
-		ri = GPURuntimeInfo(info, rt.engine)
-		rt.mu.Lock()
-		rt.rtInfo = ri
-		rt.mu.Unlock()
-	}
-	devs, derr := inv.Devices()
-	return gpu.Check(req, devs, derr, *ri)
 }
 
 // SetMultiModelObserver sets the metrics sink factory of multi-model
@@ -503,40 +309,4 @@ func (rt *Runtime) multiModelObserver(endpoint, variant, container string) mme.O
 		return nil
 	}
 	return fn(endpoint, variant, container)
-}
-
-// gpuIndexes resolves a GPU request to NVML device indexes, for the
-// multi-model manager's memory accounting; nil when NVML is unavailable.
-// A count takes the lowest indexes, as the NVIDIA runtime assigns them.
-func (rt *Runtime) gpuIndexes(req gpu.Request) ([]int, *gpu.Inventory) {
-	rt.mu.Lock()
-	if rt.gpus == nil {
-		rt.gpus = gpu.NewInventory(nil)
-	}
-	inv := rt.gpus
-	rt.mu.Unlock()
-	devs, err := inv.Devices()
-	if err != nil {
-		return nil, nil
-	}
-	var out []int
-	switch {
-	case req.All:
-		for _, d := range devs {
-			out = append(out, d.Index)
-		}
-	case req.Count > 0:
-		for _, d := range devs[:min(req.Count, len(devs))] {
-			out = append(out, d.Index)
-		}
-	default:
-		for _, id := range req.DeviceIDs {
-			for _, d := range devs {
-				if strings.EqualFold(id, d.UUID) || id == strconv.Itoa(d.Index) {
-					out = append(out, d.Index)
-				}
-			}
-		}
-	}
-	return out, inv
 }
