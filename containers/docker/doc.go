@@ -28,7 +28,10 @@
 // One job per file: engine.go (Engine: the plan translated and launched, and
 // the containers host sees), engine_preflight.go (pre-flight problems told in
 // the plan's words), client.go (the Docker API Client mce uses and its error
-// classes), runtime.go (Options, New and the Runtime), deploy.go (Deploy,
+// classes), runtime.go (Options, New and the Runtime), netmode.go (how mce reaches
+// its containers: the network mode and its probing), statelock.go (the
+// state folder's instance lock), tracking.go (containers by Docker ID, for
+// events), gpus.go (GPU checks and device requests), deploy.go (Deploy,
 // the Deployment and the parallel launch of copies), create.go (a
 // container's configuration and start), network.go (the endpoint's
 // networks), artifacts.go (model data staged for /opt/ml/model),
