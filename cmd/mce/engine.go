@@ -142,7 +142,7 @@ func openKubernetes(ctx context.Context, f serveFlags, log zerolog.Logger) (*eng
 	}, funcr.Options{}))
 	// Claim the instance before adopting or reconciling anything: a second
 	// mce with the same --instance must not take the first one's objects.
-	claim, err := kengine.ClaimInstance(ctx, client, ns, f.instance, log)
+	claim, err := kengine.ClaimInstance(ctx, client, ns, f.instance, log, kengine.ClaimOptions{})
 	if err != nil {
 		return nil, &exitError{code: 1, msg: err.Error()}
 	}
