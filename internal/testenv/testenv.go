@@ -25,10 +25,22 @@ import (
 	"github.com/mce-run/mce/containers/docker"
 )
 
+// NeedDocker skips a test that needs a Docker engine under -short (the
+// loop without Docker: `make quick`). Docker, and every helper here that
+// builds or runs images, call it first; a test that reaches Docker another
+// way calls it itself.
+func NeedDocker(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a Docker engine; skipped under -short")
+	}
+}
+
 // Docker returns a client for the local engine, or skips (fails in CI) when
 // none answers.
 func Docker(tb testing.TB) *client.Client {
 	tb.Helper()
+	NeedDocker(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cli, err := docker.Connect(ctx)
@@ -88,6 +100,7 @@ const (
 // under them by a build from another checkout on the machine.
 func FrameworkImages(tb testing.TB) map[string]string {
 	tb.Helper()
+	NeedDocker(tb)
 	fwOnce.Do(func() {
 		var out string
 		if out, fwErr = run(tb, "scripts/framework-images.sh"); fwErr != nil {
@@ -126,6 +139,7 @@ func MMEModels(tb testing.TB) string {
 // scripts/images.sh once per test binary, and returns its reference.
 func Image(tb testing.TB, name string) string {
 	tb.Helper()
+	NeedDocker(tb)
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	err, done := builtImage[name]
@@ -175,6 +189,7 @@ func Models(tb testing.TB) string {
 // and returns the folder under build/models holding them.
 func FrameworkModels(tb testing.TB) string {
 	tb.Helper()
+	NeedDocker(tb)
 	fwModOnce.Do(func() { _, fwModErr = run(tb, "scripts/framework-models.sh") })
 	if fwModErr != nil {
 		tb.Fatalf("building the framework examples' models: %v", fwModErr)
