@@ -22,14 +22,35 @@ import (
 // an endpoint share its network, and the copies of a variant share a name.
 const NetworkJoin NetworkMode = "join"
 
-// Where mce looks for signs of running in a container; variables so tests can
-// point them elsewhere.
-var (
-	dockerEnvPath = "/.dockerenv"          // Docker creates it in every container
-	mountInfoPath = "/proc/self/mountinfo" // names the container's /etc/hostname, with its ID
-	osHostname    = os.Hostname            // the container's ID prefix unless set otherwise
-	containerIDRe = regexp.MustCompile(`/containers/([0-9a-f]{64})/(?:hostname|hosts|resolv\.conf) `)
-)
+// InContainerSigns are where mce looks for signs of running in a container
+// of its engine (NetworkJoin, and the lease's owner). The zero value looks
+// where Docker puts them.
+type InContainerSigns struct {
+	// DockerEnv is the file Docker creates in every container; "" means
+	// /.dockerenv.
+	DockerEnv string
+	// MountInfo names the container's /etc/hostname, with its ID; "" means
+	// /proc/self/mountinfo.
+	MountInfo string
+	// Hostname is the container's ID prefix unless set otherwise; nil means
+	// os.Hostname.
+	Hostname func() (string, error)
+}
+
+func (s InContainerSigns) withDefaults() InContainerSigns {
+	if s.DockerEnv == "" {
+		s.DockerEnv = "/.dockerenv"
+	}
+	if s.MountInfo == "" {
+		s.MountInfo = "/proc/self/mountinfo"
+	}
+	if s.Hostname == nil {
+		s.Hostname = os.Hostname
+	}
+	return s
+}
+
+var containerIDRe = regexp.MustCompile(`/containers/([0-9a-f]{64})/(?:hostname|hosts|resolv\.conf) `)
 
 // networkDisconnecter is what leaving a network takes; *client.Client has it.
 // It is not part of Engine so that engines without it (test fakes) still
@@ -45,18 +66,19 @@ type networkDisconnecter interface {
 // nil when mce is not in a container of this engine (on the host, or under
 // another engine).
 func (rt *Runtime) selfContainer(ctx context.Context) (*container.InspectResponse, error) {
-	if _, err := os.Stat(dockerEnvPath); err != nil {
+	signs := rt.opts.InContainer.withDefaults()
+	if _, err := os.Stat(signs.DockerEnv); err != nil {
 		return nil, nil
 	}
 	// The ID from mountinfo first: it names one container, where a hostname
 	// set with `hostname:` might also be some other container's name.
 	var candidates []string
-	if b, err := os.ReadFile(mountInfoPath); err == nil {
+	if b, err := os.ReadFile(signs.MountInfo); err == nil {
 		if m := containerIDRe.FindSubmatch(b); m != nil {
 			candidates = append(candidates, string(m[1]))
 		}
 	}
-	h, _ := osHostname()
+	h, _ := signs.Hostname()
 	if h != "" {
 		candidates = append(candidates, h)
 	}

@@ -158,21 +158,19 @@ func (e *joinEngine) Events(context.Context, client.EventsListOptions) client.Ev
 	return client.EventsResult{} // nil channels: nothing ever arrives
 }
 
-// inContainer points the detection at a fake /.dockerenv, hostname and
-// mountinfo for the duration of the test; empty strings mean absent.
-func inContainer(t *testing.T, dockerenv bool, hostname, mountinfo string) {
+// inContainer is the signs of a fake /.dockerenv, hostname and mountinfo,
+// for Options.InContainer; empty strings mean absent.
+func inContainer(t *testing.T, dockerenv bool, hostname, mountinfo string) InContainerSigns {
 	dir := t.TempDir()
-	oldEnv, oldMI, oldHost := dockerEnvPath, mountInfoPath, osHostname
-	t.Cleanup(func() { dockerEnvPath, mountInfoPath, osHostname = oldEnv, oldMI, oldHost })
-	dockerEnvPath = filepath.Join(dir, ".dockerenv")
+	s := InContainerSigns{DockerEnv: filepath.Join(dir, ".dockerenv"), MountInfo: filepath.Join(dir, "mountinfo"),
+		Hostname: func() (string, error) { return hostname, nil }}
 	if dockerenv {
-		os.WriteFile(dockerEnvPath, nil, 0o644)
+		os.WriteFile(s.DockerEnv, nil, 0o644)
 	}
-	mountInfoPath = filepath.Join(dir, "mountinfo")
 	if mountinfo != "" {
-		os.WriteFile(mountInfoPath, []byte(mountinfo), 0o644)
+		os.WriteFile(s.MountInfo, []byte(mountinfo), 0o644)
 	}
-	osHostname = func() (string, error) { return hostname, nil }
+	return s
 }
 
 func hostnameMount(id string) string {
@@ -241,7 +239,7 @@ func TestPickNetworkMode(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("DOCKER_HOST", "")
-			inContainer(t, tt.dockerenv, tt.hostname, tt.mountinfo)
+			signs := inContainer(t, tt.dockerenv, tt.hostname, tt.mountinfo)
 			e := newJoinEngine()
 			if tt.os != "" {
 				e.os = tt.os
@@ -253,7 +251,7 @@ func TestPickNetworkMode(t *testing.T) {
 			if cfg == "" {
 				cfg = NetworkAuto
 			}
-			rt := &Runtime{engine: e, opts: Options{Network: cfg}, log: zerolog.Nop()}
+			rt := &Runtime{engine: e, opts: Options{Network: cfg, InContainer: signs}, log: zerolog.Nop()}
 			mode, why, err := rt.pickNetworkMode(context.Background())
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -280,7 +278,7 @@ func TestPickNetworkMode(t *testing.T) {
 // and in Reconcile alike.
 func TestJoinAndLeave(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "")
-	inContainer(t, true, selfID[:12], "")
+	signs := inContainer(t, true, selfID[:12], "")
 	e := newJoinEngine()
 	e.addContainer(selfID, "proj_mce_1", selfID[:12], true, "proj_default")
 	e.containers[selfID].NetworkSettings.Networks["proj_default"] = &network.EndpointSettings{}
@@ -289,7 +287,7 @@ func TestJoinAndLeave(t *testing.T) {
 	e.networks["mce-t-old"] = mine
 	e.networks["mce-t-ep"] = mine
 	ctx := context.Background()
-	rt, err := New(ctx, Options{Client: e, Instance: "t", StateDir: t.TempDir(), Adopt: true, Logger: zerolog.Nop()})
+	rt, err := New(ctx, Options{Client: e, Instance: "t", StateDir: t.TempDir(), Adopt: true, Logger: zerolog.Nop(), InContainer: signs})
 	if err != nil {
 		t.Fatal(err)
 	}

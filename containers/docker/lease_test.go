@@ -76,11 +76,10 @@ func TestLeaseOwnership(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newJoinEngine()
+			signs := inContainer(t, false, "h", "")
 			if tt.inCont {
-				inContainer(t, true, selfID[:12], "")
+				signs = inContainer(t, true, selfID[:12], "")
 				e.addContainer(selfID, "proj_mce_1", selfID[:12], true, "proj_default")
-			} else {
-				inContainer(t, false, "h", "")
 			}
 			if tt.otherC != nil {
 				e.addContainer(other, "proj_mce_2", "c1", tt.otherC.Running, "proj_default")
@@ -99,7 +98,7 @@ func TestLeaseOwnership(t *testing.T) {
 				e.addContainer(heldID, LeaseName("t"), "", false, "none")
 				e.containers[heldID].Config.Labels = labels
 			}
-			rt := &Runtime{engine: e, opts: Options{Instance: "t", StateDir: "/state"}, log: zerolog.Nop()}
+			rt := &Runtime{engine: e, opts: Options{Instance: "t", StateDir: "/state", InContainer: signs}, log: zerolog.Nop()}
 			procs := map[string]string{me: "55"}
 			for k, v := range tt.procs {
 				procs[k] = v
@@ -142,9 +141,9 @@ func TestLeaseOwnership(t *testing.T) {
 // TestLeaseTakenAgainWhenPruned: a lease removed behind mce's back (docker
 // container prune removes never-started containers) is taken again.
 func TestLeaseTakenAgainWhenPruned(t *testing.T) {
-	inContainer(t, false, "h", "")
+	signs := inContainer(t, false, "h", "")
 	e := newJoinEngine()
-	rt := &Runtime{engine: e, opts: Options{Instance: "t", StateDir: "/state"}, log: zerolog.Nop()}
+	rt := &Runtime{engine: e, opts: Options{Instance: "t", StateDir: "/state", InContainer: signs}, log: zerolog.Nop()}
 	me := strconv.Itoa(os.Getpid())
 	p := fakeProbe("h", "boot", map[string]string{me: "55"})
 	if err := rt.acquireLease(context.Background(), p); err != nil {

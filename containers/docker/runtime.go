@@ -66,6 +66,9 @@ type Options struct {
 	// PidsLimit caps the processes (threads included) of each container,
 	// against fork bombs; 0 means DefaultPidsLimit(), negative means no limit.
 	PidsLimit int64
+	// InContainer says where to look for signs that mce runs in a container
+	// of its engine; the zero value looks where Docker puts them.
+	InContainer InContainerSigns
 }
 
 // DefaultPidsLimit is the default process and thread cap of a container:
