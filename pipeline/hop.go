@@ -75,6 +75,15 @@ type Lease interface {
 // maxMemoryRetries bounds how often one call evicts and retries after 507.
 const maxMemoryRetries = 8
 
+// NotLoadedLease is a Lease whose manager can load its model again when the
+// container answers 404 to the invoke of a model it had loaded (a container
+// that lost its models without restarting): NotLoaded returns true when the
+// model was loaded again and the call is to be retried, false when the 404
+// is the model's own answer.
+type NotLoadedLease interface {
+	NotLoaded(ctx context.Context) (bool, error)
+}
+
 const hdrTargetModel = wire.HeaderTargetModel
 
 // hop calls one container: /invocations, or for a multi-model container the
@@ -97,8 +106,25 @@ func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeade
 	var buf [5]header
 	hs := h.forward(buf[:0], true)
 	path := "/models/" + lease.ModelID() + "/invoke"
+	reloaded := false
 	for attempt := 0; ; attempt++ {
 		res := iv.exchange(ctx, c.BaseURL(), http.MethodPost, path, hs, body, out)
+		if res.outcome == hopStatus && res.status == http.StatusNotFound && !reloaded {
+			// Once per call: the container may have forgotten the model.
+			nl, ok := lease.(NotLoadedLease)
+			if !ok {
+				return res, nil
+			}
+			reloaded = true
+			retry, err := nl.NotLoaded(ctx)
+			if err != nil {
+				return hopResult{}, err
+			}
+			if !retry {
+				return res, nil
+			}
+			continue
+		}
 		if res.outcome != hopStatus || res.status != http.StatusInsufficientStorage || attempt == maxMemoryRetries {
 			return res, nil
 		}
