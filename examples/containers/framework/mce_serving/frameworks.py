@@ -9,9 +9,15 @@ PyTorch (as SageMaker's PyTorch container):
   model_fn     torch.jit.load of model.pt, or of the only *.pt / *.pth, in eval mode, moved to the
                context's device (cuda:<gpu_id>, or the CPU when gpu_id is None);
   input_fn     JSON and CSV to a float32 tensor, NPY to a tensor of its own dtype, on the context's device;
-  predict_fn   model.eval(), then model(data) under torch.no_grad(), data moved first to the device of the
-               model's parameters (a user's model_fn may have put it anywhere), else the context's device;
+  predict_fn   model.eval(), then model(data) under torch.no_grad(), data moved first to the context's
+               device when there is one (on the CPU it is left alone);
   output_fn    the tensor as a list (or array), encoded as the negotiated Accept type.
+
+The PyTorch defaults never read a model's parameters from Python (``model.parameters()``, ``p.device``):
+for a TorchScript module that makes the C++ parameters own Python tensor objects, and with Debian's torch
+1.13 a model freed by the garbage collector while other threads run torch then corrupts the heap (the
+multi-model worker died with SIGSEGV; ``python3 -m mce_serving.stress`` reproduces it). The device is the
+context's, which the default model_fn moved the model to.
 """
 
 import glob
@@ -91,21 +97,6 @@ def context_device(context):
     return torch.device("cpu") if gpu_id is None else torch.device("cuda", int(gpu_id))
 
 
-def model_device(model):
-    """The device of the model's first parameter (else buffer), or None (no tensors, or not a module)."""
-    for attr in ("parameters", "buffers"):
-        fn = getattr(model, attr, None)
-        if fn is None:
-            continue
-        try:
-            first = next(iter(fn()), None)
-        except Exception:
-            continue
-        if first is not None and getattr(first, "device", None) is not None:
-            return first.device
-    return None
-
-
 def _torch_model_fn(model_dir, context=None):
     import torch
     path = find_torch_model(model_dir)
@@ -142,8 +133,8 @@ def _torch_predict_fn(data, model, context=None):
     import torch
     if hasattr(model, "eval"):
         model.eval()
-    device = model_device(model) or context_device(context)
-    if hasattr(data, "to") and getattr(data, "device", None) != device:
+    device = context_device(context)
+    if device.type != "cpu" and hasattr(data, "to") and getattr(data, "device", None) != device:
         data = data.to(device)
     with torch.no_grad():
         return model(data)

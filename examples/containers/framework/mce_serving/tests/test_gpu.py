@@ -249,25 +249,44 @@ class DefaultHooksDeviceTest(unittest.TestCase):
             h.load(gpu_id=1)
             body, _, _ = h.invoke(b"[[1, 1]]", "application/json", None)
         self.assertEqual(json.loads(body), [[1.5]])
-        self.assertEqual(moves, [("model", "cuda:1"), ("input", "cuda:1")])
+        # The model once, the input by input_fn (and again by predict_fn: the stand-in `to` leaves it on the CPU).
+        self.assertEqual(moves[:2], [("model", "cuda:1"), ("input", "cuda:1")])
+        self.assertEqual(set(moves[2:]), {("input", "cuda:1")} if moves[2:] else set())
 
-    def test_input_follows_a_user_models_device(self):
-        # A user's model_fn put the model on a GPU; the default input_fn decodes on the CPU (gpu_id None
-        # here) and the default predict_fn must hand the model its input on the model's device.
+    def test_predict_moves_the_input_to_the_context_device(self):
+        # A user's input_fn left its tensor on the CPU; the default predict_fn hands the model its input on the
+        # context's device (where the default model_fn put the model), and never asks the model for its
+        # parameters (see frameworks.py: with a TorchScript model that can crash Debian's torch).
         class Moved:
             def __init__(self, t, device):
                 self.t, self.device = t, device
 
         class OnGPU:
             def parameters(self):
-                yield types.SimpleNamespace(device=real_torch.device("cuda", 0))
+                raise AssertionError("the default predict_fn read the model's parameters")
 
             def __call__(self, x):
                 assert isinstance(x, Moved) and str(x.device) == "cuda:0", "input on %s" % getattr(x, "device", x)
                 return x.t * 2
 
+        user = types.SimpleNamespace(model_fn=lambda d: OnGPU(), input_fn=lambda data, ct: real_torch.tensor(
+            json.loads(data)))
         with mock.patch.object(real_torch.Tensor, "to", lambda self, device, *a, **k: Moved(self, device)):
-            h = Handler(types.SimpleNamespace(model_fn=lambda d: OnGPU()), "/m", "pytorch")
+            h = Handler(user, "/m", "pytorch")
+            h.load(gpu_id=0)
+            body, _, _ = h.invoke(b"[[1, 2]]", "application/json", None)
+        self.assertEqual(json.loads(body), [[2, 4]])
+
+    def test_cpu_predict_leaves_the_input_alone(self):
+        class CPUModel:
+            def parameters(self):
+                raise AssertionError("the default predict_fn read the model's parameters")
+
+            def __call__(self, x):
+                return x * 2
+
+        with mock.patch.object(real_torch.Tensor, "to", side_effect=AssertionError("moved on the CPU")):
+            h = Handler(types.SimpleNamespace(model_fn=lambda d: CPUModel()), "/m", "pytorch")
             h.load()
             body, _, _ = h.invoke(b"[[1, 2]]", "application/json", None)
         self.assertEqual(json.loads(body), [[2.0, 4.0]])
