@@ -128,6 +128,7 @@ func New(t testing.TB, o Options) *Host {
 			StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond}
 		if o.Runtime != nil {
 			o.Runtime(&ro)
+			h.Instance, h.StateDir = ro.Instance, ro.StateDir
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
