@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,14 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go"
-	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
-	"github.com/mce-run/mce/host/spec"
-	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/testenv"
+	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
 // asyncEnv is an mce host on real containers with a real S3 server
@@ -66,73 +61,17 @@ Endpoints:
 // asyncHostYAML serves the endpoints of an endpoint file.
 func asyncHostYAML(t testing.TB, yaml string, opts ...func(*host.Config)) *asyncEnv {
 	t.Helper()
-	cli := testenv.Docker(t)
+	testenv.Docker(t)
 	testenv.Image(t, "probe")
 	s3srv := testenv.S3Server(t)
 	s3srv.Bucket(t, asyncBucket)
-	instance := testenv.Instance(t)
-	logs := &testenv.SyncBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("mce log:\n%s", logs.String())
+	h := hostenv.New(t, hostenv.Options{S3: s3srv, Host: func(c *host.Config) {
+		for _, o := range opts {
+			o(c)
 		}
-	})
-	log := zerolog.New(logs).With().Timestamp().Logger()
-	fetcher, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{os.TempDir()},
-		S3: artifact.S3Options{Endpoint: s3srv.Endpoint, Region: s3srv.Region, UsePathStyle: true, Credentials: s3srv.Credentials()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := docker.New(context.Background(), docker.Options{
-		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
-		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg := host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
-		ModelData: fetcher, MetricsOnAPI: true, AsyncObjects: fetcher}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	srv := host.New(cfg)
-	rt.OnAddressChange(srv.ForgetAddress)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		if err := srv.Close(context.Background()); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-		rt.Close()
-		if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
-			t.Errorf("left behind %d containers, %d networks", c, n)
-		}
-	})
-	file := filepath.Join(t.TempDir(), "ep.yaml")
-	os.WriteFile(file, []byte(yaml), 0o644)
-	b, err := spec.LoadFiles(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	names, err := srv.Apply(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if err := srv.WaitEndpoint(ctx, name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &asyncEnv{srv: srv, s3: s3srv, url: hs.URL, rt: sagemakerruntime.New(sagemakerruntime.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}, HTTPClient: hs.Client(),
-	})}
+	}})
+	h.ApplyYAML(t, yaml)
+	return &asyncEnv{srv: h.Server, s3: s3srv, url: h.URL, rt: h.RuntimeClient()}
 }
 
 func (a *asyncEnv) submit(t testing.TB, in *sagemakerruntime.InvokeEndpointAsyncInput) *sagemakerruntime.InvokeEndpointAsyncOutput {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,15 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
-	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
-	"github.com/mce-run/mce/host/spec"
-	"github.com/mce-run/mce/host/store"
-	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
+	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
 // dockerHost serves the endpoints of the given files on real containers and
@@ -45,70 +39,19 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 
 func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ...string) (*sagemakerruntime.Client, string) {
 	t.Helper()
-	cli := testenv.Docker(t)
+	testenv.Docker(t)
 	for _, img := range []string{"probe", "sentiment", "featurizer", "classifier"} {
 		testenv.Image(t, img)
 	}
 	testenv.Models(t)
-	instance := testenv.Instance(t)
-	logs := &testenv.SyncBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("mce log:\n%s", logs.String())
-		}
+	h := hostenv.New(t, hostenv.Options{
+		// Model roots as mce serve makes them for these files: the examples'
+		// data lies in the repository's build folder, the tests' in t.TempDir().
+		ModelRoots: []string{os.TempDir(), filepath.Join(testenv.RepoRoot(t), "build")},
+		Host:       func(c *host.Config) { c.ContainerTimeout = containerTimeout },
 	})
-	log := zerolog.New(logs).With().Timestamp().Logger()
-	// Model roots as mce serve makes them for these files: the examples'
-	// data lies in the repository's build folder, the tests' in t.TempDir().
-	fetcher, err := artifact.NewFetcher(artifact.Options{
-		ModelRoots: []string{os.TempDir(), filepath.Join(testenv.RepoRoot(t), "build")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := docker.New(context.Background(), docker.Options{
-		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
-		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: containerTimeout,
-		ModelData: fetcher, MetricsOnAPI: true})
-	rt.OnAddressChange(srv.Invoker().Forget)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		if err := srv.Close(context.Background()); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-		rt.Close()
-		if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
-			t.Errorf("left behind %d containers, %d networks", c, n)
-		}
-	})
-	b, err := spec.LoadFiles(files...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	names, err := srv.Apply(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if err := srv.WaitEndpoint(ctx, name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return sagemakerruntime.New(sagemakerruntime.Options{
-		Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}, HTTPClient: &sdkhttp.Client{Next: hs.Client()},
-	}), hs.URL
+	h.Apply(t, files...)
+	return h.RuntimeClient(), h.URL
 }
 
 func invoke(t *testing.T, c *sagemakerruntime.Client, in *sagemakerruntime.InvokeEndpointInput) (*sagemakerruntime.InvokeEndpointOutput, error) {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,16 +18,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/smithy-go"
-	"github.com/moby/moby/client"
-	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
-	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/testenv"
+	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
 // noAWS keeps the AWS SDK away from the developer's credentials and the
@@ -66,7 +63,7 @@ func refusedAddr(t *testing.T) string {
 type preflightHost struct {
 	sm       *sagemaker.Client
 	srv      *host.Server
-	cli      *client.Client
+	cli      docker.Client
 	instance string
 	data     string // a model root
 }
@@ -74,52 +71,20 @@ type preflightHost struct {
 func newPreflightHost(t *testing.T) *preflightHost {
 	t.Helper()
 	noAWS(t)
-	cli := testenv.Docker(t)
+	testenv.Docker(t)
 	testenv.Image(t, "probe")
-	instance := testenv.Instance(t)
-	logs := &testenv.SyncBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("mce log:\n%s", logs.String())
-		}
-	})
-	log := zerolog.New(logs).With().Timestamp().Logger()
 	data := t.TempDir()
-	fetcher, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{data},
-		S3: artifact.S3Options{InstanceMetadataEndpoint: "http://" + refusedAddr(t), CredentialsTimeout: 500 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := docker.New(context.Background(), docker.Options{
-		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher, GPUs: noDriver(),
-		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond,
+	h := hostenv.New(t, hostenv.Options{
+		ModelRoots: []string{data},
+		Artifacts: artifact.Options{S3: artifact.S3Options{InstanceMetadataEndpoint: "http://" + refusedAddr(t),
+			CredentialsTimeout: 500 * time.Millisecond}},
+		Runtime: func(o *docker.Options) {
+			o.GPUs = noDriver()
+			o.RestartBackoff = 0 // the runtime's default
+		},
+		Host: func(c *host.Config) { c.MetricsOnAPI = false },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log,
-		ContainerTimeout: 5 * time.Second, ModelData: fetcher})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() {
-		hs.Close()
-		if err := srv.Close(context.Background()); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-		rt.Close()
-		st.Close()
-		if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
-			t.Errorf("left behind %d containers, %d networks", c, n)
-		}
-	})
-	return &preflightHost{
-		sm: sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL),
-			Credentials: aws.AnonymousCredentials{}, HTTPClient: hs.Client()}),
-		srv: srv, cli: cli, instance: instance, data: data,
-	}
+	return &preflightHost{sm: h.SageMakerClient(), srv: h.Server, cli: h.Docker, instance: h.Instance, data: data}
 }
 
 func absentImage(t *testing.T) string {

@@ -54,10 +54,11 @@ func buildVersion() string {
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mce",
-		Short: "Run SageMaker-style multi-container and multi-model endpoints on your own Docker engine",
-		Long: `mce runs Amazon SageMaker-style endpoints on the local Docker engine: multi-container
-endpoints (up to 15 containers, invoked directly by TargetContainerHostname or serially
-as a chain) behind the SageMaker Runtime API. boto3, the aws CLI and every AWS SDK work
+		Short: "Run SageMaker-style multi-container and multi-model endpoints on Docker or Kubernetes",
+		Long: `mce runs Amazon SageMaker-style endpoints on the local Docker engine or on a Kubernetes
+cluster (serve --engine kubernetes): multi-container endpoints (up to 15 containers,
+invoked directly by TargetContainerHostname or serially as a chain) and multi-model
+endpoints behind the SageMaker Runtime API. boto3, the aws CLI and every AWS SDK work
 against it with only the endpoint URL changed.
 
 Start with:  mce serve -f examples/go-ab-test/endpoint.yaml

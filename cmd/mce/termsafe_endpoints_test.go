@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +10,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
-	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
-	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
 // failingEngine fails every launch naming the image it could not run, as
@@ -35,18 +32,11 @@ func (failingEngine) Reconcile(context.Context) error { return nil }
 // (a colour change, a bell) reaches mce endpoints' table in the failure
 // reason, and is printed escaped, not raw (issue 18).
 func TestEndpointsEscapesServerText(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: failingEngine{}, Store: st, Logger: zerolog.Nop()})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); srv.Close(context.Background()) })
-
+	h := hostenv.New(t, hostenv.Options{Backend: failingEngine{}})
+	srv, hs := h.Server, h.HTTP
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	sm := sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}})
+	sm := h.SageMakerClient()
 	const image = "evil\x1b[31m:red\a"
 	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("m"),
 		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String(image)}}); err != nil {

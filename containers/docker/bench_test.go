@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/internal/testenv"
@@ -20,16 +18,8 @@ import (
 //
 //	go test -run '^$' -bench Launch15 -benchtime 5x ./containers/
 func BenchmarkLaunch15(b *testing.B) {
-	cli := testenv.Docker(b)
 	probe := testenv.Image(b, "probe")
-	instance := testenv.Instance(b)
-	rt, err := docker.New(context.Background(), docker.Options{
-		Client: cli, Instance: instance, StateDir: b.TempDir(), Logger: zerolog.Nop(), StopGrace: time.Second,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close()
+	rt, _ := testenv.Runtime(b, docker.Options{StopGrace: time.Second})
 	spec := probeSpec(probe, docker.MaxContainers, nil)
 	var total time.Duration
 	for b.Loop() {
@@ -56,7 +46,6 @@ func BenchmarkLaunch15(b *testing.B) {
 //
 //	go test -run '^$' -bench Preflight ./containers/
 func BenchmarkPreflight(b *testing.B) {
-	cli := testenv.Docker(b)
 	probe := testenv.Image(b, "probe")
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "model.tar.gz"), nil, 0o644); err != nil {
@@ -66,13 +55,7 @@ func BenchmarkPreflight(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := docker.New(context.Background(), docker.Options{
-		Client: cli, Instance: testenv.Instance(b), StateDir: b.TempDir(), Fetcher: f, Logger: zerolog.Nop(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rt.Close()
+	rt, _ := testenv.Runtime(b, docker.Options{Fetcher: f})
 	spec := probeSpec(probe, docker.MaxContainers, nil)
 	for i := range spec.Variants[0].Containers {
 		spec.Variants[0].Containers[i].ModelDataURL = "file://" + filepath.Join(dir, "model.tar.gz")

@@ -37,8 +37,9 @@ type env struct {
 	fetch    artifact.Options // the runtime's fetcher
 }
 
-// newEnv starts a runtime with a fresh instance name and checks, when the test
-// ends, that nothing labelled with it is left on the engine.
+// newEnv starts a runtime with a fresh instance name (testenv.Runtime, which
+// checks, when the test ends, that nothing labelled with it is left on the
+// engine).
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	return newEnvWith(t, artifact.Options{})
@@ -49,38 +50,22 @@ func newEnv(t *testing.T) *env {
 func newEnvWith(t *testing.T, fetch artifact.Options) *env {
 	t.Helper()
 	fetch.ModelRoots = append(fetch.ModelRoots, os.TempDir())
-	cli := testenv.Docker(t)
-	e := &env{cli: cli, instance: testenv.Instance(t), state: t.TempDir(), logs: &testenv.SyncBuffer{}, fetch: fetch}
+	e := &env{cli: testenv.Docker(t), logs: &testenv.SyncBuffer{}, fetch: fetch}
 	e.probe = testenv.Image(t, "probe")
-	e.rt = e.start(t)
-	t.Cleanup(func() {
-		e.rt.Close()
-		if c, n := testenv.Leftovers(t, cli, e.instance); c+n > 0 {
-			t.Errorf("left behind %d containers and %d networks with instance %s", c, n, e.instance)
-		}
-	})
-	return e
-}
-
-func (e *env) start(t *testing.T) *docker.Runtime {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	f, err := artifact.NewFetcher(e.fetch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := docker.New(ctx, docker.Options{
-		Client: e.cli, Instance: e.instance, StateDir: e.state, Fetcher: f,
+	var o docker.Options
+	e.rt, o = testenv.Runtime(t, docker.Options{
+		Client: e.cli, Fetcher: f,
 		Logger:         zerolog.New(e.logs),
 		StopGrace:      2 * time.Second,
 		HealthInterval: 300 * time.Millisecond,
 		RestartBackoff: 100 * time.Millisecond,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt
+	e.instance, e.state = o.Instance, o.StateDir
+	return e
 }
 
 func (e *env) deploy(t *testing.T, spec docker.EndpointSpec) (*docker.Deployment, error) {
@@ -480,19 +465,12 @@ func TestUnsafeArtifactsRefused(t *testing.T) {
 // TestArtifactDiskBudget: a launch whose artifacts would pass the disk
 // budget fails naming the flag, and its files are gone.
 func TestArtifactDiskBudget(t *testing.T) {
-	cli := testenv.Docker(t)
-	instance := testenv.Instance(t)
 	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	state := t.TempDir()
-	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: state,
-		Fetcher: f, Logger: zerolog.Nop(), ArtifactDiskBudget: 1 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt, o := testenv.Runtime(t, docker.Options{Fetcher: f, ArtifactDiskBudget: 1 << 10})
+	cli, instance, state := o.Client, o.Instance, o.StateDir
 	dir := t.TempDir()
 	writeTarGz(t, filepath.Join(dir, "m.tar.gz"), []tar.Header{{Name: "w", Mode: 0o644, Typeflag: tar.TypeReg}},
 		map[string]string{"w": strings.Repeat("x", 4<<10)})
@@ -518,17 +496,12 @@ func TestArtifactDiskBudget(t *testing.T) {
 }
 
 func TestOversizeArtifactRefused(t *testing.T) {
-	cli := testenv.Docker(t)
-	instance := testenv.Instance(t)
 	f, err := artifact.NewFetcher(artifact.Options{MaxExtractedBytes: 1 << 10, ModelRoots: []string{os.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: t.TempDir(), Fetcher: f, Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt, o := testenv.Runtime(t, docker.Options{Fetcher: f})
+	cli, instance := o.Client, o.Instance
 	dir := t.TempDir()
 	writeTarGz(t, filepath.Join(dir, "big.tar.gz"), []tar.Header{{Name: "big", Mode: 0o644, Typeflag: tar.TypeReg}},
 		map[string]string{"big": strings.Repeat("x", 4<<10)})
@@ -633,15 +606,7 @@ func childHost() {
 // route to, and checks nothing is published on another interface.
 func TestPublishedFallback(t *testing.T) {
 	cli := testenv.Docker(t)
-	instance := testenv.Instance(t)
-	rt, err := docker.New(context.Background(), docker.Options{
-		Client: cli, Instance: instance, StateDir: t.TempDir(), Network: docker.NetworkPublished,
-		Logger: zerolog.Nop(), StopGrace: time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt, _ := testenv.Runtime(t, docker.Options{Client: cli, Network: docker.NetworkPublished, StopGrace: time.Second})
 	d, err := rt.Deploy(context.Background(), probeSpec(testenv.Image(t, "probe"), 2, nil))
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
@@ -67,33 +66,21 @@ func silentS3(t *testing.T) string {
 // and S3 model data on a store that never answers. Every problem comes
 // back, each with a fix, within the bound, and nothing is created.
 func TestPreflightFindsEverything(t *testing.T) {
-	cli := testenv.Docker(t)
 	probe := testenv.Image(t, "probe")
-	instance := testenv.Instance(t)
 	f, err := artifact.NewFetcher(artifact.Options{S3: artifact.S3Options{Endpoint: silentS3(t), Region: "us-east-1", UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var awsCalls int
-	rt, err := docker.New(context.Background(), docker.Options{
-		Client: cli, Instance: instance, StateDir: t.TempDir(), Fetcher: f, GPUs: oneGPU(), Logger: zerolog.Nop(),
-		PullPolicy: docker.PullIfMissing,
+	rt, _ := testenv.Runtime(t, docker.Options{
+		Fetcher: f, GPUs: oneGPU(), PullPolicy: docker.PullIfMissing,
 		Registry: docker.RegistryOptions{AWSConfig: func(ctx context.Context, region string) (aws.Config, error) {
 			return aws.Config{Region: region, Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 				awsCalls++
 				return aws.Credentials{}, errors.New("no credentials in this test")
 			})}, nil
 		}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		rt.Close()
-		if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
-			t.Errorf("left behind %d containers and %d networks", c, n)
-		}
 	})
 	ecr := "123456789012.dkr.ecr.us-east-1.amazonaws.com/absent-preflight:1"
 	spec := docker.EndpointSpec{Name: "pf", Generation: 1, Variants: []docker.VariantSpec{
@@ -143,20 +130,14 @@ func TestPreflightFindsEverything(t *testing.T) {
 // is reported with how to get it, and neither ECR nor the registry is asked
 // for anything.
 func TestPreflightNeverPullsNoRegistry(t *testing.T) {
-	cli := testenv.Docker(t)
-	instance := testenv.Instance(t)
 	var awsCalls int
-	rt, err := docker.New(context.Background(), docker.Options{
-		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: zerolog.Nop(), PullPolicy: docker.PullNever,
+	rt, _ := testenv.Runtime(t, docker.Options{
+		PullPolicy: docker.PullNever,
 		Registry: docker.RegistryOptions{AWSConfig: func(ctx context.Context, region string) (aws.Config, error) {
 			awsCalls++
 			return aws.Config{}, errors.New("must not be called")
 		}},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
 	ecr := "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:0.0.0-absent"
 	problems := rt.Preflight(context.Background(), docker.EndpointSpec{Name: "pf", Generation: 1, Variants: []docker.VariantSpec{
 		{Name: "v", Copies: 1, Containers: []docker.ContainerSpec{{Hostname: "c", Image: ecr}}}}}, docker.PreflightOptions{})

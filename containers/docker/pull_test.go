@@ -153,16 +153,9 @@ func removeImage(t *testing.T, cli *client.Client, ref string) {
 
 func pullRuntime(t *testing.T, cli *client.Client, logs io.Writer, reg docker.RegistryOptions) *docker.Runtime {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rt, err := docker.New(ctx, docker.Options{
-		Client: cli, Instance: testenv.Instance(t), StateDir: t.TempDir(),
-		Logger: zerolog.New(logs), PullPolicy: docker.PullIfMissing, Registry: reg,
+	rt, _ := testenv.Runtime(t, docker.Options{
+		Client: cli, Logger: zerolog.New(logs), PullPolicy: docker.PullIfMissing, Registry: reg,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
 	return rt
 }
 
@@ -272,16 +265,12 @@ func TestPullFromPrivateRegistry(t *testing.T) {
 		}
 		dir := writeDockerConfig(t, map[string]any{"auths": map[string]any{
 			reg: map[string]string{"username": "mce", "password": "s3cret"}}})
-		e.rt.Close()
-		rt, err := docker.New(ctx, docker.Options{
+		e.rt.Close() // the instance's runtime again, with the credentials
+		e.rt, _ = testenv.Runtime(t, docker.Options{
 			Client: cli, Instance: e.instance, StateDir: e.state, Logger: zerolog.New(e.logs),
 			StopGrace: 2 * time.Second, PullPolicy: docker.PullIfMissing,
 			Registry: docker.RegistryOptions{DockerConfigDir: dir},
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.rt = rt
 		defer cli.ImageRemove(context.Background(), probe, client.ImageRemoveOptions{})
 		d, err := e.deploy(t, probeSpec(probe, 3, nil))
 		if err != nil {

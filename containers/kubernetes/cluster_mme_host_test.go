@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -26,8 +24,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mce-run/mce/host"
-	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/kubetest"
+	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
 // hostChildEnv carries the parent's settings to the half of
@@ -100,20 +98,15 @@ func hostChild(t *testing.T, hc hostChildConfig) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	srv := host.New(host.Config{Backend: e, Store: st, Logger: log})
-	hs := httptest.NewServer(srv.Handler())
-	defer func() {
-		hs.Close()
-		srv.Close(context.Background())
-	}()
-	sm := sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}})
-	rt := sagemakerruntime.New(sagemakerruntime.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{}})
+	t.Cleanup(func() { e.Close() }) // after the host's teardown (hostenv's cleanup, registered later, runs first)
+	// The host's configuration as this test always had it: the engine's
+	// log, and none of the fixture's Docker-side defaults (the fetcher's
+	// model roots know no /models, which lies in the pods).
+	h := hostenv.New(t, hostenv.Options{Backend: e, Host: func(c *host.Config) {
+		c.Logger, c.ModelData, c.ContainerTimeout, c.MetricsOnAPI = log, nil, 0, false
+	}})
+	srv := h.Server
+	sm, rt := h.SageMakerClient(), h.RuntimeClient()
 
 	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("mme-model"),
 		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String(modelserverImage), Mode: smtypes.ContainerModeMultiModel,

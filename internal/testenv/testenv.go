@@ -217,7 +217,7 @@ func Instance(tb testing.TB) string {
 }
 
 // Leftovers counts containers and networks that carry the instance's label.
-func Leftovers(tb testing.TB, cli *client.Client, instance string) (containersLeft, networksLeft int) {
+func Leftovers(tb testing.TB, cli docker.Client, instance string) (containersLeft, networksLeft int) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
