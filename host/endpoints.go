@@ -341,7 +341,7 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 		})
 		return
 	}
-	l, err := s.cfg.Backend.Launch(ctx, plan, gen)
+	l, err := s.launchPlan(ctx, plan, gen)
 	if err != nil {
 		if e.deleting.Load() || s.ctx.Err() != nil {
 			return
@@ -660,6 +660,7 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	e.ops.Lock() // wait for a launch or update in progress to notice
 	defer e.ops.Unlock()
 	s.drain(s.ctx, route)
+	s.componentsGone(e.name)
 	e.mu.Lock()
 	l := e.launched
 	e.launched = nil
@@ -703,7 +704,7 @@ func (s *Server) Recover(ctx context.Context) error {
 		}
 		e := s.newEndpoint(rec)
 		s.reg.add(e)
-		l, err := s.cfg.Backend.Adopt(ctx, rec.Plan, rec.Generation)
+		l, err := s.adoptPlan(ctx, rec.Plan, rec.Generation)
 		if err == nil {
 			s.install(e, rec.Plan, l)
 			s.save(e, func(r *EndpointRecord) { *r = rec; r.Status = StatusInService })
@@ -713,9 +714,11 @@ func (s *Server) Recover(ctx context.Context) error {
 		s.log.Info().Str("endpoint", rec.Name).Str("why", err.Error()).Msg("endpoint will be relaunched")
 		relaunch = append(relaunch, e)
 	}
+	components := s.recoverComponents(ctx) // their copies adopted before Reconcile
 	if err := s.cfg.Backend.Reconcile(ctx); err != nil {
 		return err
 	}
+	s.relaunchComponents(components)
 	for _, e := range relaunch {
 		rec := e.record()
 		from := StatusSystemUpdating

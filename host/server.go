@@ -116,6 +116,7 @@ type Server struct {
 	invoker *pipeline.Invoker
 	metrics *metrics
 	reg     registry
+	ics     componentRegistry // inference components (components.go)
 	store   *store.Store
 	ids     *requestIDs
 	failLog failLimiter // rate of the info lines of failed invocations
