@@ -98,7 +98,7 @@ type component struct {
 	ops      sync.Mutex // one lifecycle operation at a time
 	mu       sync.Mutex // guards rec and launched
 	rec      ComponentRecord
-	launched map[int]Launched            // running copies by ID
+	launched map[int]Launched           // running copies by ID
 	insts    map[int]*pipeline.Instance // their routing instances
 	route    atomic.Pointer[pipeline.Route]
 	deleting atomic.Bool

@@ -19,17 +19,17 @@ type CreateInferenceComponentInput struct {
 	Specification          *InferenceComponentSpecification `json:"Specification,omitempty"`
 	// Specifications (one per instance type of a variant with
 	// InstancePools) is refused: mce's variants have one instance type.
-	Specifications json.RawMessage                 `json:"Specifications,omitempty"`
+	Specifications json.RawMessage                  `json:"Specifications,omitempty"`
 	RuntimeConfig  *InferenceComponentRuntimeConfig `json:"RuntimeConfig,omitempty"`
 	Tags           []Tag                            `json:"Tags,omitempty"`
 }
 
 // InferenceComponentSpecification is what one copy of a component runs.
 type InferenceComponentSpecification struct {
-	InstanceType                string                                  `json:"InstanceType,omitempty"`
-	ModelName                   string                                  `json:"ModelName,omitempty"`
-	Container                   *InferenceComponentContainer            `json:"Container,omitempty"`
-	StartupParameters           *InferenceComponentStartupParameters    `json:"StartupParameters,omitempty"`
+	InstanceType                string                                 `json:"InstanceType,omitempty"`
+	ModelName                   string                                 `json:"ModelName,omitempty"`
+	Container                   *InferenceComponentContainer           `json:"Container,omitempty"`
+	StartupParameters           *InferenceComponentStartupParameters   `json:"StartupParameters,omitempty"`
 	ComputeResourceRequirements *InferenceComponentComputeRequirements `json:"ComputeResourceRequirements,omitempty"`
 	// BaseInferenceComponentName makes an adapter component: refused.
 	BaseInferenceComponentName string          `json:"BaseInferenceComponentName,omitempty"`
