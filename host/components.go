@@ -723,3 +723,20 @@ func (s *Server) relaunchComponents(cs []*component) {
 		})
 	}
 }
+
+// componentCopies takes every running copy out of routing and returns them
+// for Close to stop; the records keep them, and the next start adopts or
+// relaunches them.
+func (s *Server) componentCopies() []Launched {
+	var ls []Launched
+	for _, c := range s.ics.all() {
+		c.mu.Lock()
+		for _, l := range c.launched {
+			ls = append(ls, l)
+		}
+		c.launched, c.insts = nil, nil
+		c.route.Store(nil)
+		c.mu.Unlock()
+	}
+	return ls
+}

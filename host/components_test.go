@@ -51,7 +51,7 @@ func newICHarness(t *testing.T, st *store.Store) (*harness, *capBackend) {
 	if st == nil {
 		st = openStore(t)
 	}
-	s := New(Config{Backend: b, Logger: zerolog.New(zerolog.NewTestWriter(t)), Store: st})
+	s := New(Config{Backend: b, Logger: zerolog.Nop(), Store: st})
 	hs := httptest.NewUnstartedServer(s.Handler())
 	hs.Config.ConnContext = ConnContext
 	hs.Start()

@@ -293,6 +293,7 @@ func (s *Server) Close(ctx context.Context) error {
 		e.launched = nil
 		e.mu.Unlock()
 	}
+	ls = append(ls, s.componentCopies()...) // inference components' copies (components.go)
 	err := parallel.Each(ls, func(l Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
 	s.asyncInvoker.Close()
