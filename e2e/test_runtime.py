@@ -492,7 +492,7 @@ def case_stream(cl, ck):
     c = cl.client()
     if not hasattr(c, "invoke_endpoint_with_response_stream"):
         ck.info("boto3 %s predates invoke_endpoint_with_response_stream (botocore 1.31): the operation itself "
-                "is checked by the README's snippet and the Go SDK's tests" % boto3.__version__)
+                "is checked by docs/streaming.md's snippet and the Go SDK's tests" % boto3.__version__)
         return
     r = c.invoke_endpoint_with_response_stream(EndpointName=CHAIN, Body=b"x", CustomAttributes="stream=2")
     body = b"".join(ev["PayloadPart"]["Bytes"] for ev in r["Body"] if "PayloadPart" in ev)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -44,11 +45,24 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// readmes lists the READMEs whose snippets run, relative to the repository root.
+// readmes lists the documents whose snippets run, relative to the repository
+// root: the READMEs, and the reference documents of docs/ that the README
+// points to.
 func readmes(t *testing.T, root string) []string {
 	var files []string
 	files = append(files, "README.md", "bench/README.md", "compose/README.md")
-	err := filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) == 0 {
+		t.Fatal("no docs/*.md: the glob is broken")
+	}
+	for _, p := range docs { // sorted by Glob
+		rel, _ := filepath.Rel(root, p)
+		files = append(files, rel)
+	}
+	err = filepath.WalkDir(filepath.Join(root, "examples"), func(p string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && d.Name() == "README.md" {
 			rel, _ := filepath.Rel(root, p)
 			files = append(files, rel)
@@ -59,6 +73,46 @@ func readmes(t *testing.T, root string) []string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// selected keeps the files that MCE_SNIPPETS names: comma-separated paths
+// from the repository root, or path.Match patterns ("docs/*.md"). Unset, every
+// file; a filter that names none of them fails, rather than running nothing.
+func selected(t *testing.T, files []string) []string {
+	filter := strings.TrimSpace(os.Getenv("MCE_SNIPPETS"))
+	if filter == "" {
+		return files
+	}
+	var out []string
+	for _, f := range files {
+		for _, pat := range strings.Split(filter, ",") {
+			if ok, err := path.Match(strings.TrimSpace(pat), filepath.ToSlash(f)); err != nil {
+				t.Fatalf("MCE_SNIPPETS: %v", err)
+			} else if ok {
+				out = append(out, f)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("MCE_SNIPPETS=%q names none of %v", filter, files)
+	}
+	return out
+}
+
+func TestSelected(t *testing.T) {
+	files := []string{"README.md", "docs/async.md", "docs/logs.md", "examples/go-mme/README.md"}
+	for filter, want := range map[string]string{
+		"":                     "README.md docs/async.md docs/logs.md examples/go-mme/README.md",
+		"docs/async.md":        "docs/async.md",
+		"README.md, docs/*.md": "README.md docs/async.md docs/logs.md",
+		"examples/*/README.md": "examples/go-mme/README.md",
+	} {
+		t.Setenv("MCE_SNIPPETS", filter)
+		if got := strings.Join(selected(t, files), " "); got != want {
+			t.Errorf("MCE_SNIPPETS=%q selected %q, want %q", filter, got, want)
+		}
+	}
 }
 
 // TestEveryExampleHasAREADME: each folder under examples/ explains itself.
@@ -150,13 +204,14 @@ func waitInService(ctx context.Context, failed <-chan struct{}) error {
 	}
 }
 
-// TestREADMESnippets runs every README's snippets as written.
+// TestREADMESnippets runs every README's and docs/ document's snippets as
+// written; MCE_SNIPPETS picks some of the files (see selected).
 func TestREADMESnippets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs mce and containers")
 	}
 	root := repoRoot(t)
-	for _, file := range readmes(t, root) {
+	for _, file := range selected(t, readmes(t, root)) {
 		t.Run(strings.ReplaceAll(file, "/", "_"), func(t *testing.T) {
 			f, err := os.Open(filepath.Join(root, file))
 			if err != nil {
