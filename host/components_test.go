@@ -46,12 +46,17 @@ func (b *capBackend) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (
 }
 
 func newICHarness(t *testing.T, st *store.Store) (*harness, *capBackend) {
+	return newICHarnessWith(t, st, Config{})
+}
+
+func newICHarnessWith(t *testing.T, st *store.Store, cfg Config) (*harness, *capBackend) {
 	t.Helper()
 	b := &capBackend{fakeBackend: &fakeBackend{t: t}}
 	if st == nil {
 		st = openStore(t)
 	}
-	s := New(Config{Backend: b, Logger: zerolog.Nop(), Store: st})
+	cfg.Backend, cfg.Logger, cfg.Store = b, zerolog.Nop(), st
+	s := New(cfg)
 	hs := httptest.NewUnstartedServer(s.Handler())
 	hs.Config.ConnContext = ConnContext
 	hs.Start()
