@@ -32,7 +32,9 @@ import (
 func fourGPUs() *gpu.Inventory {
 	dev := func(i int) *mock.Device {
 		return &mock.Device{
-			GetUUIDFunc:       func() (string, nvml.Return) { return fmt.Sprintf("GPU-00000000-0000-0000-0000-00000000000%d", i), nvml.SUCCESS },
+			GetUUIDFunc: func() (string, nvml.Return) {
+				return fmt.Sprintf("GPU-00000000-0000-0000-0000-00000000000%d", i), nvml.SUCCESS
+			},
 			GetNameFunc:       func() (string, nvml.Return) { return "Fake GPU", nvml.SUCCESS },
 			GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: 1 << 30, Free: 1 << 30}, nvml.SUCCESS },
 		}
