@@ -371,6 +371,20 @@ func TestInferenceComponentsControlPlaneAndInvocation(t *testing.T) {
 	if got, err := h.invokeIC("shared", "comp-a"); err != nil || got != "x-a" {
 		t.Fatalf("invoke comp-a while short = %q, %v", got, err)
 	}
+	// Its metrics: copies desired and current, GPUs held, and its calls as
+	// those of its container.
+	rec := httptest.NewRecorder()
+	h.srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`mce_inference_component_desired_copies{endpoint="shared",inference_component="comp-a",variant="AllTraffic"} 5`,
+		`mce_inference_component_current_copies{endpoint="shared",inference_component="comp-a",variant="AllTraffic"} 4`,
+		`mce_inference_component_gpus{endpoint="shared",inference_component="comp-a",variant="AllTraffic"} 4`,
+		`mce_container_invocations_total{container="comp-a",endpoint="shared",variant="AllTraffic"} 2`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
 	scale("comp-a", 1)
 	if d := waitIC(t, sm, "comp-a"); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService || aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 1 || d.FailureReason != nil {
 		t.Fatalf("after scaling down: %s %+v", d.InferenceComponentStatus, d.RuntimeConfig)

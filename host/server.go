@@ -190,7 +190,7 @@ func New(cfg Config) *Server {
 			uc.run(s.ctx, every)
 		}()
 	}
-	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version))
+	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version), newComponentCollector(s))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
 		Timeout:    cfg.ContainerTimeout,
 		MaxPayload: MaxPayload,
