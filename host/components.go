@@ -102,6 +102,20 @@ type component struct {
 	insts    map[int]*pipeline.Instance // their routing instances
 	route    atomic.Pointer[pipeline.Route]
 	deleting atomic.Bool
+	// launching is cancelled by a deletion: launches of copies in progress
+	// stop and remove what they started.
+	launching  context.Context
+	stopLaunch context.CancelFunc
+}
+
+// launchContext is the context copies launch under (set once, under mu).
+func (s *Server) launchContext(c *component) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.launching == nil {
+		c.launching, c.stopLaunch = context.WithCancel(s.ctx)
+	}
+	return c.launching
 }
 
 func (c *component) record() ComponentRecord {
@@ -476,9 +490,7 @@ func (s *Server) reconcileCopies(c *component) {
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			ctx, cancel := context.WithCancel(s.ctx)
-			defer cancel()
-			l, err := s.cfg.Backend.Launch(ctx, copyPlan(rec, e.record().ConfigName, cp), cp.ID)
+			l, err := s.cfg.Backend.Launch(s.launchContext(c), copyPlan(rec, e.record().ConfigName, cp), cp.ID)
 			if err == nil && c.deleting.Load() {
 				l.Close(context.WithoutCancel(s.ctx))
 				err = errors.New("deleted")
@@ -619,6 +631,10 @@ func (s *Server) deleteComponent(c *component) (wait <-chan struct{}) {
 		return done
 	}
 	s.saveComponent(c, func(r *ComponentRecord) { r.Status = StatusDeleting })
+	s.launchContext(c)
+	c.mu.Lock()
+	c.stopLaunch() // launches in progress stop
+	c.mu.Unlock()
 	s.background(func() {
 		defer close(done)
 		c.ops.Lock()

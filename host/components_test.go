@@ -279,6 +279,7 @@ func TestInferenceComponentsControlPlaneAndInvocation(t *testing.T) {
 		{"tiny-cpu", "shared", icSpec("model-a", 0.1, 1024, 0), 1, "ValidationException", "1 validation error detected: Value '0.1' at 'specification.computeResourceRequirements.numberOfCpuCoresRequired' failed to satisfy constraint: Member must have value greater than or equal to 0.25"},
 		{"tiny-mem", "shared", icSpec("model-a", 1, -1, 0), 1, "ValidationException", "1 validation error detected: Value '-1' at 'specification.computeResourceRequirements.minMemoryRequiredInMb' failed to satisfy constraint: Member must have value greater than or equal to 128"},
 		{"half-gpu", "shared", icSpec("model-a", 1, 1024, 1.5), 1, "ValidationException", "NumberOfAcceleratorDevicesRequired must be a whole number of devices in mce (1.5 was given): each copy holds whole GPUs of its own."},
+		{"many", "shared", icSpec("model-a", 1, 1024, 0), 2147483647, "ResourceLimitExceeded", "The inference component asks for 2147483647 copies; mce runs at most 1000 copies of one inference component."},
 		{"huge-cpu", "shared", icSpec("model-a", 1e6, 1024, 0), 1, "ResourceLimitExceeded", "One copy of the inference component needs more than an instance of variant AllTraffic (ml.g5.12xlarge) has: not enough CPU cores (a copy needs 1000000, an instance has at most 8 free of 8)."},
 		{"huge-gpu", "shared", icSpec("model-a", 1, 1024, 64), 1, "ResourceLimitExceeded", "One copy of the inference component needs more than an instance of variant AllTraffic (ml.g5.12xlarge) has: not enough accelerator devices (a copy needs 64 whole GPUs of its own; the instance type has 4 per instance, 4 of this machine's 4 GPUs are free)."},
 		{"huge-mem", "shared", icSpec("model-a", 1, 2147483647, 0), 1, "ResourceLimitExceeded", "One copy of the inference component needs more than an instance of variant AllTraffic (ml.g5.12xlarge) has: not enough memory (a copy needs 2147483647 MiB, an instance has at most 16384 MiB free of 16384 MiB)."},
@@ -540,4 +541,45 @@ func TestInferenceComponentsSurviveRestart(t *testing.T) {
 	if got, err := h2.invokeIC("durable", "keeper"); err != nil || got != "x-d" {
 		t.Fatalf("invoke after the restart = %q, %v", got, err)
 	}
+}
+
+// TestInferenceComponentDeletedWhileLaunching: a deletion stops the launch
+// of copies in progress at once.
+func TestInferenceComponentDeletedWhileLaunching(t *testing.T) {
+	h, b := newICHarness(t, nil)
+	sm := h.sm()
+	ctx := context.Background()
+	createICEndpoint(t, sm, "slow", "local", 1)
+	b.delay = time.Minute
+	sp := &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String("-s")},
+		ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128)}}
+	if err := createIC(ctx, sm, "stuck", "slow", sp, 3); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitICStatus(t, sm, "stuck"); d != smtypes.InferenceComponentStatusCreating {
+		t.Fatalf("status %s while its copies launch", d)
+	}
+	start := time.Now()
+	if _, err := sm.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("stuck")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sm.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("stuck")})
+	if code, _ := apiCode(t, err); code != "ValidationException" {
+		t.Fatalf("second delete: %v", err)
+	}
+	for h.srv.ics.get("stuck") != nil {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the deletion waited for the launches")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func waitICStatus(t *testing.T, sm *sagemaker.Client, name string) smtypes.InferenceComponentStatus {
+	t.Helper()
+	d, err := sm.DescribeInferenceComponent(context.Background(), &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String(name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.InferenceComponentStatus
 }

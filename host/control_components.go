@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -184,6 +185,9 @@ func (s *Server) opCreateComponent(ctx context.Context, in *spec.CreateInference
 		return nil, validationException("The variant name %s is not present in the endpoint %q.", in.VariantName, erec.ARN)
 	}
 	sp := *in.Specification
+	if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
+		return nil, err
+	}
 	if err := s.fitsOneInstance(sp, v); err != nil {
 		return nil, err
 	}
@@ -293,16 +297,19 @@ func (s *Server) opDeleteComponent(_ context.Context, in *componentNameInput) (a
 // startUpdate sets Updating on a component that is InService or Failed,
 // applies change, and reconciles its copies in the background.
 func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error {
-	c.mu.Lock()
-	st := c.rec.Status
-	c.mu.Unlock()
-	if c.deleting.Load() || (st != StatusInService && st != StatusFailed) {
-		return validationException("Cannot update in-progress inference component %q: its status is %s.", c.record().ARN, st)
-	}
+	// Checked and set in one step: of two updates at once, one is refused.
+	var refused error
 	s.saveComponent(c, func(r *ComponentRecord) {
+		if c.deleting.Load() || (r.Status != StatusInService && r.Status != StatusFailed) {
+			refused = validationException("Cannot update in-progress inference component %q: its status is %s.", r.ARN, r.Status)
+			return
+		}
 		change(r)
 		r.Status = StatusUpdating
 	})
+	if refused != nil {
+		return refused
+	}
 	s.background(func() {
 		c.ops.Lock()
 		defer c.ops.Unlock()
@@ -324,6 +331,9 @@ func (s *Server) opUpdateComponent(_ context.Context, in *updateComponentInput) 
 	}
 	if in.RuntimeConfig != nil {
 		if err := spec.CheckCopyCount("runtimeConfig.copyCount", in.RuntimeConfig.CopyCount); err != nil {
+			return nil, err
+		}
+		if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
 			return nil, err
 		}
 	}
@@ -373,6 +383,9 @@ func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponent
 		return nil, err
 	}
 	n := int(*in.DesiredRuntimeConfig.CopyCount)
+	if err := tooManyCopies(n); err != nil {
+		return nil, err
+	}
 	if err := s.startUpdate(c, func(r *ComponentRecord) { r.Desired = n }); err != nil {
 		return nil, err
 	}
@@ -445,3 +458,16 @@ func (s *Server) changeComponentTags(name string, change func([]spec.Tag) ([]spe
 }
 
 var nameContainsRe = regexp.MustCompile(`^[a-zA-Z0-9-]+$`)
+
+// MaxComponentCopies bounds one inference component's copies: placement
+// bounds them by the instances' capacity too, but a machine whose memory is
+// unknown would otherwise try any number.
+const MaxComponentCopies = 1000
+
+func tooManyCopies(n int) error {
+	if n > MaxComponentCopies {
+		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
+			"The inference component asks for %d copies; mce runs at most %d copies of one inference component.", n, MaxComponentCopies)}
+	}
+	return nil
+}
