@@ -2,7 +2,10 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -256,6 +259,17 @@ func TestInferenceComponentsControlPlaneAndInvocation(t *testing.T) {
 	}
 	_, err = h.invokeIC("shared", "")
 	wantMessage(t, err, "ValidationError", "Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models.")
+	// The raw body carries SageMaker's ErrorCode too.
+	resp, err := http.Post(h.http.URL+"/endpoints/shared/invocations", "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var eb struct{ ErrorCode, Message string }
+	if json.Unmarshal(raw, &eb) != nil || resp.StatusCode != 400 || eb.ErrorCode != "INFERENCE_COMPONENT_NAME_MISSING" {
+		t.Fatalf("raw answer %d %s", resp.StatusCode, raw)
+	}
 	_, err = h.invokeIC("shared", "nope")
 	wantMessage(t, err, "ValidationError", "Inference Component nope of endpoint shared of account 123456789012 not found.")
 	_, err = h.invokeIC("plain", "comp-a")

@@ -26,7 +26,9 @@ func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Heade
 		return route, nil
 	}
 	if name == "" {
-		return nil, validationError("Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models.")
+		api := validationError("Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models.")
+		api.ErrorCode = "INFERENCE_COMPONENT_NAME_MISSING" // as SageMaker's body carries it
+		return nil, api
 	}
 	if len(name) > 63 || !componentHeaderRe.MatchString(name) {
 		return nil, validationError("1 validation error detected: Value '%s' at 'inferenceComponentName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$", name)
