@@ -36,10 +36,10 @@
 // helper for parallel teardown.
 //
 // host reaches containers only through pipeline (routing) and the Backend
-// interface (bringing endpoints up and down); it knows no engine and never
-// calls Docker itself. The Docker engine's Backend is
-// containers/backend.Docker, which `mce serve` builds and passes in
-// Config.Backend. What an engine offers beyond Backend is found by type
+// interface (bringing endpoints up and down: containers.Engine, which host
+// names Backend); it imports no engine and never calls Docker or Kubernetes
+// itself. The engines are docker.Engine and kubernetes.Engine (under
+// containers/), which `mce serve` builds and passes in Config.Backend. What an engine offers beyond Backend is found by type
 // assertion on that interface value, never on a concrete type: Preflighter
 // (checks before a launch), UsageSource (CPU, memory, disk and GPU use for
 // the metrics), MultiModelObservable (multi-model events for the metrics),

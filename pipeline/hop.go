@@ -25,7 +25,8 @@ type hopHeaders struct {
 // MultiModel is implemented by containers in MultiModel mode: Acquire makes
 // sure the target model is loaded (downloading and loading it, evicting
 // others, as needed) and holds it loaded until the lease is released
-// (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html). Package host adapts the runtime's model manager to it.
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html). The engines (containers/docker,
+// containers/kubernetes) adapt their containers' model managers to it.
 type MultiModel interface {
 	Acquire(ctx context.Context, targetModel string) (Lease, error)
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mce-run/mce/authz"
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
@@ -328,7 +328,7 @@ func (s *serving) resolveStateDir(context.Context) (func(), error) {
 	if s.f.stateDir != "" {
 		return nil, nil
 	}
-	dir, err := containers.DefaultStateDir()
+	dir, err := docker.DefaultStateDir()
 	if err != nil {
 		return nil, err
 	}
