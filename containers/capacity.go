@@ -1,42 +1,18 @@
 package containers
 
-import (
-	"context"
-	"strconv"
+import "context"
 
-	"github.com/moby/moby/client"
-
-	"github.com/mce-run/mce/containers/gpu"
-)
-
-// Capacity is what the engine's machine offers the copies of inference
-// components: its CPUs and memory as the engine reports them, and the GPUs
-// NVML lists (by index; none where NVML is unavailable).
-type Capacity struct {
-	CPUs        float64
-	MemoryBytes int64
-	GPUs        []string
+// InstanceCapacity is what one instance of a variant offers the copies of
+// inference components.
+type InstanceCapacity struct {
+	CPUs      float64
+	MemoryMiB int64
+	// GPUs are the machine's GPU device IDs (indexes or UUIDs).
+	GPUs []string
 }
 
-// Capacity reads the machine's capacity.
-func (rt *Runtime) Capacity(ctx context.Context) (Capacity, error) {
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	info, err := rt.engine.Info(cctx, client.InfoOptions{})
-	cancel()
-	if err != nil {
-		return Capacity{}, classify("read Docker engine info", err)
-	}
-	c := Capacity{CPUs: float64(info.Info.NCPU), MemoryBytes: info.Info.MemTotal}
-	rt.mu.Lock()
-	if rt.gpus == nil {
-		rt.gpus = gpu.NewInventory(nil)
-	}
-	inv := rt.gpus
-	rt.mu.Unlock()
-	if devs, err := inv.Devices(); err == nil {
-		for _, d := range devs {
-			c.GPUs = append(c.GPUs, strconv.Itoa(d.Index))
-		}
-	}
-	return c, nil
+// CapacitySource is an Engine that knows its machine's capacity, for the
+// placement of inference-component copies (docker.Engine does).
+type CapacitySource interface {
+	InstanceCapacity(ctx context.Context) (InstanceCapacity, error)
 }

@@ -28,12 +28,6 @@ func RemoteSubmitDir(env map[string]string) (string, bool) {
 	return v, strings.HasPrefix(v, "s3://")
 }
 
-func (d *Deployment) codeDir(variant, hostname string) string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.codes[modelKey{variant, hostname}]
-}
-
 // WithCodeDir points SAGEMAKER_SUBMIT_DIRECTORY of env (sorted KEY=value
 // pairs) at CodeDir.
 func WithCodeDir(env []string) []string {

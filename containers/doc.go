@@ -1,34 +1,39 @@
-// Package containers owns mce's use of the Docker engine: it turns an endpoint's
-// container definitions into running, reachable, observed containers and takes
-// them down again leaving nothing behind.
+// Package containers is what every engine shares: the contract between mce
+// and the containers it runs, and the seam between host and an engine. The
+// engines themselves are its sub-packages.
 //
-// What it owns: images (checked, never pulled unless asked), the endpoint's own
-// bridge network, container create/start/stop/remove, the SageMaker container
-// environment (SAGEMAKER_BIND_TO_PORT, SAGEMAKER_SAFE_PORT_RANGE, hostnames,
-// /opt/ml/model mounted read-only from the model artifact), GPU device requests,
-// readiness and liveness (GET /ping), log streaming into mce's log, crash
-// restarts with backoff, recreation of containers that disappeared or cannot
-// start, hardening (no-new-privileges, a PIDs limit, an internal network for
-// EnableNetworkIsolation), the engine-wide instance lease (lease.go: one live
-// mce per instance name), and removal of what an earlier run of the same mce
-// instance left behind (everything mce creates carries the labels in labels.go).
+//	containers/            the shared contract (this package; links no engine client)
+//	├── docker/            the Docker engine: containers on this machine's Docker (or a remote DOCKER_HOST)
+//	├── kubernetes/        the Kubernetes engine: a variant is a Deployment, an instance a pod
+//	├── mme/               multi-model loading: the model cache and manager behind TargetModel (engine-neutral)
+//	│   └── agent/         the model cache sidecar of a multi-model pod, and its client
+//	├── artifact/          ModelDataUrl download and safe extraction into a local folder
+//	├── gpu/               NVML inventory, GPU requests and Docker device requests
+//	└── check/             `mce check IMAGE`: does an image honour the SageMaker container contract
 //
-// What it must not touch: HTTP routing of invocations (package pipeline reaches
-// a running container only through its Hostname, BaseURL and Ready methods) and
-// anything of the SageMaker API (package host).
+// What this package holds, one job per file:
+//   - engine.go: the seam. Engine (launch, adopt, reconcile), Launched (one
+//     generation of an endpoint's containers), Problem, and the optional
+//     capabilities an engine may offer (Preflighter, UsageSource,
+//     MultiModelObservable) and its containers may (ContainerDetail,
+//     MultiModelDetail, MultiModelGPUDetail). host drives engines through
+//     these (it names Engine Backend) and imports no engine; engines
+//     implement them without importing host.
+//   - contract.go: the SageMaker container environment: each container's
+//     port (ContainerPort, SAGEMAKER_BIND_TO_PORT), its safe port range, and
+//     the variables SageMaker sets (SageMakerEnv).
+//   - code.go: inference code named by SAGEMAKER_SUBMIT_DIRECTORY
+//     (RemoteSubmitDir, CodeDir, WithCodeDir).
+//   - process.go: a process's identity on this machine (ProcessStart,
+//     ProcessRuns, ProcessGone), with which the engines tell whether the mce
+//     that claimed an instance still runs.
+//   - logline.go: a line a container printed (LogLine) and how many lines of
+//     history a call may ask for (MaxLogTail).
+//   - usage.go: a container's resource use as SageMaker's instance metrics
+//     count it (Usage).
 //
-// One job per file: deploy.go (Deploy, the Deployment and the parallel launch
-// of copies), create.go (a container's configuration and start), network.go
-// (the endpoint's networks), artifacts.go (model data staged for
-// /opt/ml/model), multimodel.go (a variant's multi-model cache), scale.go,
-// address.go (a container's address on its network), teardown.go (Close and
-// container removal, in parallel through internal/parallel), adopt.go,
-// reconcile.go, health.go, supervise.go (restarts), logs.go, stats.go, image.go,
-// pull.go and registry.go, preflight.go, lease.go, labels.go.
-//
-// Sub-packages: backend (this engine as host's Backend: the translation of a
-// resolved SageMaker endpoint, spec.EndpointPlan, into an EndpointSpec; the
-// only package of the engine that imports host), artifact (ModelDataUrl
-// download and safe extraction), gpu (NVML inventory and Docker device
-// requests), mme (multi-model loading; engine-neutral), check (mce check).
+// What it must not hold: anything that links an engine's client (moby,
+// client-go) or the SageMaker API (package host). A test in internal/layering
+// keeps host, pipeline and authz free of engine clients and the engines free
+// of host.
 package containers

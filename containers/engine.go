@@ -2,107 +2,109 @@ package containers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
-	cerrdefs "github.com/containerd/errdefs"
-	"github.com/moby/moby/client"
+	"github.com/mce-run/mce/containers/mme"
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/pipeline"
 )
 
-// Engine is the part of the Docker Engine API that mce uses. *client.Client
-// satisfies it; tests may substitute a small fake.
+// Engine brings an endpoint's containers up and down: the seam between host
+// (which knows no engine, and names this interface Backend) and the
+// engines, docker.Engine and kubernetes.Engine, handed to host by
+// `mce serve`; tests of the HTTP front may use httptest servers instead.
+// What an engine can do beyond Engine it offers by implementing the optional
+// interfaces below (found by type assertion on the Engine value):
+// Preflighter, UsageSource, MultiModelObservable. The containers an engine
+// hands out (Launched.Copies) may implement ContainerDetail,
+// MultiModelDetail and MultiModelGPUDetail, and pipeline.MultiModel.
 type Engine interface {
-	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
-	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
-	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (client.ImageInspectResult, error)
-	ImagePull(ctx context.Context, ref string, options client.ImagePullOptions) (client.ImagePullResponse, error)
-	ImageTag(ctx context.Context, options client.ImageTagOptions) (client.ImageTagResult, error)
-	ImageImport(ctx context.Context, source client.ImageImportSource, ref string, options client.ImageImportOptions) (client.ImageImportResult, error)
-	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
-	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
-	ContainerStop(ctx context.Context, id string, options client.ContainerStopOptions) (client.ContainerStopResult, error)
-	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
-	ContainerInspect(ctx context.Context, id string, options client.ContainerInspectOptions) (client.ContainerInspectResult, error)
-	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
-	ContainerLogs(ctx context.Context, id string, options client.ContainerLogsOptions) (client.ContainerLogsResult, error)
-	ContainerStats(ctx context.Context, id string, options client.ContainerStatsOptions) (client.ContainerStatsResult, error)
-	NetworkCreate(ctx context.Context, name string, options client.NetworkCreateOptions) (client.NetworkCreateResult, error)
-	NetworkRemove(ctx context.Context, id string, options client.NetworkRemoveOptions) (client.NetworkRemoveResult, error)
-	NetworkList(ctx context.Context, options client.NetworkListOptions) (client.NetworkListResult, error)
-	NetworkConnect(ctx context.Context, id string, options client.NetworkConnectOptions) (client.NetworkConnectResult, error)
-	Events(ctx context.Context, options client.EventsListOptions) client.EventsResult
-	Close() error
+	// Launch starts every container of the plan as generation gen and
+	// returns once all are ready, or fails having removed whatever it started.
+	Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error)
+	// Adopt takes over generation gen of the plan left running by an earlier
+	// run of mce, if it matches the plan and is healthy.
+	Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error)
+	// Reconcile removes whatever runs that no Launched owns.
+	Reconcile(ctx context.Context) error
 }
 
-var _ Engine = (*client.Client)(nil)
-
-// Connect returns a client for the engine named by the environment
-// (DOCKER_HOST and friends, else the local socket), negotiating the API
-// version down to what the engine speaks, and checks that it answers.
-func Connect(ctx context.Context) (*client.Client, error) {
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return nil, fmt.Errorf("docker client: %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	if _, err := cli.Ping(pctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		cli.Close()
-		return nil, classify("ping the Docker engine", err)
-	}
-	return cli, nil
+// Launched is one generation of an endpoint's running containers.
+type Launched interface {
+	// Copies returns, for a variant, each copy of its container set in chain
+	// order.
+	Copies(variant string) [][]pipeline.Container
+	// Scale starts or removes copies of a variant until it has n.
+	Scale(ctx context.Context, variant string, n int) error
+	// Close stops and removes everything the launch created.
+	Close(ctx context.Context) error
 }
 
-// Sentinel classes of engine errors; errors returned by this package wrap one
-// of them where the class is known, so callers can use errors.Is.
-var (
-	ErrEngineUnreachable = errors.New("Docker engine unreachable")
-	ErrNotFound          = errors.New("not found")
-	ErrConflict          = errors.New("conflict")
-	errNoGPUs            = errors.New("no GPU inventory")
-)
-
-// engineError keeps the engine's own error while adding a class and the
-// operation that failed.
-type engineError struct {
-	op    string
-	class error
-	err   error
+// Preflighter is an Engine that checks a plan before launching it, without
+// starting, pulling or downloading anything, and reports every problem at
+// once. Launch runs after it only when it found none.
+type Preflighter interface {
+	Preflight(ctx context.Context, plan spec.EndpointPlan) []Problem
 }
 
-func (e *engineError) Error() string {
-	if e.class == nil {
-		return e.op + ": " + e.err.Error()
-	}
-	return e.op + ": " + e.class.Error() + ": " + e.err.Error()
+// Problem is one thing the pre-flight found that would keep an endpoint
+// from starting: where, what is wrong, and what to do. Variant and
+// Container are empty when it concerns several containers.
+type Problem struct {
+	Variant   string `json:"Variant,omitempty"`
+	Container string `json:"Container,omitempty"`
+	What      string `json:"What"`
+	Fix       string `json:"Fix,omitempty"`
 }
 
-func (e *engineError) Unwrap() []error {
-	if e.class == nil {
-		return []error{e.err}
+// Headline is where and what, without the fix.
+func (p Problem) Headline() string {
+	if p.Container == "" {
+		return p.What
 	}
-	return []error{e.class, e.err}
+	return fmt.Sprintf("container %q (variant %q): %s", p.Container, p.Variant, p.What)
 }
 
-// classify wraps a Docker client error with its class. A nil error stays nil.
-func classify(op string, err error) error {
-	if err == nil {
-		return nil
+func (p Problem) String() string {
+	if p.Fix == "" {
+		return p.Headline()
 	}
-	var class error
-	switch {
-	case client.IsErrConnectionFailed(err):
-		class = ErrEngineUnreachable
-	case cerrdefs.IsNotFound(err):
-		class = ErrNotFound
-	case cerrdefs.IsConflict(err):
-		class = ErrConflict
-	}
-	return &engineError{op: op, class: class, err: err}
+	return p.Headline() + " — " + p.Fix
 }
 
-// gone reports whether err means the object is already gone, which teardown
-// treats as success.
-func gone(err error) bool {
-	return err == nil || cerrdefs.IsNotFound(err)
+// UsageSource is implemented by engines that can sample their containers'
+// resource use (docker.Engine does).
+type UsageSource interface {
+	Usage(ctx context.Context) []Usage
+	DiskPercent() (float64, error)
+	GPUUtilization(index int) (gpuPercent, memoryPercent float64, err error)
+}
+
+// MultiModelObservable is implemented by engines whose multi-model
+// containers report their model manager's events (loads, evictions, cache
+// hits); host hands them its metrics sink.
+type MultiModelObservable interface {
+	SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer)
+}
+
+// ContainerDetail is what the Docker engine's containers tell beyond
+// pipeline.Container; other engines' containers show hostname and health.
+type ContainerDetail interface {
+	ID() string
+	Restarts() int
+	LastExitCode() int
+	LogTail() []string
+	Unavailable() string
+}
+
+// MultiModelDetail is implemented by multi-model containers.
+type MultiModelDetail interface {
+	LoadedModels() []string
+	CacheUsage() (bytes int64, models int)
+}
+
+// MultiModelGPUDetail is implemented by multi-model containers whose
+// manager accounts GPU memory; false when it does not.
+type MultiModelGPUDetail interface {
+	GPUMemory() (mme.GPUReport, bool)
 }

@@ -4,26 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/semaphore"
 
-	"github.com/mce-run/mce/authz"
-	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/host/spec"
-	"github.com/mce-run/mce/host/store"
-	"github.com/mce-run/mce/internal/wire"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -39,19 +29,6 @@ import (
 // metadata, so a recovered request first looks there and, finding its own
 // answer, only marks itself done. Every accepted request thus ends as one
 // object, at its OutputLocation or its FailureLocation.
-
-// Async request headers, in the canonical form the header map holds.
-var (
-	hdrAsyncContentType    = http.CanonicalHeaderKey(wire.HeaderStreamContentType)
-	hdrAsyncAccept         = http.CanonicalHeaderKey(wire.HeaderStreamAccept)
-	hdrAsyncInputLocation  = http.CanonicalHeaderKey(wire.HeaderAsyncInputLocation)
-	hdrAsyncOutputExt      = http.CanonicalHeaderKey(wire.HeaderAsyncOutputPathExt)
-	hdrAsyncFilename       = http.CanonicalHeaderKey(wire.HeaderAsyncFilename)
-	hdrAsyncTTL            = http.CanonicalHeaderKey(wire.HeaderAsyncRequestTTL)
-	hdrAsyncTimeout        = http.CanonicalHeaderKey(wire.HeaderAsyncInvocationTime)
-	hdrAsyncOutputLocation = wire.HeaderAsyncOutputLocation
-	hdrAsyncFailure        = wire.HeaderAsyncFailure
-)
 
 // Limits of InvokeEndpointAsync (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointAsync.html).
 const (
@@ -77,15 +54,6 @@ const (
 	// for.
 	metaRequest = "mce-request"
 )
-
-// ObjectStore is the S3 access asynchronous inference needs;
-// *artifact.Fetcher implements it with mce's S3 settings. Missing objects are
-// errors wrapping artifact.ErrNotFound.
-type ObjectStore interface {
-	OpenObject(ctx context.Context, url string) (io.ReadCloser, artifact.ObjectInfo, error)
-	PutObject(ctx context.Context, url string, body []byte, contentType string, meta map[string]string) error
-	ObjectMetadata(ctx context.Context, url string) (map[string]string, error)
-}
 
 // asyncRecord is one accepted request, durable until it is answered.
 type asyncRecord struct {
@@ -341,32 +309,6 @@ func (s *Server) settleFailure(q *asyncQueue, it *asyncItem, fail *APIError) {
 	s.finishAsync(it, "", nil, fail)
 }
 
-// alreadyAnswered reports whether a recovered request's answer or failure
-// is already in S3 (mce died between writing it and marking the request
-// done); if so it marks the request done.
-func (s *Server) alreadyAnswered(it *asyncItem) bool {
-	for _, url := range []string{it.rec.Output, it.rec.Failure} {
-		if !s.asyncOutputAllowed(url) {
-			continue
-		}
-		meta, err := s.cfg.AsyncObjects.ObjectMetadata(s.ctx, url)
-		if err == nil && meta[metaRequest] == it.rec.Key {
-			s.forget(it)
-			s.log.Info().Str("endpoint", it.rec.Endpoint).Str("inference_id", it.rec.InferenceID).Str("request", it.rec.Key).
-				Str("location", url).Msg("async request was answered before the restart")
-			return true
-		}
-	}
-	return false
-}
-
-// forget marks a request done in the store.
-func (s *Server) forget(it *asyncItem) {
-	if err := s.store.DeleteBatched(store.AsyncRequests, it.rec.Key); err != nil {
-		s.log.Error().Err(err).Str("request", it.rec.Key).Msg("could not mark the async request done; it will be answered again after a restart")
-	}
-}
-
 // runAsync runs one request: input from S3, the endpoint's pipeline, the
 // answer to S3.
 func (s *Server) runAsync(q *asyncQueue, it *asyncItem, route *pipeline.Route) {
@@ -490,14 +432,6 @@ func (q *asyncQueues) hold(n int64) {
 
 func (q *asyncQueues) unhold(n int64) { q.held.Add(-n) }
 
-// asyncInput is a request's input, read whole, and the memory lease that
-// covers it and the answers still to come.
-type asyncInput struct {
-	body        []byte
-	contentType string // the object's
-	lease       asyncLease
-}
-
 // answerBuffers is how many bodies of up to AsyncMaxPayload bytes the
 // pipeline holds at once beside the input while a request runs on variant:
 // the answer, and in a chain of containers the previous container's answer
@@ -516,300 +450,6 @@ func answerBuffers(route *pipeline.Route, variant string) int64 {
 	}
 	return 1
 }
-
-// readAsyncInput reads the input object whole, within the size cap, after
-// reserving memory from the budget for it and for answers bodies of up to
-// the cap each (the answer's size is not known before it arrives); fail
-// says why it could not.
-func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, fail *APIError) {
-	rc, info, err := s.cfg.AsyncObjects.OpenObject(s.ctx, rec.Input)
-	if err != nil {
-		if errors.Is(err, artifact.ErrNotFound) {
-			return in, validationError("Could not read the input of inference request %s: there is no object at InputLocation %s.", rec.InferenceID, rec.Input)
-		}
-		return in, validationError("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
-	}
-	defer rc.Close()
-	limit := s.cfg.AsyncMaxPayload
-	size := info.Size
-	if size > limit {
-		return in, validationError("The input of inference request %s at %s is %d bytes, more than mce's limit of %d bytes (mce serve --async-max-payload).",
-			rec.InferenceID, rec.Input, size, limit)
-	}
-	want := size
-	if want < 0 {
-		want = limit
-	}
-	// One request always fits: a chain's reservation may exceed the
-	// budget, and then takes all of it.
-	want = min(want+answers*limit, s.cfg.AsyncMemory)
-	if err := s.async.memory.Acquire(s.ctx, want); err != nil {
-		return in, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: "mce is stopping."}
-	}
-	in.lease = asyncLease{sem: s.async.memory, n: want}
-	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
-	if err == nil && int64(len(b)) > limit {
-		err = fmt.Errorf("more than %d bytes", limit)
-	}
-	if err != nil {
-		in.lease.release()
-		return asyncInput{}, validationError("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
-	}
-	s.async.hold(int64(cap(b)))
-	in.body, in.contentType = b, info.ContentType
-	return in, nil
-}
-
-// finishAsync writes the answer (fail == nil) or the failure, then marks the
-// request done. A failure is written as the JSON error body InvokeEndpoint
-// would have answered ({"__type": …, "Message": …}, application/json), so
-// that clients that deserialize it as JSON — the SageMaker Python SDK's
-// AsyncInferenceResponse with a JSONDeserializer — get its message. A
-// failed write leaves the request queued: it is tried again, in this run or
-// the next.
-func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, fail *APIError) {
-	rec := it.rec
-	url, outcome := rec.Output, "answered"
-	if fail != nil {
-		url, outcome, body, contentType = rec.Failure, "failed", errorJSON(fail), "application/json"
-	}
-	if !s.asyncOutputAllowed(url) {
-		// Accepted before a restart with narrower --async-output-prefix.
-		s.log.Error().Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
-			Msg("async result not written: its location is outside --async-output-prefix; the request is dropped")
-		s.forget(it)
-		s.asyncMetrics.completed.WithLabelValues(rec.Endpoint, "dropped").Inc()
-		return
-	}
-	meta := map[string]string{metaRequest: rec.Key, "inference-id": sanitizeMeta(rec.InferenceID)}
-	err := s.cfg.AsyncObjects.PutObject(s.ctx, url, body, contentType, meta)
-	if err != nil {
-		if s.ctx.Err() != nil {
-			return
-		}
-		s.log.Error().Err(err).Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
-			Msg("could not write the async result; the request stays queued and runs again")
-		s.asyncMetrics.writeErrors.WithLabelValues(rec.Endpoint).Inc()
-		select { // do not spin on a store that is down; Close does not wait for it
-		case <-time.After(time.Second):
-		case <-s.ctx.Done():
-			return // the request stays queued for the next start
-		}
-		s.enqueue(&asyncItem{rec: rec, recovered: true})
-		return
-	}
-	s.forget(it)
-	s.asyncMetrics.completed.WithLabelValues(rec.Endpoint, outcome).Inc()
-	ev := s.log.Info()
-	if fail != nil {
-		ev = ev.Str("why", fail.Message)
-	}
-	ev.Str("endpoint", rec.Endpoint).Str("inference_id", rec.InferenceID).Str("request", rec.Key).
-		Str("location", url).Msg("async request " + outcome)
-}
-
-// sanitizeMeta keeps S3 user metadata to printable ASCII.
-func sanitizeMeta(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < ' ' || r > '~' {
-			return '_'
-		}
-		return r
-	}, s)
-}
-
-// recoverAsync queues again every request the store holds, oldest first.
-// Call it after the endpoints are back in the registry.
-func (s *Server) recoverAsync() error {
-	var recs []asyncRecord
-	if err := store.List(s.store, store.AsyncRequests, func(r asyncRecord) error { recs = append(recs, r); return nil }); err != nil {
-		return fmt.Errorf("read queued async requests from the state: %w", err)
-	}
-	sort.Slice(recs, func(i, j int) bool {
-		if !recs[i].Accepted.Equal(recs[j].Accepted) {
-			return recs[i].Accepted.Before(recs[j].Accepted)
-		}
-		return recs[i].Key < recs[j].Key
-	})
-	if len(recs) > 0 && s.cfg.AsyncObjects == nil {
-		return fmt.Errorf("the state holds %d queued async requests, but mce has no S3 access to answer them", len(recs))
-	}
-	for _, r := range recs {
-		s.enqueue(&asyncItem{rec: r, recovered: true})
-	}
-	if len(recs) > 0 {
-		s.log.Info().Int("requests", len(recs)).Msg("async requests queued again after a restart")
-	}
-	return nil
-}
-
-// invokeEndpointAsync is InvokeEndpointAsync: POST
-// /endpoints/{EndpointName}/async-invocations (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointAsync.html).
-func (s *Server) invokeEndpointAsync(c echo.Context) error {
-	r := c.Request()
-	w := c.Response()
-	reqID := s.ids.next()
-	w.Header().Set(hdrRequestID, reqID)
-	name := c.Param("name")
-	h := r.Header
-	if api := validateAsyncHeaders(name, h); api != nil {
-		writeError(w, api)
-		return nil
-	}
-	resource := s.arn(spec.KindEndpoint, name)
-	keys := authz.InvokeContext(h)
-	authorized, api := s.preAuthorize(r.Context(), r, authz.ActionInvokeEndpointAsync, resource, keys)
-	if api != nil {
-		writeError(w, api)
-		return nil
-	}
-	// The newest API allows a small inline Body; mce reads InputLocation.
-	rb, api := s.readBody(w, r, 128000, func(n int64) *APIError {
-		return validationError("The inline request body of %d bytes exceeds the maximum of 128000 bytes.", n)
-	})
-	if api != nil {
-		writeError(w, api)
-		return nil
-	}
-	defer rb.release()
-	body := rb.bytes()
-	// The principal is needed beyond the endpoint's decision: the input
-	// object is authorized for it too.
-	principal, api := s.authenticate(r, body)
-	if api == nil && !authorized {
-		api = s.decide(r.Context(), r, principal, authz.ActionInvokeEndpointAsync, resource, keys)
-	}
-	if api != nil {
-		writeError(w, api)
-		return nil
-	}
-	input := header(h, hdrAsyncInputLocation)
-	switch {
-	case len(body) > 0:
-		writeError(w, validationError("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send "+wire.HeaderAsyncInputLocation+" instead of a body."))
-		return nil
-	case input == "":
-		writeError(w, validationError("InputLocation is required: the S3 URI (s3://bucket/key) of the request payload."))
-		return nil
-	}
-	e := s.reg.get(name)
-	if e == nil || e.deleting.Load() {
-		writeError(w, validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
-		return nil
-	}
-	plan := e.record().Plan
-	if plan.Async == nil {
-		writeError(w, validationError("Endpoint %s is not an asynchronous endpoint: its endpoint configuration has no AsyncInferenceConfig. Use InvokeEndpoint.", name))
-		return nil
-	}
-	if st := e.Status(); st == StatusFailed {
-		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, st))
-		return nil
-	}
-	if s.cfg.AsyncObjects == nil {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail,
-			Message: "mce has no S3 access for asynchronous inference."})
-		return nil
-	}
-	if !strings.HasPrefix(input, "s3://") {
-		writeError(w, validationError("mce reads InputLocation from s3:// URIs only; %q is not one.", truncate(input, 128)))
-		return nil
-	}
-	if b, k, _ := strings.Cut(strings.TrimPrefix(input, "s3://"), "/"); b == "" || k == "" {
-		writeError(w, validationError("InputLocation %q needs a bucket and an object key (s3://bucket/key).", truncate(input, 128)))
-		return nil
-	}
-	if dotSegment(input) {
-		writeError(w, validationError("InputLocation %q names an S3 key with a . or .. path segment; mce refuses it.", truncate(input, 128)))
-		return nil
-	}
-	// mce reads the input with its own S3 credentials, for whoever calls:
-	// the caller must be allowed to read it, and it must lie where the
-	// operator lets asynchronous inputs come from. Neither check looks at
-	// S3, so the answer says nothing of whether the object exists.
-	if api := s.asyncInputScope(input); api != nil {
-		writeError(w, api)
-		return nil
-	}
-	if api := s.decide(r.Context(), r, principal, actionS3GetObject, s3ObjectARN(input), nil); api != nil {
-		writeError(w, api)
-		return nil
-	}
-	if n, ok := s.reserveBacklog(); !ok {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: fmt.Sprintf(
-			"mce's asynchronous queue is full: %d requests are queued or running (mce serve --async-max-backlog). Try again later.", n)})
-		return nil
-	}
-	queued := false
-	defer func() {
-		if !queued {
-			s.releaseBacklog()
-		}
-	}()
-	ttl, timeout := DefaultAsyncTTL, DefaultAsyncTimeout
-	if v := header(h, hdrAsyncTTL); v != "" {
-		n, _ := strconv.Atoi(v) // validated
-		ttl = time.Duration(n) * time.Second
-	}
-	if v := header(h, hdrAsyncTimeout); v != "" {
-		n, _ := strconv.Atoi(v)
-		timeout = time.Duration(n) * time.Second
-	}
-	key := uuid.NewString()
-	id := header(h, hdrInferenceID)
-	if id == "" {
-		id = key
-	}
-	dir := ""
-	if ext := strings.Trim(header(h, hdrAsyncOutputExt), "/"); ext != "" {
-		dir = "/" + ext
-	}
-	outName := id + ".out"
-	if fn := header(h, hdrAsyncFilename); fn != "" {
-		outName = fn
-	}
-	rec := asyncRecord{
-		Key: key, Endpoint: e.name, InferenceID: id, Input: input,
-		Output:      plan.Async.OutputPath + dir + "/" + outName,
-		Failure:     plan.Async.FailurePath + dir + "/" + id + "-error.out",
-		ContentType: header(h, hdrAsyncContentType), Accept: header(h, hdrAsyncAccept),
-		CustomAttributes: header(h, hdrCustomAttributes),
-		Accepted:         time.Now(), TTL: ttl, Timeout: timeout,
-	}
-	for _, out := range []string{rec.Output, rec.Failure} {
-		if dotSegment(out) || !s.asyncOutputAllowed(out) {
-			writeError(w, validationError("The S3 output paths of endpoint %s (%s) are outside the S3 prefixes mce may write asynchronous results to (mce serve --async-output-prefix).",
-				e.name, truncate(out, 256)))
-			return nil
-		}
-	}
-	// Durable before the answer: once the caller hears 202, the request
-	// survives anything short of losing the state directory.
-	if err := s.store.PutBatched(store.AsyncRequests, key, rec); err != nil {
-		writeError(w, s.internalError(reqID, err))
-		return nil
-	}
-	s.asyncMetrics.accepted.WithLabelValues(e.name).Inc()
-	s.enqueueItem(&asyncItem{rec: rec}, true)
-	queued = true
-	w.Header().Set(hdrAsyncOutputLocation, rec.Output)
-	w.Header().Set(hdrAsyncFailure, rec.Failure)
-	return c.JSON(http.StatusAccepted, map[string]string{"InferenceId": id})
-}
-
-var asyncRules = []headerRule{
-	{header: hdrAsyncContentType, member: "contentType", max: 1024, ascii: true},
-	{header: hdrAsyncAccept, member: "accept", max: 1024, ascii: true},
-	{header: hdrCustomAttributes, member: "customAttributes", max: 1024, ascii: true},
-	{header: hdrInferenceID, member: "inferenceId", min: 1, max: 64, pattern: printPattern, shown: printPatternText},
-	{header: hdrAsyncInputLocation, member: "inputLocation", min: 1, max: 1024, pattern: inputLocationPattern, shown: inputLocationText},
-	{header: hdrAsyncOutputExt, member: "s3OutputPathExtension", min: 1, max: 1024, pattern: printPattern, shown: printPatternText},
-	{header: hdrAsyncFilename, member: "filename", min: 1, max: 1024, pattern: printPattern, shown: printPatternText},
-}
-
-const inputLocationText = wire.S3URIPattern
-
-var inputLocationPattern = regexp.MustCompile(inputLocationText)
 
 // reserveBacklog takes a backlog slot for a request being accepted, if the
 // backlog (requests queued, running, or being accepted) is under
@@ -835,138 +475,4 @@ func (s *Server) releaseBacklog() {
 	s.async.mu.Lock()
 	s.async.reserved--
 	s.async.mu.Unlock()
-}
-
-// actionS3GetObject is the IAM action a caller needs on an input object.
-const actionS3GetObject = "s3:GetObject"
-
-// s3ObjectARN is the ARN of the object at s3://bucket/key.
-func s3ObjectARN(url string) string {
-	return "arn:aws:s3:::" + strings.TrimPrefix(url, "s3://")
-}
-
-// dotSegment reports whether the key of s3://bucket/key has a . or ..
-// segment: S3 takes such keys literally, but a file-backed S3 server may
-// resolve them, stepping out of a prefix.
-func dotSegment(url string) bool {
-	_, key, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
-	for _, seg := range strings.Split(key, "/") {
-		if seg == "." || seg == ".." {
-			return true
-		}
-	}
-	return false
-}
-
-// asyncInputScope refuses an InputLocation outside Config.AsyncInputPrefixes.
-func (s *Server) asyncInputScope(url string) *APIError {
-	if inPrefixes(url, s.cfg.AsyncInputPrefixes) && !dotSegment(url) {
-		return nil
-	}
-	return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: fmt.Sprintf(
-		"InputLocation %s is outside the S3 prefixes mce reads asynchronous inputs from (mce serve --async-input-prefix).", truncate(url, 256))}
-}
-
-// asyncOutputAllowed reports whether url lies within
-// Config.AsyncOutputPrefixes.
-func (s *Server) asyncOutputAllowed(url string) bool {
-	return inPrefixes(url, s.cfg.AsyncOutputPrefixes)
-}
-
-// inPrefixes reports whether url starts with one of prefixes; every url
-// does when there are none.
-func inPrefixes(url string, prefixes []string) bool {
-	if len(prefixes) == 0 {
-		return true
-	}
-	for _, p := range prefixes {
-		if strings.HasPrefix(url, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// NormalizeS3Prefix checks an operator's s3://bucket[/folder] for
-// --async-input-prefix and --async-output-prefix and returns it in the form
-// matched: it names a folder, and gains a final slash, so that s3://data/in
-// does not also match s3://data/inbox/… nor s3://data s3://data-private/….
-func NormalizeS3Prefix(p string) (string, error) {
-	rest, ok := strings.CutPrefix(p, "s3://")
-	b, key, _ := strings.Cut(rest, "/")
-	if !ok || b == "" || strings.ContainsAny(b, " \t") {
-		return "", fmt.Errorf("S3 prefix %q: want s3://bucket or s3://bucket/prefix", p)
-	}
-	if dotSegment(p) {
-		return "", fmt.Errorf("S3 prefix %q: a . or .. path segment", p)
-	}
-	if key != "" && !strings.HasSuffix(key, "/") {
-		key += "/"
-	}
-	return "s3://" + b + "/" + key, nil
-}
-
-// validateAsyncHeaders checks InvokeEndpointAsync's headers, all problems at
-// once, in SageMaker's wording.
-func validateAsyncHeaders(endpoint string, h http.Header) *APIError {
-	if api := validateHeaderRules(endpoint, h, asyncRules); api != nil {
-		return api
-	}
-	// These name S3 objects under the endpoint's output paths: no segment
-	// may step out of them.
-	for _, r := range []struct{ header, member string }{
-		{hdrInferenceID, "InferenceId"}, {hdrAsyncOutputExt, "S3OutputPathExtension"}, {hdrAsyncFilename, "Filename"},
-	} {
-		v := header(h, r.header)
-		if r.header == hdrAsyncOutputExt {
-			v = strings.Trim(v, "/") // a folder: its slashes at either end go
-		}
-		if v == "" {
-			continue
-		}
-		for _, seg := range strings.Split(v, "/") {
-			if seg == "." || seg == ".." || seg == "" {
-				return validationError("%s %q names an S3 key with an empty, . or .. path segment; mce refuses it.", r.member, truncate(v, 128))
-			}
-		}
-	}
-	for _, r := range []struct {
-		header, member string
-		lo, hi         int
-	}{
-		{hdrAsyncTTL, "requestTTLSeconds", 60, 21600},
-		{hdrAsyncTimeout, "invocationTimeoutSeconds", 1, 3600},
-	} {
-		v := header(h, r.header)
-		if v == "" {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		switch {
-		case err != nil:
-			return validationError("1 validation error detected: %s", constraint(v, r.member, "Member must be an integer"))
-		case n < r.lo:
-			return validationError("1 validation error detected: %s", constraint(v, r.member, fmt.Sprintf("Member must have value greater than or equal to %d", r.lo)))
-		case n > r.hi:
-			return validationError("1 validation error detected: %s", constraint(v, r.member, fmt.Sprintf("Member must have value less than or equal to %d", r.hi)))
-		}
-	}
-	for _, hd := range []string{hdrTargetModel, hdrTargetVariant, hdrTargetContainer, hdrInferenceComp, hdrSessionID, hdrEnableExplain} {
-		if header(h, hd) != "" {
-			return validationError("InvokeEndpointAsync does not take the %s header.", hd)
-		}
-	}
-	return nil
-}
-
-// asyncConfigOf shows an endpoint's async settings as DescribeEndpoint does.
-func asyncConfigOf(p *spec.AsyncPlan) *spec.AsyncInferenceConfig {
-	if p == nil {
-		return nil
-	}
-	n := int32(p.MaxConcurrentPerInstance)
-	return &spec.AsyncInferenceConfig{
-		ClientConfig: &spec.AsyncInferenceClientConfig{MaxConcurrentInvocationsPerInstance: &n},
-		OutputConfig: &spec.AsyncInferenceOutputConfig{S3OutputPath: p.OutputPath, S3FailurePath: p.FailurePath},
-	}
 }

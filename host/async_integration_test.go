@@ -20,9 +20,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -84,8 +83,8 @@ func asyncHostYAML(t testing.TB, yaml string, opts ...func(*host.Config)) *async
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := containers.New(context.Background(), containers.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
+	rt, err := docker.New(context.Background(), docker.Options{
+		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -96,7 +95,7 @@ func asyncHostYAML(t testing.TB, yaml string, opts ...func(*host.Config)) *async
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	cfg := host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
+	cfg := host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 5 * time.Second,
 		ModelData: fetcher, MetricsOnAPI: true, AsyncObjects: fetcher}
 	for _, o := range opts {
 		o(&cfg)

@@ -1,44 +1,30 @@
 package host
 
-import (
-	"context"
+import "github.com/mce-run/mce/containers"
 
-	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host/spec"
-	"github.com/mce-run/mce/pipeline"
+// The engine contract is declared in package containers, so that engines
+// implement it without importing host (and host imports no engine); host
+// names its parts as it always has.
+type (
+	// Backend brings an endpoint's containers up and down: containers.Engine.
+	Backend = containers.Engine
+	// Launched is one generation of an endpoint's running containers.
+	Launched = containers.Launched
+	// Preflighter is a Backend that checks a plan before launching it.
+	Preflighter = containers.Preflighter
+	// Problem is one thing the pre-flight found.
+	Problem = containers.Problem
+	// UsageSource is a Backend that samples its containers' resource use.
+	UsageSource = containers.UsageSource
+	// MultiModelObservable is a Backend whose multi-model containers report
+	// their model manager's events.
+	MultiModelObservable = containers.MultiModelObservable
+	// ContainerDetail is what the Docker engine's containers tell beyond
+	// pipeline.Container.
+	ContainerDetail = containers.ContainerDetail
+	// MultiModelDetail is implemented by multi-model containers.
+	MultiModelDetail = containers.MultiModelDetail
+	// MultiModelGPUDetail is implemented by multi-model containers whose
+	// manager accounts GPU memory.
+	MultiModelGPUDetail = containers.MultiModelGPUDetail
 )
-
-// Backend brings an endpoint's containers up and down. host knows no engine:
-// the Docker one is containers/backend.Docker, handed in by `mce serve`;
-// tests of the HTTP front may use httptest servers instead. What an engine
-// can do beyond Backend it offers by implementing the optional interfaces
-// below (found by type assertion on the Backend value): Preflighter,
-// UsageSource, MultiModelObservable.
-type Backend interface {
-	// Launch starts every container of the plan as generation gen and
-	// returns once all are ready, or fails having removed whatever it started.
-	Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error)
-	// Adopt takes over generation gen of the plan left running by an earlier
-	// run of mce, if it matches the plan and is healthy.
-	Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error)
-	// Reconcile removes whatever runs that no Launched owns.
-	Reconcile(ctx context.Context) error
-}
-
-// Launched is one generation of an endpoint's running containers.
-type Launched interface {
-	// Copies returns, for a variant, each copy of its container set in chain
-	// order.
-	Copies(variant string) [][]pipeline.Container
-	// Scale starts or removes copies of a variant until it has n.
-	Scale(ctx context.Context, variant string, n int) error
-	// Close stops and removes everything the launch created.
-	Close(ctx context.Context) error
-}
-
-// MultiModelObservable is implemented by backends whose multi-model
-// containers report their model manager's events (loads, evictions, cache
-// hits); host hands them its metrics sink.
-type MultiModelObservable interface {
-	SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer)
-}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
@@ -44,20 +45,14 @@ import (
 // (Failed, FailureReason naming what is short, CurrentCopyCount below
 // DesiredCopyCount) and keeps serving with the copies it has.
 
-// InstanceCapacity is what one instance of a variant offers to component
-// copies.
-type InstanceCapacity struct {
-	CPUs      float64
-	MemoryMiB int64
-	// GPUs are the machine's GPU device IDs (indexes or UUIDs).
-	GPUs []string
-}
-
-// CapacitySource is implemented by backends that know the machine's
-// capacity for inference components (found by type assertion on Backend).
-type CapacitySource interface {
-	InstanceCapacity(ctx context.Context) (InstanceCapacity, error)
-}
+// The engine contract's capacity for inference components (found by type
+// assertion on Backend).
+type (
+	// InstanceCapacity is what one instance of a variant offers copies.
+	InstanceCapacity = containers.InstanceCapacity
+	// CapacitySource is a Backend that knows its machine's capacity.
+	CapacitySource = containers.CapacitySource
+)
 
 // ComponentRecord is the durable state of one inference component.
 type ComponentRecord struct {

@@ -20,8 +20,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
@@ -33,7 +32,7 @@ import (
 // running); the next icHost on the same instance, state folder and store
 // adopts them.
 type icHost struct {
-	rt  *containers.Runtime
+	rt  *docker.Runtime
 	srv *host.Server
 	hs  *httptest.Server
 	sm  *sagemaker.Client
@@ -42,12 +41,12 @@ type icHost struct {
 
 func startICHost(t *testing.T, cli *client.Client, instance, stateDir string, st *store.Store, log zerolog.Logger) *icHost {
 	t.Helper()
-	rt, err := containers.New(context.Background(), containers.Options{Engine: cli, Instance: instance, StateDir: stateDir, Logger: log,
+	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: stateDir, Logger: log,
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond, Adopt: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 10 * time.Second})
+	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 10 * time.Second})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	if err := srv.Recover(context.Background()); err != nil {
 		t.Fatal(err)
@@ -94,7 +93,7 @@ func (h *icHost) wait(t *testing.T, name string) *sagemaker.DescribeInferenceCom
 // copies lists the Docker containers of a component's copies.
 func copies(t *testing.T, cli *client.Client, instance, ic string) []string {
 	t.Helper()
-	f := client.Filters{}.Add("label", containers.LabelInstance+"="+instance).Add("label", containers.LabelContainer+"="+ic)
+	f := client.Filters{}.Add("label", docker.LabelInstance+"="+instance).Add("label", docker.LabelContainer+"="+ic)
 	cs, err := cli.ContainerList(context.Background(), client.ContainerListOptions{Filters: f})
 	if err != nil {
 		t.Fatal(err)

@@ -6,9 +6,11 @@
 // registry and its lifecycle (Creating → InService | Failed → Deleting),
 // SageMaker's error shapes, the Prometheus metrics endpoint, and the
 // operator's status page (statuspage.go, fed by the bounded recorder in
-// series.go), and asynchronous inference (async.go: InvokeEndpointAsync's
-// durable queue in the state store, inputs and answers in S3 through an
-// ObjectStore; its metrics in metrics_async.go).
+// series.go), and asynchronous inference (InvokeEndpointAsync in
+// async_handler.go; its durable queue in the state store and the dispatch
+// in async.go; inputs and answers in S3 through an ObjectStore in
+// async_s3.go; re-queueing after a restart in async_recover.go; its metrics
+// in metrics_async.go).
 //
 // Every error a client sees is written in exactly one place (writeError): an
 // *APIError with SageMaker's code, HTTP status, X-Amzn-ErrorType header and a
@@ -23,7 +25,8 @@
 // control_models.go, control_configs.go and control_endpoints.go (one
 // resource family each), tags.go, and apply.go (endpoint files made the
 // state through the same operations). The endpoints' lifecycle in the
-// background is endpoints.go.
+// background is endpoints.go, their registry endpoints_registry.go, their
+// durable records and their recovery after a restart endpoints_store.go.
 //
 // Contexts: exported calls take the caller's context first and honour it;
 // work that must outlive a request (a launch, an update, a scale, a
@@ -33,10 +36,10 @@
 // helper for parallel teardown.
 //
 // host reaches containers only through pipeline (routing) and the Backend
-// interface (bringing endpoints up and down); it knows no engine and never
-// calls Docker itself. The Docker engine's Backend is
-// containers/backend.Docker, which `mce serve` builds and passes in
-// Config.Backend. What an engine offers beyond Backend is found by type
+// interface (bringing endpoints up and down: containers.Engine, which host
+// names Backend); it imports no engine and never calls Docker or Kubernetes
+// itself. The engines are docker.Engine and kubernetes.Engine (under
+// containers/), which `mce serve` builds and passes in Config.Backend. What an engine offers beyond Backend is found by type
 // assertion on that interface value, never on a concrete type: Preflighter
 // (checks before a launch), UsageSource (CPU, memory, disk and GPU use for
 // the metrics), MultiModelObservable (multi-model events for the metrics),

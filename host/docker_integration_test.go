@@ -19,9 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -66,8 +65,8 @@ func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := containers.New(context.Background(), containers.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
+	rt, err := docker.New(context.Background(), docker.Options{
+		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher,
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -78,7 +77,7 @@ func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ..
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: containerTimeout,
+	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: containerTimeout,
 		ModelData: fetcher, MetricsOnAPI: true})
 	rt.OnAddressChange(srv.Invoker().Forget)
 	hs := httptest.NewServer(srv.Handler())

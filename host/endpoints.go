@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,155 +88,6 @@ func (e *Endpoint) record() EndpointRecord {
 	return e.rec
 }
 
-// EndpointInfo is a snapshot of an endpoint for listings.
-type EndpointInfo struct {
-	Name          string `json:"EndpointName"`
-	Status        Status `json:"EndpointStatus"`
-	FailureReason string `json:"FailureReason,omitempty"`
-	Mode          string `json:"Mode"`
-	Variants      int    `json:"Variants"`
-}
-
-type registry struct {
-	mu sync.RWMutex
-	m  map[string]*Endpoint // by lower-cased name
-}
-
-func (r *registry) get(name string) *Endpoint {
-	r.mu.RLock()
-	e := r.m[strings.ToLower(name)]
-	r.mu.RUnlock()
-	return e
-}
-
-func (r *registry) add(e *Endpoint) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = map[string]*Endpoint{}
-	}
-	k := strings.ToLower(e.name)
-	if _, ok := r.m[k]; ok {
-		return false
-	}
-	r.m[k] = e
-	return true
-}
-
-func (r *registry) remove(e *Endpoint) {
-	r.mu.Lock()
-	if r.m[strings.ToLower(e.name)] == e {
-		delete(r.m, strings.ToLower(e.name))
-	}
-	r.mu.Unlock()
-}
-
-func (r *registry) all() []*Endpoint {
-	r.mu.RLock()
-	out := make([]*Endpoint, 0, len(r.m))
-	for _, e := range r.m {
-		out = append(out, e)
-	}
-	r.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
-
-// Endpoints lists the endpoints with their status.
-func (s *Server) Endpoints() []EndpointInfo {
-	var out []EndpointInfo
-	for _, e := range s.reg.all() {
-		rec := e.record()
-		status, reason := e.shown(rec)
-		out = append(out, EndpointInfo{Name: e.name, Status: status, FailureReason: reason,
-			Mode: endpointMode(rec, e.multiModel.Load()), Variants: len(rec.Plan.Variants)})
-	}
-	return out
-}
-
-// WaitEndpoint waits until the endpoint is InService (nil) or Failed or gone
-// (an error saying why).
-func (s *Server) WaitEndpoint(ctx context.Context, name string) error {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
-	for {
-		e := s.reg.get(name)
-		if e == nil {
-			return fmt.Errorf("endpoint %q does not exist", name)
-		}
-		switch e.Status() {
-		case StatusInService:
-			return nil
-		case StatusFailed:
-			return fmt.Errorf("endpoint %q failed: %s", name, e.record().FailureReason)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// save changes the record, publishes its status and persists it. Once the
-// endpoint is being deleted its status stays Deleting, whatever change says.
-func (s *Server) save(e *Endpoint, change func(*EndpointRecord)) {
-	s.saveIf(e, nil, change)
-}
-
-// saveIf is save when ok (nil: always) accepts the current record, checked
-// and changed in one step under the endpoint's lock; otherwise it returns
-// ok's error and changes nothing. An endpoint being deleted accepts no
-// change but its deletion: saveIf with a non-nil ok refuses it. ok runs
-// under the lock, so it must not call record() or anything else that locks.
-func (s *Server) saveIf(e *Endpoint, ok func(EndpointRecord) error, change func(*EndpointRecord)) error {
-	e.mu.Lock()
-	if ok != nil {
-		err := ok(e.rec)
-		if err == nil && e.deleting.Load() {
-			err = validationException("Cannot update in-progress endpoint %q.", e.rec.ARN)
-		}
-		if err != nil {
-			e.mu.Unlock()
-			return err
-		}
-	}
-	change(&e.rec)
-	if e.deleting.Load() {
-		e.rec.Status = StatusDeleting
-	}
-	e.rec.Modified = time.Now()
-	rec := e.rec
-	e.status.Store(rec.Status)
-	// Persisting under mu keeps the durable record in the order of the
-	// changes (a later change never overwritten by an earlier one).
-	if err := s.store.Put(store.Endpoints, rec.Name, rec); err != nil {
-		s.log.Error().Err(err).Str("endpoint", rec.Name).Msg("could not persist the endpoint's state")
-	}
-	e.mu.Unlock()
-	return nil
-}
-
-// inService accepts an endpoint that is InService (saveIf's ok).
-func inService(rec EndpointRecord) error {
-	if rec.Status == StatusFailed {
-		return errFailedScale(rec.ARN)
-	}
-	if rec.Status != StatusInService {
-		return validationException("Cannot update in-progress endpoint %q.", rec.ARN)
-	}
-	return nil
-}
-
-// updatable accepts an endpoint UpdateEndpoint may change: InService, or
-// Failed (saveIf's ok).
-func updatable(rec EndpointRecord) error {
-	if rec.Status != StatusInService && rec.Status != StatusFailed {
-		return validationException("Cannot update in-progress endpoint %q.", rec.ARN)
-	}
-	return nil
-}
-
 func (s *Server) newEndpoint(rec EndpointRecord) *Endpoint {
 	e := &Endpoint{name: rec.Name, rec: rec}
 	e.status.Store(rec.Status)
@@ -256,33 +105,6 @@ func planIsMultiModel(p spec.EndpointPlan) bool {
 		}
 	}
 	return false
-}
-
-func planContainers(p spec.EndpointPlan) int {
-	n := 0
-	for _, v := range p.Variants {
-		n += v.InstanceCount * len(v.Containers)
-	}
-	return n
-}
-
-// checkCapacity enforces Config.MaxContainers across all endpoints.
-func (s *Server) checkCapacity(delta int, except *Endpoint) error {
-	if s.cfg.MaxContainers <= 0 {
-		return nil
-	}
-	used := 0
-	for _, e := range s.reg.all() {
-		if e != except && e.Status() != StatusFailed {
-			used += planContainers(e.record().Plan)
-		}
-	}
-	if used+delta > s.cfg.MaxContainers {
-		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
-			"The account-level service limit 'total containers across all endpoints' is %d Containers, with current utilization of %d Containers and a request delta of %d Containers. Start mce with a higher --max-containers to raise it.",
-			s.cfg.MaxContainers, used, delta)}
-	}
-	return nil
 }
 
 // startEndpoint registers a new endpoint (with its tags, if any) as Creating
@@ -678,56 +500,4 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	s.series.drop(e.name)
 	s.asyncEndpointGone(e.name)
 	s.log.Info().Str("endpoint", e.name).Msg("endpoint deleted")
-}
-
-// Recover brings back every endpoint of the durable state after a restart:
-// containers an earlier run left running are adopted when they match and
-// answer /ping; everything else that runs is removed; endpoints that could not
-// be adopted are relaunched (SystemUpdating, then InService).
-func (s *Server) Recover(ctx context.Context) error {
-	var recs []EndpointRecord
-	if err := store.List(s.store, store.Endpoints, func(r EndpointRecord) error { recs = append(recs, r); return nil }); err != nil {
-		return fmt.Errorf("read endpoints from the state: %w", err)
-	}
-	var relaunch []*Endpoint
-	for _, rec := range recs {
-		switch rec.Status {
-		case StatusDeleting:
-			s.store.Delete(store.Endpoints, rec.Name) // its containers go with Reconcile
-			continue
-		case StatusFailed:
-			s.reg.add(s.newEndpoint(rec))
-			continue
-		case StatusUpdating:
-			rec.Pending, rec.Desired, rec.Status = "", nil, StatusInService
-			rec.FailureReason = "An update was interrupted by a restart of mce; the endpoint kept its previous configuration."
-		}
-		e := s.newEndpoint(rec)
-		s.reg.add(e)
-		l, err := s.adoptPlan(ctx, rec.Plan, rec.Generation)
-		if err == nil {
-			s.install(e, rec.Plan, l)
-			s.save(e, func(r *EndpointRecord) { *r = rec; r.Status = StatusInService })
-			s.log.Info().Str("endpoint", rec.Name).Msg("endpoint recovered: its running containers were adopted")
-			continue
-		}
-		s.log.Info().Str("endpoint", rec.Name).Str("why", err.Error()).Msg("endpoint will be relaunched")
-		relaunch = append(relaunch, e)
-	}
-	components := s.recoverComponents(ctx) // their copies adopted before Reconcile
-	if err := s.cfg.Backend.Reconcile(ctx); err != nil {
-		return err
-	}
-	s.relaunchComponents(components)
-	for _, e := range relaunch {
-		rec := e.record()
-		from := StatusSystemUpdating
-		if rec.Status == StatusCreating {
-			from = StatusCreating
-		}
-		gen := rec.Generation + 1
-		s.save(e, func(r *EndpointRecord) { r.Status, r.Generation = from, gen })
-		s.background(func() { s.runLaunch(e, rec.Plan, gen, from) })
-	}
-	return s.recoverAsync()
 }

@@ -1,10 +1,6 @@
 package host
 
-import (
-	"time"
-
-	"github.com/mce-run/mce/containers/mme"
-)
+import "time"
 
 // Inventory is a snapshot of everything the host runs: endpoints, their
 // variants, each copy's containers with health, restarts and recent output,
@@ -85,28 +81,6 @@ type GPUMemorySnapshot struct {
 	UnreleasedBytes  int64 `json:"UnreleasedBytes"`
 	LeakyUnloads     int64 `json:"LeakyUnloads"`
 	RestartRequested bool  `json:"RestartRequested,omitempty"`
-}
-
-// ContainerDetail is what the Docker backend's containers tell beyond
-// pipeline.Container; other backends' containers show hostname and health.
-type ContainerDetail interface {
-	ID() string
-	Restarts() int
-	LastExitCode() int
-	LogTail() []string
-	Unavailable() string
-}
-
-// MultiModelDetail is implemented by multi-model containers.
-type MultiModelDetail interface {
-	LoadedModels() []string
-	CacheUsage() (bytes int64, models int)
-}
-
-// MultiModelGPUDetail is implemented by multi-model containers whose
-// manager accounts GPU memory; false when it does not.
-type MultiModelGPUDetail interface {
-	GPUMemory() (mme.GPUReport, bool)
 }
 
 // Inventory returns a snapshot of the endpoints and their containers.

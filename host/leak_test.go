@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/containers/docker"
 )
 
 // hostPath matches text that looks like a host path in an error body.
@@ -188,7 +188,7 @@ func TestRedactPaths(t *testing.T) {
 // refused entry fails with a reason naming the entry as written, escaped,
 // and no host path.
 func TestFailureReasonShowsRefusedEntry(t *testing.T) {
-	launch := &containers.LaunchError{Endpoint: "e", Variant: "v", Container: "c",
+	launch := &docker.LaunchError{Endpoint: "e", Variant: "v", Container: "c",
 		Reason: `could not get its model data from "file:///srv/models/m.tar.gz"`,
 		Err: fmt.Errorf("model data %q: %w", "file:///srv/models/m.tar.gz",
 			&artifact.UnsafeEntryError{Name: "/../\x1b]evil\n", Reason: `".." path components are not allowed`})}

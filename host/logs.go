@@ -73,7 +73,7 @@ const (
 	logWriteTimeout = 30 * time.Second
 )
 
-// logSource is what the Docker backend's containers offer for logs.
+// logSource is what the Docker engine's containers offer for logs.
 type logSource interface {
 	Follow(buffer int) (lines <-chan containers.LogLine, done <-chan struct{}, stop func())
 	Logs(ctx context.Context, n int, fn func(containers.LogLine) error) error

@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/internal/testenv"
 )
@@ -198,7 +198,7 @@ Endpoints:
 	}
 
 	// kill -9 of the container's process: it is restarted, and counted.
-	f := client.Filters{}.Add("label", containers.LabelEndpoint+"=probes").Add("label", containers.LabelContainer+"=second")
+	f := client.Filters{}.Add("label", docker.LabelEndpoint+"=probes").Add("label", docker.LabelContainer+"=second")
 	list, err := cli.ContainerList(ctx, client.ContainerListOptions{Filters: f})
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("containers of probes/second: %v, %d", err, len(list.Items))

@@ -6,17 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/mce-run/mce/containers"
 )
-
-// UsageSource is implemented by backends that can sample their containers'
-// resource use (containers/backend.Docker does).
-type UsageSource interface {
-	Usage(ctx context.Context) []containers.Usage
-	DiskPercent() (float64, error)
-	GPUUtilization(index int) (gpuPercent, memoryPercent float64, err error)
-}
 
 // usageCollector reports the instance metrics of CloudWatch's namespace
 // /aws/sagemaker/Endpoints (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).

@@ -10,38 +10,6 @@ import (
 	"github.com/mce-run/mce/host/spec"
 )
 
-// Problem is one thing the pre-flight found that would keep an endpoint
-// from starting: where, what is wrong, and what to do. Variant and
-// Container are empty when it concerns several containers.
-type Problem struct {
-	Variant   string `json:"Variant,omitempty"`
-	Container string `json:"Container,omitempty"`
-	What      string `json:"What"`
-	Fix       string `json:"Fix,omitempty"`
-}
-
-// Headline is where and what, without the fix.
-func (p Problem) Headline() string {
-	if p.Container == "" {
-		return p.What
-	}
-	return fmt.Sprintf("container %q (variant %q): %s", p.Container, p.Variant, p.What)
-}
-
-func (p Problem) String() string {
-	if p.Fix == "" {
-		return p.Headline()
-	}
-	return p.Headline() + " — " + p.Fix
-}
-
-// Preflighter is a Backend that checks a plan before launching it, without
-// starting, pulling or downloading anything, and reports every problem at
-// once. Launch runs after it only when it found none.
-type Preflighter interface {
-	Preflight(ctx context.Context, plan spec.EndpointPlan) []Problem
-}
-
 // Preflight checks a plan as CreateEndpoint and UpdateEndpoint do before
 // they launch it; nil when the backend has no pre-flight or found nothing.
 func (s *Server) Preflight(ctx context.Context, plan spec.EndpointPlan) []Problem {

@@ -22,9 +22,8 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
@@ -91,8 +90,8 @@ func newPreflightHost(t *testing.T) *preflightHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := containers.New(context.Background(), containers.Options{
-		Engine: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher, GPUs: noDriver(),
+	rt, err := docker.New(context.Background(), docker.Options{
+		Client: cli, Instance: instance, StateDir: t.TempDir(), Logger: log, Fetcher: fetcher, GPUs: noDriver(),
 		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond,
 	})
 	if err != nil {
@@ -102,7 +101,7 @@ func newPreflightHost(t *testing.T) *preflightHost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := host.New(host.Config{Backend: &backend.Docker{Runtime: rt}, Store: st, Logger: log,
+	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log,
 		ContainerTimeout: 5 * time.Second, ModelData: fetcher})
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/moby/moby/client"
 
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -77,7 +77,7 @@ Endpoints:
 		return d.EndpointStatus, aws.ToString(d.FailureReason)
 	}
 	containerID := func() string {
-		f := client.Filters{}.Add("label", containers.LabelEndpoint+"="+name).Add("label", containers.LabelContainer+"=primary")
+		f := client.Filters{}.Add("label", docker.LabelEndpoint+"="+name).Add("label", docker.LabelContainer+"=primary")
 		list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 		if err != nil || len(list.Items) != 1 {
 			t.Fatalf("containers of %s: %v, %d", name, err, len(list.Items))

@@ -21,7 +21,7 @@ const StatusOutOfService Status = "OutOfService"
 const maxFailureReason = 1024
 
 // unavailable is what a container may say about why it cannot serve;
-// containers.Container says it.
+// docker.Container says it.
 type unavailable interface{ Unavailable() string }
 
 // shown is the status and FailureReason that DescribeEndpoint and the

@@ -21,7 +21,7 @@ import (
 	"github.com/mce-run/mce/pipeline"
 )
 
-// detailBackend's containers tell what the Docker backend's do beyond
+// detailBackend's containers tell what the Docker engine's do beyond
 // pipeline.Container (ID, restarts, exit code, log tail), with the log
 // lines a test gives: hostile text, as a container may print anything.
 type detailBackend struct {

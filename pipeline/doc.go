@@ -6,7 +6,7 @@
 // SageMaker's error shapes (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors).
 //
 // It knows nothing of Docker or of any other mce package but internal/wire
-// (header names). Containers are
+// (header names) and its own HTTP client, pipeline/httpc. Containers are
 // reached through the small Container interface (a hostname, a base URL and a
 // readiness flag) that the containers package satisfies; the host parses and
 // validates the client's request, reads its body under the 6 MiB cap, and
@@ -59,7 +59,8 @@
 // checked before use, so that this is rare.
 //
 // Transport. Containers are called by the package's own small HTTP/1.1
-// client, which does the whole exchange on the calling goroutine: plain
+// client (package httpc, one call per container request), which does the
+// whole exchange on the calling goroutine: plain
 // http only, no proxy, one write for the request line, headers and
 // Content-Length-framed body (no chunked requests), and a response read
 // under caps (64 KiB of status line and headers, values without control

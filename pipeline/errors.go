@@ -3,13 +3,15 @@ package pipeline
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/mce-run/mce/pipeline/httpc"
 )
 
 // maxOriginalMessage caps, in bytes, the container body kept in
 // ModelError.OriginalMessage, so that Message stays within SageMaker's 2048
-// characters (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors).
-const maxOriginalMessage = 1024
+// characters (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors):
+// the HTTP client keeps no more of an error body.
+const maxOriginalMessage = httpc.MaxErrorBody
 
 // ValidationError is a request the endpoint cannot accept as sent: an unknown
 // TargetVariant, a missing or unknown TargetContainerHostname on a Direct
@@ -153,24 +155,4 @@ func formatLimit(n int) string {
 		return strconv.Itoa(n>>20) + " MiB"
 	}
 	return strconv.Itoa(n) + " bytes"
-}
-
-// clip returns b as valid UTF-8 of at most maxOriginalMessage bytes, cut on a
-// rune boundary; invalid sequences become U+FFFD.
-func clip[T string | []byte](b T) string {
-	s := string(b)
-	if len(s) > 4*maxOriginalMessage {
-		s = s[:4*maxOriginalMessage]
-	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if len(s) > maxOriginalMessage {
-		cut := maxOriginalMessage
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return s
 }

@@ -1,8 +1,10 @@
 package pipeline
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -283,6 +285,46 @@ func TestDialFailureWithoutAlternative(t *testing.T) {
 	}
 }
 
+// TestInvalidResponse: an answer that is not valid HTTP/1.1 is a ModelError
+// with no status, in SageMaker's words, and nothing of the answer's bytes
+// reaches the message.
+func TestInvalidResponse(t *testing.T) {
+	for _, answer := range []string{
+		"SSH-2.0-OpenSSH\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Type: text/plain\rX-Injected: 1\r\nContent-Length: 5\r\n\r\nhello",
+	} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+				_, _ = io.WriteString(c, answer)
+			}
+		}()
+		iv := NewInvoker(Options{})
+		route := NewRoute("E", Direct, []*Variant{NewVariant("v", 1, []*Instance{NewInstance([]Container{newFake("m", "http://"+l.Addr().String())})})})
+		_, err = iv.Invoke(context.Background(), route, &Request{Body: []byte("x"), TargetContainerHostname: "m"})
+		iv.Close()
+		var me *ModelError
+		if !errors.As(err, &me) {
+			t.Fatalf("answer %q: error %T %v, want *ModelError", answer, err, err)
+		}
+		if me.OriginalStatusCode != 0 || !strings.Contains(me.Message, "got no valid response from container m") {
+			t.Errorf("answer %q: status %d, message %q; want 0 and no valid response", answer, me.OriginalStatusCode, me.Message)
+		}
+		if strings.ContainsAny(me.Message, "\r\n\x00") {
+			t.Errorf("message %q carries control characters", me.Message)
+		}
+	}
+}
+
 func TestNoRetryAfterRequestSent(t *testing.T) {
 	// A reads the whole request, then drops the connection without an
 	// answer: the POST reached the container, so it must not be replayed.
@@ -337,9 +379,6 @@ func TestForgetAndClose(t *testing.T) {
 
 	invoke()
 	iv.Forget(c.BaseURL())
-	if _, ok := iv.targets.Load(c.BaseURL()); ok {
-		t.Error("Forget left the transport pooled")
-	}
 	waitFor(t, closed, "Forget to close the idle connection")
 
 	invoke() // a forgotten container is dialled afresh

@@ -3,9 +3,9 @@ package pipeline
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/mce-run/mce/internal/wire"
+	"github.com/mce-run/mce/pipeline/httpc"
 )
 
 // Header names sent to containers, spelled as in the SageMaker API (header
@@ -17,36 +17,6 @@ const (
 	hdrInferenceID      = wire.HeaderInferenceID
 )
 
-// errorBodyDrain bounds how much of an error body is read and thrown away so
-// the connection can be reused; beyond it the connection is closed instead.
-const errorBodyDrain = 64 << 10
-
-// outcome classifies how one container call ended.
-type outcome int
-
-const (
-	hopOK         outcome = iota
-	hopStatus             // the container answered a status outside 2xx
-	hopTooBig             // a 2xx body over the payload cap
-	hopDialFailed         // no connection could be made: nothing was sent
-	hopTimeout            // the per-hop timeout expired
-	hopCanceled           // the caller's context is done
-	hopBroken             // any other transport failure
-)
-
-// hopResult is what one container call produced. The 2xx body is in the
-// buffer passed to call.
-type hopResult struct {
-	outcome     outcome
-	status      int
-	contentType string
-	customAttrs string
-	announced   int64  // Content-Length of the response, -1 when unknown
-	errBody     string // the container's body for hopStatus, clipped
-	elapsed     time.Duration
-	err         error // the transport or context error
-}
-
 // hopHeaders are the client headers a call forwards.
 type hopHeaders struct {
 	contentType, accept, customAttrs, inferenceID, targetModel string
@@ -55,7 +25,8 @@ type hopHeaders struct {
 // MultiModel is implemented by containers in MultiModel mode: Acquire makes
 // sure the target model is loaded (downloading and loading it, evicting
 // others, as needed) and holds it loaded until the lease is released
-// (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html). Package host adapts the runtime's model manager to it.
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html). The engines (containers/docker,
+// containers/kubernetes) adapt their containers' model managers to it.
 type MultiModel interface {
 	Acquire(ctx context.Context, targetModel string) (Lease, error)
 }
@@ -79,31 +50,31 @@ const hdrTargetModel = wire.HeaderTargetModel
 
 // hop calls one container: /invocations, or for a multi-model container the
 // target model's /models/<id>/invoke, retrying after a 507 once the lease
-// has freed memory. A non-nil error is a failure to get the model (typed by
-// the model manager); container answers are in the hopResult.
-func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer) (hopResult, error) {
+// has freed memory. A 2xx body is read into out. A non-nil error is a
+// failure to get the model (typed by the model manager); container answers
+// are in the Result.
+func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer) (httpc.Result, error) {
 	mm, ok := c.(MultiModel)
 	if !ok {
 		return iv.call(ctx, c, body, h, out), nil
 	}
 	if h.targetModel == "" {
-		return hopResult{}, &ValidationError{Message: "Container " + c.Hostname() + " is a multi-model container: the call needs a TargetModel."}
+		return httpc.Result{}, &ValidationError{Message: "Container " + c.Hostname() + " is a multi-model container: the call needs a TargetModel."}
 	}
 	lease, err := mm.Acquire(ctx, h.targetModel)
 	if err != nil {
-		return hopResult{}, err
+		return httpc.Result{}, err
 	}
 	defer lease.Release()
-	var buf [5]header
-	hs := h.forward(buf[:0], true)
-	path := "/models/" + lease.ModelID() + "/invoke"
+	req := httpc.Request{BaseURL: c.BaseURL(), Method: http.MethodPost, Path: "/models/" + lease.ModelID() + "/invoke", Body: body}
+	h.forward(&req.Header, true)
 	for attempt := 0; ; attempt++ {
-		res := iv.exchange(ctx, c.BaseURL(), http.MethodPost, path, hs, body, out)
-		if res.outcome != hopStatus || res.status != http.StatusInsufficientStorage || attempt == maxMemoryRetries {
+		res := iv.do(ctx, &req, out)
+		if res.Outcome != httpc.Status || res.Status != http.StatusInsufficientStorage || attempt == maxMemoryRetries {
 			return res, nil
 		}
 		if err := lease.OutOfMemory(ctx); err != nil {
-			return hopResult{}, err
+			return httpc.Result{}, err
 		}
 	}
 }
@@ -111,26 +82,35 @@ func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeade
 // call POSTs body to c's /invocations with h under the per-hop timeout and
 // reads a 2xx response into out, capped at the payload limit. Headers the
 // client did not set are not sent. Nothing reads body once it returns.
-func (iv *Invoker) call(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer) hopResult {
-	var buf [5]header
-	return iv.exchange(ctx, c.BaseURL(), http.MethodPost, "/invocations", h.forward(buf[:0], false), body, out)
+func (iv *Invoker) call(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer) httpc.Result {
+	req := httpc.Request{BaseURL: c.BaseURL(), Method: http.MethodPost, Path: "/invocations", Body: body}
+	h.forward(&req.Header, false)
+	return iv.do(ctx, &req, out)
 }
 
-// forward appends the headers a container receives: those the client set,
+// do is the one call into the HTTP client: req's 2xx body lands in out.
+func (iv *Invoker) do(ctx context.Context, req *httpc.Request, out *buffer) httpc.Result {
+	res := iv.client.Do(ctx, req, out.b[:0])
+	out.b = res.Body
+	return res
+}
+
+// forward sets the headers a container receives: those the client set,
 // and for a multi-model invoke the Target-Model (https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html).
-func (h hopHeaders) forward(dst []header, multiModel bool) []header {
-	for _, f := range [...]header{
-		{hdrContentType, h.contentType},
-		{hdrAccept, h.accept},
-		{hdrCustomAttributes, h.customAttrs},
-		{hdrInferenceID, h.inferenceID},
+func (h hopHeaders) forward(dst *[httpc.MaxHeaders]httpc.Header, multiModel bool) {
+	n := 0
+	for _, f := range [...]httpc.Header{
+		{Name: hdrContentType, Value: h.contentType},
+		{Name: hdrAccept, Value: h.accept},
+		{Name: hdrCustomAttributes, Value: h.customAttrs},
+		{Name: hdrInferenceID, Value: h.inferenceID},
 	} {
-		if f.value != "" {
-			dst = append(dst, f)
+		if f.Value != "" {
+			dst[n] = f
+			n++
 		}
 	}
 	if multiModel && h.targetModel != "" {
-		dst = append(dst, header{hdrTargetModel, h.targetModel})
+		dst[n] = httpc.Header{Name: hdrTargetModel, Value: h.targetModel}
 	}
-	return dst
 }

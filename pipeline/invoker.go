@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mce-run/mce/pipeline/httpc"
 )
 
 // Defaults for Options.
@@ -99,38 +101,57 @@ func (r *Response) Release() {
 	r.buf, r.Body = nil, nil
 }
 
-// Invoker sends invocations to containers. It keeps a pool of keep-alive
-// HTTP/1.1 connections per container base URL and pools body buffers. It is safe for
-// concurrent use; create one per process with NewInvoker.
+// Invoker sends invocations to containers, through an HTTP client
+// (package httpc) that keeps a pool of keep-alive HTTP/1.1 connections per
+// container base URL, and pools body buffers. It is safe for concurrent
+// use; create one per process with NewInvoker.
 type Invoker struct {
-	timeout     time.Duration
-	dialTimeout time.Duration
-	maxPayload  int
-	obs         Observer
-	targets     sync.Map // base URL → *target
-	bufs        sync.Pool
+	timeout    time.Duration
+	maxPayload int
+	obs        Observer
+	client     *httpc.Client
+	bufs       sync.Pool
 }
 
 // NewInvoker returns an Invoker configured by o (zero fields take defaults).
 func NewInvoker(o Options) *Invoker {
 	iv := &Invoker{
-		timeout:     o.Timeout,
-		dialTimeout: o.DialTimeout,
-		maxPayload:  o.MaxPayload,
-		obs:         o.Observer,
+		timeout:    o.Timeout,
+		maxPayload: o.MaxPayload,
+		obs:        o.Observer,
 	}
+	dialTimeout := o.DialTimeout
 	if iv.timeout <= 0 {
 		iv.timeout = DefaultTimeout
 	}
-	if iv.dialTimeout <= 0 {
-		iv.dialTimeout = DefaultDialTimeout
+	if dialTimeout <= 0 {
+		dialTimeout = DefaultDialTimeout
 	}
 	if iv.maxPayload <= 0 {
 		iv.maxPayload = DefaultMaxPayload
 	}
+	iv.client = httpc.New(httpc.Options{Timeout: iv.timeout, DialTimeout: dialTimeout, MaxBody: iv.maxPayload})
 	iv.bufs.New = func() any { return &buffer{b: make([]byte, 0, minBuffer)} }
 	return iv
 }
+
+// Forget drops the connection pool of the container at baseURL (it was
+// stopped or replaced) and closes its idle connections. Calls in flight to
+// it finish normally; their connections are closed afterwards. Safe for
+// concurrent use.
+func (iv *Invoker) Forget(baseURL string) { iv.client.Forget(baseURL) }
+
+// Close closes the idle connections of every container and forgets them.
+// Calls in flight finish normally, and the Invoker stays usable: later calls
+// dial again. Safe for concurrent use.
+func (iv *Invoker) Close() { iv.client.Close() }
+
+// buffer is a pooled body buffer. Pools hold *buffer so that Get and Put do
+// not allocate.
+type buffer struct{ b []byte }
+
+// minBuffer is the capacity a fresh pooled buffer starts with.
+const minBuffer = 4 << 10
 
 func (iv *Invoker) getBuffer() *buffer {
 	b := iv.bufs.Get().(*buffer)
@@ -211,7 +232,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 	var held *buffer // the buffer behind in, once in is a container's output
 	h := hopHeaders{contentType: req.ContentType, customAttrs: req.CustomAttributes, inferenceID: req.InferenceID, targetModel: req.TargetModel}
 	var latency time.Duration
-	var last hopResult
+	var last httpc.Result
 	retried := false
 	for k := lo; k <= hi; {
 		c := inst.containers[k]
@@ -221,7 +242,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 		}
 		out := iv.getBuffer()
 		host := inst.hosts[k]
-		var res hopResult
+		var res httpc.Result
 		var err error
 		var ss *streamSink
 		if sink != nil && k == hi {
@@ -236,14 +257,14 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 			return nil, err // typed by the model manager; the host words it for the client
 		}
 
-		if (res.outcome == hopDialFailed || res.outcome == hopBroken) && (ss == nil || ss.werr == nil) {
+		if (res.Outcome == httpc.DialFailed || res.Outcome == httpc.Broken) && (ss == nil || ss.werr == nil) {
 			inst.suspect(time.Now())
 		}
-		if res.outcome == hopDialFailed && !retried {
+		if res.Outcome == httpc.DialFailed && !retried {
 			// Instances of one variant share a container set; the length
 			// check only guards a chain against a malformed one.
 			if alt, altIdx, _ := choose(insts, direct, host, inst); alt != nil && (direct || len(alt.containers) == len(inst.containers)) {
-				iv.observe(r, v, host, res, connectError(r.Endpoint, v.name, host, "could not connect to", res.err))
+				iv.observe(r, v, host, res, connectError(r.Endpoint, v.name, host, "could not connect to", res.Err))
 				iv.putBuffer(out)
 				retried = true
 				alt.outstanding.Add(1)
@@ -255,8 +276,8 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 				continue
 			}
 		}
-		latency += res.elapsed
-		if res.outcome != hopOK {
+		latency += res.Elapsed
+		if res.Outcome != httpc.OK {
 			iv.putBuffer(out)
 			iv.putBuffer(held)
 			next := ""
@@ -270,7 +291,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 				err = iv.hopError(r, v, host, next, res)
 			}
 			iv.observe(r, v, host, res, err)
-			if res.outcome == hopCanceled {
+			if res.Outcome == httpc.Canceled {
 				return nil, fmt.Errorf("pipeline: invoke endpoint %q, container %q: %w", r.Endpoint, host, err)
 			}
 			return nil, err
@@ -278,14 +299,14 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 		iv.observe(r, v, host, res, nil)
 		iv.putBuffer(held) // nothing reads it once call returned
 		held, in = out, out.b
-		h.contentType = res.contentType
+		h.contentType = res.ContentType
 		last = res
 		k++
 	}
 	return &Response{
 		Body:             held.b,
-		ContentType:      last.contentType,
-		CustomAttributes: last.customAttrs,
+		ContentType:      last.ContentType,
+		CustomAttributes: last.CustomAttributes,
 		Variant:          v.name,
 		Container:        inst.hosts[hi],
 		ModelLatency:     latency,
@@ -296,30 +317,30 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 
 // hopError turns a failed call of container host into the error Invoke
 // returns; next is the following container of a chain, "" at the end.
-func (iv *Invoker) hopError(r *Route, v *Variant, host, next string, res hopResult) error {
-	switch res.outcome {
-	case hopStatus:
-		return receivedError(r.Endpoint, v.name, host, res.status, res.errBody, nil)
-	case hopTooBig:
-		size := res.announced
+func (iv *Invoker) hopError(r *Route, v *Variant, host, next string, res httpc.Result) error {
+	switch res.Outcome {
+	case httpc.Status:
+		return receivedError(r.Endpoint, v.name, host, res.Status, res.ErrBody, nil)
+	case httpc.TooBig:
+		size := res.Length
 		if size <= int64(iv.maxPayload) {
 			size = -1
 		}
-		return oversizeError(r.Endpoint, v.name, host, next, res.status, size, iv.maxPayload)
-	case hopTimeout:
-		return timeoutError(r.Endpoint, v.name, host, res.err)
-	case hopCanceled:
-		return res.err
-	case hopDialFailed:
-		return connectError(r.Endpoint, v.name, host, "could not connect to", res.err)
+		return oversizeError(r.Endpoint, v.name, host, next, res.Status, size, iv.maxPayload)
+	case httpc.Timeout:
+		return timeoutError(r.Endpoint, v.name, host, res.Err)
+	case httpc.Canceled:
+		return res.Err
+	case httpc.DialFailed:
+		return connectError(r.Endpoint, v.name, host, "could not connect to", res.Err)
 	default:
-		return connectError(r.Endpoint, v.name, host, "got no valid response from", res.err)
+		return connectError(r.Endpoint, v.name, host, "got no valid response from", res.Err)
 	}
 }
 
-func (iv *Invoker) observe(r *Route, v *Variant, host string, res hopResult, err error) {
+func (iv *Invoker) observe(r *Route, v *Variant, host string, res httpc.Result, err error) {
 	if iv.obs != nil {
-		iv.obs.ObserveContainer(r.Endpoint, v.name, host, res.elapsed, res.status, err)
+		iv.obs.ObserveContainer(r.Endpoint, v.name, host, res.Elapsed, res.Status, err)
 	}
 }
 

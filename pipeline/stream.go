@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mce-run/mce/pipeline/httpc"
 )
 
 // Sink receives the streamed answer of InvokeStream. Its methods are called
@@ -84,7 +86,7 @@ const streamBuf = 16 << 10
 
 var streamBufs = sync.Pool{New: func() any { b := make([]byte, streamBuf); return &b }}
 
-// streamSink adapts a Sink to one exchange.
+// streamSink adapts a Sink to the HTTP client's Streamer, for one call.
 type streamSink struct {
 	sink    Sink
 	head    StreamHead
@@ -92,11 +94,13 @@ type streamSink struct {
 	werr    error // the error the Sink returned
 }
 
+var _ httpc.Streamer = (*streamSink)(nil)
+
 func (s *streamSink) begun() bool { return s != nil && s.started }
 
-// relay hands the 2xx body b to the sink as it arrives.
-func (s *streamSink) relay(contentType, customAttrs string, b io.Reader) error {
-	s.head.ContentType, s.head.CustomAttributes = contentType, customAttrs
+// Stream hands the 2xx body b to the sink as it arrives.
+func (s *streamSink) Stream(h httpc.StreamHead, b io.Reader) error {
+	s.head.ContentType, s.head.CustomAttributes, s.head.Deadline = h.ContentType, h.CustomAttributes, h.Deadline
 	s.started = true
 	if err := s.sink.Begin(s.head); err != nil {
 		s.werr = err
@@ -144,33 +148,34 @@ func (iv *Invoker) InvokeStream(ctx context.Context, r *Route, req *Request, sin
 }
 
 // hopStream calls the last container of a streamed invocation.
-func (iv *Invoker) hopStream(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer, s *streamSink) (hopResult, error) {
+func (iv *Invoker) hopStream(ctx context.Context, c Container, body []byte, h hopHeaders, out *buffer, s *streamSink) (httpc.Result, error) {
 	if _, ok := c.(MultiModel); ok {
-		return hopResult{}, &ValidationError{Message: "Container " + c.Hostname() +
+		return httpc.Result{}, &ValidationError{Message: "Container " + c.Hostname() +
 			" is a multi-model container: it needs a TargetModel, which a streamed invocation does not have."}
 	}
-	var buf [5]header
-	return iv.exchangeTo(ctx, c.BaseURL(), http.MethodPost, "/invocations", h.forward(buf[:0], false), body, out, s), nil
+	req := httpc.Request{BaseURL: c.BaseURL(), Method: http.MethodPost, Path: "/invocations", Body: body, Stream: s}
+	h.forward(&req.Header, false)
+	return iv.do(ctx, &req, out), nil
 }
 
 // streamError turns the failure of a streamed call whose answer had begun
 // into what InvokeStream returns.
-func (iv *Invoker) streamError(r *Route, v *Variant, host string, res hopResult, s *streamSink) error {
+func (iv *Invoker) streamError(r *Route, v *Variant, host string, res httpc.Result, s *streamSink) error {
 	if s.werr != nil {
 		return fmt.Errorf("pipeline: invoke endpoint %q, container %q: %w: %w", r.Endpoint, host, ErrSink, s.werr)
 	}
-	if res.outcome == hopCanceled {
-		return fmt.Errorf("pipeline: invoke endpoint %q, container %q: %w", r.Endpoint, host, res.err)
+	if res.Outcome == httpc.Canceled {
+		return fmt.Errorf("pipeline: invoke endpoint %q, container %q: %w", r.Endpoint, host, res.Err)
 	}
-	if res.outcome == hopTimeout {
-		me := receivedError(r.Endpoint, v.name, host, res.status, "Container "+host+
-			" did not finish its streamed response within the invocation time limit.", res.err)
+	if res.Outcome == httpc.Timeout {
+		me := receivedError(r.Endpoint, v.name, host, res.Status, "Container "+host+
+			" did not finish its streamed response within the invocation time limit.", res.Err)
 		return &StreamError{Code: ModelInvocationTimeExceeded, Model: me,
 			Message: "Your invocation timed out while container " + host + " of endpoint " + r.Endpoint +
 				" was streaming its response: it must finish within " + iv.timeout.String() + "."}
 	}
-	me := receivedError(r.Endpoint, v.name, host, res.status, "The connection to container "+host+
-		" broke while it was streaming its response.", res.err)
+	me := receivedError(r.Endpoint, v.name, host, res.Status, "The connection to container "+host+
+		" broke while it was streaming its response.", res.Err)
 	return &StreamError{Code: StreamBroken, Model: me,
 		Message: "The response stream from container " + host + " of endpoint " + r.Endpoint +
 			" broke before it ended (the container closed the connection or sent a malformed response). See the mce log for more information."}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/check"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 )
 
@@ -147,7 +147,7 @@ func runCheck(ctx context.Context, f checkFlags, image string, stdout io.Writer)
 	if !f.json {
 		opts.OnResult = func(r check.Result) { io.WriteString(stdout, check.FormatResult(r)) }
 	}
-	cli, err := containers.Connect(ctx)
+	cli, err := docker.Connect(ctx)
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}
 	}

@@ -17,9 +17,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/containers/backend"
+	"github.com/mce-run/mce/containers/docker"
 	kengine "github.com/mce-run/mce/containers/kubernetes"
 	"github.com/mce-run/mce/host"
 )
@@ -83,29 +82,29 @@ func openEngine(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, lo
 }
 
 func openDocker(ctx context.Context, f serveFlags, fetcher *artifact.Fetcher, log zerolog.Logger) (*engine, error) {
-	cli, err := containers.Connect(ctx)
+	cli, err := docker.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pull, err := containers.ParsePullPolicy(f.pull)
+	pull, err := docker.ParsePullPolicy(f.pull)
 	if err != nil {
 		cli.Close()
 		return nil, err
 	}
-	rt, err := containers.New(ctx, containers.Options{
-		Engine: cli, Instance: f.instance, StateDir: f.stateDir,
-		Network: containers.NetworkMode(f.networkMode), PullPolicy: pull,
-		Registry: containers.RegistryOptions{ECREndpoint: f.ecrEndpoint},
+	rt, err := docker.New(ctx, docker.Options{
+		Client: cli, Instance: f.instance, StateDir: f.stateDir,
+		Network: docker.NetworkMode(f.networkMode), PullPolicy: pull,
+		Registry: docker.RegistryOptions{ECREndpoint: f.ecrEndpoint},
 		Fetcher:  fetcher, Logger: log, StopGrace: f.stopGrace, PidsLimit: f.pidsLimit, Adopt: true,
 		ArtifactDiskBudget: f.diskBudget,
-		MultiModel:         containers.MultiModelOptions{RestartOnLeak: f.mmeRestartOnLeak},
+		MultiModel:         docker.MultiModelOptions{RestartOnLeak: f.mmeRestartOnLeak},
 	})
 	if err != nil {
 		cli.Close()
 		return nil, err
 	}
 	return &engine{
-		backend: &backend.Docker{Runtime: rt}, instanceDir: rt.InstanceDir(),
+		backend: &docker.Engine{Runtime: rt}, instanceDir: rt.InstanceDir(),
 		onAddressChange: rt.OnAddressChange,
 		close:           func() { rt.Close(); cli.Close() },
 	}, nil
@@ -143,7 +142,7 @@ func openKubernetes(ctx context.Context, f serveFlags, log zerolog.Logger) (*eng
 	}, funcr.Options{}))
 	// Claim the instance before adopting or reconciling anything: a second
 	// mce with the same --instance must not take the first one's objects.
-	claim, err := kengine.ClaimInstance(ctx, client, ns, f.instance, log)
+	claim, err := kengine.ClaimInstance(ctx, client, ns, f.instance, log, kengine.ClaimOptions{})
 	if err != nil {
 		return nil, &exitError{code: 1, msg: err.Error()}
 	}

@@ -1,6 +1,7 @@
 // Command mce runs Amazon SageMaker–style multi-container endpoints on the
-// local Docker engine and answers the SageMaker Runtime API, so boto3, the aws
-// CLI and every AWS SDK work against it with only the endpoint URL changed.
+// local Docker engine or on a Kubernetes cluster (--engine) and answers the
+// SageMaker Runtime API, so boto3, the aws CLI and every AWS SDK work against
+// it with only the endpoint URL changed.
 package main
 
 import (

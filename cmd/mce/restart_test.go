@@ -20,7 +20,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -86,7 +86,7 @@ func waitInService(t *testing.T, base string, n int) string {
 
 func containerIDs(t *testing.T, cli *client.Client, instance string) []string {
 	t.Helper()
-	f := client.Filters{}.Add("label", containers.LabelInstance+"="+instance)
+	f := client.Filters{}.Add("label", docker.LabelInstance+"="+instance)
 	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		t.Fatal(err)

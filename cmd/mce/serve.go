@@ -20,8 +20,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mce-run/mce/authz"
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -218,54 +218,140 @@ func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
 	return roots, nil
 }
 
+// serve runs mce serve. It starts the steps below in order, then serves
+// until it is stopped: a signal (ctx done), an endpoint of the files that
+// fails, the API server failing, or the engine lost. A step that fails ends
+// serve with its error. Whatever the way out, what the steps started is
+// stopped in reverse order once runUntilStopped's own shutdown is done.
 func serve(ctx context.Context, f serveFlags) error {
-	var logTo io.Writer = os.Stderr
-	if f.logTo != nil {
-		logTo = f.logTo
+	s := &serving{f: f}
+	// Each step returns how to stop what it started (nil: nothing to stop).
+	steps := []func(context.Context) (stop func(), err error){
+		s.openLog,
+		s.loadFiles, // validated before anything touches Docker
+		s.makeFetcher,
+		s.resolveStateDir,
+		s.loadPolicies, // before anything listens; reloaded on SIGHUP (stop: no more SIGHUP)
+		s.listenAPI,    // stop: close the listener
+		s.checkBodyLimits,
+		s.startPprof,     // --debug-listen (stop: close it)
+		s.startEngine,    // stop: close the engine
+		s.openStore,      // stop: close the state store
+		s.startAccessLog, // stop: flush and close it
+		s.newHost,
+		s.startMetrics, // --metrics-listen (stop: close it)
+		s.preflight,    // every endpoint of the files, before anything starts
+		s.recoverState, // the state's endpoints: adopted or relaunched
+		s.startAPI,     // serving from here on; runUntilStopped drains it
+		s.applyFiles,   // the files' definitions, as API calls
 	}
-	log, err := f.log.logger(logTo)
-	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
-	}
-
-	// Validate the files before touching Docker.
-	var (
-		bundle *spec.Bundle
-		plans  []spec.EndpointPlan // the files' endpoints, for the pre-flight
-	)
-	if len(f.files) > 0 {
-		bundle, err = spec.LoadFiles(f.files...)
+	var stops []func()
+	defer func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}()
+	for _, start := range steps {
+		stop, err := start(ctx)
 		if err != nil {
-			return &exitError{code: 2, msg: err.Error()}
-		}
-		// Cross-file checks (names, references) before anything starts; the
-		// warnings are logged once, when Apply creates the definitions.
-		if plans, _, err = bundle.Plans(f.region, f.account); err != nil {
-			return &exitError{code: 2, msg: err.Error()}
-		}
-	}
-	fetcher, err := newFetcher(f, bundle, log)
-	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
-	}
-	if f.stateDir == "" {
-		if f.stateDir, err = containers.DefaultStateDir(); err != nil {
 			return err
 		}
+		if stop != nil {
+			stops = append(stops, stop)
+		}
 	}
+	return s.runUntilStopped(ctx)
+}
 
-	// Policies load before anything listens: a policy that does not parse
-	// or compile stops mce here, naming file and line.
+// serving is what serve's steps set up, each step using what the ones
+// before it made.
+type serving struct {
+	f            serveFlags
+	log          zerolog.Logger
+	bundle       *spec.Bundle
+	plans        []spec.EndpointPlan // the files' endpoints, for the pre-flight
+	fetcher      *artifact.Fetcher
+	az           *authz.Authorizer
+	loopbackOnly bool // the API listens on loopback only
+	ln           net.Listener
+	eng          *engine
+	st           *store.Store
+	accessLog    *host.AccessLog
+	srv          *host.Server
+	hs           *http.Server
+	serveErr     chan error // the API server's end
+	failed       chan error // the first endpoint of the files that failed
+}
+
+func (s *serving) openLog(context.Context) (func(), error) {
+	var logTo io.Writer = os.Stderr
+	if s.f.logTo != nil {
+		logTo = s.f.logTo
+	}
+	log, err := s.f.log.logger(logTo)
+	if err != nil {
+		return nil, &exitError{code: 2, msg: err.Error()}
+	}
+	s.log = log
+	return nil, nil
+}
+
+// loadFiles reads and validates the -f files.
+func (s *serving) loadFiles(context.Context) (func(), error) {
+	if len(s.f.files) == 0 {
+		return nil, nil
+	}
+	bundle, err := spec.LoadFiles(s.f.files...)
+	if err != nil {
+		return nil, &exitError{code: 2, msg: err.Error()}
+	}
+	// Cross-file checks (names, references) before anything starts; the
+	// warnings are logged once, when Apply creates the definitions.
+	plans, _, err := bundle.Plans(s.f.region, s.f.account)
+	if err != nil {
+		return nil, &exitError{code: 2, msg: err.Error()}
+	}
+	s.bundle, s.plans = bundle, plans
+	return nil, nil
+}
+
+func (s *serving) makeFetcher(context.Context) (func(), error) {
+	fetcher, err := newFetcher(s.f, s.bundle, s.log)
+	if err != nil {
+		return nil, &exitError{code: 2, msg: err.Error()}
+	}
+	s.fetcher = fetcher
+	return nil, nil
+}
+
+func (s *serving) resolveStateDir(context.Context) (func(), error) {
+	if s.f.stateDir != "" {
+		return nil, nil
+	}
+	dir, err := docker.DefaultStateDir()
+	if err != nil {
+		return nil, err
+	}
+	s.f.stateDir = dir
+	return nil, nil
+}
+
+// loadPolicies loads the policies before anything listens: a policy that
+// does not parse or compile stops mce here, naming file and line. Without
+// policies, mce listens beyond loopback only with --insecure. The policies
+// are watched and reloaded on SIGHUP while ctx lasts.
+func (s *serving) loadPolicies(ctx context.Context) (func(), error) {
+	f, log := s.f, s.log
 	az, err := authz.Load(ctx, authz.Config{
 		CredentialsFile: f.credentials, PoliciesFile: f.policies, RegoPaths: f.rego,
 		Region: f.region, Logger: log,
 	})
 	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
+		return nil, &exitError{code: 2, msg: err.Error()}
 	}
 	loopbackOnly, err := isLoopback(f.listen)
 	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
+		return nil, &exitError{code: 2, msg: err.Error()}
 	}
 	switch {
 	case az.Enabled():
@@ -275,12 +361,12 @@ func serve(ctx context.Context, f serveFlags) error {
 	case f.insecure:
 		log.Warn().Str("listen", f.listen).Msg("authorization: no policies and listening beyond loopback with --insecure: anyone who can reach mce may do anything")
 	default:
-		return &exitError{code: 2, msg: "refusing to listen on " + f.listen + " (beyond loopback) without policies: give --credentials/--policies/--rego, or --insecure to accept that anyone may do anything"}
+		return nil, &exitError{code: 2, msg: "refusing to listen on " + f.listen + " (beyond loopback) without policies: give --credentials/--policies/--rego, or --insecure to accept that anyone may do anything"}
 	}
+	s.az, s.loopbackOnly = az, loopbackOnly
 	go az.Watch(ctx)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {
@@ -293,39 +379,69 @@ func serve(ctx context.Context, f serveFlags) error {
 			}
 		}
 	}()
+	return func() { signal.Stop(hup) }, nil
+}
 
-	ln, err := net.Listen("tcp", f.listen)
+func (s *serving) listenAPI(context.Context) (func(), error) {
+	ln, err := net.Listen("tcp", s.f.listen)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", f.listen, err)
+		return nil, fmt.Errorf("listen on %s: %w", s.f.listen, err)
 	}
-	defer ln.Close()
+	s.ln = ln
+	return func() { ln.Close() }, nil
+}
+
+func (s *serving) checkBodyLimits(context.Context) (func(), error) {
+	f := s.f
 	if f.bodyTimeout < 0 || f.bodyMemory < 0 || f.bodyMemory > 0 && f.bodyMemory < host.MaxPayload {
-		return &exitError{code: 2, msg: fmt.Sprintf("--body-timeout must not be negative, and --max-body-memory must hold at least one 6 MiB body (%d bytes)", host.MaxPayload)}
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("--body-timeout must not be negative, and --max-body-memory must hold at least one 6 MiB body (%d bytes)", host.MaxPayload)}
 	}
-	if f.debugListen != "" {
-		stop, err := servePprof(f.debugListen)
-		if err != nil {
-			return &exitError{code: 2, msg: err.Error()}
-		}
-		defer stop()
-		log.Info().Str("listen", f.debugListen).Msg("pprof profiles on /debug/pprof/")
-	}
+	return nil, nil
+}
 
-	eng, err := openEngine(ctx, f, fetcher, log)
-	if err != nil {
-		return err
+func (s *serving) startPprof(context.Context) (func(), error) {
+	if s.f.debugListen == "" {
+		return nil, nil
 	}
-	defer eng.close()
-	st, err := store.OpenWith(filepath.Join(eng.instanceDir, "state.db"), store.Options{Logger: log})
+	stop, err := servePprof(s.f.debugListen)
 	if err != nil {
-		return err
+		return nil, &exitError{code: 2, msg: err.Error()}
 	}
-	defer st.Close()
-	accessLog, closeAccessLog, err := openAccessLog(f.accessLog)
+	s.log.Info().Str("listen", s.f.debugListen).Msg("pprof profiles on /debug/pprof/")
+	return stop, nil
+}
+
+func (s *serving) startEngine(ctx context.Context) (func(), error) {
+	eng, err := openEngine(ctx, s.f, s.fetcher, s.log)
 	if err != nil {
-		return &exitError{code: 2, msg: err.Error()}
+		return nil, err
 	}
-	defer closeAccessLog()
+	s.eng = eng
+	return eng.close, nil
+}
+
+func (s *serving) openStore(context.Context) (func(), error) {
+	st, err := store.OpenWith(filepath.Join(s.eng.instanceDir, "state.db"), store.Options{Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.st = st
+	return func() { st.Close() }, nil
+}
+
+func (s *serving) startAccessLog(context.Context) (func(), error) {
+	accessLog, closeAccessLog, err := openAccessLog(s.f.accessLog)
+	if err != nil {
+		return nil, &exitError{code: 2, msg: err.Error()}
+	}
+	s.accessLog = accessLog
+	return closeAccessLog, nil
+}
+
+// newHost builds the host (the SageMaker API) on the engine, the store and
+// the policies, and has the engine tell it of containers' new addresses.
+func (s *serving) newHost(context.Context) (func(), error) {
+	f, fetcher, eng := s.f, s.fetcher, s.eng
 	cwd, _ := os.Getwd()
 	var modelData host.ModelDataChecker = fetcher
 	if eng.modelData != nil {
@@ -336,80 +452,112 @@ func serve(ctx context.Context, f serveFlags) error {
 		for _, p := range list {
 			n, err := host.NormalizeS3Prefix(p)
 			if err != nil {
-				return &exitError{code: 2, msg: "--async-" + [2]string{"input", "output"}[i] + "-prefix: " + err.Error()}
+				return nil, &exitError{code: 2, msg: "--async-" + [2]string{"input", "output"}[i] + "-prefix: " + err.Error()}
 			}
 			asyncPrefixes[i] = append(asyncPrefixes[i], n)
 		}
 	}
-	srv := host.New(host.Config{
-		AccessLog: accessLog,
+	s.srv = host.New(host.Config{
+		AccessLog: s.accessLog,
 		Region:    f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
-		Backend: eng.backend, Store: st, BaseDir: cwd, ModelData: modelData,
-		MaxContainers: f.maxContainers, Authz: az, Logger: log, Version: version,
+		Backend: eng.backend, Store: s.st, BaseDir: cwd, ModelData: modelData,
+		MaxContainers: f.maxContainers, Authz: s.az, Logger: s.log, Version: version,
 		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
 		AsyncObjects: fetcher, AsyncMaxPayload: int64(f.asyncMaxPayload), AsyncMemory: int64(f.asyncMemory),
 		AsyncMaxBacklog: f.asyncMaxBacklog, AsyncInputPrefixes: asyncPrefixes[0], AsyncOutputPrefixes: asyncPrefixes[1],
 		// Unsigned scrapers keep /metrics on the API listener only in local
 		// development: loopback and no policies (the host also checks the
 		// policies on every scrape).
-		MetricsOnAPI: loopbackOnly && !az.Enabled(),
+		MetricsOnAPI: s.loopbackOnly && !s.az.Enabled(),
 	})
-	if stop, err := serveMetrics(f.metricsListen, srv.OperatorHandler(), log); err != nil {
-		if !f.metricsDefault {
-			return &exitError{code: 2, msg: err.Error()}
+	eng.onAddressChange(s.srv.ForgetAddress)
+	return nil, nil
+}
+
+// startMetrics serves the operator's handler on --metrics-listen; a busy
+// default address only warns.
+func (s *serving) startMetrics(context.Context) (func(), error) {
+	stop, err := serveMetrics(s.f.metricsListen, s.srv.OperatorHandler(), s.log)
+	if err != nil {
+		if !s.f.metricsDefault {
+			return nil, &exitError{code: 2, msg: err.Error()}
 		}
-		log.Warn().Err(err).Msg("no metrics listener (give --metrics-listen another address, or off)")
-	} else {
-		defer stop()
+		s.log.Warn().Err(err).Msg("no metrics listener (give --metrics-listen another address, or off)")
+		return nil, nil
 	}
-	eng.onAddressChange(srv.ForgetAddress)
-	// Every endpoint of the files is checked before anything starts; all
-	// their problems are told together.
-	if bundle != nil {
-		if msg := preflightFiles(ctx, srv, plans); msg != "" {
-			return &exitError{code: 1, msg: msg}
+	return stop, nil
+}
+
+// preflight checks every endpoint of the files before anything starts; all
+// their problems are told together.
+func (s *serving) preflight(ctx context.Context) (func(), error) {
+	if s.bundle != nil {
+		if msg := preflightFiles(ctx, s.srv, s.plans); msg != "" {
+			return nil, &exitError{code: 1, msg: msg}
 		}
 	}
-	// Endpoints of the durable state come back first: adopted if their
-	// containers still run, relaunched otherwise.
-	if err := srv.Recover(ctx); err != nil {
-		return err
-	}
+	return nil, nil
+}
+
+// recoverState brings back the endpoints of the durable state first:
+// adopted if their containers still run, relaunched otherwise.
+func (s *serving) recoverState(ctx context.Context) (func(), error) {
+	return nil, s.srv.Recover(ctx)
+}
+
+// startAPI serves the SageMaker API on the listener. It stops in
+// runUntilStopped, which drains it.
+func (s *serving) startAPI(context.Context) (func(), error) {
 	// Headers must arrive within ReadHeaderTimeout; the body's own deadline
 	// is set per request (--body-timeout), so no ReadTimeout or
 	// WriteTimeout cuts a long invocation.
 	hs := &http.Server{
-		Handler:           srv.Handler(),
+		Handler:           s.srv.Handler(),
 		ConnContext:       host.ConnContext, // a cut response stream drops its connection at once
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
-	hs.RegisterOnShutdown(srv.EndStreams) // followers of logs do not hold up the drain
+	hs.RegisterOnShutdown(s.srv.EndStreams) // followers of logs do not hold up the drain
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
-	log.Info().Str("listen", ln.Addr().String()).Str("instance", f.instance).Msg("mce is serving the SageMaker API")
+	go func() { serveErr <- hs.Serve(s.ln) }()
+	s.hs, s.serveErr = hs, serveErr
+	s.log.Info().Str("listen", s.ln.Addr().String()).Str("instance", s.f.instance).Msg("mce is serving the SageMaker API")
+	return nil, nil
+}
 
-	// The files' definitions go through the same operations as API calls;
-	// the first endpoint that fails ends serve.
+// applyFiles puts the files' definitions through the same operations as API
+// calls; the first endpoint that fails ends serve.
+func (s *serving) applyFiles(ctx context.Context) (func(), error) {
 	failed := make(chan error, 1)
-	if bundle != nil {
-		names, err := srv.Apply(ctx, bundle)
-		if err != nil {
-			failed <- err
-		}
-		for _, name := range names {
-			go func() {
-				if err := srv.WaitEndpoint(ctx, name); err != nil && ctx.Err() == nil {
-					select {
-					case failed <- err:
-					default:
-					}
-				}
-			}()
-		}
+	s.failed = failed
+	if s.bundle == nil {
+		return nil, nil
 	}
+	names, err := s.srv.Apply(ctx, s.bundle)
+	if err != nil {
+		failed <- err
+	}
+	for _, name := range names {
+		go func() {
+			if err := s.srv.WaitEndpoint(ctx, name); err != nil && ctx.Err() == nil {
+				select {
+				case failed <- err:
+				default:
+				}
+			}
+		}()
+	}
+	return nil, nil
+}
 
+// runUntilStopped waits for the end of serving, then shuts down in order:
+// the API server drains (--drain), what runs is kept (--on-exit keep after
+// a signal) or the host tears the endpoints down, and a last sweep removes
+// what no deployment owns. A lost engine stops at once instead, leaving
+// everything to the mce that holds the instance now.
+func (s *serving) runUntilStopped(ctx context.Context) error {
+	f, log, eng, hs := s.f, s.log, s.eng, s.hs
 	var runErr error
 	// --on-exit keep applies to a stop by signal; after a failure serve
 	// removes everything, as its help says.
@@ -418,8 +566,8 @@ func serve(ctx context.Context, f serveFlags) error {
 	case <-ctx.Done():
 		keep = eng.keep != nil
 		log.Info().Msg("shutting down: draining requests in flight")
-	case runErr = <-failed:
-	case err := <-serveErr:
+	case runErr = <-s.failed:
+	case err := <-s.serveErr:
 		runErr = fmt.Errorf("serving: %w", err)
 	case err := <-eng.lost:
 		// Another mce may own the endpoints' objects now: stop serving and
@@ -439,7 +587,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	if keep {
 		eng.keep() // --on-exit keep: what runs stays for the next start to adopt
 	}
-	if err := srv.Close(tctx); err != nil {
+	if err := s.srv.Close(tctx); err != nil {
 		log.Error().Err(err).Msg("teardown")
 		if runErr == nil {
 			runErr = err

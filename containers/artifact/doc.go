@@ -1,5 +1,5 @@
 // Package artifact turns a container definition's ModelDataUrl into a local
-// directory that the Docker adapter bind-mounts read-only at /opt/ml/model
+// directory that the Docker engine bind-mounts read-only at /opt/ml/model
 // (ModelDataUrl: https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html;
 // model artifacts: https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html),
 // and that the multi-model manager reuses for <prefix>/<TargetModel>

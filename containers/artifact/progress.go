@@ -11,19 +11,49 @@ import (
 )
 
 // Progress of long downloads, extractions and folder copies is logged at
-// info to the logger of the context (zerolog.Ctx; the containers package
-// puts the endpoint's and container's there): nothing for work done within
-// progressQuiet, then a line at most every progressEvery, and a last line
-// when it ends. Fields: event (download, extract or stage), source, bytes
-// and total (bytes; total 0 when unknown), files, elapsed or took (a
-// duration with its unit), rate (bytes per second, human-readable).
-var (
-	progressQuiet = 2 * time.Second
-	progressEvery = 3 * time.Second
-)
+// info to the logger of the context (zerolog.Ctx; the Docker engine puts
+// the endpoint's and container's there): nothing for work done within
+// ProgressOptions.Quiet, then a line at most every ProgressOptions.Every,
+// and a last line when it ends. Fields: event (download, extract or stage),
+// source, bytes and total (bytes; total 0 when unknown), files, elapsed or
+// took (a duration with its unit), rate (bytes per second, human-readable).
+
+// ProgressOptions set the cadence of progress lines; a context carries them
+// (WithProgress). The zero value is what mce uses.
+type ProgressOptions struct {
+	// Quiet is how long work runs before its first line (work done sooner
+	// logs nothing); 0 means 2 s, negative means none.
+	Quiet time.Duration
+	// Every is the least time between two lines of one piece of work; 0
+	// means 3 s, negative means none.
+	Every time.Duration
+}
+
+func (o ProgressOptions) withDefaults() ProgressOptions {
+	if o.Quiet == 0 {
+		o.Quiet = 2 * time.Second
+	}
+	if o.Every == 0 {
+		o.Every = 3 * time.Second
+	}
+	return o
+}
+
+type progressKey struct{}
+
+// WithProgress sets the cadence of the progress lines of work done under ctx.
+func WithProgress(ctx context.Context, o ProgressOptions) context.Context {
+	return context.WithValue(ctx, progressKey{}, o)
+}
+
+func progressOf(ctx context.Context) ProgressOptions {
+	o, _ := ctx.Value(progressKey{}).(ProgressOptions)
+	return o.withDefaults()
+}
 
 type progress struct {
 	log    *zerolog.Logger
+	opts   ProgressOptions
 	event  string
 	source string
 	total  int64
@@ -44,7 +74,8 @@ func newProgress(ctx context.Context, event, source string, total int64) *progre
 		return nil
 	}
 	now := time.Now()
-	return &progress{log: log, event: event, source: source, total: total, start: now, next: now.Add(progressQuiet)}
+	opts := progressOf(ctx)
+	return &progress{log: log, opts: opts, event: event, source: source, total: total, start: now, next: now.Add(opts.Quiet)}
 }
 
 // add counts bytes and files done, and reports when it is time.
@@ -57,7 +88,7 @@ func (p *progress) add(bytes int64, files int) {
 	p.bytes += bytes
 	p.files += files
 	if now := time.Now(); !now.Before(p.next) {
-		p.next = now.Add(progressEvery)
+		p.next = now.Add(p.opts.Every)
 		p.spoke = true
 		p.report(now, false)
 	}
@@ -70,7 +101,7 @@ func (p *progress) done() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if now := time.Now(); p.spoke || now.Sub(p.start) >= progressQuiet {
+	if now := time.Now(); p.spoke || now.Sub(p.start) >= p.opts.Quiet {
 		p.report(now, true)
 	}
 }

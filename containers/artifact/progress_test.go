@@ -20,12 +20,10 @@ func TestExtractProgress(t *testing.T) {
 	archive := buildTar(t, true, file("a.bin", strings.Repeat("a", 300<<10)), file("b/c.txt", "hello"), dir("d"))
 	run := func(quiet, every time.Duration) []map[string]any {
 		t.Helper()
-		oldQuiet, oldEvery := progressQuiet, progressEvery
-		progressQuiet, progressEvery = quiet, every
-		defer func() { progressQuiet, progressEvery = oldQuiet, oldEvery }()
 		var out bytes.Buffer
 		log := zerolog.New(&out).With().Str("container", "english").Logger()
-		ctx := withSource(log.WithContext(context.Background()), "file://m.tar.gz")
+		ctx := WithProgress(log.WithContext(context.Background()), ProgressOptions{Quiet: quiet, Every: every})
+		ctx = withSource(ctx, "file://m.tar.gz")
 		if err := Extract(ctx, bytes.NewReader(archive), t.TempDir(), Limits{}); err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +43,7 @@ func TestExtractProgress(t *testing.T) {
 	if lines := run(time.Hour, time.Hour); len(lines) != 0 {
 		t.Errorf("a quick extraction logged %v", lines)
 	}
-	lines := run(0, 0)
+	lines := run(-1, -1)
 	if len(lines) < 3 {
 		t.Fatalf("lines = %v; want one per step and a last one", lines)
 	}
@@ -66,9 +64,6 @@ func TestExtractProgress(t *testing.T) {
 func TestStageProgress(t *testing.T) {
 	src := t.TempDir()
 	os.WriteFile(filepath.Join(src, "model.bin"), []byte("weights"), 0o644)
-	oldQuiet := progressQuiet
-	progressQuiet = 0
-	defer func() { progressQuiet = oldQuiet }()
 	var out bytes.Buffer
 	log := zerolog.New(&out)
 	root, err := os.OpenRoot(src)
@@ -76,7 +71,7 @@ func TestStageProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if err := stage(withSource(log.WithContext(context.Background()), "file://models/x"), root, t.TempDir(), Limits{}); err != nil {
+	if err := stage(withSource(WithProgress(log.WithContext(context.Background()), ProgressOptions{Quiet: -1}), "file://models/x"), root, t.TempDir(), Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	if s := out.String(); !strings.Contains(s, `"event":"stage"`) || !strings.Contains(s, `"files":1`) || !strings.Contains(s, "copied the model folder file://models/x") {

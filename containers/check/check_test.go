@@ -22,6 +22,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/check"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -164,7 +165,7 @@ func TestExampleImages(t *testing.T) {
 				testenv.Image(t, strings.TrimSuffix(name, ":latest"))
 			} else if strings.HasPrefix(r.image, "mce-framework/") {
 				testenv.FrameworkImages(t)
-			} else if _, err := containers.InspectImage(context.Background(), cli, r.image); err != nil {
+			} else if _, err := docker.InspectImage(context.Background(), cli, r.image); err != nil {
 				if os.Getenv("CI") != "" {
 					t.Fatalf("%s is in check.tsv but not built: %v", r.image, err)
 				}
@@ -262,7 +263,7 @@ func (bi *badImages) image(t *testing.T, mode string, labelled bool) string {
 	tw.Close()
 	changes := []string{`ENTRYPOINT ["/badserver"]`, `CMD ["serve"]`, "ENV MODE=" + mode}
 	if labelled {
-		changes = append(changes, "LABEL "+containers.LabelBindToPort+"=true")
+		changes = append(changes, "LABEL "+docker.LabelBindToPort+"=true")
 	}
 	name := mode
 	if name == "" {

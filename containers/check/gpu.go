@@ -13,7 +13,7 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 )
 
@@ -385,10 +385,10 @@ func (r *run) prepareGPUs(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("read the engine's info: %w", err)
 		}
-		ri = *containers.GPURuntimeInfo(info, r.engine)
+		ri = *docker.GPURuntimeInfo(info, r.engine)
 	}
 	if err := gpu.Check(r.opts.GPUs, devs, nil, ri); err != nil {
-		return fmt.Errorf("%w — %s", err, containers.GPUFix(err))
+		return fmt.Errorf("%w — %s", err, docker.GPUFix(err))
 	}
 	r.gpuDevices = r.opts.GPUs.DeviceRequestsFor(ri.Mode(), devs)
 	return nil

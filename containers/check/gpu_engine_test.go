@@ -12,8 +12,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/moby/moby/client"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/check"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/internal/testenv"
 )
@@ -30,7 +30,7 @@ func TestGPUsOnAnEngineWithoutThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := containers.GPURuntimeInfo(info, cli).Mode(); m != gpu.ModeNone {
+	if m := docker.GPURuntimeInfo(info, cli).Mode(); m != gpu.ModeNone {
 		t.Skipf("this engine hands out GPUs (%s): nothing to refuse", m)
 	}
 	dev := &mock.Device{

@@ -10,14 +10,15 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/internal/wire"
 )
 
 // Engine is the part of the Docker Engine API a check uses;
-// containers.Engine and *client.Client satisfy it.
+// docker.Client and *client.Client satisfy it.
 type Engine interface {
-	containers.ImageInspector
+	docker.ImageInspector
 	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
 	ContainerStart(ctx context.Context, id string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
 	ContainerRemove(ctx context.Context, id string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
@@ -30,7 +31,7 @@ type Engine interface {
 }
 
 var _ Engine = (*client.Client)(nil)
-var _ Engine = (containers.Engine)(nil)
+var _ Engine = (docker.Client)(nil)
 
 // MultiModel says how to start an image.
 type MultiModel string

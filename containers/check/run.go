@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 )
 
@@ -81,8 +82,8 @@ func (c *Checker) Run(ctx context.Context) (rep *Report, err error) {
 
 	// The image and its labels.
 	t := time.Now()
-	labels, err := containers.InspectImage(ctx, c.engine, c.opts.Image)
-	if errors.Is(err, containers.ErrNotFound) {
+	labels, err := docker.InspectImage(ctx, c.engine, c.opts.Image)
+	if errors.Is(err, docker.ErrNotFound) {
 		r.add("image present", Fail, t, err.Error()+"; build it or docker load it first")
 		return r.rep, nil
 	}
@@ -157,12 +158,12 @@ func (r *run) skip(why string, names ...string) {
 func (r *run) labels(l map[string]string) {
 	t := time.Now()
 	name := "label accept-bind-to-port=true"
-	if v := l[containers.LabelBindToPort]; v == "true" {
+	if v := l[docker.LabelBindToPort]; v == "true" {
 		r.add(name, Pass, t, "")
 	} else {
-		r.add(name, Fail, t, fmt.Sprintf("the image lacks %s=true (it has %q); SageMaker refuses it in a multi-container endpoint or pipeline", containers.LabelBindToPort, v))
+		r.add(name, Fail, t, fmt.Sprintf("the image lacks %s=true (it has %q); SageMaker refuses it in a multi-container endpoint or pipeline", docker.LabelBindToPort, v))
 	}
-	labelled := l[containers.LabelMultiModels] == "true"
+	labelled := l[docker.LabelMultiModels] == "true"
 	mm := "label multi-models=true"
 	switch r.opts.MultiModel {
 	case MultiModelOn:
@@ -170,7 +171,7 @@ func (r *run) labels(l map[string]string) {
 		if labelled {
 			r.add(mm, Pass, t, "")
 		} else {
-			r.add(mm, Fail, t, fmt.Sprintf("checked as a multi-model container, but the image lacks %s=true, which SageMaker requires of one", containers.LabelMultiModels))
+			r.add(mm, Fail, t, fmt.Sprintf("checked as a multi-model container, but the image lacks %s=true, which SageMaker requires of one", docker.LabelMultiModels))
 		}
 	case MultiModelOff:
 		r.skip("checked as a single-model container (--multi-model=off)", mm)

@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 )
 
 // Labels on everything a check creates.
@@ -226,6 +227,6 @@ func reap(ctx context.Context, e Engine) error {
 
 // pidsLimit is what mce gives its containers.
 func pidsLimit() *int64 {
-	n := containers.DefaultPidsLimit()
+	n := docker.DefaultPidsLimit()
 	return &n
 }

@@ -23,7 +23,7 @@ import (
 // second mce with the same --instance refuses to start instead of adopting,
 // reconciling and deleting the first one's objects under it. It is the
 // Kubernetes engine's counterpart of the Docker engine's lease container
-// (containers/lease.go).
+// (containers/docker/lease.go).
 //
 // The claim is a coordination.k8s.io Lease named ClaimName(instance), held
 // with client-go's leader election (https://kubernetes.io/docs/concepts/architecture/leases/):
@@ -39,14 +39,39 @@ import (
 // the recorded time): then the stale Lease is deleted and taken at once, so
 // a restart after a crash does not wait.
 
-// Claim timing and the holder's identity; variables so that tests can
-// shorten the one and play two holders with the other.
-var (
-	identity           = holderIdentity
-	claimLeaseDuration = 15 * time.Second
-	claimRenewDeadline = 10 * time.Second
-	claimRetryPeriod   = 2 * time.Second
-)
+// ClaimOptions configure ClaimInstance. The zero value is what `mce serve`
+// uses; tests shorten the timing and play several holders.
+type ClaimOptions struct {
+	// LeaseDuration is how long a holder that stopped renewing keeps the
+	// claim (and how long a new holder may wait for it); 0 means 15 s.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the holder may fail to renew before it
+	// gives the claim up (Claim.Lost); 0 means 10 s.
+	RenewDeadline time.Duration
+	// RetryPeriod is how often the holder renews, and a waiting one tries;
+	// 0 means 2 s.
+	RetryPeriod time.Duration
+	// Identity names the holder in the Lease; nil means this process
+	// ("mce on HOST boot BOOT-ID pid PID start START"), which lets a later
+	// mce on the same machine tell that the holder is gone.
+	Identity func() string
+}
+
+func (o ClaimOptions) withDefaults() ClaimOptions {
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 15 * time.Second
+	}
+	if o.RenewDeadline <= 0 {
+		o.RenewDeadline = 10 * time.Second
+	}
+	if o.RetryPeriod <= 0 {
+		o.RetryPeriod = 2 * time.Second
+	}
+	if o.Identity == nil {
+		o.Identity = holderIdentity
+	}
+	return o
+}
 
 // ClaimName is the name of an instance's Lease.
 func ClaimName(instance string) string { return Name(253, "mce-instance", instance) }
@@ -72,8 +97,9 @@ func (c *Claim) Release() {
 // ClaimInstance takes the instance's claim in namespace ns, or fails with an
 // error that names the holder when a live mce holds it. It waits at most
 // about one LeaseDuration for a holder that has stopped renewing.
-func ClaimInstance(ctx context.Context, client clientset.Interface, ns, instance string, log zerolog.Logger) (*Claim, error) {
-	id := identity()
+func ClaimInstance(ctx context.Context, client clientset.Interface, ns, instance string, log zerolog.Logger, opts ClaimOptions) (*Claim, error) {
+	opts = opts.withDefaults()
+	id := opts.Identity()
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: ClaimName(instance)},
 		Client:     client.CoordinationV1(),
@@ -87,7 +113,7 @@ func ClaimInstance(ctx context.Context, client clientset.Interface, ns, instance
 	var released atomic.Bool // set by Release before it cancels
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, Name: lock.LeaseMeta.Name,
-		LeaseDuration: claimLeaseDuration, RenewDeadline: claimRenewDeadline, RetryPeriod: claimRetryPeriod,
+		LeaseDuration: opts.LeaseDuration, RenewDeadline: opts.RenewDeadline, RetryPeriod: opts.RetryPeriod,
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) { close(acquired) },
@@ -99,7 +125,7 @@ func ClaimInstance(ctx context.Context, client clientset.Interface, ns, instance
 				}
 				if !released.Load() {
 					c.lost <- fmt.Errorf("kubernetes engine: lost the claim on instance %q in namespace %q (Lease %s not renewed within %s); another mce may own its objects now",
-						instance, ns, lock.LeaseMeta.Name, claimRenewDeadline)
+						instance, ns, lock.LeaseMeta.Name, opts.RenewDeadline)
 				}
 				close(c.lost)
 			},
@@ -114,7 +140,7 @@ func ClaimInstance(ctx context.Context, client clientset.Interface, ns, instance
 		defer close(c.done)
 		le.Run(runCtx)
 	}()
-	wait := time.NewTimer(claimLeaseDuration + 2*claimRetryPeriod)
+	wait := time.NewTimer(opts.LeaseDuration + 2*opts.RetryPeriod)
 	defer wait.Stop()
 	select {
 	case <-acquired:
@@ -134,7 +160,7 @@ func ClaimInstance(ctx context.Context, client clientset.Interface, ns, instance
 		}
 	}
 	return nil, fmt.Errorf("kubernetes engine: instance %q in namespace %q is claimed by %s: stop that mce, or give this one another --instance (or --namespace); a holder that died loses the claim after %s",
-		instance, ns, holder, claimLeaseDuration)
+		instance, ns, holder, opts.LeaseDuration)
 }
 
 // takeStale deletes the instance's Lease when its holder ran on this

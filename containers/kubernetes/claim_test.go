@@ -20,38 +20,38 @@ import (
 	"github.com/mce-run/mce/containers"
 )
 
-// shortClaims shortens the claim's timing for a test.
-func shortClaims(t *testing.T, lease time.Duration) {
-	d, r, p, id := claimLeaseDuration, claimRenewDeadline, claimRetryPeriod, identity
-	claimLeaseDuration, claimRenewDeadline, claimRetryPeriod = lease, lease*2/3, lease/8
-	t.Cleanup(func() { claimLeaseDuration, claimRenewDeadline, claimRetryPeriod, identity = d, r, p, id })
+// shortClaims is the claim's timing shortened for a test.
+func shortClaims(lease time.Duration) ClaimOptions {
+	return ClaimOptions{LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 8}
 }
 
-// as makes the next claims hold as id.
-func as(id string) { identity = func() string { return id } }
+// as is o with claims held as id.
+func as(o ClaimOptions, id string) ClaimOptions {
+	o.Identity = func() string { return id }
+	return o
+}
 
 // TestClaimRefusesASecondHolder: while one mce holds an instance, another
 // with the same instance and namespace is refused with an error naming the
 // holder; once the first releases, the second claims at once; another
 // instance name is never in the way.
 func TestClaimRefusesASecondHolder(t *testing.T) {
-	shortClaims(t, 1500*time.Millisecond)
+	short := shortClaims(1500 * time.Millisecond)
 	client := newClient(false)
 	ctx := context.Background()
-	as("mce on host-a boot x pid 1 start 1")
-	a, err := ClaimInstance(ctx, client, "ns", "prod", zerolog.Nop())
+	hostA, hostB := as(short, "mce on host-a boot x pid 1 start 1"), as(short, "mce on host-b boot y pid 2 start 2")
+	a, err := ClaimInstance(ctx, client, "ns", "prod", zerolog.Nop(), hostA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	as("mce on host-b boot y pid 2 start 2")
 	t0 := time.Now()
-	if _, err := ClaimInstance(ctx, client, "ns", "prod", zerolog.Nop()); err == nil || !strings.Contains(err.Error(), `"mce on host-a boot x pid 1 start 1"`) {
+	if _, err := ClaimInstance(ctx, client, "ns", "prod", zerolog.Nop(), hostB); err == nil || !strings.Contains(err.Error(), `"mce on host-a boot x pid 1 start 1"`) {
 		t.Fatalf("second holder: err = %v, want a refusal naming host-a", err)
 	}
 	if waited := time.Since(t0); waited > 10*time.Second {
 		t.Errorf("the refusal took %v", waited)
 	}
-	other, err := ClaimInstance(ctx, client, "ns", "staging", zerolog.Nop())
+	other, err := ClaimInstance(ctx, client, "ns", "staging", zerolog.Nop(), hostB)
 	if err != nil {
 		t.Fatalf("another instance: %v", err)
 	}
@@ -67,12 +67,12 @@ func TestClaimRefusesASecondHolder(t *testing.T) {
 		t.Error("Lost not closed after Release")
 	}
 	t0 = time.Now()
-	b, err := ClaimInstance(ctx, client, "ns", "prod", zerolog.Nop())
+	b, err := ClaimInstance(ctx, client, "ns", "prod", zerolog.Nop(), hostB)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
 	defer b.Release()
-	if waited := time.Since(t0); waited > claimLeaseDuration {
+	if waited := time.Since(t0); waited > short.LeaseDuration {
 		t.Errorf("claiming a released instance took %v, want no wait for expiry", waited)
 	}
 }
@@ -81,7 +81,7 @@ func TestClaimRefusesASecondHolder(t *testing.T) {
 // machine and is gone is taken without waiting for it to expire; one whose
 // holder is on another machine is waited out.
 func TestClaimTakesOverADeadHolderAtOnce(t *testing.T) {
-	shortClaims(t, 30*time.Second) // far longer than the test may wait
+	long := shortClaims(30 * time.Second) // far longer than the test may wait
 	cmd := exec.Command("sleep", "30")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -90,7 +90,6 @@ func TestClaimTakesOverADeadHolderAtOnce(t *testing.T) {
 	if !ok {
 		t.Skip("no /proc here")
 	}
-	as("") // identity of the dead process, built below
 	dead := strings.Replace(holderIdentity(), "pid "+itoa(osPid()), "pid "+itoa(cmd.Process.Pid), 1)
 	dead = dead[:strings.LastIndex(dead, " start ")] + " start " + start
 	cmd.Process.Kill()
@@ -112,10 +111,9 @@ func TestClaimTakesOverADeadHolderAtOnce(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: ClaimName("prod"), Namespace: "ns"},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &dead, RenewTime: &now, AcquireTime: &now, LeaseDurationSeconds: &secs},
 	}, metav1.CreateOptions{})
-	identity = holderIdentity
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := ClaimInstance(ctx, client, "ns", "prod", zerolog.Nop())
+	c, err := ClaimInstance(ctx, client, "ns", "prod", zerolog.Nop(), long) // as this process
 	if err != nil {
 		t.Fatalf("a dead holder's claim was not taken over: %v", err)
 	}
@@ -127,7 +125,7 @@ func TestClaimTakesOverADeadHolderAtOnce(t *testing.T) {
 // serve can stop. (The fake clientset does not check resource versions, so a
 // takeover by another holder is played by failing renewals.)
 func TestClaimLost(t *testing.T) {
-	shortClaims(t, 1500*time.Millisecond)
+	short := shortClaims(1500 * time.Millisecond)
 	client := newClient(false)
 	var unreachable atomic.Bool // the fake's reactors may not be added while it is in use
 	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -136,8 +134,7 @@ func TestClaimLost(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	as("mce on host-a boot x pid 1 start 1")
-	c, err := ClaimInstance(context.Background(), client, "ns", "prod", zerolog.Nop())
+	c, err := ClaimInstance(context.Background(), client, "ns", "prod", zerolog.Nop(), as(short, "mce on host-a boot x pid 1 start 1"))
 	if err != nil {
 		t.Fatal(err)
 	}

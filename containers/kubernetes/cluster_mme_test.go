@@ -28,8 +28,8 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/kubetest"
 	"github.com/mce-run/mce/internal/testenv"
@@ -198,7 +198,7 @@ func TestMultiModelOnCluster(t *testing.T) {
 	}
 	t.Logf("Launch of a multi-model pod (modelserver + agent): %v", time.Since(t0).Round(100*time.Millisecond))
 
-	use := func(l host.Launched, i int) {
+	use := func(l containers.Launched, i int) {
 		t.Helper()
 		target := mf.Models[i].TargetModel
 		ctr := l.Copies("AllTraffic")[0][0]
@@ -228,10 +228,10 @@ func TestMultiModelOnCluster(t *testing.T) {
 		}
 		t.Logf("%s: acquired in %v, answered as computed", target, took.Round(time.Millisecond))
 	}
-	detail := func(l host.Launched) host.MultiModelDetail {
-		d, ok := l.Copies("AllTraffic")[0][0].(host.MultiModelDetail)
+	detail := func(l containers.Launched) containers.MultiModelDetail {
+		d, ok := l.Copies("AllTraffic")[0][0].(containers.MultiModelDetail)
 		if !ok {
-			t.Fatal("the MultiModel container is not a host.MultiModelDetail")
+			t.Fatal("the MultiModel container is not a containers.MultiModelDetail")
 		}
 		return d
 	}

@@ -19,7 +19,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/kubetest"
 )
@@ -151,7 +151,7 @@ func TestOnCluster(t *testing.T) {
 
 // answers invokes every container of every copy at its BaseURL from inside
 // the cluster's network and returns the pods that answered (distinct).
-func answers(t *testing.T, c *kubetest.Cluster, l host.Launched, variant string, want int) []string {
+func answers(t *testing.T, c *kubetest.Cluster, l containers.Launched, variant string, want int) []string {
 	t.Helper()
 	copies := l.Copies(variant)
 	if len(copies) != want {

@@ -26,7 +26,6 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -52,7 +51,7 @@ type Options struct {
 }
 
 // Engine runs endpoints on a Kubernetes cluster: a variant is a Deployment,
-// an instance a pod. It implements [host.Backend].
+// an instance a pod. It implements [containers.Engine].
 type Engine struct {
 	opts   Options
 	client clientset.Interface
@@ -79,7 +78,7 @@ type genKey struct {
 	gen      int
 }
 
-var _ host.Backend = (*Engine)(nil)
+var _ containers.Engine = (*Engine)(nil)
 
 // New starts watching the instance's pods and returns once the watch has
 // its first listing.
@@ -157,9 +156,9 @@ func (e *Engine) wait() <-chan struct{} {
 	return e.changed
 }
 
-// Launch implements host.Backend: the owner ConfigMap, then a Deployment
+// Launch implements containers.Engine: the owner ConfigMap, then a Deployment
 // per variant, then it waits for every instance to be Ready.
-func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (host.Launched, error) {
+func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
 	if err := Check(plan); err != nil {
 		return nil, err
 	}
@@ -173,7 +172,7 @@ func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (h
 		return nil, fmt.Errorf("creating the endpoint's objects in namespace %q: %w", e.ns, err)
 	}
 	l := e.newLaunched(plan, gen, owner)
-	fail := func(err error) (host.Launched, error) {
+	fail := func(err error) (containers.Launched, error) {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		if cerr := l.Close(cctx); cerr != nil {
@@ -199,9 +198,9 @@ func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (h
 	return l, nil
 }
 
-// Adopt implements host.Backend: the generation's owner and Deployments
+// Adopt implements containers.Engine: the generation's owner and Deployments
 // must exist with the plan's fingerprints, and their pods become Ready.
-func (e *Engine) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (host.Launched, error) {
+func (e *Engine) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
 	if err := Check(plan); err != nil {
 		return nil, err
 	}
@@ -218,7 +217,7 @@ func (e *Engine) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (ho
 		return nil, errors.New("nothing to adopt: what runs was made from another definition")
 	}
 	l := e.newLaunched(plan, gen, owner)
-	fail := func(err error) (host.Launched, error) {
+	fail := func(err error) (containers.Launched, error) {
 		e.forget(l)
 		return nil, err
 	}
@@ -268,7 +267,7 @@ func adoptable(d, want *appsv1.Deployment, owner *corev1.ConfigMap) error {
 	return errors.New("its Deployment belongs to no owner of this generation")
 }
 
-// Reconcile implements host.Backend: it deletes the owner ConfigMaps (and
+// Reconcile implements containers.Engine: it deletes the owner ConfigMaps (and
 // so everything they own) and Deployments of this instance that no Launched
 // owns.
 func (e *Engine) Reconcile(ctx context.Context) error {
@@ -345,7 +344,7 @@ func (e *Engine) forget(l *Launched) {
 }
 
 // Launched is one generation of an endpoint on the cluster. It implements
-// [host.Launched].
+// [containers.Launched].
 type Launched struct {
 	e     *Engine
 	plan  spec.EndpointPlan
@@ -356,7 +355,7 @@ type Launched struct {
 	variants map[string]*variantCopies
 }
 
-var _ host.Launched = (*Launched)(nil)
+var _ containers.Launched = (*Launched)(nil)
 
 // variantCopies are a variant's copies: slots that follow the pods.
 type variantCopies struct {
@@ -455,7 +454,7 @@ func (l *Launched) readyCopies(variant string) int {
 	return n
 }
 
-// Copies implements host.Launched: one copy per instance; a copy's
+// Copies implements containers.Launched: one copy per instance; a copy's
 // containers answer at their pod's IP while the pod is Ready.
 func (l *Launched) Copies(variant string) [][]pipeline.Container {
 	l.mu.Lock()
@@ -477,7 +476,7 @@ func (l *Launched) Copies(variant string) [][]pipeline.Container {
 	return out
 }
 
-// Scale implements host.Launched: it sets the Deployment's replicas and
+// Scale implements containers.Launched: it sets the Deployment's replicas and
 // waits until that many instances are Ready (or, scaling in, until the
 // removed pods are gone).
 func (l *Launched) Scale(ctx context.Context, variant string, n int) error {
@@ -502,7 +501,7 @@ func (l *Launched) Scale(ctx context.Context, variant string, n int) error {
 	return l.waitPods(ctx, vc.selector, n)
 }
 
-// Close implements host.Launched: it deletes the owner ConfigMap and the
+// Close implements containers.Launched: it deletes the owner ConfigMap and the
 // Deployments in the foreground and waits until their pods are gone. After
 // Detach it only forgets them.
 func (l *Launched) Close(ctx context.Context) error {

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -136,7 +136,7 @@ func (c *cluster) deletePod(name string) {
 	}
 }
 
-func baseURLs(l host.Launched, variant string) []string {
+func baseURLs(l containers.Launched, variant string) []string {
 	var out []string
 	for _, cp := range l.Copies(variant) {
 		for _, c := range cp {
@@ -166,7 +166,7 @@ func TestLaunchCopiesScaleClose(t *testing.T) {
 	plan := testPlan()
 	plan.Variants[0].Containers[1].GPUs = "" // the fake has no node to ask
 	type result struct {
-		l   host.Launched
+		l   containers.Launched
 		err error
 	}
 	done := make(chan result, 1)
@@ -371,7 +371,7 @@ func TestDetachLeavesWhatRuns(t *testing.T) {
 	plan := testPlan()
 	plan.Variants[0].Containers[1].GPUs = ""
 	done := make(chan error, 1)
-	var l host.Launched
+	var l containers.Launched
 	go func() {
 		var err error
 		l, err = e.Launch(context.Background(), plan, 1)

@@ -10,9 +10,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/containers/mme/agent"
-	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -44,7 +44,7 @@ func (pm *podModels) close() {
 	pm.store.Close() // cancels those: the pod is going or gone
 }
 
-// SetMultiModelObserver implements host.MultiModelObservable: managers made
+// SetMultiModelObserver implements containers.MultiModelObservable: managers made
 // from now on report to fn's observers.
 func (e *Engine) SetMultiModelObserver(fn func(endpoint, variant, container string) mme.Observer) {
 	e.mu.Lock()
@@ -62,7 +62,7 @@ func (e *Engine) multiModelObserver(endpoint, variant, container string) mme.Obs
 	return fn(endpoint, variant, container)
 }
 
-var _ host.MultiModelObservable = (*Engine)(nil)
+var _ containers.MultiModelObservable = (*Engine)(nil)
 
 // bindModels gives slot s the model manager of the pod it is bound to: a
 // new one (and a reset of the pod's agent) for a pod seen first, none
@@ -156,12 +156,12 @@ func defaultPodHTTP() *http.Client {
 
 // multiModelContainer is a copy's MultiModel container: the pipeline loads
 // target models through its pod's manager (pipeline.MultiModel) and the
-// status page shows them (host.MultiModelDetail).
+// status page shows them (containers.MultiModelDetail).
 type multiModelContainer struct{ *Container }
 
 var (
-	_ pipeline.MultiModel   = multiModelContainer{}
-	_ host.MultiModelDetail = multiModelContainer{}
+	_ pipeline.MultiModel         = multiModelContainer{}
+	_ containers.MultiModelDetail = multiModelContainer{}
 )
 
 // Acquire implements pipeline.MultiModel.
@@ -177,7 +177,7 @@ func (m multiModelContainer) Acquire(ctx context.Context, target string) (pipeli
 	return l, nil
 }
 
-// LoadedModels implements host.MultiModelDetail.
+// LoadedModels implements containers.MultiModelDetail.
 func (m multiModelContainer) LoadedModels() []string {
 	if pm := m.slot.models.Load(); pm != nil {
 		return pm.mgr.Loaded()
@@ -185,7 +185,7 @@ func (m multiModelContainer) LoadedModels() []string {
 	return nil
 }
 
-// CacheUsage implements host.MultiModelDetail: the pod's cache, as its
+// CacheUsage implements containers.MultiModelDetail: the pod's cache, as its
 // agent last reported it.
 func (m multiModelContainer) CacheUsage() (int64, int) {
 	if pm := m.slot.models.Load(); pm != nil {

@@ -22,10 +22,10 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/containers/mme/agent"
-	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -87,7 +87,7 @@ type loadObserver struct {
 func (o *loadObserver) ModelLoadingTime(time.Duration) { o.loads.Add(1) }
 
 // TestMultiModelPods: the MultiModel container of a copy is a
-// pipeline.MultiModel and host.MultiModelDetail loading through its pod's
+// pipeline.MultiModel and containers.MultiModelDetail loading through its pod's
 // agent; the agent is reset when mce attaches; a restart of the container
 // resets the manager; a pod that goes takes its manager along.
 func TestMultiModelPods(t *testing.T) {
@@ -140,7 +140,7 @@ func TestMultiModelPods(t *testing.T) {
 	plan.Variants[0].InstanceCount = 1
 	mm := &plan.Variants[0].Containers[1]
 	mm.Mode, mm.ModelDataURL, mm.GPUs, mm.ModelCacheSetting = "MultiModel", "s3://bucket/mme/", "", "Enabled"
-	done := make(chan host.Launched, 1)
+	done := make(chan containers.Launched, 1)
 	go func() {
 		l, err := e.Launch(context.Background(), plan, 1)
 		if err != nil {
@@ -159,11 +159,11 @@ func TestMultiModelPods(t *testing.T) {
 		t.Error("a SingleModel container is a pipeline.MultiModel")
 	}
 	mmc, ok := cp[1].(pipeline.MultiModel)
-	detail, ok2 := cp[1].(host.MultiModelDetail)
+	detail, ok2 := cp[1].(containers.MultiModelDetail)
 	if !ok || !ok2 {
-		t.Fatalf("the MultiModel container %T is not a pipeline.MultiModel and host.MultiModelDetail", cp[1])
+		t.Fatalf("the MultiModel container %T is not a pipeline.MultiModel and containers.MultiModelDetail", cp[1])
 	}
-	if _, ok := cp[1].(host.ContainerDetail); !ok {
+	if _, ok := cp[1].(containers.ContainerDetail); !ok {
 		t.Error("the MultiModel container lost its ContainerDetail")
 	}
 	lease, err := mmc.Acquire(ctx, "a.tar.gz")

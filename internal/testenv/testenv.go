@@ -22,16 +22,28 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 )
+
+// NeedDocker skips a test that needs a Docker engine under -short (the
+// loop without Docker: `make quick`). Docker, and every helper here that
+// builds or runs images, call it first; a test that reaches Docker another
+// way calls it itself.
+func NeedDocker(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a Docker engine; skipped under -short")
+	}
+}
 
 // Docker returns a client for the local engine, or skips (fails in CI) when
 // none answers.
 func Docker(tb testing.TB) *client.Client {
 	tb.Helper()
+	NeedDocker(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cli, err := containers.Connect(ctx)
+	cli, err := docker.Connect(ctx)
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			tb.Fatalf("CI is set but no Docker engine answers: %v", err)
@@ -88,6 +100,7 @@ const (
 // under them by a build from another checkout on the machine.
 func FrameworkImages(tb testing.TB) map[string]string {
 	tb.Helper()
+	NeedDocker(tb)
 	fwOnce.Do(func() {
 		var out string
 		if out, fwErr = run(tb, "scripts/framework-images.sh"); fwErr != nil {
@@ -126,6 +139,7 @@ func MMEModels(tb testing.TB) string {
 // scripts/images.sh once per test binary, and returns its reference.
 func Image(tb testing.TB, name string) string {
 	tb.Helper()
+	NeedDocker(tb)
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	err, done := builtImage[name]
@@ -175,6 +189,7 @@ func Models(tb testing.TB) string {
 // and returns the folder under build/models holding them.
 func FrameworkModels(tb testing.TB) string {
 	tb.Helper()
+	NeedDocker(tb)
 	fwModOnce.Do(func() { _, fwModErr = run(tb, "scripts/framework-models.sh") })
 	if fwModErr != nil {
 		tb.Fatalf("building the framework examples' models: %v", fwModErr)
@@ -206,7 +221,7 @@ func Leftovers(tb testing.TB, cli *client.Client, instance string) (containersLe
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	f := client.Filters{}.Add("label", containers.LabelInstance+"="+instance)
+	f := client.Filters{}.Add("label", docker.LabelInstance+"="+instance)
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		tb.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -127,7 +127,7 @@ func (s *suite) create(t *testing.T, image string, cmd, env, binds []string, net
 		hc.NetworkMode = container.NetworkMode(netMode)
 	}
 	res, err := s.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config:     &container.Config{Image: s.image(image), Cmd: cmd, Env: env, Labels: map[string]string{containers.LabelInstance: s.instance}},
+		Config:     &container.Config{Image: s.image(image), Cmd: cmd, Env: env, Labels: map[string]string{docker.LabelInstance: s.instance}},
 		HostConfig: hc,
 	})
 	if err != nil {

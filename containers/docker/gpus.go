@@ -1,0 +1,114 @@
+package docker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/mce-run/mce/containers/gpu"
+)
+
+// GPURuntimeInfo is what the GPU checks need of the engine's /info; engine
+// gives the API version when it says which it speaks.
+func GPURuntimeInfo(info client.SystemInfoResult, engine any) *gpu.RuntimeInfo {
+	ri := &gpu.RuntimeInfo{DefaultRuntime: info.Info.DefaultRuntime, CDISpecDirs: info.Info.CDISpecDirs}
+	for name := range info.Info.Runtimes {
+		ri.Runtimes = append(ri.Runtimes, name)
+	}
+	for _, d := range info.Info.DiscoveredDevices {
+		if d.Source == "cdi" {
+			ri.CDIDevices = append(ri.CDIDevices, d.ID)
+		}
+	}
+	if v, ok := engine.(interface{ ClientVersion() string }); ok {
+		ri.APIVersion = v.ClientVersion()
+	}
+	return ri
+}
+
+// gpuDeviceRequests are the DeviceRequests of req on this engine: through
+// CDI or the NVIDIA runtime, whichever the engine offers (gpu.RuntimeInfo.Mode).
+// Without engine information (never read) it falls back to the runtime's.
+func (rt *Runtime) gpuDeviceRequests(req gpu.Request) []container.DeviceRequest {
+	if req.IsZero() {
+		return nil
+	}
+	rt.mu.Lock()
+	ri, inv := rt.rtInfo, rt.gpus
+	rt.mu.Unlock()
+	if ri == nil {
+		return req.DeviceRequests()
+	}
+	var devs []gpu.Device
+	if inv != nil && len(req.DeviceIDs) > 0 {
+		devs, _ = inv.Devices() // only to turn UUIDs into CDI indexes
+	}
+	return req.DeviceRequestsFor(ri.Mode(), devs)
+}
+
+// checkGPUs fails early, naming what is missing, when a spec asks for GPUs the
+// host or engine cannot provide.
+func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
+	if req.IsZero() {
+		return nil
+	}
+	rt.mu.Lock()
+	if rt.gpus == nil {
+		rt.gpus = gpu.NewInventory(nil)
+	}
+	inv, ri := rt.gpus, rt.rtInfo
+	rt.mu.Unlock()
+	if ri == nil {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		info, err := rt.engine.Info(cctx, client.InfoOptions{})
+		cancel()
+		if err != nil {
+			return classify("read Docker engine info", err)
+		}
+		ri = GPURuntimeInfo(info, rt.engine)
+		rt.mu.Lock()
+		rt.rtInfo = ri
+		rt.mu.Unlock()
+	}
+	devs, derr := inv.Devices()
+	return gpu.Check(req, devs, derr, *ri)
+}
+
+// gpuIndexes resolves a GPU request to NVML device indexes, for the
+// multi-model manager's memory accounting; nil when NVML is unavailable.
+// A count takes the lowest indexes, as the NVIDIA runtime assigns them.
+func (rt *Runtime) gpuIndexes(req gpu.Request) ([]int, *gpu.Inventory) {
+	rt.mu.Lock()
+	if rt.gpus == nil {
+		rt.gpus = gpu.NewInventory(nil)
+	}
+	inv := rt.gpus
+	rt.mu.Unlock()
+	devs, err := inv.Devices()
+	if err != nil {
+		return nil, nil
+	}
+	var out []int
+	switch {
+	case req.All:
+		for _, d := range devs {
+			out = append(out, d.Index)
+		}
+	case req.Count > 0:
+		for _, d := range devs[:min(req.Count, len(devs))] {
+			out = append(out, d.Index)
+		}
+	default:
+		for _, id := range req.DeviceIDs {
+			for _, d := range devs {
+				if strings.EqualFold(id, d.UUID) || id == strconv.Itoa(d.Index) {
+					out = append(out, d.Index)
+				}
+			}
+		}
+	}
+	return out, inv
+}

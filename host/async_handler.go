@@ -1,0 +1,264 @@
+package host
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/wire"
+)
+
+// Async request headers, in the canonical form the header map holds.
+var (
+	hdrAsyncContentType    = http.CanonicalHeaderKey(wire.HeaderStreamContentType)
+	hdrAsyncAccept         = http.CanonicalHeaderKey(wire.HeaderStreamAccept)
+	hdrAsyncInputLocation  = http.CanonicalHeaderKey(wire.HeaderAsyncInputLocation)
+	hdrAsyncOutputExt      = http.CanonicalHeaderKey(wire.HeaderAsyncOutputPathExt)
+	hdrAsyncFilename       = http.CanonicalHeaderKey(wire.HeaderAsyncFilename)
+	hdrAsyncTTL            = http.CanonicalHeaderKey(wire.HeaderAsyncRequestTTL)
+	hdrAsyncTimeout        = http.CanonicalHeaderKey(wire.HeaderAsyncInvocationTime)
+	hdrAsyncOutputLocation = wire.HeaderAsyncOutputLocation
+	hdrAsyncFailure        = wire.HeaderAsyncFailure
+)
+
+// invokeEndpointAsync is InvokeEndpointAsync: POST
+// /endpoints/{EndpointName}/async-invocations (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointAsync.html).
+func (s *Server) invokeEndpointAsync(c echo.Context) error {
+	r := c.Request()
+	w := c.Response()
+	reqID := s.ids.next()
+	w.Header().Set(hdrRequestID, reqID)
+	name := c.Param("name")
+	h := r.Header
+	if api := validateAsyncHeaders(name, h); api != nil {
+		writeError(w, api)
+		return nil
+	}
+	resource := s.arn(spec.KindEndpoint, name)
+	keys := authz.InvokeContext(h)
+	authorized, api := s.preAuthorize(r.Context(), r, authz.ActionInvokeEndpointAsync, resource, keys)
+	if api != nil {
+		writeError(w, api)
+		return nil
+	}
+	// The newest API allows a small inline Body; mce reads InputLocation.
+	rb, api := s.readBody(w, r, 128000, func(n int64) *APIError {
+		return validationError("The inline request body of %d bytes exceeds the maximum of 128000 bytes.", n)
+	})
+	if api != nil {
+		writeError(w, api)
+		return nil
+	}
+	defer rb.release()
+	body := rb.bytes()
+	// The principal is needed beyond the endpoint's decision: the input
+	// object is authorized for it too.
+	principal, api := s.authenticate(r, body)
+	if api == nil && !authorized {
+		api = s.decide(r.Context(), r, principal, authz.ActionInvokeEndpointAsync, resource, keys)
+	}
+	if api != nil {
+		writeError(w, api)
+		return nil
+	}
+	input := header(h, hdrAsyncInputLocation)
+	switch {
+	case len(body) > 0:
+		writeError(w, validationError("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send "+wire.HeaderAsyncInputLocation+" instead of a body."))
+		return nil
+	case input == "":
+		writeError(w, validationError("InputLocation is required: the S3 URI (s3://bucket/key) of the request payload."))
+		return nil
+	}
+	e := s.reg.get(name)
+	if e == nil || e.deleting.Load() {
+		writeError(w, validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
+		return nil
+	}
+	plan := e.record().Plan
+	if plan.Async == nil {
+		writeError(w, validationError("Endpoint %s is not an asynchronous endpoint: its endpoint configuration has no AsyncInferenceConfig. Use InvokeEndpoint.", name))
+		return nil
+	}
+	if st := e.Status(); st == StatusFailed {
+		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, st))
+		return nil
+	}
+	if s.cfg.AsyncObjects == nil {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail,
+			Message: "mce has no S3 access for asynchronous inference."})
+		return nil
+	}
+	if !strings.HasPrefix(input, "s3://") {
+		writeError(w, validationError("mce reads InputLocation from s3:// URIs only; %q is not one.", truncate(input, 128)))
+		return nil
+	}
+	if b, k, _ := strings.Cut(strings.TrimPrefix(input, "s3://"), "/"); b == "" || k == "" {
+		writeError(w, validationError("InputLocation %q needs a bucket and an object key (s3://bucket/key).", truncate(input, 128)))
+		return nil
+	}
+	if dotSegment(input) {
+		writeError(w, validationError("InputLocation %q names an S3 key with a . or .. path segment; mce refuses it.", truncate(input, 128)))
+		return nil
+	}
+	// mce reads the input with its own S3 credentials, for whoever calls:
+	// the caller must be allowed to read it, and it must lie where the
+	// operator lets asynchronous inputs come from. Neither check looks at
+	// S3, so the answer says nothing of whether the object exists.
+	if api := s.asyncInputScope(input); api != nil {
+		writeError(w, api)
+		return nil
+	}
+	if api := s.decide(r.Context(), r, principal, actionS3GetObject, s3ObjectARN(input), nil); api != nil {
+		writeError(w, api)
+		return nil
+	}
+	if n, ok := s.reserveBacklog(); !ok {
+		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: fmt.Sprintf(
+			"mce's asynchronous queue is full: %d requests are queued or running (mce serve --async-max-backlog). Try again later.", n)})
+		return nil
+	}
+	queued := false
+	defer func() {
+		if !queued {
+			s.releaseBacklog()
+		}
+	}()
+	ttl, timeout := DefaultAsyncTTL, DefaultAsyncTimeout
+	if v := header(h, hdrAsyncTTL); v != "" {
+		n, _ := strconv.Atoi(v) // validated
+		ttl = time.Duration(n) * time.Second
+	}
+	if v := header(h, hdrAsyncTimeout); v != "" {
+		n, _ := strconv.Atoi(v)
+		timeout = time.Duration(n) * time.Second
+	}
+	key := uuid.NewString()
+	id := header(h, hdrInferenceID)
+	if id == "" {
+		id = key
+	}
+	dir := ""
+	if ext := strings.Trim(header(h, hdrAsyncOutputExt), "/"); ext != "" {
+		dir = "/" + ext
+	}
+	outName := id + ".out"
+	if fn := header(h, hdrAsyncFilename); fn != "" {
+		outName = fn
+	}
+	rec := asyncRecord{
+		Key: key, Endpoint: e.name, InferenceID: id, Input: input,
+		Output:      plan.Async.OutputPath + dir + "/" + outName,
+		Failure:     plan.Async.FailurePath + dir + "/" + id + "-error.out",
+		ContentType: header(h, hdrAsyncContentType), Accept: header(h, hdrAsyncAccept),
+		CustomAttributes: header(h, hdrCustomAttributes),
+		Accepted:         time.Now(), TTL: ttl, Timeout: timeout,
+	}
+	for _, out := range []string{rec.Output, rec.Failure} {
+		if dotSegment(out) || !s.asyncOutputAllowed(out) {
+			writeError(w, validationError("The S3 output paths of endpoint %s (%s) are outside the S3 prefixes mce may write asynchronous results to (mce serve --async-output-prefix).",
+				e.name, truncate(out, 256)))
+			return nil
+		}
+	}
+	// Durable before the answer: once the caller hears 202, the request
+	// survives anything short of losing the state directory.
+	if err := s.store.PutBatched(store.AsyncRequests, key, rec); err != nil {
+		writeError(w, s.internalError(reqID, err))
+		return nil
+	}
+	s.asyncMetrics.accepted.WithLabelValues(e.name).Inc()
+	s.enqueueItem(&asyncItem{rec: rec}, true)
+	queued = true
+	w.Header().Set(hdrAsyncOutputLocation, rec.Output)
+	w.Header().Set(hdrAsyncFailure, rec.Failure)
+	return c.JSON(http.StatusAccepted, map[string]string{"InferenceId": id})
+}
+
+var asyncRules = []headerRule{
+	{header: hdrAsyncContentType, member: "contentType", max: 1024, ascii: true},
+	{header: hdrAsyncAccept, member: "accept", max: 1024, ascii: true},
+	{header: hdrCustomAttributes, member: "customAttributes", max: 1024, ascii: true},
+	{header: hdrInferenceID, member: "inferenceId", min: 1, max: 64, pattern: printPattern, shown: printPatternText},
+	{header: hdrAsyncInputLocation, member: "inputLocation", min: 1, max: 1024, pattern: inputLocationPattern, shown: inputLocationText},
+	{header: hdrAsyncOutputExt, member: "s3OutputPathExtension", min: 1, max: 1024, pattern: printPattern, shown: printPatternText},
+	{header: hdrAsyncFilename, member: "filename", min: 1, max: 1024, pattern: printPattern, shown: printPatternText},
+}
+
+const inputLocationText = wire.S3URIPattern
+
+var inputLocationPattern = regexp.MustCompile(inputLocationText)
+
+// validateAsyncHeaders checks InvokeEndpointAsync's headers, all problems at
+// once, in SageMaker's wording.
+func validateAsyncHeaders(endpoint string, h http.Header) *APIError {
+	if api := validateHeaderRules(endpoint, h, asyncRules); api != nil {
+		return api
+	}
+	// These name S3 objects under the endpoint's output paths: no segment
+	// may step out of them.
+	for _, r := range []struct{ header, member string }{
+		{hdrInferenceID, "InferenceId"}, {hdrAsyncOutputExt, "S3OutputPathExtension"}, {hdrAsyncFilename, "Filename"},
+	} {
+		v := header(h, r.header)
+		if r.header == hdrAsyncOutputExt {
+			v = strings.Trim(v, "/") // a folder: its slashes at either end go
+		}
+		if v == "" {
+			continue
+		}
+		for _, seg := range strings.Split(v, "/") {
+			if seg == "." || seg == ".." || seg == "" {
+				return validationError("%s %q names an S3 key with an empty, . or .. path segment; mce refuses it.", r.member, truncate(v, 128))
+			}
+		}
+	}
+	for _, r := range []struct {
+		header, member string
+		lo, hi         int
+	}{
+		{hdrAsyncTTL, "requestTTLSeconds", 60, 21600},
+		{hdrAsyncTimeout, "invocationTimeoutSeconds", 1, 3600},
+	} {
+		v := header(h, r.header)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		switch {
+		case err != nil:
+			return validationError("1 validation error detected: %s", constraint(v, r.member, "Member must be an integer"))
+		case n < r.lo:
+			return validationError("1 validation error detected: %s", constraint(v, r.member, fmt.Sprintf("Member must have value greater than or equal to %d", r.lo)))
+		case n > r.hi:
+			return validationError("1 validation error detected: %s", constraint(v, r.member, fmt.Sprintf("Member must have value less than or equal to %d", r.hi)))
+		}
+	}
+	for _, hd := range []string{hdrTargetModel, hdrTargetVariant, hdrTargetContainer, hdrInferenceComp, hdrSessionID, hdrEnableExplain} {
+		if header(h, hd) != "" {
+			return validationError("InvokeEndpointAsync does not take the %s header.", hd)
+		}
+	}
+	return nil
+}
+
+// asyncConfigOf shows an endpoint's async settings as DescribeEndpoint does.
+func asyncConfigOf(p *spec.AsyncPlan) *spec.AsyncInferenceConfig {
+	if p == nil {
+		return nil
+	}
+	n := int32(p.MaxConcurrentPerInstance)
+	return &spec.AsyncInferenceConfig{
+		ClientConfig: &spec.AsyncInferenceClientConfig{MaxConcurrentInvocationsPerInstance: &n},
+		OutputConfig: &spec.AsyncInferenceOutputConfig{S3OutputPath: p.OutputPath, S3FailurePath: p.FailurePath},
+	}
+}

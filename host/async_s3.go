@@ -1,0 +1,200 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mce-run/mce/containers/artifact"
+)
+
+// ObjectStore is the S3 access asynchronous inference needs;
+// *artifact.Fetcher implements it with mce's S3 settings. Missing objects are
+// errors wrapping artifact.ErrNotFound.
+type ObjectStore interface {
+	OpenObject(ctx context.Context, url string) (io.ReadCloser, artifact.ObjectInfo, error)
+	PutObject(ctx context.Context, url string, body []byte, contentType string, meta map[string]string) error
+	ObjectMetadata(ctx context.Context, url string) (map[string]string, error)
+}
+
+// asyncInput is a request's input, read whole, and the memory lease that
+// covers it and the answers still to come.
+type asyncInput struct {
+	body        []byte
+	contentType string // the object's
+	lease       asyncLease
+}
+
+// readAsyncInput reads the input object whole, within the size cap, after
+// reserving memory from the budget for it and for answers bodies of up to
+// the cap each (the answer's size is not known before it arrives); fail
+// says why it could not.
+func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, fail *APIError) {
+	rc, info, err := s.cfg.AsyncObjects.OpenObject(s.ctx, rec.Input)
+	if err != nil {
+		if errors.Is(err, artifact.ErrNotFound) {
+			return in, validationError("Could not read the input of inference request %s: there is no object at InputLocation %s.", rec.InferenceID, rec.Input)
+		}
+		return in, validationError("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
+	}
+	defer rc.Close()
+	limit := s.cfg.AsyncMaxPayload
+	size := info.Size
+	if size > limit {
+		return in, validationError("The input of inference request %s at %s is %d bytes, more than mce's limit of %d bytes (mce serve --async-max-payload).",
+			rec.InferenceID, rec.Input, size, limit)
+	}
+	want := size
+	if want < 0 {
+		want = limit
+	}
+	// One request always fits: a chain's reservation may exceed the
+	// budget, and then takes all of it.
+	want = min(want+answers*limit, s.cfg.AsyncMemory)
+	if err := s.async.memory.Acquire(s.ctx, want); err != nil {
+		return in, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: "mce is stopping."}
+	}
+	in.lease = asyncLease{sem: s.async.memory, n: want}
+	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("more than %d bytes", limit)
+	}
+	if err != nil {
+		in.lease.release()
+		return asyncInput{}, validationError("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
+	}
+	s.async.hold(int64(cap(b)))
+	in.body, in.contentType = b, info.ContentType
+	return in, nil
+}
+
+// finishAsync writes the answer (fail == nil) or the failure, then marks the
+// request done. A failure is written as the JSON error body InvokeEndpoint
+// would have answered ({"__type": …, "Message": …}, application/json), so
+// that clients that deserialize it as JSON — the SageMaker Python SDK's
+// AsyncInferenceResponse with a JSONDeserializer — get its message. A
+// failed write leaves the request queued: it is tried again, in this run or
+// the next.
+func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, fail *APIError) {
+	rec := it.rec
+	url, outcome := rec.Output, "answered"
+	if fail != nil {
+		url, outcome, body, contentType = rec.Failure, "failed", errorJSON(fail), "application/json"
+	}
+	if !s.asyncOutputAllowed(url) {
+		// Accepted before a restart with narrower --async-output-prefix.
+		s.log.Error().Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
+			Msg("async result not written: its location is outside --async-output-prefix; the request is dropped")
+		s.forget(it)
+		s.asyncMetrics.completed.WithLabelValues(rec.Endpoint, "dropped").Inc()
+		return
+	}
+	meta := map[string]string{metaRequest: rec.Key, "inference-id": sanitizeMeta(rec.InferenceID)}
+	err := s.cfg.AsyncObjects.PutObject(s.ctx, url, body, contentType, meta)
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.log.Error().Err(err).Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
+			Msg("could not write the async result; the request stays queued and runs again")
+		s.asyncMetrics.writeErrors.WithLabelValues(rec.Endpoint).Inc()
+		select { // do not spin on a store that is down; Close does not wait for it
+		case <-time.After(time.Second):
+		case <-s.ctx.Done():
+			return // the request stays queued for the next start
+		}
+		s.enqueue(&asyncItem{rec: rec, recovered: true})
+		return
+	}
+	s.forget(it)
+	s.asyncMetrics.completed.WithLabelValues(rec.Endpoint, outcome).Inc()
+	ev := s.log.Info()
+	if fail != nil {
+		ev = ev.Str("why", fail.Message)
+	}
+	ev.Str("endpoint", rec.Endpoint).Str("inference_id", rec.InferenceID).Str("request", rec.Key).
+		Str("location", url).Msg("async request " + outcome)
+}
+
+// sanitizeMeta keeps S3 user metadata to printable ASCII.
+func sanitizeMeta(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r > '~' {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// actionS3GetObject is the IAM action a caller needs on an input object.
+const actionS3GetObject = "s3:GetObject"
+
+// s3ObjectARN is the ARN of the object at s3://bucket/key.
+func s3ObjectARN(url string) string {
+	return "arn:aws:s3:::" + strings.TrimPrefix(url, "s3://")
+}
+
+// dotSegment reports whether the key of s3://bucket/key has a . or ..
+// segment: S3 takes such keys literally, but a file-backed S3 server may
+// resolve them, stepping out of a prefix.
+func dotSegment(url string) bool {
+	_, key, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
+	for _, seg := range strings.Split(key, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// asyncInputScope refuses an InputLocation outside Config.AsyncInputPrefixes.
+func (s *Server) asyncInputScope(url string) *APIError {
+	if inPrefixes(url, s.cfg.AsyncInputPrefixes) && !dotSegment(url) {
+		return nil
+	}
+	return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: fmt.Sprintf(
+		"InputLocation %s is outside the S3 prefixes mce reads asynchronous inputs from (mce serve --async-input-prefix).", truncate(url, 256))}
+}
+
+// asyncOutputAllowed reports whether url lies within
+// Config.AsyncOutputPrefixes.
+func (s *Server) asyncOutputAllowed(url string) bool {
+	return inPrefixes(url, s.cfg.AsyncOutputPrefixes)
+}
+
+// inPrefixes reports whether url starts with one of prefixes; every url
+// does when there are none.
+func inPrefixes(url string, prefixes []string) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(url, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizeS3Prefix checks an operator's s3://bucket[/folder] for
+// --async-input-prefix and --async-output-prefix and returns it in the form
+// matched: it names a folder, and gains a final slash, so that s3://data/in
+// does not also match s3://data/inbox/… nor s3://data s3://data-private/….
+func NormalizeS3Prefix(p string) (string, error) {
+	rest, ok := strings.CutPrefix(p, "s3://")
+	b, key, _ := strings.Cut(rest, "/")
+	if !ok || b == "" || strings.ContainsAny(b, " \t") {
+		return "", fmt.Errorf("S3 prefix %q: want s3://bucket or s3://bucket/prefix", p)
+	}
+	if dotSegment(p) {
+		return "", fmt.Errorf("S3 prefix %q: a . or .. path segment", p)
+	}
+	if key != "" && !strings.HasSuffix(key, "/") {
+		key += "/"
+	}
+	return "s3://" + b + "/" + key, nil
+}
