@@ -33,6 +33,7 @@ Credentials:
           Statement:
             - {Effect: Allow, Action: "sagemaker:*", Resource: "*"}
             - {Sid: NotSecret, Effect: Deny, Action: "sagemaker:*", Resource: "arn:aws:sagemaker:*:*:inference-component/secret-*"}
+            - {Sid: NotTheirs, Effect: Deny, Action: "sagemaker:*", Resource: "arn:aws:sagemaker:*:*:endpoint/theirs"}
             - {Sid: NotProd, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:ResourceTag/env": prod}}}
             - {Sid: NoProdTag, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:RequestTag/env": prod}}}
 `), 0o600); err != nil {
@@ -55,6 +56,14 @@ Credentials:
 		return err
 	}
 	prod := smtypes.Tag{Key: aws.String("env"), Value: aws.String("prod")}
+	// A component on an endpoint the caller may not touch.
+	createICEndpoint(t, admin, "theirs", "local", 1)
+	_, err = dev.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("squatter"),
+		EndpointName: aws.String("theirs"), VariantName: aws.String("AllTraffic"), Specification: sp,
+		RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(1)}})
+	if !isAccessDenied(err) {
+		t.Errorf("dev placed a component on an endpoint denied to it: %v", err)
+	}
 	if err := create(dev, "secret-model"); !isAccessDenied(err) {
 		t.Errorf("dev created secret-model under a resource-scoped Deny: %v", err)
 	}

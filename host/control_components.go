@@ -161,8 +161,30 @@ func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec
 	return nil
 }
 
+// alsoAuthorizeKey holds, in an operation's context, the check of the
+// caller's action on a second resource.
+type alsoAuthorizeKey struct{}
+
+// alsoAuthorize authorizes the caller's action on resource too; nothing
+// outside an HTTP call (in-process callers are the operator).
+func alsoAuthorize(ctx context.Context, resource string, keys requestKeys) error {
+	if f, ok := ctx.Value(alsoAuthorizeKey{}).(func(string, requestKeys) *APIError); ok {
+		if api := f(resource, keys); api != nil {
+			return api
+		}
+	}
+	return nil
+}
+
 func (s *Server) opCreateComponent(ctx context.Context, in *spec.CreateInferenceComponentInput) (any, error) {
 	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	// A component takes its endpoint's capacity: the caller needs
+	// CreateInferenceComponent on the endpoint as well as on the component
+	// (mce's choice: the authorization reference's resource types for it
+	// could not be read).
+	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpoint, in.EndpointName), requestKeysOf(in)); err != nil {
 		return nil, err
 	}
 	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
