@@ -91,11 +91,17 @@ func newEndpointsCmd() *cobra.Command {
 func newDescribeCmd() *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
-		Use:   "describe ENDPOINT",
-		Short: "Show an endpoint as DescribeEndpoint returns it (JSON)",
+		Use:   "describe ENDPOINT|INFERENCE-COMPONENT",
+		Short: "Show an endpoint as DescribeEndpoint returns it, or an inference component as DescribeInferenceComponent does (JSON)",
 		Args:  cobra.ExactArgs(1),
 		RunE: f.run(func(ctx context.Context, cmd *cobra.Command, args []string, cli *sagemaker.Client) error {
 			out, err := cli.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(args[0])})
+			if err != nil && strings.Contains(err.Error(), "Could not find endpoint") {
+				// Not an endpoint: an inference component of that name?
+				if ic, icErr := cli.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String(args[0])}); icErr == nil {
+					return printJSON(newTermWriter(cmd.OutOrStdout()), ic)
+				}
+			}
 			if err != nil {
 				return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 			}
