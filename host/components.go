@@ -507,26 +507,30 @@ func (s *Server) reconcileCopies(c *component) {
 	if c.deleting.Load() {
 		return
 	}
-	// Surplus copies (beyond Desired, newest first) and copies of an older
-	// specification leave the route, drain and stop.
+	// Surplus copies (beyond Desired; the newest stay) leave the route,
+	// drain and stop; so do copies of an older specification, once the
+	// new one has all its copies (until then they keep serving).
 	rec = c.record()
+	fresh := 0
+	for _, cp := range rec.Copies {
+		if cp.SpecVersion == rec.SpecVersion {
+			fresh++
+		}
+	}
 	var remove []CopyRecord
 	keep := 0
 	for i := len(rec.Copies) - 1; i >= 0; i-- {
 		cp := rec.Copies[i]
 		if cp.SpecVersion != rec.SpecVersion {
-			remove = append(remove, cp)
+			if fresh >= rec.Desired {
+				remove = append(remove, cp)
+			}
 			continue
 		}
 		keep++
 		if keep > rec.Desired {
 			remove = append(remove, cp)
 		}
-	}
-	// Outdated copies go only once the new specification serves, or when
-	// none of it could start (then they keep serving).
-	if len(failures) > 0 && len(placed) == len(failures) && current == 0 && rec.Desired > 0 {
-		remove = slices.DeleteFunc(remove, func(cp CopyRecord) bool { return cp.SpecVersion != rec.SpecVersion })
 	}
 	s.removeCopies(c, remove)
 	rec = c.record()
@@ -547,6 +551,9 @@ func (s *Server) reconcileCopies(c *component) {
 		}
 		if err := errors.Join(failures...); err != nil {
 			reason += " Copies failed to start: " + redactPaths(err.Error())
+		}
+		if old := len(r.Copies) - running; old > 0 {
+			reason += fmt.Sprintf(" %d copies of the previous specification keep serving.", old)
 		}
 		r.Status, r.FailureReason = StatusFailed, truncate(reason, maxFailureReason)
 	})

@@ -597,3 +597,32 @@ func waitICStatus(t *testing.T, sm *sagemaker.Client, name string) smtypes.Infer
 	}
 	return d.InferenceComponentStatus
 }
+
+// TestInferenceComponentUpdateWithoutRoom: a new specification that finds
+// no room for its copies leaves the previous ones serving, and says so.
+func TestInferenceComponentUpdateWithoutRoom(t *testing.T) {
+	h, _ := newICHarness(t, nil)
+	sm := h.sm()
+	ctx := context.Background()
+	createICEndpoint(t, sm, "full", "ml.g5.12xlarge", 1)
+	sp := &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String("-old")},
+		ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128), NumberOfAcceleratorDevicesRequired: aws.Float32(2)}}
+	if err := createIC(ctx, sm, "big", "full", sp, 2); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitIC(t, sm, "big"); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
+		t.Fatalf("%s %s", d.InferenceComponentStatus, aws.ToString(d.FailureReason))
+	}
+	sp.Container.Image = aws.String("-new")
+	if _, err := sm.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("big"), Specification: sp}); err != nil {
+		t.Fatal(err)
+	}
+	d := waitIC(t, sm, "big")
+	want := "0 of 2 copies of the inference component are running. The copies left could not be placed on the 1 instance(s) of variant AllTraffic: not enough accelerator devices (a copy needs 2 whole GPUs of its own; the instance type has 4 per instance, 0 of this machine's 4 GPUs are free). 2 copies of the previous specification keep serving."
+	if d.InferenceComponentStatus != smtypes.InferenceComponentStatusFailed || aws.ToString(d.FailureReason) != want || aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 2 {
+		t.Fatalf("%s %+v %q", d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason))
+	}
+	if got, err := h.invokeIC("full", "big"); err != nil || got != "x-old" {
+		t.Fatalf("invoke after the failed update = %q, %v", got, err)
+	}
+}
