@@ -758,3 +758,42 @@ func (s *Server) componentCopies() []Launched {
 	}
 	return ls
 }
+
+// componentCopySnapshots is the copies of the inference components on an
+// endpoint's variant, for Inventory (the status page, GET /mce/endpoints
+// and the state metrics): each a copy of one container named after its
+// component, numbered from first.
+func (s *Server) componentCopySnapshots(endpoint, variant string, first int) []CopySnapshot {
+	var out []CopySnapshot
+	for _, c := range s.ics.ofEndpoint(endpoint) {
+		c.mu.Lock()
+		if c.rec.VariantName != variant {
+			c.mu.Unlock()
+			continue
+		}
+		image := ""
+		if len(c.rec.Template.Containers) > 0 {
+			image = c.rec.Template.Containers[0].Image
+		}
+		ids := make([]int, 0, len(c.launched))
+		for id := range c.launched {
+			ids = append(ids, id)
+		}
+		sort.Ints(ids)
+		ls := make([]Launched, 0, len(ids))
+		for _, id := range ids {
+			ls = append(ls, c.launched[id])
+		}
+		c.mu.Unlock()
+		for _, l := range ls {
+			for _, cp := range l.Copies(variant) {
+				cs := CopySnapshot{Index: first + len(out), Containers: []ContainerSnapshot{}}
+				for _, ct := range cp {
+					cs.Containers = append(cs.Containers, containerSnapshot(ct.Hostname(), image, ct.Ready(), ct))
+				}
+				out = append(out, cs)
+			}
+		}
+	}
+	return out
+}

@@ -386,6 +386,27 @@ func TestInferenceComponentsControlPlaneAndInvocation(t *testing.T) {
 	if got, err := h.invokeIC("shared", "comp-a"); err != nil || got != "x-a" {
 		t.Fatalf("invoke comp-a while short = %q, %v", got, err)
 	}
+	// The inventory (status page, GET /mce/endpoints) shows its copies
+	// under the endpoint's variant.
+	inv := h.srv.Inventory()
+	seen := map[string]int{}
+	for _, e := range inv.Endpoints {
+		if e.Name != "shared" {
+			continue
+		}
+		for _, v := range e.Variants {
+			for _, cp := range v.Copies {
+				for _, c := range cp.Containers {
+					if c.Ready {
+						seen[c.Hostname]++
+					}
+				}
+			}
+		}
+	}
+	if seen["comp-a"] != 4 || seen["comp-b"] != 1 {
+		t.Errorf("inventory shows ready copies %v; want comp-a 4, comp-b 1", seen)
+	}
 	// Its metrics: copies desired and current, GPUs held, and its calls as
 	// those of its container.
 	rec := httptest.NewRecorder()
@@ -395,6 +416,7 @@ func TestInferenceComponentsControlPlaneAndInvocation(t *testing.T) {
 		`mce_inference_component_current_copies{endpoint="shared",inference_component="comp-a",variant="AllTraffic"} 4`,
 		`mce_inference_component_gpus{endpoint="shared",inference_component="comp-a",variant="AllTraffic"} 4`,
 		`mce_container_invocations_total{container="comp-a",endpoint="shared",variant="AllTraffic"} 2`,
+		`mce_container_ready{container="comp-a",endpoint="shared",variant="AllTraffic"} 4`,
 	} {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("metrics lack %s", want)
