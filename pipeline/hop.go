@@ -46,6 +46,15 @@ type Lease interface {
 // maxMemoryRetries bounds how often one call evicts and retries after 507.
 const maxMemoryRetries = 8
 
+// NotLoadedLease is a Lease whose manager can load its model again when the
+// container answers 404 to the invoke of a model it had loaded (a container
+// that lost its models without restarting): NotLoaded returns true when the
+// model was loaded again and the call is to be retried, false when the 404
+// is the model's own answer.
+type NotLoadedLease interface {
+	NotLoaded(ctx context.Context) (bool, error)
+}
+
 const hdrTargetModel = wire.HeaderTargetModel
 
 // hop calls one container: /invocations, or for a multi-model container the
@@ -68,8 +77,25 @@ func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeade
 	defer lease.Release()
 	req := httpc.Request{BaseURL: c.BaseURL(), Method: http.MethodPost, Path: "/models/" + lease.ModelID() + "/invoke", Body: body}
 	h.forward(&req.Header, true)
+	reloaded := false
 	for attempt := 0; ; attempt++ {
 		res := iv.do(ctx, &req, out)
+		if res.Outcome == httpc.Status && res.Status == http.StatusNotFound && !reloaded {
+			// Once per call: the container may have forgotten the model.
+			nl, ok := lease.(NotLoadedLease)
+			if !ok {
+				return res, nil
+			}
+			reloaded = true
+			retry, err := nl.NotLoaded(ctx)
+			if err != nil {
+				return httpc.Result{}, err
+			}
+			if !retry {
+				return res, nil
+			}
+			continue
+		}
 		if res.Outcome != httpc.Status || res.Status != http.StatusInsufficientStorage || attempt == maxMemoryRetries {
 			return res, nil
 		}

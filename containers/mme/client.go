@@ -73,6 +73,17 @@ func (c *apiClient) unload(ctx context.Context, id, target string) (int, string,
 	return c.do(req)
 }
 
+// describe sends GET {base}/models/{id}: 200 when the container has the model loaded, 404 when not.
+func (c *apiClient) describe(ctx context.Context, id, target string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base()+"/models/"+id, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set(TargetModelHeader, target)
+	return c.do(req)
+}
+
 func (c *apiClient) do(req *http.Request) (int, string, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {

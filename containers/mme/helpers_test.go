@@ -129,6 +129,7 @@ type fakeMME struct {
 	refuse     map[string]int
 	open       func(id string) int // open leases of a model, from the harness
 	oomEvery   int64               // every n-th invoke answers 507 when full
+	own404     map[string]bool     // models whose invokes answer 404 themselves (by Target-Model)
 	loadedHook func(id string)
 
 	mu        sync.Mutex
@@ -139,6 +140,7 @@ type fakeMME struct {
 	loadCalls, loads, conflicts, full507 atomic.Int64
 	unloads, unload404                   atomic.Int64
 	invokes, invoke404, invoke507        atomic.Int64
+	describes                            atomic.Int64
 	violations                           atomic.Int64 // contract breaks seen
 	lastViolation                        atomic.Value
 }
@@ -146,7 +148,8 @@ type fakeMME struct {
 var urlPattern = regexp.MustCompile(`^/opt/ml/models/([0-9A-Za-z._]+)/model$`)
 
 func newFakeMME(tb testing.TB, modelDir string) *fakeMME {
-	return &fakeMME{tb: tb, modelDir: modelDir, loaded: map[string]string{}, perModel: map[string]int{}, refuse: map[string]int{}}
+	return &fakeMME{tb: tb, modelDir: modelDir, loaded: map[string]string{}, perModel: map[string]int{}, refuse: map[string]int{},
+		own404: map[string]bool{}}
 }
 
 func (f *fakeMME) violate(format string, args ...any) {
@@ -178,6 +181,8 @@ func (f *fakeMME) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.invoke(w, id, target)
 	case r.Method == http.MethodDelete && id != "" && !invoke:
 		f.unload(w, id, target)
+	case r.Method == http.MethodGet && id != "" && !invoke:
+		f.describe(w, id)
 	default:
 		w.WriteHeader(http.StatusBadRequest)
 	}
@@ -288,6 +293,28 @@ func (f *fakeMME) unload(w http.ResponseWriter, id, target string) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// describe answers GET /models/<id>: 200 when loaded, else 404.
+func (f *fakeMME) describe(w http.ResponseWriter, id string) {
+	f.describes.Add(1)
+	f.mu.Lock()
+	target, ok := f.loaded[id]
+	f.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "model "+id+" is not loaded")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]string{"modelName": id, "targetModel": target})
+}
+
+// forgetAll drops every loaded model without a word to mce, as a model server
+// whose worker process died and was replaced does.
+func (f *fakeMME) forgetAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	clear(f.loaded)
+}
+
 func (f *fakeMME) invoke(w http.ResponseWriter, id, target string) {
 	n := f.invokes.Add(1)
 	f.mu.Lock()
@@ -301,6 +328,13 @@ func (f *fakeMME) invoke(w http.ResponseWriter, id, target string) {
 	}
 	if got != target {
 		f.violate("invoke of %q with Target-Model %q", got, target)
+	}
+	f.mu.Lock()
+	own := f.own404[target]
+	f.mu.Unlock()
+	if own {
+		writeError(w, http.StatusNotFound, "no such item (the model's own answer)")
+		return
 	}
 	if full && f.oomEvery > 0 && n%f.oomEvery == 0 {
 		f.invoke507.Add(1)

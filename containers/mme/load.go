@@ -100,6 +100,7 @@ func (m *Manager) load(id, target string) (err error) {
 		if ok && !restarted {
 			bytes = files.Size()
 			st.phase, st.files, files = loaded, files, nil
+			st.loadNo++
 			st.lastUsed = time.Now()
 			m.nLoaded++
 			m.obs.LoadedModelCount(m.nLoaded)

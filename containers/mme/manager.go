@@ -163,6 +163,7 @@ type modelState struct {
 	loading  bool          // a load flight works on it
 	unloaded chan struct{} // closed when the running unload call ends; nil when none
 	files    Files         // the Store reference held while loaded
+	loadNo   uint64        // counts the loads that succeeded: a lease knows which one it saw
 	lastUsed time.Time     // last release (for IdleTTL)
 }
 
@@ -232,10 +233,13 @@ func NewManager(o ManagerOptions) (*Manager, error) {
 // that acquired it and is not for concurrent use, except Release, which is
 // safe to call more than once and from any goroutine.
 type Lease struct {
-	m    *Manager
-	st   *modelState
-	seq  uint64 // Manager.freedSeq when the lease was taken or OutOfMemory last ran
-	done atomic.Bool
+	m   *Manager
+	st  *modelState
+	seq uint64 // Manager.freedSeq when the lease was taken or OutOfMemory last ran
+	// loadNo is modelState.loadNo when the lease was taken or NotLoaded
+	// loaded the model again.
+	loadNo uint64
+	done   atomic.Bool
 }
 
 // ModelID is the model_name to invoke: POST {base}/models/{ModelID}/invoke.
@@ -289,28 +293,28 @@ func (m *Manager) Acquire(ctx context.Context, targetModel string) (*Lease, erro
 	st.pins++
 	if st.phase == loaded {
 		m.idle.remove(st.id)
-		seq := m.freedSeq
+		seq, no := m.freedSeq, st.loadNo
 		m.mu.Unlock()
 		m.obs.ModelCacheHit(true)
-		return &Lease{m: m, st: st, seq: seq}, nil
+		return &Lease{m: m, st: st, seq: seq, loadNo: no}, nil
 	}
 	m.mu.Unlock()
 	m.obs.ModelCacheHit(false)
 
 	start := time.Now()
-	seq, err := m.waitLoad(ctx, st)
+	seq, no, err := m.waitLoad(ctx, st)
 	m.obs.ModelLoadingWaitTime(time.Since(start))
 	if err != nil {
 		m.unpin(st)
 		return nil, err
 	}
-	return &Lease{m: m, st: st, seq: seq}, nil
+	return &Lease{m: m, st: st, seq: seq, loadNo: no}, nil
 }
 
 // waitLoad joins (or starts) st's load flight and waits for it; it
-// returns the unload count once st is loaded. A flight that ended just
-// before st was unloaded again is joined once more.
-func (m *Manager) waitLoad(ctx context.Context, st *modelState) (uint64, error) {
+// returns the unload count and st.loadNo once st is loaded. A flight that
+// ended just before st was unloaded again is joined once more.
+func (m *Manager) waitLoad(ctx context.Context, st *modelState) (uint64, uint64, error) {
 	start := time.Now()
 	timer := time.NewTimer(m.o.LoadTimeout)
 	defer timer.Stop()
@@ -319,24 +323,24 @@ func (m *Manager) waitLoad(ctx context.Context, st *modelState) (uint64, error) 
 		select {
 		case r := <-ch:
 			if r.Err != nil {
-				return 0, r.Err
+				return 0, 0, r.Err
 			}
 		case <-timer.C:
-			return 0, &NotReadyError{TargetModel: st.target, Waited: time.Since(start)}
+			return 0, 0, &NotReadyError{TargetModel: st.target, Waited: time.Since(start)}
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return 0, &NotReadyError{TargetModel: st.target, Waited: time.Since(start), Err: ctx.Err()}
+				return 0, 0, &NotReadyError{TargetModel: st.target, Waited: time.Since(start), Err: ctx.Err()}
 			}
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		}
 		m.mu.Lock()
-		ph, closed, seq := st.phase, m.closed, m.freedSeq
+		ph, closed, seq, no := st.phase, m.closed, m.freedSeq, st.loadNo
 		m.mu.Unlock()
 		switch {
 		case closed:
-			return 0, ErrClosed
+			return 0, 0, ErrClosed
 		case ph == loaded:
-			return seq, nil
+			return seq, no, nil
 		}
 	}
 }

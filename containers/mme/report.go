@@ -19,6 +19,7 @@ const DefaultSummaryInterval = time.Minute
 // activity counts what a Manager did since its last summary.
 type activity struct {
 	loads, loadFailures, unloads, evictions, load507s, leakyUnloads atomic.Int64
+	forgotten                                                       atomic.Int64 // models the container lost (see NotLoaded)
 }
 
 // firsts remembers which conditions were logged once at info or warn.
@@ -79,7 +80,8 @@ func (m *Manager) logSummary(interval time.Duration) {
 	a := &m.act
 	loads, fails, unloads := a.loads.Swap(0), a.loadFailures.Swap(0), a.unloads.Swap(0)
 	evictions, full, leaky := a.evictions.Swap(0), a.load507s.Swap(0), a.leakyUnloads.Swap(0)
-	if loads+fails+unloads+evictions+full+leaky == 0 {
+	forgotten := a.forgotten.Swap(0)
+	if loads+fails+unloads+evictions+full+leaky+forgotten == 0 {
 		return
 	}
 	m.mu.Lock()
@@ -87,12 +89,12 @@ func (m *Manager) logSummary(interval time.Duration) {
 	m.mu.Unlock()
 	ev := m.log.Info().Str("event", "models_summary").Dur("interval_ms", interval).
 		Int64("loads", loads).Int64("load_failures", fails).Int64("unloads", unloads).
-		Int64("evictions", evictions).Int64("load_507s", full).Int("loaded", n)
+		Int64("evictions", evictions).Int64("load_507s", full).Int64("forgotten", forgotten).Int("loaded", n)
 	if r, ok := m.GPUMemory(); ok {
 		ev = ev.Int64("leaky_unloads", leaky).Uint64("gpu_unreleased_bytes", r.Unreleased)
 	}
-	ev.Msgf("models in the last %s: %d loaded, %d load failures, %d unloaded (%d evicted to make room), %d loads answered 507; %d loaded now",
-		roundDuration(interval), loads, fails, unloads, evictions, full, n)
+	ev.Msgf("models in the last %s: %d loaded, %d load failures, %d unloaded (%d evicted to make room), %d loads answered 507, %d forgotten by the container; %d loaded now",
+		roundDuration(interval), loads, fails, unloads, evictions, full, forgotten, n)
 }
 
 // GPUReport is what a Manager knows of its container's GPU memory.

@@ -11,7 +11,7 @@ import threading
 import time
 from http import HTTPStatus
 
-from . import errors
+from . import errors, gpu
 from .handler import Stream, UserCodeError
 
 log = logging.getLogger("mce_serving")
@@ -41,6 +41,7 @@ def respond_error(start_response, code, message):
 def read_body(environ, limit):
     """The request body, at most limit bytes; raises InferenceError 413 beyond, 400 on a bad length."""
     raw = environ.get("CONTENT_LENGTH") or ""
+    want = None
     if raw:
         try:
             n = int(raw)
@@ -48,10 +49,12 @@ def read_body(environ, limit):
             raise errors.InferenceError(400, "bad Content-Length") from None
         if n > limit:
             raise errors.InferenceError(413, "the request body (%d bytes) exceeds the %d-byte limit" % (n, limit))
+        # Never read past the body: a plain server (werkzeug) hands over the connection's own stream.
+        want = max(n, 0)
     stream = environ["wsgi.input"]
     chunks, size = [], 0
-    while True:
-        chunk = stream.read(min(65536, limit + 1 - size))
+    while want is None or size < want:
+        chunk = stream.read(min(65536, (limit + 1 if want is None else want) - size))
         if not chunk:
             break
         chunks.append(chunk)
@@ -113,6 +116,7 @@ def run_invocation(handler, environ, start_response, limit, on_finish=None):
     runs once the answer is complete: before this returns, or, for a streamed answer, when the
     server closes the returned iterable."""
     streaming = False
+    oom = False
     try:
         try:
             body = read_body(environ, limit)
@@ -120,16 +124,27 @@ def run_invocation(handler, environ, start_response, limit, on_finish=None):
                                           request_headers(environ))
         except UserCodeError as e:
             cause = e.__cause__
+            if gpu.is_oom(cause):
+                # 507, as for a load: a multi-model manager frees room and retries.
+                oom = True
+                log.error("model %s: CUDA out of memory in user code: %s", handler.model_name, e, exc_info=cause)
+                del cause
+                return respond_error(start_response, 507, "CUDA out of memory: %s" % str(e).splitlines()[0])
             code = errors.status_of(cause)
             (log.warning if code < 500 else log.error)(
                 "model %s: user code raised %s", handler.model_name, e, exc_info=cause)
             msg = getattr(cause, "message", None) if code != 500 else None
             return respond_error(start_response, code, msg or str(e))
         except errors.InferenceError as e:
+            oom = e.status_code == 507 and gpu.is_oom(e.__cause__)
             if e.status_code >= 500:
                 log.error("model %s: %s", handler.model_name, e.message, exc_info=e)
             return respond_error(start_response, e.status_code, e.message)
         except Exception as e:  # a fault of the toolkit itself
+            if gpu.is_oom(e):
+                oom = True
+                log.exception("model %s: CUDA out of memory", handler.model_name)
+                return respond_error(start_response, 507, "CUDA out of memory: %s" % str(e).splitlines()[0])
             log.exception("model %s: internal error", handler.model_name)
             return respond_error(start_response, 500, "%s: %s" % (type(e).__name__, e))
         code = 200
@@ -142,6 +157,9 @@ def run_invocation(handler, environ, start_response, limit, on_finish=None):
             return StreamBody(out, handler.model_name, on_finish)
         return respond(start_response, code, out, ct, ctx.response_headers.items())
     finally:
+        if oom:
+            # The exception (and the frames holding the request's tensors) is gone by now.
+            gpu.release()
         if not streaming and on_finish is not None:
             on_finish()
 

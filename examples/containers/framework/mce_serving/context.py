@@ -11,6 +11,10 @@ CustomAttributes: ``context.custom_attributes`` is the value of the
 A hook may set a response header through ``context.set_response_header(0, name, value)``;
 ``X-Amzn-SageMaker-Custom-Attributes`` set that way goes back to the client.
 
+``system_properties["gpu_id"]`` is the CUDA device index the model is served on (see gpu.py), or None
+on a host without one, so that ``torch.device("cuda:" + str(context.system_properties.get("gpu_id")))``,
+as SageMaker's examples write it, names a real device.
+
 One Context is made per request (and one, without a request, for model_fn); it is not
 shared between threads.
 """
@@ -19,12 +23,12 @@ CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 
 
 class Context:
-    def __init__(self, model_name, model_dir, headers=None):
+    def __init__(self, model_name, model_dir, headers=None, gpu_id=None):
         self.model_name = model_name
         self.model_dir = model_dir
         self.system_properties = {
             "model_dir": model_dir,
-            "gpu_id": None,  # CPU only
+            "gpu_id": gpu_id,  # a CUDA device index, None without one
             "batch_size": 1,
             "server_name": "mce_serving",
             "server_version": "1",

@@ -6,10 +6,18 @@ scikit-learn (as SageMaker's scikit-learn container):
   predict_fn   model.predict(data);
   output_fn    the prediction encoded as the negotiated Accept type.
 PyTorch (as SageMaker's PyTorch container):
-  model_fn     torch.jit.load of model.pt, or of the only *.pt / *.pth, on the CPU, in eval mode;
-  input_fn     JSON and CSV to a float32 tensor, NPY to a tensor of its own dtype;
-  predict_fn   model.eval(), then model(data) under torch.no_grad();
+  model_fn     torch.jit.load of model.pt, or of the only *.pt / *.pth, in eval mode, moved to the
+               context's device (cuda:<gpu_id>, or the CPU when gpu_id is None);
+  input_fn     JSON and CSV to a float32 tensor, NPY to a tensor of its own dtype, on the context's device;
+  predict_fn   model.eval(), then model(data) under torch.no_grad(), data moved first to the context's
+               device when there is one (on the CPU it is left alone);
   output_fn    the tensor as a list (or array), encoded as the negotiated Accept type.
+
+The PyTorch defaults never read a model's parameters from Python (``model.parameters()``, ``p.device``):
+for a TorchScript module that makes the C++ parameters own Python tensor objects, and with Debian's torch
+1.13 a model freed by the garbage collector while other threads run torch then corrupts the heap (the
+multi-model worker died with SIGSEGV; ``python3 -m mce_serving.stress`` reproduces it). The device is the
+context's, which the default model_fn moved the model to.
 """
 
 import glob
@@ -82,7 +90,14 @@ def find_torch_model(model_dir):
                          % ", ".join(os.path.basename(f) for f in found))
 
 
-def _torch_model_fn(model_dir):
+def context_device(context):
+    """The torch device of a context: cuda:<gpu_id>, or the CPU when gpu_id is None (or there is no context)."""
+    import torch
+    gpu_id = context.system_properties.get("gpu_id") if context is not None else None
+    return torch.device("cpu") if gpu_id is None else torch.device("cuda", int(gpu_id))
+
+
+def _torch_model_fn(model_dir, context=None):
     import torch
     path = find_torch_model(model_dir)
     try:
@@ -91,11 +106,14 @@ def _torch_model_fn(model_dir):
         raise ModelLoadError("default model_fn: %s is not a TorchScript model (%s); save it with "
                              "torch.jit.save or define model_fn(model_dir)"
                              % (os.path.basename(path), str(e).splitlines()[0] if str(e) else "")) from None
+    device = context_device(context)
+    if device.type != "cpu":
+        model = model.to(device)
     model.eval()
     return model
 
 
-def _torch_input_fn(data, content_type):
+def _torch_input_fn(data, content_type, context=None):
     import torch
     arr = content.decode(data, content_type)
     if hasattr(arr, "toarray"):
@@ -106,12 +124,17 @@ def _torch_input_fn(data, content_type):
         except (TypeError, ValueError) as e:
             from .errors import InferenceError
             raise InferenceError(400, "the body is not numeric: %s" % e) from None
-    return torch.from_numpy(np.ascontiguousarray(arr))
+    tensor = torch.from_numpy(np.ascontiguousarray(arr))
+    device = context_device(context)
+    return tensor.to(device) if device.type != "cpu" else tensor
 
 
-def _torch_predict_fn(data, model):
+def _torch_predict_fn(data, model, context=None):
     import torch
     if hasattr(model, "eval"):
         model.eval()
+    device = context_device(context)
+    if device.type != "cpu" and hasattr(data, "to") and getattr(data, "device", None) != device:
+        data = data.to(device)
     with torch.no_grad():
         return model(data)

@@ -28,7 +28,7 @@ import inspect
 import logging
 import time
 
-from . import content
+from . import content, gpu
 from .context import Context
 from .errors import InferenceError, ModelLoadError
 from .frameworks import Defaults
@@ -172,19 +172,22 @@ class Handler:
         self.pre_model_fn = hook("pre_model_fn", 1)
         self.model_warmup_fn = hook("model_warmup_fn", 2)
         self.model = None
+        self.gpu_id = None
 
-    def load(self):
-        """Runs pre_model_fn, model_fn and model_warmup_fn. Errors propagate (wrapped in
-        UserCodeError when the user's code raised them)."""
+    def load(self, gpu_id=None):
+        """Runs pre_model_fn, model_fn and model_warmup_fn, with gpu_id (a CUDA device index, or None) as
+        the contexts' system_properties["gpu_id"] from now on. Errors propagate (wrapped in UserCodeError
+        when the user's code raised them)."""
         t0 = time.monotonic()
-        ctx = Context(self.model_name, self.model_dir)
+        self.gpu_id = gpu_id
+        ctx = Context(self.model_name, self.model_dir, gpu_id=gpu_id)
         if self.pre_model_fn:
             self._run(self.pre_model_fn, ctx, self.model_dir)
         self.model = self._run(self.model_fn, ctx, self.model_dir)
         if self.model_warmup_fn:
             self._run(self.model_warmup_fn, ctx, self.model_dir, self.model)
-        log.info("model %s loaded in %.3f s (user hooks: %s)", self.model_name, time.monotonic() - t0,
-                 ", ".join(self.user) or "none")
+        log.info("model %s loaded in %.3f s on %s (user hooks: %s)", self.model_name, time.monotonic() - t0,
+                 "cuda:%d" % gpu_id if gpu_id is not None else "the CPU", ", ".join(self.user) or "none")
 
     @staticmethod
     def _run(hook, ctx, *args, request=False):
@@ -194,6 +197,8 @@ class Handler:
             try:
                 return hook(ctx, *args)
             except (ValueError, TypeError, RuntimeError) as e:
+                if gpu.is_oom(e):
+                    raise InferenceError(507, "CUDA out of memory: %s" % str(e).splitlines()[0]) from e
                 # The default hooks fail this way on input of the wrong shape or type.
                 raise InferenceError(400, "%s: %s" % (type(e).__name__, e)) from e
         try:
@@ -215,7 +220,7 @@ class Handler:
                 data = body.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise InferenceError(400, "the %s body is not UTF-8: %s" % (ct, e)) from None
-        ctx = Context(self.model_name, self.model_dir, headers)
+        ctx = Context(self.model_name, self.model_dir, headers, gpu_id=self.gpu_id)
         if self.transform_fn:
             result = self._run(self.transform_fn, ctx, self.model, data, ct, accept, request=True)
         else:

@@ -12,7 +12,11 @@
 | SAGEMAKER_MULTI_MODEL | false | serve the multi-model container API |
 | SAGEMAKER_CONTAINER_LOG_LEVEL | 20 | Python logging level |
 | MCE_MODEL_MEMORY_MB | 80% of the memory limit | multi-model memory budget (507 beyond) |
+| MCE_MODEL_GPU_MEMORY_MB | 90% of each device's memory | multi-model GPU budget, per CUDA device (507 beyond) |
 | MCE_FRAMEWORK | set by the image | sklearn or pytorch: the default hooks |
+| MCE_MODELS_DIR | /opt/ml/models | multi-model: the folder load requests' "url" must be under |
+| MCE_BIND_HOST | 0.0.0.0 | the address to listen on (127.0.0.1 for a plain process on a host) |
+| MCE_SERVING_SERVER | gunicorn (werkzeug without it) | gunicorn, or werkzeug: one process, threads |
 """
 
 import os
@@ -81,6 +85,13 @@ class Settings:
             raise SettingsError("MCE_FRAMEWORK=%r: want sklearn or pytorch" % self.framework)
         mb = _int(env, "MCE_MODEL_MEMORY_MB", 0, 0, 1 << 30)
         self.memory_budget = mb << 20 if mb else int(memory_limit_bytes() * 0.8)
+        # Per CUDA device; 0: 90 % of the device's total memory (read when a model is loaded on it).
+        self.gpu_memory_budget = _int(env, "MCE_MODEL_GPU_MEMORY_MB", 0, 0, 1 << 30) << 20
+        self.models_dir = env.get("MCE_MODELS_DIR", "").strip() or "/opt/ml/models"
+        self.host = env.get("MCE_BIND_HOST", "").strip() or "0.0.0.0"
+        self.server = env.get("MCE_SERVING_SERVER", "").strip().lower()
+        if self.server not in ("", "gunicorn", "werkzeug"):
+            raise SettingsError("MCE_SERVING_SERVER=%r: want gunicorn or werkzeug" % self.server)
 
     @classmethod
     def from_env(cls):
