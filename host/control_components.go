@@ -254,6 +254,7 @@ type componentContainerSummary struct {
 }
 
 type componentSpecSummary struct {
+	InstanceType                string                                      `json:"InstanceType,omitempty"`
 	ModelName                   string                                      `json:"ModelName,omitempty"`
 	Container                   *componentContainerSummary                  `json:"Container,omitempty"`
 	StartupParameters           *spec.InferenceComponentStartupParameters   `json:"StartupParameters,omitempty"`
@@ -279,7 +280,7 @@ type describeComponentOutput struct {
 func (s *Server) describeComponent(c *component) describeComponentOutput {
 	rec := c.record()
 	sp := rec.Spec
-	sum := componentSpecSummary{ModelName: sp.ModelName, StartupParameters: sp.StartupParameters,
+	sum := componentSpecSummary{InstanceType: sp.InstanceType, ModelName: sp.ModelName, StartupParameters: sp.StartupParameters,
 		ComputeResourceRequirements: sp.ComputeResourceRequirements, DataCacheConfig: sp.DataCacheConfig, SchedulingConfig: sp.SchedulingConfig}
 	if k := sp.Container; k != nil {
 		sum.Container = &componentContainerSummary{ArtifactURL: k.ArtifactURL, Environment: k.Environment, ContainerMetricsConfig: k.ContainerMetricsConfig}
