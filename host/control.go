@@ -146,7 +146,11 @@ func (s *Server) controlPlane(c echo.Context) error {
 		writeError(w, api)
 		return nil
 	}
-	out, err := s.control(r.Context(), op, body, func(resource string, keys requestKeys) *APIError {
+	// An operation that acts on a second resource authorizes it too (alsoAuthorize).
+	ctx := context.WithValue(r.Context(), alsoAuthorizeKey{}, func(resource string, keys requestKeys) *APIError {
+		return s.decideWith(r.Context(), r, p, action, resource, keys)
+	})
+	out, err := s.control(ctx, op, body, func(resource string, keys requestKeys) *APIError {
 		if e := accessOf(c); e != nil {
 			e.Resource = resource
 		}

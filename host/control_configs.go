@@ -15,6 +15,9 @@ func (s *Server) CreateEndpointConfig(ctx context.Context, in spec.CreateEndpoin
 		return "", err
 	}
 	for _, v := range in.ProductionVariants {
+		if v.ComponentVariant() {
+			continue // hosts inference components
+		}
 		if _, err := s.getModel(v.ModelName); err != nil {
 			return "", err
 		}

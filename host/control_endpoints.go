@@ -170,6 +170,9 @@ func (s *Server) opUpdateEndpoint(_ context.Context, in *updateEndpointInput) (a
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseComponentUpdate(e, plan); err != nil {
+		return nil, err
+	}
 	if in.RetainAllVariantProperties {
 		exclude := map[string]bool{}
 		for _, x := range in.ExcludeRetainedVariantProperties {
@@ -214,6 +217,9 @@ func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeigh
 		return nil, validationException("1 validation error detected: Value '[]' at 'desiredWeightsAndCapacities' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
 	current := e.record().Plan
+	if current.HostsComponents() {
+		return nil, errComponentEndpointScale(e)
+	}
 	targets := map[string]VariantTarget{}
 	for i, d := range in.DesiredWeightsAndCapacities {
 		var cur *spec.VariantPlan

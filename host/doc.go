@@ -27,6 +27,10 @@
 // state through the same operations). The endpoints' lifecycle in the
 // background is endpoints.go, their registry endpoints_registry.go, their
 // durable records and their recovery after a restart endpoints_store.go.
+// Inference components (an endpoint whose variants name no model hosts
+// them): their operations control_components.go, their copies' placement,
+// launch, scaling and recovery components.go, their invocation
+// invoke_components.go, their metrics metrics_components.go.
 //
 // Contexts: exported calls take the caller's context first and honour it;
 // work that must outlive a request (a launch, an update, a scale, a
@@ -43,6 +47,8 @@
 // assertion on that interface value, never on a concrete type: Preflighter
 // (checks before a launch), UsageSource (CPU, memory, disk and GPU use for
 // the metrics), MultiModelObservable (multi-model events for the metrics),
+// CapacitySource (the machine's CPUs, memory and GPUs, for placing
+// inference-component copies),
 // and, on the containers a Launched returns, ContainerDetail and
 // MultiModelDetail (the status page and GET /mce/endpoints).
 package host

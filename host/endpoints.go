@@ -163,7 +163,7 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 		})
 		return
 	}
-	l, err := s.cfg.Backend.Launch(ctx, plan, gen)
+	l, err := s.launchPlan(ctx, plan, gen)
 	if err != nil {
 		if e.deleting.Load() || s.ctx.Err() != nil {
 			return
@@ -482,6 +482,7 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	e.ops.Lock() // wait for a launch or update in progress to notice
 	defer e.ops.Unlock()
 	s.drain(s.ctx, route)
+	s.componentsGone(e.name)
 	e.mu.Lock()
 	l := e.launched
 	e.launched = nil

@@ -91,7 +91,7 @@ func (s *Server) Recover(ctx context.Context) error {
 		}
 		e := s.newEndpoint(rec)
 		s.reg.add(e)
-		l, err := s.cfg.Backend.Adopt(ctx, rec.Plan, rec.Generation)
+		l, err := s.adoptPlan(ctx, rec.Plan, rec.Generation)
 		if err == nil {
 			s.install(e, rec.Plan, l)
 			s.save(e, func(r *EndpointRecord) { *r = rec; r.Status = StatusInService })
@@ -101,9 +101,11 @@ func (s *Server) Recover(ctx context.Context) error {
 		s.log.Info().Str("endpoint", rec.Name).Str("why", err.Error()).Msg("endpoint will be relaunched")
 		relaunch = append(relaunch, e)
 	}
+	components := s.recoverComponents(ctx) // their copies adopted before Reconcile
 	if err := s.cfg.Backend.Reconcile(ctx); err != nil {
 		return err
 	}
+	s.relaunchComponents(components)
 	for _, e := range relaunch {
 		rec := e.record()
 		from := StatusSystemUpdating

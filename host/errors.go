@@ -39,7 +39,10 @@ type APIError struct {
 	OriginalStatusCode *int
 	OriginalMessage    string
 	LogStreamArn       string
-	err                error
+	// ErrorCode is the runtime's finer code where SageMaker sends one
+	// (INFERENCE_COMPONENT_NAME_MISSING).
+	ErrorCode string
+	err       error
 }
 
 func (e *APIError) Error() string { return e.Code + ": " + e.Message }
@@ -59,6 +62,7 @@ type errorBody struct {
 	OriginalStatusCode *int   `json:"OriginalStatusCode,omitempty"`
 	OriginalMessage    string `json:"OriginalMessage,omitempty"`
 	LogStreamArn       string `json:"LogStreamArn,omitempty"`
+	ErrorCode          string `json:"ErrorCode,omitempty"`
 }
 
 // writeError is the one place an error reaches the wire.
@@ -81,6 +85,7 @@ func errorJSON(e *APIError) []byte {
 		OriginalStatusCode: e.OriginalStatusCode,
 		OriginalMessage:    truncate(e.OriginalMessage, maxOriginalMessageLen),
 		LogStreamArn:       e.LogStreamArn,
+		ErrorCode:          e.ErrorCode,
 	})
 	if err != nil { // cannot happen for these field types; stay well-formed anyway
 		body = []byte(`{"__type":"InternalFailure","Message":"error encoding failed"}`)

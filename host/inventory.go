@@ -110,6 +110,7 @@ func (s *Server) Inventory() Inventory {
 					vs.Copies = append(vs.Copies, cs)
 				}
 			}
+			vs.Copies = append(vs.Copies, s.componentCopySnapshots(e.name, v.Name, len(vs.Copies))...) // inference components (components.go)
 			es.Variants = append(es.Variants, vs)
 		}
 		inv.Endpoints = append(inv.Endpoints, es)

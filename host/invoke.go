@@ -150,6 +150,10 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if route == nil {
 		return refuse(validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 	}
+	route, api = s.componentRoute(e, route, h) // inference components (invoke_components.go)
+	if api != nil {
+		return refuse(api)
+	}
 	return e, route, rb, nil
 }
 
@@ -191,8 +195,6 @@ func failedIn(err error) (variant, container string) {
 // than silently ignoring them.
 func unsupportedHeaders(h http.Header) *APIError {
 	switch {
-	case header(h, hdrInferenceComp) != "":
-		return validationError("Inference components (InferenceComponentName) are not supported by mce.")
 	case header(h, hdrSessionID) != "":
 		return validationError("Stateful sessions (SessionId) are not supported by mce.")
 	case header(h, hdrEnableExplain) != "":

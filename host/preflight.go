@@ -23,6 +23,9 @@ func (s *Server) Preflight(ctx context.Context, plan spec.EndpointPlan) []Proble
 // preflight runs the backend's pre-flight for a launch and logs every
 // problem at error level, one entry each.
 func (s *Server) preflight(ctx context.Context, e *Endpoint, plan spec.EndpointPlan) []Problem {
+	if plan.HostsComponents() {
+		return nil // runs no container of its own
+	}
 	start := time.Now()
 	problems := s.Preflight(ctx, plan)
 	log := s.log.With().Str("endpoint", e.name).Logger()

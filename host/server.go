@@ -116,6 +116,7 @@ type Server struct {
 	invoker *pipeline.Invoker
 	metrics *metrics
 	reg     registry
+	ics     componentRegistry // inference components (components.go)
 	store   *store.Store
 	ids     *requestIDs
 	failLog failLimiter // rate of the info lines of failed invocations
@@ -189,7 +190,7 @@ func New(cfg Config) *Server {
 			uc.run(s.ctx, every)
 		}()
 	}
-	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version))
+	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version), newComponentCollector(s))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
 		Timeout:    cfg.ContainerTimeout,
 		MaxPayload: MaxPayload,
@@ -292,6 +293,7 @@ func (s *Server) Close(ctx context.Context) error {
 		e.launched = nil
 		e.mu.Unlock()
 	}
+	ls = append(ls, s.componentCopies()...) // inference components' copies (components.go)
 	err := parallel.Each(ls, func(l Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
 	s.asyncInvoker.Close()

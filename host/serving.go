@@ -33,7 +33,7 @@ func (e *Endpoint) shown(rec EndpointRecord) (Status, string) {
 		return st, rec.FailureReason
 	}
 	r := e.route.Load()
-	if r == nil {
+	if r == nil || rec.Plan.HostsComponents() { // its components serve, each its own status
 		return st, rec.FailureReason
 	}
 	if why := cannotServe(r); why != "" {

@@ -50,6 +50,8 @@ func requestKeysOf(in any) requestKeys {
 		return tagKeys(v.Tags)
 	case *addTagsInput:
 		return tagKeys(v.Tags)
+	case *spec.CreateInferenceComponentInput:
+		return tagKeys(v.Tags)
 	case *deleteTagsInput:
 		if len(v.TagKeys) > 0 {
 			return requestKeys{multi: map[string][]string{authz.KeyTagKeys: v.TagKeys}}
@@ -74,7 +76,7 @@ func (s *Server) parseResourceARN(arn string) (kind spec.Kind, name string, ok b
 		return "", "", false
 	}
 	switch kind = spec.Kind(t); kind {
-	case spec.KindModel, spec.KindEndpointConfig, spec.KindEndpoint:
+	case spec.KindModel, spec.KindEndpointConfig, spec.KindEndpoint, spec.KindInferenceComponent:
 		return kind, strings.ToLower(name), true
 	}
 	return "", "", false
@@ -133,6 +135,9 @@ func (s *Server) tagsOf(kind spec.Kind, name string) ([]spec.Tag, bool, error) {
 			return nil, false, ignoreNotFound(err)
 		}
 		return storedTags(rec.Tags, rec.Input.Tags), true, nil
+	case spec.KindInferenceComponent:
+		tags, ok := s.componentTags(name)
+		return tags, ok, nil
 	}
 	e := s.reg.get(name)
 	if e == nil {
@@ -171,6 +176,8 @@ func (s *Server) changeTags(kind spec.Kind, name string, change func([]spec.Tag)
 			r.Tags = tagList(t)
 			return err
 		})
+	case spec.KindInferenceComponent:
+		return s.changeComponentTags(name, change)
 	}
 	e := s.reg.get(name)
 	if e == nil {

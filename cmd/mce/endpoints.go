@@ -78,7 +78,10 @@ func newEndpointsCmd() *cobra.Command {
 						aws.ToTime(e.CreationTime).Local().Format(time.DateTime), aws.ToTime(e.LastModifiedTime).Local().Format(time.DateTime), termLine(reason))
 				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			return listComponents(ctx, cli, cmd.OutOrStdout())
 		}),
 	}
 	f.register(cmd)
@@ -88,11 +91,17 @@ func newEndpointsCmd() *cobra.Command {
 func newDescribeCmd() *cobra.Command {
 	var f clientFlags
 	cmd := &cobra.Command{
-		Use:   "describe ENDPOINT",
-		Short: "Show an endpoint as DescribeEndpoint returns it (JSON)",
+		Use:   "describe ENDPOINT|INFERENCE-COMPONENT",
+		Short: "Show an endpoint as DescribeEndpoint returns it, or an inference component as DescribeInferenceComponent does (JSON)",
 		Args:  cobra.ExactArgs(1),
 		RunE: f.run(func(ctx context.Context, cmd *cobra.Command, args []string, cli *sagemaker.Client) error {
 			out, err := cli.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(args[0])})
+			if err != nil && strings.Contains(err.Error(), "Could not find endpoint") {
+				// Not an endpoint: an inference component of that name?
+				if ic, icErr := cli.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String(args[0])}); icErr == nil {
+					return printJSON(newTermWriter(cmd.OutOrStdout()), ic)
+				}
+			}
 			if err != nil {
 				return &exitError{code: 1, msg: apiErrorMessage(err, f.endpointURL)}
 			}
@@ -167,4 +176,37 @@ func newDeleteCmd() *cobra.Command {
 	f.register(cmd)
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the endpoint is gone")
 	return cmd
+}
+
+// listComponents prints the inference components, if any, with their
+// copies (current/desired) and failure reason.
+func listComponents(ctx context.Context, cli *sagemaker.Client, w io.Writer) error {
+	var rows []string
+	p := sagemaker.NewListInferenceComponentsPaginator(cli, &sagemaker.ListInferenceComponentsInput{SortBy: "Name", SortOrder: "Ascending"})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil // a host without inference components
+		}
+		for _, c := range page.InferenceComponents {
+			copies, reason := "", ""
+			if d, err := cli.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: c.InferenceComponentName}); err == nil {
+				if rc := d.RuntimeConfig; rc != nil {
+					copies = fmt.Sprintf("%d/%d", aws.ToInt32(rc.CurrentCopyCount), aws.ToInt32(rc.DesiredCopyCount))
+				}
+				reason = strings.Join(strings.Fields(aws.ToString(d.FailureReason)), " ")
+			}
+			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\n", termLine(aws.ToString(c.InferenceComponentName)), termLine(aws.ToString(c.EndpointName)),
+				termLine(aws.ToString(c.VariantName)), termLine(string(c.InferenceComponentStatus)), copies, termLine(reason)))
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nINFERENCE COMPONENT\tENDPOINT\tVARIANT\tSTATUS\tCOPIES\tFAILURE REASON")
+	for _, r := range rows {
+		fmt.Fprint(tw, r)
+	}
+	return tw.Flush()
 }

@@ -24,6 +24,7 @@ type invokeFlags struct {
 	endpointURL      string
 	region           string
 	targetContainer  string
+	component        string // InferenceComponentName
 	targetVariant    string
 	targetModel      string
 	contentType      string
@@ -70,6 +71,7 @@ otherwise the request is sent unsigned (mce treats it as anonymous).`,
 	fl.StringVar(&f.region, "region", envOr("AWS_REGION", "us-east-1"), "region to sign for")
 	fl.StringVar(&f.targetContainer, "target-container", "", "TargetContainerHostname (Direct mode)")
 	fl.StringVar(&f.targetVariant, "target-variant", "", "TargetVariant")
+	fl.StringVar(&f.component, "inference-component", "", "InferenceComponentName (endpoints that host inference components)")
 	fl.StringVar(&f.targetModel, "target-model", "", "TargetModel (multi-model endpoints)")
 	fl.StringVar(&f.contentType, "content-type", "", "ContentType of the body (default: text/plain for text arguments, by extension for @file)")
 	fl.StringVar(&f.accept, "accept", "", "Accept")
@@ -176,6 +178,7 @@ func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, 
 	}
 	in := &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(args[0]), Body: body}
 	setString(&in.TargetContainerHostname, f.targetContainer)
+	setString(&in.InferenceComponentName, f.component)
 	setString(&in.TargetVariant, f.targetVariant)
 	setString(&in.TargetModel, f.targetModel)
 	setString(&in.ContentType, f.contentType)
@@ -212,6 +215,7 @@ func setString(dst **string, v string) {
 func invokeStream(ctx context.Context, cli *sagemakerruntime.Client, f invokeFlags, endpoint string, body []byte, stdout, stderr io.Writer) error {
 	in := &sagemakerruntime.InvokeEndpointWithResponseStreamInput{EndpointName: aws.String(endpoint), Body: body}
 	setString(&in.TargetContainerHostname, f.targetContainer)
+	setString(&in.InferenceComponentName, f.component)
 	setString(&in.TargetVariant, f.targetVariant)
 	setString(&in.ContentType, f.contentType)
 	setString(&in.Accept, f.accept)

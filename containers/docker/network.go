@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"errors"
+	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -38,6 +39,7 @@ func (d *Deployment) networkFor(v VariantSpec) string {
 // no gateway out of the machine and drops traffic forwarded between it and
 // any other network, so its containers reach only each other and mce.
 func (rt *Runtime) ensureNetwork(ctx context.Context, endpoint string, isolated bool) error {
+	defer rt.lockNetworks(endpoint)()
 	name := rt.networkName(endpoint, isolated)
 	// Not cut short by the caller: an engine that was asked to create a
 	// network creates it even if the client stops waiting, and an unseen
@@ -64,6 +66,7 @@ func (rt *Runtime) ensureNetwork(ctx context.Context, endpoint string, isolated 
 // removeNetworkIfUnused removes the endpoint's network once no deployment of
 // the endpoint but except is left.
 func (rt *Runtime) removeNetworkIfUnused(ctx context.Context, endpoint string, except deploymentKey) error {
+	defer rt.lockNetworks(endpoint)()
 	rt.mu.Lock()
 	for k := range rt.deployments {
 		if k.endpoint == endpoint && k != except {
@@ -83,4 +86,17 @@ func (rt *Runtime) removeNetworkIfUnused(ctx context.Context, endpoint string, e
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// networkLocks serializes finding, creating and removing one endpoint's
+// networks: generations of one endpoint may deploy at once (the copies of
+// inference components do), and Docker accepts two networks of one name.
+var networkLocks sync.Map // resourceName → *sync.Mutex
+
+// lockNetworks locks the endpoint's networks and returns the unlock.
+func (rt *Runtime) lockNetworks(endpoint string) func() {
+	m, _ := networkLocks.LoadOrStore(rt.resourceName(endpoint), new(sync.Mutex))
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }

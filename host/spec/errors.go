@@ -84,8 +84,11 @@ const (
 
 // noun is the kind as SageMaker's messages spell it.
 func (k Kind) noun() string {
-	if k == KindEndpointConfig {
+	switch k {
+	case KindEndpointConfig:
 		return "endpoint configuration"
+	case KindInferenceComponent:
+		return "inference component"
 	}
 	return string(k)
 }

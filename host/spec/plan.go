@@ -161,6 +161,12 @@ func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(s
 	var warns []string
 	modeOf := ""
 	for _, v := range c.ProductionVariants {
+		if v.ComponentVariant() { // hosts inference components: no containers of its own
+			vp, w := variantPlan(v, CreateModelInput{}, "")
+			warns = append(warns, w...)
+			plan.Variants, plan.Mode = append(plan.Variants, vp), ModeSerial
+			continue
+		}
 		m, dir, err := lookup(v.ModelName)
 		if err != nil {
 			return EndpointPlan{}, nil, err

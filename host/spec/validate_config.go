@@ -79,13 +79,15 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		}
 		first[v.VariantName] = true
 	}
+	checkComponentVariants(&s, c)
 	return s.err()
 }
 
 func checkVariant(c *checker, p string, v *ProductionVariant) {
 	c.requiredStr(p+".variantName", v.VariantName, maxNameLen, entityNameRe, entityNamePattern)
-	// ModelName is optional in SageMaker (inference components); mce needs it.
-	c.requiredStr(p+".modelName", v.ModelName, maxNameLen, modelNameRe, modelNamePattern)
+	// ModelName is optional: a variant without one hosts inference
+	// components (checkComponentVariants).
+	c.str(p+".modelName", v.ModelName, maxNameLen, modelNameRe, modelNamePattern)
 	c.intRange(p+".initialInstanceCount", v.InitialInstanceCount, 1, -1)
 	if v.InstanceType != "" && !instanceTypeRe.MatchString(v.InstanceType) {
 		c.fail(quote(v.InstanceType), p+".instanceType", "Member must satisfy enum value set: [local, local_gpu, ml.<family>.<size>]")

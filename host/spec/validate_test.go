@@ -294,8 +294,19 @@ func TestCreateEndpointConfigValidate(t *testing.T) {
 		{"model name as SageMaker reports it", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].ModelName = "ENTER MODEL NAME" },
 			// The exact text a real CreateEndpointConfig returned (https://github.com/aws/amazon-sagemaker-examples/issues/2236).
 			prefix1 + "Value 'ENTER MODEL NAME' at 'productionVariants.1.member.modelName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9](-*[a-zA-Z0-9])*"},
+		// A variant without ModelName hosts inference components, which
+		// need ExecutionRoleArn on the configuration.
 		{"missing model name", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].ModelName = "" },
-			prefix1 + "Value null at '" + pv + "modelName' failed to satisfy constraint: Member must not be null"},
+			"ExecutionRoleArn is required on the endpoint configuration when its production variants name no ModelName (an endpoint for inference components)."},
+		{"inference components", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].ModelName = ""
+			c.ExecutionRoleARN = "arn:aws:iam::123456789012:role/ic"
+		}, ""},
+		{"inference components and a model mixed", func(c *CreateEndpointConfigInput) {
+			c.ExecutionRoleARN = "arn:aws:iam::123456789012:role/ic"
+			c.ProductionVariants = append(c.ProductionVariants, c.ProductionVariants[0])
+			c.ProductionVariants[1].VariantName, c.ProductionVariants[1].ModelName = "Components", ""
+		}, "Either every production variant names a ModelName or none does (an endpoint for inference components); this endpoint configuration mixes both."},
 		{"missing variant name", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].VariantName = "" },
 			prefix1 + "Value null at '" + pv + "variantName' failed to satisfy constraint: Member must not be null"},
 		{"config name pattern", func(c *CreateEndpointConfigInput) { c.EndpointConfigName = "ab_config" },

@@ -28,6 +28,8 @@ const (
 	// AsyncRequests holds accepted InvokeEndpointAsync requests until
 	// their answer is in S3.
 	AsyncRequests = "async-requests"
+	// InferenceComponents holds inference components and their copies.
+	InferenceComponents = "inference-components"
 )
 
 // ErrNotFound is returned by Get for a missing record.
@@ -72,7 +74,7 @@ func OpenWith(path string, o Options) (*Store, error) {
 	// request's caller waits for its write (bbolt's default is 10 ms).
 	db.MaxBatchDelay = 2 * time.Millisecond
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range []string{Models, EndpointConfigs, Endpoints, AsyncRequests, Quarantine} {
+		for _, b := range []string{Models, EndpointConfigs, Endpoints, AsyncRequests, InferenceComponents, Quarantine} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
 				return err
 			}

@@ -1,0 +1,158 @@
+package docker_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/containers/docker"
+	"github.com/mce-run/mce/containers/gpu"
+	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/sdkhttp"
+	"github.com/mce-run/mce/internal/testenv"
+)
+
+// fourGPUs is NVML (go-nvml's mock) reporting four GPUs.
+func fourGPUs() *gpu.Inventory {
+	dev := func(i int) *mock.Device {
+		return &mock.Device{
+			GetUUIDFunc: func() (string, nvml.Return) {
+				return fmt.Sprintf("GPU-00000000-0000-0000-0000-00000000000%d", i), nvml.SUCCESS
+			},
+			GetNameFunc:       func() (string, nvml.Return) { return "Fake GPU", nvml.SUCCESS },
+			GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: 1 << 30, Free: 1 << 30}, nvml.SUCCESS },
+		}
+	}
+	return gpu.NewInventory(&mock.Interface{
+		InitFunc:                   func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc:               func() nvml.Return { return nvml.SUCCESS },
+		DeviceGetCountFunc:         func() (int, nvml.Return) { return 4, nvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) { return dev(i), nvml.SUCCESS },
+	})
+}
+
+// TestInferenceComponentGPUPlacement: the Docker engine reports the
+// engine's CPUs and memory and NVML's GPUs; copies of a component that
+// needs one GPU each are planned with a GPU of their own, as Docker device
+// requests for those devices alone, and a fifth copy is reported short.
+func TestInferenceComponentGPUPlacement(t *testing.T) {
+	cli := testenv.Docker(t)
+	instance := testenv.Instance(t)
+	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: t.TempDir(),
+		GPUs: fourGPUs(), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	b := &docker.Engine{Runtime: rt}
+	c, err := b.InstanceCapacity(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.CPUs < 1 || c.MemoryMiB < 64 || !slices.Equal(c.GPUs, []string{"0", "1", "2", "3"}) {
+		t.Fatalf("InstanceCapacity = %+v", c)
+	}
+
+	// Each copy's plan pins its own devices, and the engine gets a device
+	// request for those devices alone.
+	rec := &recorder{Engine: b}
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	srv := host.New(host.Config{Backend: rec, Store: st, Logger: zerolog.Nop()})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { hs.Close(); srv.Close(context.Background()) })
+	sm := sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{},
+		HTTPClient: &sdkhttp.Client{Next: hs.Client()}})
+	ctx := context.Background()
+	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("gpus-config"),
+		ExecutionRoleArn: aws.String("arn:aws:iam::123456789012:role/mce"),
+		ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), InitialInstanceCount: aws.Int32(1),
+			InstanceType: smtypes.ProductionVariantInstanceTypeMlG512xlarge}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("gpus"), EndpointConfigName: aws.String("gpus-config")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.WaitEndpoint(ctx, "gpus"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("llm"),
+		EndpointName: aws.String("gpus"), VariantName: aws.String("AllTraffic"),
+		Specification: &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String("mce-example/probe:latest")},
+			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128),
+				NumberOfAcceleratorDevicesRequired: aws.Float32(1)}},
+		RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(5)}}); err != nil {
+		t.Fatal(err)
+	}
+	var d *sagemaker.DescribeInferenceComponentOutput
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if d, err = sm.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String("llm")}); err != nil {
+			t.Fatal(err)
+		}
+		if d.InferenceComponentStatus != smtypes.InferenceComponentStatusCreating || time.Now().After(deadline) {
+			break
+		}
+	}
+	// This machine has no NVIDIA runtime: the engine check refuses each
+	// copy's device request, and the fifth copy was never placed.
+	why := aws.ToString(d.FailureReason)
+	if d.InferenceComponentStatus != smtypes.InferenceComponentStatusFailed || aws.ToInt32(d.RuntimeConfig.DesiredCopyCount) != 5 ||
+		!strings.HasPrefix(why, "0 of 5 copies of the inference component are running. The copies left could not be placed on the 1 instance(s) of variant AllTraffic: not enough accelerator devices (a copy needs 1 whole GPUs of its own; the instance type has 4 per instance, 0 of this machine's 4 GPUs are free).") {
+		t.Fatalf("%s %+v %q", d.InferenceComponentStatus, d.RuntimeConfig, why)
+	}
+	var pinned []string
+	for _, p := range rec.plans() {
+		es, err := docker.SpecOf(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := es.Variants[0].Containers[0].GPUs
+		reqs := g.DeviceRequests()
+		if len(g.DeviceIDs) != 1 || len(reqs) != 1 || !slices.Equal(reqs[0].DeviceIDs, g.DeviceIDs) {
+			t.Fatalf("copy GPUs %+v, device requests %+v", g, reqs)
+		}
+		pinned = append(pinned, g.DeviceIDs[0])
+	}
+	slices.Sort(pinned)
+	if !slices.Equal(pinned, []string{"0", "1", "2", "3"}) {
+		t.Fatalf("copies pinned to GPUs %v, want 0, 1, 2 and 3 once each", pinned)
+	}
+}
+
+// recorder keeps the plans launched through the Docker backend.
+type recorder struct {
+	*docker.Engine
+	mu    sync.Mutex
+	saved []spec.EndpointPlan
+}
+
+func (r *recorder) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (host.Launched, error) {
+	r.mu.Lock()
+	r.saved = append(r.saved, p)
+	r.mu.Unlock()
+	return r.Engine.Launch(ctx, p, gen)
+}
+
+func (r *recorder) plans() []spec.EndpointPlan {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.saved)
+}

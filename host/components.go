@@ -1,0 +1,799 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/pipeline"
+)
+
+// Inference components: an endpoint whose variants name no model runs no
+// containers of its own; each component placed on one of its variants runs
+// its own copies, each copy one container with exactly the component's
+// resources.
+//
+// A copy is launched through the same Backend as every endpoint: as one
+// generation of the endpoint (the plan carries the endpoint's name, one
+// variant, one instance, one container named after the component), the
+// copy's number being the generation. The copies of all components of an
+// endpoint thus share its network and its labels, restarts of mce adopt them
+// one by one (Backend.Adopt with the copy's number), and Reconcile removes
+// those no record owns. An endpoint that hosts components launches nothing
+// itself, so its generation numbers are the copies' alone.
+//
+// Placement is mce's: each variant has InitialInstanceCount instances, each
+// with this machine's CPU cores and memory (Backend's CapacitySource, else
+// what the operating system reports) and the instance type's GPUs; a copy
+// takes NumberOfCpuCoresRequired cores and MinMemoryRequiredInMb memory of
+// one instance, and NumberOfAcceleratorDevicesRequired whole GPUs that no
+// other copy on the machine holds (pinned by device ID). Copies spread over
+// the instances (the one with fewest copies of the component first). A
+// copy that does not fit is never dropped: the component reports it
+// (Failed, FailureReason naming what is short, CurrentCopyCount below
+// DesiredCopyCount) and keeps serving with the copies it has.
+
+// The engine contract's capacity for inference components (found by type
+// assertion on Backend).
+type (
+	// InstanceCapacity is what one instance of a variant offers copies.
+	InstanceCapacity = containers.InstanceCapacity
+	// CapacitySource is a Backend that knows its machine's capacity.
+	CapacitySource = containers.CapacitySource
+)
+
+// ComponentRecord is the durable state of one inference component.
+type ComponentRecord struct {
+	Name         string
+	ARN          string
+	EndpointName string
+	VariantName  string
+	Spec         spec.InferenceComponentSpecification
+	// Template is what each copy runs: one variant, one instance, one
+	// container, resolved when the specification was given (a model
+	// deleted later does not change it).
+	Template      spec.VariantPlan
+	Desired       int
+	Status        Status
+	FailureReason string `json:",omitempty"`
+	Created       time.Time
+	Modified      time.Time
+	Tags          []spec.Tag
+	// Copies are the copies placed (launched or being launched).
+	Copies []CopyRecord
+	// SpecVersion counts specifications: copies of an older one are
+	// replaced by UpdateInferenceComponent.
+	SpecVersion int
+}
+
+// CopyRecord is one placed copy.
+type CopyRecord struct {
+	ID          int      // the generation the Backend knows it by
+	Instance    int      // the variant's instance it is placed on
+	GPUs        []string `json:",omitempty"`
+	SpecVersion int
+}
+
+// component is one inference component known to the host.
+type component struct {
+	name     string
+	endpoint string     // EndpointName, never changed
+	ops      sync.Mutex // one lifecycle operation at a time
+	mu       sync.Mutex // guards rec and launched
+	rec      ComponentRecord
+	launched map[int]Launched           // running copies by ID
+	insts    map[int]*pipeline.Instance // their routing instances
+	route    atomic.Pointer[pipeline.Route]
+	deleting atomic.Bool
+	// launching is cancelled by a deletion: launches of copies in progress
+	// stop and remove what they started.
+	launching  context.Context
+	stopLaunch context.CancelFunc
+}
+
+// launchContext is the context copies launch under (set once, under mu).
+func (s *Server) launchContext(c *component) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.launching == nil {
+		c.launching, c.stopLaunch = context.WithCancel(s.ctx)
+	}
+	return c.launching
+}
+
+func (c *component) record() ComponentRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.rec
+	r.Copies = slices.Clone(r.Copies)
+	return r
+}
+
+// componentRegistry holds the components by lower-cased name; place
+// serializes placement decisions across all of them.
+type componentRegistry struct {
+	mu    sync.RWMutex
+	m     map[string]*component
+	place sync.Mutex
+}
+
+func (r *componentRegistry) get(name string) *component {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.m[strings.ToLower(name)]
+}
+
+func (r *componentRegistry) add(c *component) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]*component{}
+	}
+	k := strings.ToLower(c.name)
+	if _, ok := r.m[k]; ok {
+		return false
+	}
+	r.m[k] = c
+	return true
+}
+
+func (r *componentRegistry) remove(c *component) {
+	r.mu.Lock()
+	if r.m[strings.ToLower(c.name)] == c {
+		delete(r.m, strings.ToLower(c.name))
+	}
+	r.mu.Unlock()
+}
+
+func (r *componentRegistry) all() []*component {
+	r.mu.RLock()
+	out := make([]*component, 0, len(r.m))
+	for _, c := range r.m {
+		out = append(out, c)
+	}
+	r.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func (r *componentRegistry) ofEndpoint(endpoint string) []*component {
+	var out []*component
+	for _, c := range r.all() {
+		if strings.EqualFold(c.endpoint, endpoint) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// saveComponent changes the record and persists it, under the component's lock.
+func (s *Server) saveComponent(c *component, change func(*ComponentRecord)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	change(&c.rec)
+	if c.deleting.Load() {
+		c.rec.Status = StatusDeleting
+	}
+	c.rec.Modified = time.Now()
+	if err := s.store.Put(store.InferenceComponents, c.rec.Name, c.rec); err != nil {
+		s.log.Error().Err(err).Str("inference_component", c.rec.Name).Msg("could not persist the inference component's state")
+	}
+}
+
+// setRoute points the component's route at its running copies.
+func (c *component) setRoute() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setRouteLocked()
+}
+
+func (c *component) setRouteLocked() {
+	ids := make([]int, 0, len(c.insts))
+	for id := range c.insts {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	var insts []*pipeline.Instance
+	for _, id := range ids {
+		insts = append(insts, c.insts[id])
+	}
+	if r := c.route.Load(); r != nil {
+		r.Variants()[0].SetInstances(insts)
+		return
+	}
+	c.route.Store(pipeline.NewRoute(c.rec.EndpointName, pipeline.Serial,
+		[]*pipeline.Variant{pipeline.NewVariant(c.rec.VariantName, 1, insts)}))
+}
+
+// currentCopies is how many copies take calls now.
+func (c *component) currentCopies() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.insts)
+}
+
+// capacity is one instance's capacity: the backend's, else this machine's
+// cores and memory with no GPUs.
+func (s *Server) capacity(ctx context.Context) InstanceCapacity {
+	if cs, ok := s.cfg.Backend.(CapacitySource); ok {
+		if c, err := cs.InstanceCapacity(ctx); err == nil {
+			return c
+		} else {
+			s.log.Warn().Err(err).Msg("reading the machine's capacity for inference components")
+		}
+	}
+	return InstanceCapacity{CPUs: float64(runtime.NumCPU()), MemoryMiB: memTotalMiB()}
+}
+
+// memTotalMiB reads MemTotal from /proc/meminfo; 0 (no limit known) elsewhere.
+func memTotalMiB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb >> 10
+			}
+		}
+	}
+	return 0
+}
+
+// needs is what one copy of a component takes.
+type needs struct {
+	cpus      float64
+	memoryMiB int64
+	gpus      int
+}
+
+func needsOf(sp spec.InferenceComponentSpecification) needs {
+	var n needs
+	if r := sp.ComputeResourceRequirements; r != nil {
+		if r.NumberOfCpuCoresRequired != nil {
+			n.cpus = *r.NumberOfCpuCoresRequired
+		}
+		if r.MinMemoryRequiredInMb != nil {
+			n.memoryMiB = int64(*r.MinMemoryRequiredInMb)
+		}
+		if r.NumberOfAcceleratorDevicesRequired != nil {
+			n.gpus = int(*r.NumberOfAcceleratorDevicesRequired)
+		}
+	}
+	return n
+}
+
+// placement is the state placement decides on: what each instance of a
+// variant has left, and the machine's free GPUs.
+type placement struct {
+	cpus    []float64
+	mem     []int64
+	gpuSlot []int // GPUs an instance may still take (its type's count)
+	free    []string
+	limited bool // mem is known
+	machine InstanceCapacity
+	gpuType int // GPUs per instance of the type
+}
+
+// newPlacement computes what is left on an endpoint variant's instances
+// and on the machine, from every component's copies. The caller holds
+// s.ics.place.
+func (s *Server) newPlacement(ctx context.Context, endpoint, variant string, instances int, instanceType string) *placement {
+	m := s.capacity(ctx)
+	perType, all := spec.InstanceGPUCount(instanceType)
+	if all {
+		perType = len(m.GPUs)
+	}
+	p := &placement{machine: m, gpuType: perType, limited: m.MemoryMiB > 0}
+	for range instances {
+		p.cpus = append(p.cpus, m.CPUs)
+		p.mem = append(p.mem, m.MemoryMiB)
+		p.gpuSlot = append(p.gpuSlot, perType)
+	}
+	held := map[string]bool{}
+	for _, c := range s.ics.all() {
+		rec := c.record()
+		n := needsOf(rec.Spec)
+		same := strings.EqualFold(rec.EndpointName, endpoint) && rec.VariantName == variant
+		for _, cp := range rec.Copies {
+			for _, g := range cp.GPUs {
+				held[g] = true
+			}
+			if same && cp.Instance < instances {
+				p.cpus[cp.Instance] -= n.cpus
+				p.mem[cp.Instance] -= n.memoryMiB
+				p.gpuSlot[cp.Instance] -= len(cp.GPUs)
+			}
+		}
+	}
+	for _, g := range m.GPUs {
+		if !held[g] {
+			p.free = append(p.free, g)
+		}
+	}
+	return p
+}
+
+// take places one copy with n on the instance with the fewest copies
+// (counts) that fits, or says what is short.
+func (p *placement) take(n needs, counts []int) (instance int, gpus []string, short string) {
+	order := make([]int, len(p.cpus))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return counts[order[a]] < counts[order[b]] })
+	for _, i := range order {
+		if n.cpus > 0 && p.cpus[i]+1e-9 < n.cpus {
+			continue
+		}
+		if p.limited && p.mem[i] < n.memoryMiB {
+			continue
+		}
+		if n.gpus > 0 && (p.gpuSlot[i] < n.gpus || len(p.free) < n.gpus) {
+			continue
+		}
+		p.cpus[i] -= n.cpus
+		p.mem[i] -= n.memoryMiB
+		p.gpuSlot[i] -= n.gpus
+		gpus = slices.Clone(p.free[:n.gpus])
+		p.free = p.free[n.gpus:]
+		counts[i]++
+		return i, gpus, ""
+	}
+	return -1, nil, p.shortage(n)
+}
+
+// shortage names what no instance has enough of.
+func (p *placement) shortage(n needs) string {
+	var maxCPU float64
+	var maxMem int64
+	maxSlot := 0
+	for i := range p.cpus {
+		maxCPU = max(maxCPU, p.cpus[i])
+		maxMem = max(maxMem, p.mem[i])
+		maxSlot = max(maxSlot, p.gpuSlot[i])
+	}
+	var short []string
+	if n.cpus > 0 && maxCPU+1e-9 < n.cpus {
+		short = append(short, fmt.Sprintf("CPU cores (a copy needs %s, an instance has at most %s free of %s)",
+			fmtNum(n.cpus), fmtNum(max(maxCPU, 0)), fmtNum(p.machine.CPUs)))
+	}
+	if p.limited && maxMem < n.memoryMiB {
+		short = append(short, fmt.Sprintf("memory (a copy needs %d MiB, an instance has at most %d MiB free of %d MiB)",
+			n.memoryMiB, max(maxMem, 0), p.machine.MemoryMiB))
+	}
+	if n.gpus > 0 && (maxSlot < n.gpus || len(p.free) < n.gpus) {
+		short = append(short, fmt.Sprintf("accelerator devices (a copy needs %d whole GPUs of its own; the instance type has %d per instance, %d of this machine's %d GPUs are free)",
+			n.gpus, p.gpuType, len(p.free), len(p.machine.GPUs)))
+	}
+	if len(short) == 0 {
+		return "capacity"
+	}
+	return strings.Join(short, ", ")
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// copyPlan is the plan the Backend launches for one copy.
+func copyPlan(rec ComponentRecord, configName string, cp CopyRecord) spec.EndpointPlan {
+	v := rec.Template
+	v.InstanceCount, v.Weight = 1, 1
+	v.Containers = slices.Clone(v.Containers)
+	c := &v.Containers[0]
+	c.GPUs = ""
+	if len(cp.GPUs) > 0 {
+		c.GPUs = "device=" + strings.Join(cp.GPUs, ",")
+	}
+	n := needsOf(rec.Spec)
+	c.Resources = spec.Resources{Cpus: n.cpus, MemoryMiB: n.memoryMiB}
+	if r := rec.Spec.ComputeResourceRequirements; r != nil && r.MaxMemoryRequiredInMb != nil {
+		c.Resources.MemoryMiB = int64(*r.MaxMemoryRequiredInMb)
+	}
+	return spec.EndpointPlan{Name: rec.EndpointName, ConfigName: configName, Mode: spec.ModeSerial, Variants: []spec.VariantPlan{v}}
+}
+
+// hostVariant is the endpoint's variant a component is placed on.
+func hostVariant(e *Endpoint, variant string) (spec.VariantPlan, bool) {
+	for _, v := range e.record().Plan.Variants {
+		if v.Name == variant {
+			return v, true
+		}
+	}
+	return spec.VariantPlan{}, false
+}
+
+// reconcileCopies brings the component to its desired copies of its
+// current specification: new copies are placed and launched (and take
+// calls once ready), then surplus and outdated copies leave the route,
+// drain and stop. It ends InService when every desired copy runs, Failed
+// with what is short otherwise. It runs under c.ops.
+func (s *Server) reconcileCopies(c *component) {
+	if c.deleting.Load() {
+		return
+	}
+	rec := c.record()
+	log := s.log.With().Str("inference_component", rec.Name).Str("endpoint", rec.EndpointName).Logger()
+	e := s.reg.get(rec.EndpointName)
+	if e == nil {
+		s.saveComponent(c, func(r *ComponentRecord) {
+			r.Status, r.FailureReason = StatusFailed, "Endpoint "+rec.EndpointName+" does not exist."
+		})
+		return
+	}
+	v, ok := hostVariant(e, rec.VariantName)
+	if !ok {
+		s.saveComponent(c, func(r *ComponentRecord) {
+			r.Status, r.FailureReason = StatusFailed, "Variant "+rec.VariantName+" is not part of endpoint "+rec.EndpointName+"."
+		})
+		return
+	}
+	current := 0
+	for _, cp := range rec.Copies {
+		if cp.SpecVersion == rec.SpecVersion {
+			current++
+		}
+	}
+	missing := rec.Desired - current
+	var placed []CopyRecord
+	short := ""
+	if missing > 0 {
+		s.ics.place.Lock()
+		p := s.newPlacement(context.Background(), rec.EndpointName, rec.VariantName, v.InstanceCount, v.InstanceType)
+		counts := make([]int, v.InstanceCount)
+		for _, cp := range rec.Copies {
+			if cp.SpecVersion == rec.SpecVersion && cp.Instance < len(counts) {
+				counts[cp.Instance]++
+			}
+		}
+		n := needsOf(rec.Spec)
+		next := s.nextCopyID(rec.EndpointName)
+		for range missing {
+			inst, gpus, why := p.take(n, counts)
+			if inst < 0 {
+				short = why
+				break
+			}
+			placed = append(placed, CopyRecord{ID: next, Instance: inst, GPUs: gpus, SpecVersion: rec.SpecVersion})
+			next++
+		}
+		// Reserved in the record before the launch, so that placements
+		// of other components count them.
+		s.saveComponent(c, func(r *ComponentRecord) { r.Copies = append(r.Copies, placed...) })
+		s.ics.place.Unlock()
+	}
+	// Launch the placed copies in parallel; each takes calls once ready.
+	var wg sync.WaitGroup
+	var failMu sync.Mutex
+	var failures []error
+	for _, cp := range placed {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			l, err := s.cfg.Backend.Launch(s.launchContext(c), copyPlan(rec, e.record().ConfigName, cp), cp.ID)
+			if err == nil && c.deleting.Load() {
+				l.Close(context.WithoutCancel(s.ctx))
+				err = errors.New("deleted")
+			}
+			if err != nil {
+				failMu.Lock()
+				failures = append(failures, err)
+				failMu.Unlock()
+				s.saveComponent(c, func(r *ComponentRecord) {
+					r.Copies = slices.DeleteFunc(r.Copies, func(x CopyRecord) bool { return x.ID == cp.ID })
+				})
+				return
+			}
+			s.adoptCopy(c, cp.ID, l)
+			log.Info().Int("copy", cp.ID).Int("instance", cp.Instance).Strs("gpus", cp.GPUs).Dur("took_ms", time.Since(start)).Msg("inference component copy ready")
+		}()
+	}
+	wg.Wait()
+	if c.deleting.Load() {
+		return
+	}
+	// Surplus copies (beyond Desired; the newest stay) leave the route,
+	// drain and stop; so do copies of an older specification, once the
+	// new one has all its copies (until then they keep serving).
+	rec = c.record()
+	fresh := 0
+	for _, cp := range rec.Copies {
+		if cp.SpecVersion == rec.SpecVersion {
+			fresh++
+		}
+	}
+	var remove []CopyRecord
+	keep := 0
+	for i := len(rec.Copies) - 1; i >= 0; i-- {
+		cp := rec.Copies[i]
+		if cp.SpecVersion != rec.SpecVersion {
+			if fresh >= rec.Desired {
+				remove = append(remove, cp)
+			}
+			continue
+		}
+		keep++
+		if keep > rec.Desired {
+			remove = append(remove, cp)
+		}
+	}
+	s.removeCopies(c, remove)
+	rec = c.record()
+	running := 0
+	for _, cp := range rec.Copies {
+		if cp.SpecVersion == rec.SpecVersion {
+			running++
+		}
+	}
+	s.saveComponent(c, func(r *ComponentRecord) {
+		if running >= r.Desired {
+			r.Status, r.FailureReason = StatusInService, ""
+			return
+		}
+		reason := fmt.Sprintf("%d of %d copies of the inference component are running.", running, r.Desired)
+		if short != "" {
+			reason += " The copies left could not be placed on the " + strconv.Itoa(v.InstanceCount) + " instance(s) of variant " + rec.VariantName + ": not enough " + short + "."
+		}
+		if err := errors.Join(failures...); err != nil {
+			reason += " Copies failed to start: " + redactPaths(err.Error())
+		}
+		if old := len(r.Copies) - running; old > 0 {
+			reason += fmt.Sprintf(" %d copies of the previous specification keep serving.", old)
+		}
+		r.Status, r.FailureReason = StatusFailed, truncate(reason, maxFailureReason)
+	})
+	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
+}
+
+// adoptCopy makes a running copy take calls.
+func (s *Server) adoptCopy(c *component, id int, l Launched) {
+	copies := l.Copies(c.rec.VariantName)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.launched == nil {
+		c.launched, c.insts = map[int]Launched{}, map[int]*pipeline.Instance{}
+	}
+	c.launched[id] = l
+	if len(copies) > 0 {
+		c.insts[id] = pipeline.NewInstance(copies[0])
+	}
+	c.setRouteLocked()
+}
+
+// removeCopies takes copies out of the route, waits for their calls to end
+// and stops them.
+func (s *Server) removeCopies(c *component, remove []CopyRecord) {
+	if len(remove) == 0 {
+		return
+	}
+	var drain []*pipeline.Instance
+	var stop []Launched
+	c.mu.Lock()
+	for _, cp := range remove {
+		if in := c.insts[cp.ID]; in != nil {
+			drain = append(drain, in)
+		}
+		if l := c.launched[cp.ID]; l != nil {
+			stop = append(stop, l)
+		}
+		delete(c.insts, cp.ID)
+		delete(c.launched, cp.ID)
+	}
+	if c.route.Load() != nil {
+		c.setRouteLocked()
+	}
+	c.mu.Unlock()
+	s.drainInstances(s.ctx, drain)
+	for _, l := range stop {
+		if err := l.Close(context.WithoutCancel(s.ctx)); err != nil {
+			s.log.Warn().Err(err).Str("inference_component", c.name).Msg("removing a copy")
+		}
+	}
+	ids := map[int]bool{}
+	for _, cp := range remove {
+		ids[cp.ID] = true
+	}
+	s.saveComponent(c, func(r *ComponentRecord) {
+		r.Copies = slices.DeleteFunc(r.Copies, func(x CopyRecord) bool { return ids[x.ID] })
+	})
+}
+
+// nextCopyID is a copy number no copy of the endpoint holds.
+func (s *Server) nextCopyID(endpoint string) int {
+	n := 0
+	for _, c := range s.ics.ofEndpoint(endpoint) {
+		for _, cp := range c.record().Copies {
+			n = max(n, cp.ID)
+		}
+	}
+	return n + 1
+}
+
+// deleteComponent takes the component out of service and removes its
+// copies and record in the background; wait is closed when it is gone.
+func (s *Server) deleteComponent(c *component) (wait <-chan struct{}) {
+	done := make(chan struct{})
+	if c.deleting.Swap(true) {
+		close(done)
+		return done
+	}
+	s.saveComponent(c, func(r *ComponentRecord) { r.Status = StatusDeleting })
+	s.launchContext(c)
+	c.mu.Lock()
+	c.stopLaunch() // launches in progress stop
+	c.mu.Unlock()
+	s.background(func() {
+		defer close(done)
+		c.ops.Lock()
+		defer c.ops.Unlock()
+		s.removeCopies(c, c.record().Copies)
+		if _, err := s.store.Delete(store.InferenceComponents, c.name); err != nil {
+			s.log.Error().Err(err).Str("inference_component", c.name).Msg("could not remove the inference component's record")
+		}
+		s.ics.remove(c)
+		s.log.Info().Str("inference_component", c.name).Msg("inference component deleted")
+	})
+	return done
+}
+
+// componentsGone deletes the components of an endpoint being deleted and
+// waits until their copies are gone.
+func (s *Server) componentsGone(endpoint string) {
+	for _, c := range s.ics.ofEndpoint(endpoint) {
+		<-s.deleteComponent(c)
+	}
+}
+
+// launchPlan launches an endpoint's generation: nothing for an endpoint
+// that hosts inference components (its components launch their copies).
+func (s *Server) launchPlan(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error) {
+	if plan.HostsComponents() {
+		return noContainers{}, nil
+	}
+	return s.cfg.Backend.Launch(ctx, plan, gen)
+}
+
+// adoptPlan is Backend.Adopt, or nothing to adopt for an endpoint that
+// hosts inference components.
+func (s *Server) adoptPlan(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error) {
+	if plan.HostsComponents() {
+		return noContainers{}, nil
+	}
+	return s.cfg.Backend.Adopt(ctx, plan, gen)
+}
+
+// noContainers is the Launched of an endpoint that hosts inference
+// components: it runs nothing itself.
+type noContainers struct{}
+
+func (noContainers) Copies(string) [][]pipeline.Container { return nil }
+func (noContainers) Scale(context.Context, string, int) error {
+	return errors.New("an endpoint for inference components has no copies of its own: scale its inference components")
+}
+func (noContainers) Close(context.Context) error { return nil }
+
+// recoverComponents brings back the components of the durable state after
+// a restart, adopting each copy that still runs; it returns those with
+// copies to launch again, for relaunchComponents once Reconcile ran.
+func (s *Server) recoverComponents(ctx context.Context) []*component {
+	var recs []ComponentRecord
+	if err := store.List(s.store, store.InferenceComponents, func(r ComponentRecord) error { recs = append(recs, r); return nil }); err != nil {
+		s.log.Error().Err(err).Msg("reading inference components from the state")
+		return nil
+	}
+	var again []*component
+	for _, rec := range recs {
+		if rec.Status == StatusDeleting || s.reg.get(rec.EndpointName) == nil {
+			s.store.Delete(store.InferenceComponents, rec.Name) // its copies go with Reconcile
+			continue
+		}
+		c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
+		s.ics.add(c)
+		configName := s.reg.get(rec.EndpointName).record().ConfigName
+		var kept []CopyRecord
+		for _, cp := range rec.Copies {
+			l, err := s.cfg.Backend.Adopt(ctx, copyPlan(rec, configName, cp), cp.ID)
+			if err != nil {
+				s.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Str("why", err.Error()).Msg("copy will be launched again")
+				continue
+			}
+			kept = append(kept, cp)
+			s.adoptCopy(c, cp.ID, l)
+		}
+		c.setRoute()
+		s.saveComponent(c, func(r *ComponentRecord) {
+			r.Copies = kept
+			if r.Status == StatusCreating || r.Status == StatusUpdating {
+				r.Status = StatusUpdating
+			}
+		})
+		if len(kept) < rec.Desired || rec.Status != StatusInService {
+			again = append(again, c)
+		}
+	}
+	return again
+}
+
+// relaunchComponents places and launches the copies recoverComponents
+// could not adopt.
+func (s *Server) relaunchComponents(cs []*component) {
+	for _, c := range cs {
+		s.saveComponent(c, func(r *ComponentRecord) { r.Status = StatusUpdating })
+		s.background(func() {
+			c.ops.Lock()
+			defer c.ops.Unlock()
+			s.reconcileCopies(c)
+		})
+	}
+}
+
+// componentCopies takes every running copy out of routing and returns them
+// for Close to stop; the records keep them, and the next start adopts or
+// relaunches them.
+func (s *Server) componentCopies() []Launched {
+	var ls []Launched
+	for _, c := range s.ics.all() {
+		c.mu.Lock()
+		for _, l := range c.launched {
+			ls = append(ls, l)
+		}
+		c.launched, c.insts = nil, nil
+		c.route.Store(nil)
+		c.mu.Unlock()
+	}
+	return ls
+}
+
+// componentCopySnapshots is the copies of the inference components on an
+// endpoint's variant, for Inventory (the status page, GET /mce/endpoints
+// and the state metrics): each a copy of one container named after its
+// component, numbered from first.
+func (s *Server) componentCopySnapshots(endpoint, variant string, first int) []CopySnapshot {
+	var out []CopySnapshot
+	for _, c := range s.ics.ofEndpoint(endpoint) {
+		c.mu.Lock()
+		if c.rec.VariantName != variant {
+			c.mu.Unlock()
+			continue
+		}
+		image := ""
+		if len(c.rec.Template.Containers) > 0 {
+			image = c.rec.Template.Containers[0].Image
+		}
+		ids := make([]int, 0, len(c.launched))
+		for id := range c.launched {
+			ids = append(ids, id)
+		}
+		sort.Ints(ids)
+		ls := make([]Launched, 0, len(ids))
+		for _, id := range ids {
+			ls = append(ls, c.launched[id])
+		}
+		c.mu.Unlock()
+		for _, l := range ls {
+			for _, cp := range l.Copies(variant) {
+				cs := CopySnapshot{Index: first + len(out), Containers: []ContainerSnapshot{}}
+				for _, ct := range cp {
+					cs.Containers = append(cs.Containers, containerSnapshot(ct.Hostname(), image, ct.Ready(), ct))
+				}
+				out = append(out, cs)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,278 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/aws/smithy-go"
+	"github.com/moby/moby/client"
+	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/containers/docker"
+	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/sdkhttp"
+	"github.com/mce-run/mce/internal/testenv"
+)
+
+// icHost is mce on the real Docker engine: its runtime and server, and
+// clients of both APIs. stop ends it as a crash would (containers left
+// running); the next icHost on the same instance, state folder and store
+// adopts them.
+type icHost struct {
+	rt  *docker.Runtime
+	srv *host.Server
+	hs  *httptest.Server
+	sm  *sagemaker.Client
+	run *sagemakerruntime.Client
+}
+
+func startICHost(t *testing.T, cli *client.Client, instance, stateDir string, st *store.Store, log zerolog.Logger) *icHost {
+	t.Helper()
+	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: stateDir, Logger: log,
+		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond, Adopt: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 10 * time.Second})
+	rt.OnAddressChange(srv.Invoker().Forget)
+	if err := srv.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	h := &icHost{rt: rt, srv: srv, hs: hs,
+		sm: sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{},
+			HTTPClient: &sdkhttp.Client{Next: hs.Client()}}),
+		run: sagemakerruntime.New(sagemakerruntime.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{},
+			HTTPClient: &sdkhttp.Client{Next: hs.Client()}}),
+	}
+	return h
+}
+
+func (h *icHost) invoke(ic string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := h.run.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("gpu-share"),
+		InferenceComponentName: aws.String(ic), Body: []byte("x")})
+	if err != nil {
+		return "", err
+	}
+	return string(out.Body), nil
+}
+
+func (h *icHost) wait(t *testing.T, name string) *sagemaker.DescribeInferenceComponentOutput {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		d, err := h.sm.DescribeInferenceComponent(context.Background(), &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := d.InferenceComponentStatus; s != smtypes.InferenceComponentStatusCreating && s != smtypes.InferenceComponentStatusUpdating {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is still %s", name, d.InferenceComponentStatus)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// copies lists the Docker containers of a component's copies.
+func copies(t *testing.T, cli *client.Client, instance, ic string) []string {
+	t.Helper()
+	f := client.Filters{}.Add("label", docker.LabelInstance+"="+instance).Add("label", docker.LabelContainer+"="+ic)
+	cs, err := cli.ContainerList(context.Background(), client.ContainerListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range cs.Items {
+		ids = append(ids, c.ID)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TestDockerInferenceComponents runs two components of the probe image on
+// one endpoint: each copy a container with the component's CPU and memory
+// limits; invoked by name, scaled under traffic with no failed call, to
+// zero and back, and adopted by a restarted mce.
+func TestDockerInferenceComponents(t *testing.T) {
+	cli := testenv.Docker(t)
+	image := testenv.Image(t, "probe")
+	instance := testenv.Instance(t)
+	stateDir := t.TempDir()
+	logs := &testenv.SyncBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("mce log:\n%s", logs.String())
+		}
+	})
+	log := zerolog.New(logs).With().Timestamp().Logger()
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := startICHost(t, cli, instance, stateDir, st, log)
+	var last *icHost = h
+	t.Cleanup(func() {
+		last.hs.Close()
+		if err := last.srv.Close(context.Background()); err != nil {
+			t.Errorf("teardown: %v", err)
+		}
+		last.rt.Close()
+		if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
+			t.Errorf("left behind %d containers, %d networks", c, n)
+		}
+	})
+	ctx := context.Background()
+	if _, err := h.sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("gpu-share-config"),
+		ExecutionRoleArn: aws.String("arn:aws:iam::123456789012:role/mce"),
+		ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), InitialInstanceCount: aws.Int32(1),
+			InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Xlarge}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("gpu-share"), EndpointConfigName: aws.String("gpu-share-config")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.WaitEndpoint(ctx, "gpu-share"); err != nil {
+		t.Fatal(err)
+	}
+	create := func(name, tag string, n int32) {
+		t.Helper()
+		_, err := h.sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String(name),
+			EndpointName: aws.String("gpu-share"), VariantName: aws.String("AllTraffic"),
+			Specification: &smtypes.InferenceComponentSpecification{
+				Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String(image), Environment: map[string]string{"PROBE_TAG": tag}},
+				ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{NumberOfCpuCoresRequired: aws.Float32(0.25),
+					MinMemoryRequiredInMb: aws.Int32(128), MaxMemoryRequiredInMb: aws.Int32(256)}},
+			RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(n)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	create("alpha", "-alpha", 2)
+	create("beta", "-beta", 1)
+	for _, name := range []string{"alpha", "beta"} {
+		if d := h.wait(t, name); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
+			t.Fatalf("%s: %s %s", name, d.InferenceComponentStatus, aws.ToString(d.FailureReason))
+		}
+	}
+	t.Logf("two components, 3 copies, placed and ready in %v", time.Since(start).Round(time.Millisecond))
+	for name, want := range map[string]string{"alpha": "x-alpha", "beta": "x-beta"} {
+		if got, err := h.invoke(name); err != nil || got != want {
+			t.Fatalf("invoke %s = %q, %v", name, got, err)
+		}
+	}
+	alpha := copies(t, cli, instance, "alpha")
+	if len(alpha) != 2 || len(copies(t, cli, instance, "beta")) != 1 {
+		t.Fatalf("containers: alpha %v, beta %v", alpha, copies(t, cli, instance, "beta"))
+	}
+	res, err := cli.ContainerInspect(ctx, alpha[0], client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc := res.Container.HostConfig; hc.NanoCPUs != 250_000_000 || hc.Memory != 256<<20 {
+		t.Fatalf("alpha's copy runs with NanoCPUs %d, Memory %d; want 0.25 cores and 256 MiB", hc.NanoCPUs, hc.Memory)
+	}
+
+	// Scale alpha 2 → 4 → 1 while callers keep invoking it.
+	var calls, failed atomic.Int64
+	var firstErr atomic.Value
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				got, err := h.invoke("alpha")
+				calls.Add(1)
+				if err == nil && got != "x-alpha" {
+					err = errors.New("answer " + got)
+				}
+				if err != nil {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+			}
+		}()
+	}
+	scale := func(name string, n int32) {
+		t.Helper()
+		if _, err := h.sm.UpdateInferenceComponentRuntimeConfig(ctx, &sagemaker.UpdateInferenceComponentRuntimeConfigInput{InferenceComponentName: aws.String(name),
+			DesiredRuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(n)}}); err != nil {
+			t.Fatal(err)
+		}
+		d := h.wait(t, name)
+		if d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService || aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != n {
+			t.Fatalf("%s scaled to %d: %s %+v %s", name, n, d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason))
+		}
+	}
+	scale("alpha", 4)
+	scale("alpha", 1)
+	close(stop)
+	wg.Wait()
+	if failed.Load() > 0 || calls.Load() == 0 {
+		t.Fatalf("%d of %d calls failed while alpha scaled (first: %v)", failed.Load(), calls.Load(), firstErr.Load())
+	}
+	t.Logf("%d calls while alpha scaled 2→4→1, none failed", calls.Load())
+	if n := len(copies(t, cli, instance, "alpha")); n != 1 {
+		t.Fatalf("alpha runs %d containers after scaling to 1", n)
+	}
+
+	// Scale to zero: SageMaker's answer; then back, and time the first answer.
+	scale("beta", 0)
+	_, err = h.invoke("beta")
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != "ValidationError" || !strings.HasPrefix(ae.ErrorMessage(), "Inference Component has no capacity to process this request.") {
+		t.Fatalf("invoke of a component with 0 copies: %v", err)
+	}
+	start = time.Now()
+	scale("beta", 1)
+	if got, err := h.invoke("beta"); err != nil || got != "x-beta" {
+		t.Fatalf("invoke beta after scaling back = %q, %v", got, err)
+	}
+	t.Logf("beta 0 → 1 copy, first answer after %v", time.Since(start).Round(time.Millisecond))
+
+	// A restart of mce (as after a crash: containers left running) adopts the copies.
+	before := append(copies(t, cli, instance, "alpha"), copies(t, cli, instance, "beta")...)
+	h.hs.Close()
+	h.rt.Close()
+	h2 := startICHost(t, cli, instance, stateDir, st, log)
+	last = h2
+	for _, name := range []string{"alpha", "beta"} {
+		if d := h2.wait(t, name); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService || aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 1 {
+			t.Fatalf("%s after the restart: %s %+v %s", name, d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason))
+		}
+	}
+	after := append(copies(t, cli, instance, "alpha"), copies(t, cli, instance, "beta")...)
+	if !slices.Equal(before, after) {
+		t.Fatalf("containers before the restart %v, after %v: not adopted", before, after)
+	}
+	for name, want := range map[string]string{"alpha": "x-alpha", "beta": "x-beta"} {
+		if got, err := h2.invoke(name); err != nil || got != want {
+			t.Fatalf("invoke %s after the restart = %q, %v", name, got, err)
+		}
+	}
+}

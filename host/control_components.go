@@ -1,0 +1,496 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/store"
+)
+
+// The inference-component operations of the control plane
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateInferenceComponent.html
+// and its siblings). Their lifecycle is components.go.
+
+type (
+	componentNameInput struct{ InferenceComponentName string }
+
+	updateComponentInput struct {
+		InferenceComponentName string
+		Specification          *spec.InferenceComponentSpecification
+		Specifications         json.RawMessage
+		RuntimeConfig          *spec.InferenceComponentRuntimeConfig
+		DeploymentConfig       json.RawMessage // accepted: mce replaces copies as its rolling update does
+	}
+
+	updateComponentRuntimeInput struct {
+		InferenceComponentName string
+		DesiredRuntimeConfig   *spec.InferenceComponentRuntimeConfig
+	}
+
+	listComponentsInput struct {
+		SortBy                 string
+		SortOrder              string
+		NextToken              string
+		MaxResults             *int
+		NameContains           string
+		CreationTimeBefore     *epoch
+		CreationTimeAfter      *epoch
+		LastModifiedTimeBefore *epoch
+		LastModifiedTimeAfter  *epoch
+		StatusEquals           string
+		EndpointNameEquals     string
+		VariantNameEquals      string
+	}
+)
+
+func componentResource(s *Server, in *componentNameInput) string {
+	return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+}
+
+func init() {
+	operations["CreateInferenceComponent"] = op[spec.CreateInferenceComponentInput]{func(s *Server, in *spec.CreateInferenceComponentInput) string {
+		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+	}, (*Server).opCreateComponent}
+	operations["DescribeInferenceComponent"] = op[componentNameInput]{componentResource, (*Server).opDescribeComponent}
+	operations["DeleteInferenceComponent"] = op[componentNameInput]{componentResource, (*Server).opDeleteComponent}
+	operations["ListInferenceComponents"] = op[listComponentsInput]{nil, (*Server).opListComponents}
+	operations["UpdateInferenceComponent"] = op[updateComponentInput]{func(s *Server, in *updateComponentInput) string {
+		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+	}, (*Server).opUpdateComponent}
+	operations["UpdateInferenceComponentRuntimeConfig"] = op[updateComponentRuntimeInput]{func(s *Server, in *updateComponentRuntimeInput) string {
+		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+	}, (*Server).opUpdateComponentRuntime}
+}
+
+// errNoComponentEndpoint is SageMaker's answer to a component placed on an
+// endpoint whose variants name a model.
+func errNoComponentEndpoint() error {
+	return validationException("Inference Components are not supported in this Endpoint. Please make sure this endpoint can deploy inference components.")
+}
+
+func (s *Server) componentNotFound(name string) error {
+	return notFound(s, spec.KindInferenceComponent, name)
+}
+
+func (s *Server) getComponent(name string) (*component, error) {
+	if err := spec.ValidateComponentName("inferenceComponentName", name); err != nil {
+		return nil, err
+	}
+	c := s.ics.get(name)
+	if c == nil {
+		return nil, s.componentNotFound(name)
+	}
+	return c, nil
+}
+
+// template resolves what each copy of a component runs.
+func (s *Server) template(name string, sp spec.InferenceComponentSpecification, v spec.VariantPlan) (spec.VariantPlan, error) {
+	t := spec.VariantPlan{Name: v.Name, InstanceType: v.InstanceType, InstanceCount: 1, Weight: 1,
+		HealthCheckTimeout: v.HealthCheckTimeout, DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation}
+	if st := sp.StartupParameters; st != nil {
+		if st.ContainerStartupHealthCheckTimeoutInSeconds != nil {
+			t.HealthCheckTimeout = time.Duration(*st.ContainerStartupHealthCheckTimeoutInSeconds) * time.Second
+		}
+		if st.ModelDataDownloadTimeoutInSeconds != nil {
+			t.DownloadTimeout = time.Duration(*st.ModelDataDownloadTimeoutInSeconds) * time.Second
+		}
+	}
+	c := spec.ContainerPlan{Hostname: name, Mode: spec.ModeSingleModel}
+	if sp.ModelName != "" {
+		rec, err := s.getModel(sp.ModelName)
+		if err != nil {
+			return t, err
+		}
+		m := rec.Input
+		if err := m.Validate(); err != nil {
+			return t, err
+		}
+		if len(m.Containers) > 1 {
+			return t, validationException("Model %q has %d containers; an inference component runs a model of one container.", sp.ModelName, len(m.Containers))
+		}
+		d := m.PrimaryContainer
+		if d == nil {
+			d = &m.Containers[0]
+		}
+		if d.Mode == spec.ModeMultiModel {
+			return t, validationException("Model %q is a multi-model (MultiModel mode) container, which mce does not run as an inference component.", sp.ModelName)
+		}
+		c.Image, c.ModelDataURL, c.BaseDir = d.Image, d.ModelData(), rec.BaseDir
+		if len(d.Environment) > 0 {
+			c.Environment = map[string]string{}
+			for k, v := range d.Environment {
+				c.Environment[k] = v
+			}
+		}
+		t.ModelName = sp.ModelName
+		t.NetworkIsolation = t.NetworkIsolation || (m.EnableNetworkIsolation != nil && *m.EnableNetworkIsolation)
+	} else {
+		k := sp.Container
+		c.Image, c.ModelDataURL = k.Image, k.ArtifactURL
+		if len(k.Environment) > 0 {
+			c.Environment = map[string]string{}
+			for key, v := range k.Environment {
+				c.Environment[key] = v
+			}
+		}
+	}
+	t.Containers = []spec.ContainerPlan{c}
+	return t, nil
+}
+
+// fitsOneInstance refuses a specification of which not even one copy fits
+// an empty instance of the variant: no placement could ever succeed.
+func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec.VariantPlan) error {
+	m := s.capacity(context.Background())
+	p := &placement{machine: m, limited: m.MemoryMiB > 0, cpus: []float64{m.CPUs}, mem: []int64{m.MemoryMiB}}
+	perType, all := spec.InstanceGPUCount(v.InstanceType)
+	if all {
+		perType = len(m.GPUs)
+	}
+	p.gpuType, p.gpuSlot, p.free = perType, []int{perType}, m.GPUs
+	if inst, _, short := p.take(needsOf(sp), []int{0}); inst < 0 {
+		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
+			v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
+	}
+	return nil
+}
+
+// alsoAuthorizeKey holds, in an operation's context, the check of the
+// caller's action on a second resource.
+type alsoAuthorizeKey struct{}
+
+// alsoAuthorize authorizes the caller's action on resource too; nothing
+// outside an HTTP call (in-process callers are the operator).
+func alsoAuthorize(ctx context.Context, resource string, keys requestKeys) error {
+	if f, ok := ctx.Value(alsoAuthorizeKey{}).(func(string, requestKeys) *APIError); ok {
+		if api := f(resource, keys); api != nil {
+			return api
+		}
+	}
+	return nil
+}
+
+func (s *Server) opCreateComponent(ctx context.Context, in *spec.CreateInferenceComponentInput) (any, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	// A component takes its endpoint's capacity: the caller needs
+	// CreateInferenceComponent on the endpoint as well as on the component
+	// (mce's choice: the authorization reference's resource types for it
+	// could not be read).
+	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpoint, in.EndpointName), requestKeysOf(in)); err != nil {
+		return nil, err
+	}
+	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+	if s.ics.get(in.InferenceComponentName) != nil {
+		return nil, validationException("Cannot create already existing inference component %q.", arn)
+	}
+	e := s.reg.get(in.EndpointName)
+	if e == nil {
+		return nil, notFound(s, spec.KindEndpoint, in.EndpointName)
+	}
+	erec := e.record()
+	if !erec.Plan.HostsComponents() {
+		return nil, errNoComponentEndpoint()
+	}
+	if e.deleting.Load() || erec.Status == StatusDeleting || erec.Status == StatusFailed {
+		return nil, validationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
+	}
+	v, ok := hostVariant(e, in.VariantName)
+	if !ok {
+		return nil, validationException("The variant name %s is not present in the endpoint %q.", in.VariantName, erec.ARN)
+	}
+	sp := *in.Specification
+	if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
+		return nil, err
+	}
+	if err := s.fitsOneInstance(sp, v); err != nil {
+		return nil, err
+	}
+	tpl, err := s.template(in.InferenceComponentName, sp, v)
+	if err != nil {
+		return nil, err
+	}
+	if err := ended(ctx, arn); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	rec := ComponentRecord{Name: in.InferenceComponentName, ARN: arn, EndpointName: erec.Name, VariantName: v.Name,
+		Spec: sp, Template: tpl, Desired: int(*in.RuntimeConfig.CopyCount), Status: StatusCreating,
+		Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1}
+	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
+	if !s.ics.add(c) {
+		return nil, validationException("Cannot create already existing inference component %q.", arn)
+	}
+	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
+		s.ics.remove(c)
+		return nil, err
+	}
+	c.setRoute()
+	s.background(func() {
+		c.ops.Lock()
+		defer c.ops.Unlock()
+		s.reconcileCopies(c)
+	})
+	return map[string]string{"InferenceComponentArn": arn}, nil
+}
+
+type componentRuntimeConfigOut struct {
+	DesiredCopyCount int `json:"DesiredCopyCount"`
+	CurrentCopyCount int `json:"CurrentCopyCount"`
+}
+
+type componentContainerSummary struct {
+	DeployedImage          *deployedImage    `json:"DeployedImage,omitempty"`
+	ArtifactURL            string            `json:"ArtifactUrl,omitempty"`
+	Environment            map[string]string `json:"Environment,omitempty"`
+	ContainerMetricsConfig json.RawMessage   `json:"ContainerMetricsConfig,omitempty"`
+}
+
+type componentSpecSummary struct {
+	InstanceType                string                                      `json:"InstanceType,omitempty"`
+	ModelName                   string                                      `json:"ModelName,omitempty"`
+	Container                   *componentContainerSummary                  `json:"Container,omitempty"`
+	StartupParameters           *spec.InferenceComponentStartupParameters   `json:"StartupParameters,omitempty"`
+	ComputeResourceRequirements *spec.InferenceComponentComputeRequirements `json:"ComputeResourceRequirements,omitempty"`
+	DataCacheConfig             json.RawMessage                             `json:"DataCacheConfig,omitempty"`
+	SchedulingConfig            json.RawMessage                             `json:"SchedulingConfig,omitempty"`
+}
+
+type describeComponentOutput struct {
+	InferenceComponentName   string                    `json:"InferenceComponentName"`
+	InferenceComponentArn    string                    `json:"InferenceComponentArn"`
+	EndpointName             string                    `json:"EndpointName"`
+	EndpointArn              string                    `json:"EndpointArn"`
+	VariantName              string                    `json:"VariantName"`
+	FailureReason            string                    `json:"FailureReason,omitempty"`
+	Specification            componentSpecSummary      `json:"Specification"`
+	RuntimeConfig            componentRuntimeConfigOut `json:"RuntimeConfig"`
+	CreationTime             epoch                     `json:"CreationTime"`
+	LastModifiedTime         epoch                     `json:"LastModifiedTime"`
+	InferenceComponentStatus Status                    `json:"InferenceComponentStatus"`
+}
+
+func (s *Server) describeComponent(c *component) describeComponentOutput {
+	rec := c.record()
+	sp := rec.Spec
+	sum := componentSpecSummary{InstanceType: sp.InstanceType, ModelName: sp.ModelName, StartupParameters: sp.StartupParameters,
+		ComputeResourceRequirements: sp.ComputeResourceRequirements, DataCacheConfig: sp.DataCacheConfig, SchedulingConfig: sp.SchedulingConfig}
+	if k := sp.Container; k != nil {
+		sum.Container = &componentContainerSummary{ArtifactURL: k.ArtifactURL, Environment: k.Environment, ContainerMetricsConfig: k.ContainerMetricsConfig}
+		if k.Image != "" {
+			sum.Container.DeployedImage = &deployedImage{SpecifiedImage: k.Image, ResolvedImage: k.Image, ResolutionTime: epoch(rec.Modified)}
+		}
+	}
+	return describeComponentOutput{
+		InferenceComponentName: rec.Name, InferenceComponentArn: rec.ARN,
+		EndpointName: rec.EndpointName, EndpointArn: s.arn(spec.KindEndpoint, rec.EndpointName), VariantName: rec.VariantName,
+		FailureReason: rec.FailureReason, Specification: sum,
+		RuntimeConfig: componentRuntimeConfigOut{DesiredCopyCount: rec.Desired, CurrentCopyCount: c.currentCopies()},
+		CreationTime:  epoch(rec.Created), LastModifiedTime: epoch(rec.Modified), InferenceComponentStatus: rec.Status,
+	}
+}
+
+func (s *Server) opDescribeComponent(_ context.Context, in *componentNameInput) (any, error) {
+	c, err := s.getComponent(in.InferenceComponentName)
+	if err != nil {
+		return nil, err
+	}
+	return s.describeComponent(c), nil
+}
+
+func (s *Server) opDeleteComponent(_ context.Context, in *componentNameInput) (any, error) {
+	c, err := s.getComponent(in.InferenceComponentName)
+	if err != nil {
+		return nil, err
+	}
+	if c.deleting.Load() {
+		return nil, validationException("Inference component %q is already being deleted (DELETE_IN_PROGRESS).", c.record().ARN)
+	}
+	s.deleteComponent(c)
+	return struct{}{}, nil
+}
+
+// startUpdate sets Updating on a component that is InService or Failed,
+// applies change, and reconciles its copies in the background.
+func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error {
+	// Checked and set in one step: of two updates at once, one is refused.
+	var refused error
+	s.saveComponent(c, func(r *ComponentRecord) {
+		if c.deleting.Load() || (r.Status != StatusInService && r.Status != StatusFailed) {
+			refused = validationException("Cannot update in-progress inference component %q: its status is %s.", r.ARN, r.Status)
+			return
+		}
+		change(r)
+		r.Status = StatusUpdating
+	})
+	if refused != nil {
+		return refused
+	}
+	s.background(func() {
+		c.ops.Lock()
+		defer c.ops.Unlock()
+		s.reconcileCopies(c)
+	})
+	return nil
+}
+
+func (s *Server) opUpdateComponent(_ context.Context, in *updateComponentInput) (any, error) {
+	c, err := s.getComponent(in.InferenceComponentName)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Specifications) > 0 && string(in.Specifications) != "null" {
+		return nil, validationException("Specifications (one specification per instance type) is not supported by mce: its variants have one instance type. Give Specification instead.")
+	}
+	if in.Specification == nil && in.RuntimeConfig == nil {
+		return nil, validationException("UpdateInferenceComponent needs Specification or RuntimeConfig (or both).")
+	}
+	if in.RuntimeConfig != nil {
+		if err := spec.CheckCopyCount("runtimeConfig.copyCount", in.RuntimeConfig.CopyCount); err != nil {
+			return nil, err
+		}
+		if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
+			return nil, err
+		}
+	}
+	rec := c.record()
+	var tpl spec.VariantPlan
+	if in.Specification != nil {
+		if err := spec.ValidateSpecification(in.Specification); err != nil {
+			return nil, err
+		}
+		e := s.reg.get(rec.EndpointName)
+		if e == nil {
+			return nil, notFound(s, spec.KindEndpoint, rec.EndpointName)
+		}
+		v, ok := hostVariant(e, rec.VariantName)
+		if !ok {
+			return nil, validationException("The variant name %s is not present in the endpoint %q.", rec.VariantName, e.record().ARN)
+		}
+		if err := s.fitsOneInstance(*in.Specification, v); err != nil {
+			return nil, err
+		}
+		if tpl, err = s.template(rec.Name, *in.Specification, v); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.startUpdate(c, func(r *ComponentRecord) {
+		if in.Specification != nil {
+			r.Spec, r.Template, r.SpecVersion = *in.Specification, tpl, r.SpecVersion+1
+		}
+		if in.RuntimeConfig != nil {
+			r.Desired = int(*in.RuntimeConfig.CopyCount)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return map[string]string{"InferenceComponentArn": rec.ARN}, nil
+}
+
+func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponentRuntimeInput) (any, error) {
+	c, err := s.getComponent(in.InferenceComponentName)
+	if err != nil {
+		return nil, err
+	}
+	if in.DesiredRuntimeConfig == nil {
+		return nil, validationException("1 validation error detected: Value null at 'desiredRuntimeConfig' failed to satisfy constraint: Member must not be null")
+	}
+	if err := spec.CheckCopyCount("desiredRuntimeConfig.copyCount", in.DesiredRuntimeConfig.CopyCount); err != nil {
+		return nil, err
+	}
+	n := int(*in.DesiredRuntimeConfig.CopyCount)
+	if err := tooManyCopies(n); err != nil {
+		return nil, err
+	}
+	if err := s.startUpdate(c, func(r *ComponentRecord) { r.Desired = n }); err != nil {
+		return nil, err
+	}
+	return map[string]string{"InferenceComponentArn": c.record().ARN}, nil
+}
+
+var componentStatuses = []string{"InService", "Creating", "Updating", "Failed", "Deleting"}
+
+func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (any, error) {
+	if in.StatusEquals != "" && !slices.Contains(componentStatuses, in.StatusEquals) {
+		return nil, validationException("1 validation error detected: Value '%s' at 'statusEquals' failed to satisfy constraint: Member must satisfy enum value set: [%s]", in.StatusEquals, strings.Join(componentStatuses, ", "))
+	}
+	if in.NameContains != "" && (len(in.NameContains) > 63 || !nameContainsRe.MatchString(in.NameContains)) {
+		return nil, validationException("1 validation error detected: Value '%s' at 'nameContains' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9-]+", in.NameContains)
+	}
+	for _, f := range []struct{ member, v string }{{"endpointNameEquals", in.EndpointNameEquals}, {"variantNameEquals", in.VariantNameEquals}} {
+		if f.v != "" {
+			if err := requireName(f.member, f.v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	li := listInput{SortBy: in.SortBy, SortOrder: in.SortOrder, NextToken: in.NextToken, MaxResults: in.MaxResults,
+		NameContains: in.NameContains, CreationTimeBefore: in.CreationTimeBefore, CreationTimeAfter: in.CreationTimeAfter,
+		LastModifiedTimeBefore: in.LastModifiedTimeBefore, LastModifiedTimeAfter: in.LastModifiedTimeAfter, StatusEquals: in.StatusEquals}
+	return listOperation(&li, "InferenceComponents", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
+		var items []listItem
+		for _, c := range s.ics.all() {
+			rec := c.record()
+			if in.EndpointNameEquals != "" && !strings.EqualFold(rec.EndpointName, in.EndpointNameEquals) {
+				continue
+			}
+			if in.VariantNameEquals != "" && rec.VariantName != in.VariantNameEquals {
+				continue
+			}
+			items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: string(rec.Status),
+				out: map[string]any{"InferenceComponentName": rec.Name, "InferenceComponentArn": rec.ARN,
+					"EndpointName": rec.EndpointName, "EndpointArn": s.arn(spec.KindEndpoint, rec.EndpointName),
+					"VariantName": rec.VariantName, "InferenceComponentStatus": string(rec.Status),
+					"CreationTime": epoch(rec.Created), "LastModifiedTime": epoch(rec.Modified)}})
+		}
+		return items, nil
+	})
+}
+
+// componentTags and changeComponentTags serve the tag operations.
+func (s *Server) componentTags(name string) ([]spec.Tag, bool) {
+	c := s.ics.get(name)
+	if c == nil {
+		return nil, false
+	}
+	return tagList(c.record().Tags), true
+}
+
+func (s *Server) changeComponentTags(name string, change func([]spec.Tag) ([]spec.Tag, error)) (bool, error) {
+	c := s.ics.get(name)
+	if c == nil {
+		return false, nil
+	}
+	var cerr error
+	s.saveComponent(c, func(r *ComponentRecord) {
+		t, err := change(tagList(r.Tags))
+		if err != nil {
+			cerr = err
+			return
+		}
+		r.Tags = t
+	})
+	return true, cerr
+}
+
+var nameContainsRe = regexp.MustCompile(`^[a-zA-Z0-9-]+$`)
+
+// MaxComponentCopies bounds one inference component's copies: placement
+// bounds them by the instances' capacity too, but a machine whose memory is
+// unknown would otherwise try any number.
+const MaxComponentCopies = 1000
+
+func tooManyCopies(n int) error {
+	if n > MaxComponentCopies {
+		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
+			"The inference component asks for %d copies; mce runs at most %d copies of one inference component.", n, MaxComponentCopies)}
+	}
+	return nil
+}

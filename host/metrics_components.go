@@ -1,0 +1,50 @@
+package host
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// componentCollector reports each inference component's copies and GPUs at
+// scrape time. Its invocations and latencies are those of its container
+// (the copies' container is named after the component): the
+// mce_container_* series with container="<component>".
+type componentCollector struct {
+	s                      *Server
+	desired, current, gpus *prometheus.Desc
+}
+
+const lblComponent = "inference_component"
+
+func newComponentCollector(s *Server) componentCollector {
+	return componentCollector{s: s,
+		desired: newDesc("inference_component_desired_copies",
+			"Copies the inference component asks for (DescribeInferenceComponent's RuntimeConfig.DesiredCopyCount).",
+			lblEndpoint, lblVariant, lblComponent),
+		current: newDesc("inference_component_current_copies",
+			"Copies of the inference component that take calls (DescribeInferenceComponent's RuntimeConfig.CurrentCopyCount).",
+			lblEndpoint, lblVariant, lblComponent),
+		gpus: newDesc("inference_component_gpus",
+			"GPUs pinned to the inference component's copies (NumberOfAcceleratorDevicesRequired times its placed copies; no CloudWatch counterpart).",
+			lblEndpoint, lblVariant, lblComponent),
+	}
+}
+
+func (c componentCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.desired
+	ch <- c.current
+	ch <- c.gpus
+}
+
+func (c componentCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, ic := range c.s.ics.all() {
+		rec := ic.record()
+		gpus := 0
+		for _, cp := range rec.Copies {
+			gpus += len(cp.GPUs)
+		}
+		labels := []string{rec.EndpointName, rec.VariantName, rec.Name}
+		ch <- prometheus.MustNewConstMetric(c.desired, prometheus.GaugeValue, float64(rec.Desired), labels...)
+		ch <- prometheus.MustNewConstMetric(c.current, prometheus.GaugeValue, float64(ic.currentCopies()), labels...)
+		ch <- prometheus.MustNewConstMetric(c.gpus, prometheus.GaugeValue, float64(gpus), labels...)
+	}
+}
