@@ -92,7 +92,8 @@ func (s *Server) getComponent(name string) (*component, error) {
 // template resolves what each copy of a component runs.
 func (s *Server) template(name string, sp spec.InferenceComponentSpecification, v spec.VariantPlan) (spec.VariantPlan, error) {
 	t := spec.VariantPlan{Name: v.Name, InstanceType: v.InstanceType, InstanceCount: 1, Weight: 1,
-		HealthCheckTimeout: v.HealthCheckTimeout, DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation}
+		HealthCheckTimeout: v.HealthCheckTimeout, DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation,
+		RoutingStrategy: v.RoutingStrategy} // the variant's RoutingConfig picks among the copies
 	if st := sp.StartupParameters; st != nil {
 		if st.ContainerStartupHealthCheckTimeoutInSeconds != nil {
 			t.HealthCheckTimeout = time.Duration(*st.ContainerStartupHealthCheckTimeoutInSeconds) * time.Second
