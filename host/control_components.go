@@ -133,7 +133,14 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 		t.NetworkIsolation = t.NetworkIsolation || (m.EnableNetworkIsolation != nil && *m.EnableNetworkIsolation)
 	} else {
 		k := sp.Container
-		c.Image, c.ModelDataURL = k.Image, k.ArtifactURL
+		// A relative file:// artifact resolves as a CreateModel one does,
+		// and one outside the model roots is refused now, not at launch.
+		c.Image, c.ModelDataURL, c.BaseDir = k.Image, k.ArtifactURL, s.cfg.BaseDir
+		if s.cfg.ModelData != nil {
+			if err := s.cfg.ModelData.CheckModelDataURL(k.ArtifactURL, s.cfg.BaseDir); err != nil {
+				return t, validationException("%s", err.Error())
+			}
+		}
 		if len(k.Environment) > 0 {
 			c.Environment = map[string]string{}
 			for key, v := range k.Environment {
