@@ -213,8 +213,9 @@ func (c *component) setRouteLocked() {
 		r.Variants()[0].SetInstances(insts)
 		return
 	}
-	c.route.Store(pipeline.NewRoute(c.rec.EndpointName, pipeline.Serial,
-		[]*pipeline.Variant{pipeline.NewVariant(c.rec.VariantName, 1, insts)}))
+	v := pipeline.NewVariant(c.rec.VariantName, 1, insts)
+	v.SetStrategy(pipeline.StrategyOf(c.rec.Template.RoutingStrategy)) // the variant's RoutingConfig
+	c.route.Store(pipeline.NewRoute(c.rec.EndpointName, pipeline.Serial, []*pipeline.Variant{v}))
 }
 
 // currentCopies is how many copies take calls now.

@@ -3,7 +3,6 @@ package host_test
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,47 +17,36 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go"
 	"github.com/moby/moby/client"
-	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/store"
-	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
+	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
-// icHost is mce on the real Docker engine: its runtime and server, and
-// clients of both APIs. stop ends it as a crash would (containers left
-// running); the next icHost on the same instance, state folder and store
-// adopts them.
+// icHost is mce on the real Docker engine (the shared fixture, hostenv)
+// with clients of both APIs. Its Crash ends it as a crash would
+// (containers left running); the next icHost on the same instance, state
+// folder and store adopts them.
 type icHost struct {
-	rt  *docker.Runtime
-	srv *host.Server
-	hs  *httptest.Server
+	*hostenv.Host
 	sm  *sagemaker.Client
 	run *sagemakerruntime.Client
 }
 
-func startICHost(t *testing.T, cli *client.Client, instance, stateDir string, st *store.Store, log zerolog.Logger) *icHost {
+// startICHost starts mce on instance, stateDir and st, adopting what a
+// crashed one left there, and brings back the state of st (Recover) as mce
+// serve does.
+func startICHost(t *testing.T, instance, stateDir string, st *store.Store) *icHost {
 	t.Helper()
-	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: stateDir, Logger: log,
-		StopGrace: 2 * time.Second, HealthInterval: 500 * time.Millisecond, RestartBackoff: 100 * time.Millisecond, Adopt: true})
-	if err != nil {
+	h := hostenv.New(t, hostenv.Options{Instance: instance, StateDir: stateDir, Store: st,
+		Runtime: func(o *docker.Options) { o.Adopt = true },
+		Host:    func(c *host.Config) { c.ContainerTimeout = 10 * time.Second }})
+	if err := h.Server.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := host.New(host.Config{Backend: &docker.Engine{Runtime: rt}, Store: st, Logger: log, ContainerTimeout: 10 * time.Second})
-	rt.OnAddressChange(srv.Invoker().Forget)
-	if err := srv.Recover(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	h := &icHost{rt: rt, srv: srv, hs: hs,
-		sm: sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{},
-			HTTPClient: &sdkhttp.Client{Next: hs.Client()}}),
-		run: sagemakerruntime.New(sagemakerruntime.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{},
-			HTTPClient: &sdkhttp.Client{Next: hs.Client()}}),
-	}
-	return h
+	return &icHost{Host: h, sm: h.SageMakerClient(), run: h.RuntimeClient()}
 }
 
 func (h *icHost) invoke(ic string) (string, error) {
@@ -114,31 +102,12 @@ func TestDockerInferenceComponents(t *testing.T) {
 	cli := testenv.Docker(t)
 	image := testenv.Image(t, "probe")
 	instance := testenv.Instance(t)
-	stateDir := t.TempDir()
-	logs := &testenv.SyncBuffer{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("mce log:\n%s", logs.String())
-		}
-	})
-	log := zerolog.New(logs).With().Timestamp().Logger()
 	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	h := startICHost(t, cli, instance, stateDir, st, log)
-	var last *icHost = h
-	t.Cleanup(func() {
-		last.hs.Close()
-		if err := last.srv.Close(context.Background()); err != nil {
-			t.Errorf("teardown: %v", err)
-		}
-		last.rt.Close()
-		if c, n := testenv.Leftovers(t, cli, instance); c+n > 0 {
-			t.Errorf("left behind %d containers, %d networks", c, n)
-		}
-	})
+	t.Cleanup(func() { st.Close() }) // after both hosts' teardown
+	h := startICHost(t, instance, t.TempDir(), st)
 	ctx := context.Background()
 	if _, err := h.sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("gpu-share-config"),
 		ExecutionRoleArn: aws.String("arn:aws:iam::123456789012:role/mce"),
@@ -149,7 +118,7 @@ func TestDockerInferenceComponents(t *testing.T) {
 	if _, err := h.sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("gpu-share"), EndpointConfigName: aws.String("gpu-share-config")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.srv.WaitEndpoint(ctx, "gpu-share"); err != nil {
+	if err := h.Server.WaitEndpoint(ctx, "gpu-share"); err != nil {
 		t.Fatal(err)
 	}
 	create := func(name, tag string, n int32) {
@@ -257,10 +226,8 @@ func TestDockerInferenceComponents(t *testing.T) {
 
 	// A restart of mce (as after a crash: containers left running) adopts the copies.
 	before := append(copies(t, cli, instance, "alpha"), copies(t, cli, instance, "beta")...)
-	h.hs.Close()
-	h.rt.Close()
-	h2 := startICHost(t, cli, instance, stateDir, st, log)
-	last = h2
+	h.Crash()
+	h2 := startICHost(t, instance, h.StateDir, st)
 	for _, name := range []string{"alpha", "beta"} {
 		if d := h2.wait(t, name); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService || aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 1 {
 			t.Fatalf("%s after the restart: %s %+v %s", name, d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason))

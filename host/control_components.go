@@ -92,7 +92,8 @@ func (s *Server) getComponent(name string) (*component, error) {
 // template resolves what each copy of a component runs.
 func (s *Server) template(name string, sp spec.InferenceComponentSpecification, v spec.VariantPlan) (spec.VariantPlan, error) {
 	t := spec.VariantPlan{Name: v.Name, InstanceType: v.InstanceType, InstanceCount: 1, Weight: 1,
-		HealthCheckTimeout: v.HealthCheckTimeout, DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation}
+		HealthCheckTimeout: v.HealthCheckTimeout, DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation,
+		RoutingStrategy: v.RoutingStrategy} // the variant's RoutingConfig picks among the copies
 	if st := sp.StartupParameters; st != nil {
 		if st.ContainerStartupHealthCheckTimeoutInSeconds != nil {
 			t.HealthCheckTimeout = time.Duration(*st.ContainerStartupHealthCheckTimeoutInSeconds) * time.Second
@@ -132,7 +133,14 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 		t.NetworkIsolation = t.NetworkIsolation || (m.EnableNetworkIsolation != nil && *m.EnableNetworkIsolation)
 	} else {
 		k := sp.Container
-		c.Image, c.ModelDataURL = k.Image, k.ArtifactURL
+		// A relative file:// artifact resolves as a CreateModel one does,
+		// and one outside the model roots is refused now, not at launch.
+		c.Image, c.ModelDataURL, c.BaseDir = k.Image, k.ArtifactURL, s.cfg.BaseDir
+		if s.cfg.ModelData != nil {
+			if err := s.cfg.ModelData.CheckModelDataURL(k.ArtifactURL, s.cfg.BaseDir); err != nil {
+				return t, validationException("%s", err.Error())
+			}
+		}
 		if len(k.Environment) > 0 {
 			c.Environment = map[string]string{}
 			for key, v := range k.Environment {

@@ -196,7 +196,9 @@ func (s *Server) install(e *Endpoint, plan spec.EndpointPlan, l Launched) bool {
 	}
 	var vs []*pipeline.Variant
 	for _, v := range plan.Variants {
-		vs = append(vs, pipeline.NewVariant(v.Name, v.Weight, instances(l, v.Name)))
+		pv := pipeline.NewVariant(v.Name, v.Weight, instances(l, v.Name))
+		pv.SetStrategy(pipeline.StrategyOf(v.RoutingStrategy))
+		vs = append(vs, pv)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

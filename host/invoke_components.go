@@ -10,8 +10,9 @@ import (
 
 // Invoking inference components: InvokeEndpoint and
 // InvokeEndpointWithResponseStream with X-Amzn-SageMaker-Inference-Component
-// (InferenceComponentName) go to that component's copies, least
-// outstanding requests first.
+// (InferenceComponentName) go to that component's copies, chosen by the
+// variant's RoutingConfig.RoutingStrategy (least outstanding requests by
+// default).
 
 var componentHeaderRe = regexp.MustCompile(`^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
 

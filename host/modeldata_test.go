@@ -244,3 +244,54 @@ func gzipTar(t *testing.T, name, body string) []byte {
 	}
 	return buf.Bytes()
 }
+
+// TestComponentArtifactConfined: an inference component's
+// Container.ArtifactUrl follows CreateModel's rules for file:// data: a
+// folder outside the model roots is a ValidationException at
+// CreateInferenceComponent (naming --model-root, no host path), and a
+// relative URL resolves against the host's BaseDir in the copies' plan.
+func TestComponentArtifactConfined(t *testing.T) {
+	root := t.TempDir()
+	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, b := newICHarnessWith(t, nil, Config{ModelData: f, BaseDir: root})
+	sm := h.sm()
+	ctx := context.Background()
+	createICEndpoint(t, sm, "shared", "ml.c5.large", 1)
+	create := func(name, url string) error {
+		_, err := sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String(name),
+			EndpointName: aws.String("shared"), VariantName: aws.String("AllTraffic"),
+			Specification: &smtypes.InferenceComponentSpecification{
+				Container:                   &smtypes.InferenceComponentContainerSpecification{Image: aws.String("-c"), ArtifactUrl: aws.String(url)},
+				ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128)}},
+			RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(1)}})
+		return err
+	}
+	for i, url := range []string{"file:///etc/", "file://../../etc"} {
+		err := create("bad"+string(rune('a'+i)), url)
+		if err == nil {
+			t.Errorf("CreateInferenceComponent with ArtifactUrl %q succeeded", url)
+			continue
+		}
+		code, msg := apiCode(t, err)
+		if code != "ValidationException" || !strings.Contains(msg, "--model-root") || strings.Contains(msg, root) {
+			t.Errorf("ArtifactUrl %q: %s %q, want a ValidationException naming --model-root and not %s", url, code, msg, root)
+		}
+	}
+	if err := create("good", "file://models/a"); err != nil {
+		t.Fatalf("ArtifactUrl inside the root: %v", err)
+	}
+	waitIC(t, sm, "good")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.plans) != 1 {
+		t.Fatalf("%d copies launched, want 1", len(b.plans))
+	}
+	for _, p := range b.plans {
+		if got, ok := p.Variants[0].Containers[0].ModelDataPath(); !ok || got != filepath.Join(root, "models/a") {
+			t.Errorf("the copy's model data path is %q, want %s", got, filepath.Join(root, "models/a"))
+		}
+	}
+}

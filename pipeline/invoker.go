@@ -201,7 +201,7 @@ func (iv *Invoker) invoke(ctx context.Context, r *Route, req *Request, sink Sink
 		return nil, err
 	}
 	insts := v.Instances()
-	inst, idx, known := choose(insts, direct, host, nil)
+	inst, idx, known := choose(insts, direct, host, nil, v.Strategy() == Random)
 	if inst == nil {
 		if !known && len(insts) > 0 {
 			return nil, &ValidationError{Endpoint: r.Endpoint, Message: "Container hostname " + host +
@@ -263,7 +263,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 		if res.Outcome == httpc.DialFailed && !retried {
 			// Instances of one variant share a container set; the length
 			// check only guards a chain against a malformed one.
-			if alt, altIdx, _ := choose(insts, direct, host, inst); alt != nil && (direct || len(alt.containers) == len(inst.containers)) {
+			if alt, altIdx, _ := choose(insts, direct, host, inst, v.Strategy() == Random); alt != nil && (direct || len(alt.containers) == len(inst.containers)) {
 				iv.observe(r, v, host, res, connectError(r.Endpoint, v.name, host, "could not connect to", res.Err))
 				iv.putBuffer(out)
 				retried = true

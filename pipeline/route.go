@@ -121,9 +121,46 @@ func (in *Instance) readyFor(idx int) bool {
 // (scaling, restarts, UpdateEndpointWeightsAndCapacities) while invocations
 // run; it is safe for concurrent use and the invocation path takes no locks.
 type Variant struct {
-	name   string
-	weight atomic.Uint64 // math.Float64bits of a finite weight ≥ 0
-	insts  atomic.Pointer[[]*Instance]
+	name     string
+	weight   atomic.Uint64 // math.Float64bits of a finite weight ≥ 0
+	insts    atomic.Pointer[[]*Instance]
+	strategy atomic.Int32 // a Strategy
+}
+
+// Strategy is how a variant spreads calls over its ready instances
+// (ProductionVariant RoutingConfig.RoutingStrategy,
+// https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ProductionVariantRoutingConfig.html).
+type Strategy int32
+
+const (
+	// LeastOutstanding sends a call to the instance with the fewest calls
+	// in flight, ties broken at random (LEAST_OUTSTANDING_REQUESTS,
+	// SageMaker's default). It is the zero value.
+	LeastOutstanding Strategy = iota
+	// Random sends a call to any ready instance with the same chance,
+	// whatever its load (RANDOM).
+	Random
+)
+
+// StrategyOf returns the Strategy that SageMaker's RoutingStrategy names:
+// Random for "RANDOM", LeastOutstanding for anything else ("" included).
+func StrategyOf(s string) Strategy {
+	if s == "RANDOM" {
+		return Random
+	}
+	return LeastOutstanding
+}
+
+// String returns SageMaker's spelling of the strategy.
+func (s Strategy) String() string {
+	switch s {
+	case LeastOutstanding:
+		return "LEAST_OUTSTANDING_REQUESTS"
+	case Random:
+		return "RANDOM"
+	default:
+		return "Strategy(" + strconv.Itoa(int(s)) + ")"
+	}
 }
 
 // NewVariant returns a variant named name with the given weight and instances
@@ -150,6 +187,13 @@ func (v *Variant) SetWeight(w float64) {
 	}
 	v.weight.Store(math.Float64bits(w))
 }
+
+// Strategy returns how the variant chooses an instance for a call.
+func (v *Variant) Strategy() Strategy { return Strategy(v.strategy.Load()) }
+
+// SetStrategy changes how the variant chooses an instance; calls already
+// routed are not moved.
+func (v *Variant) SetStrategy(s Strategy) { v.strategy.Store(int32(s)) }
 
 // Instances returns the current instances. The slice is shared and must not
 // be modified.

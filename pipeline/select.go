@@ -62,12 +62,13 @@ func (r *Route) pickVariant(target string) (*Variant, error) {
 
 // choose returns the instance with the fewest outstanding requests among
 // insts that are ready for the call, skipping exclude, ties broken uniformly
-// at random; an instance suspected after a transport failure comes after
-// every other. For Direct (direct true) the call needs the container named host
+// at random; with random (RoutingStrategy RANDOM) it returns any ready
+// instance with the same chance, whatever its load. Either way an instance
+// suspected after a transport failure comes after every other. For Direct (direct true) the call needs the container named host
 // and idx is its position in the chosen instance; for Serial every container
 // must be ready and idx is -1. known reports whether host exists in any
 // instance looked at (always true for Serial).
-func choose(insts []*Instance, direct bool, host string, exclude *Instance) (best *Instance, idx int, known bool) {
+func choose(insts []*Instance, direct bool, host string, exclude *Instance, random bool) (best *Instance, idx int, known bool) {
 	idx = -1
 	known = !direct
 	var least int64
@@ -87,7 +88,10 @@ func choose(insts []*Instance, direct bool, host string, exclude *Instance) (bes
 		if !in.readyFor(i) {
 			continue
 		}
-		n := in.outstanding.Load()
+		var n int64 // RANDOM: every ready instance ties
+		if !random {
+			n = in.outstanding.Load()
+		}
 		if in.suspectUntil.Load() > now {
 			n += math.MaxInt32 // behind every unsuspected instance
 		}

@@ -60,7 +60,7 @@ func TestChoose(t *testing.T) {
 			}
 			picked := map[int]int{}
 			for range 400 {
-				got, idx, known := choose(insts, tt.direct, tt.host, exclude)
+				got, idx, known := choose(insts, tt.direct, tt.host, exclude, false)
 				if known != tt.wantKnown {
 					t.Fatalf("known = %v, want %v", known, tt.wantKnown)
 				}
@@ -100,14 +100,14 @@ func TestChooseSuspect(t *testing.T) {
 	b.outstanding.Store(50)
 	now := time.Now()
 	a.suspect(now)
-	if got, _, _ := choose([]*Instance{a, b}, false, "", nil); got != b {
+	if got, _, _ := choose([]*Instance{a, b}, false, "", nil, false); got != b {
 		t.Errorf("chose the suspected idle instance over a loaded healthy one")
 	}
-	if got, _, _ := choose([]*Instance{a}, false, "", nil); got != a {
+	if got, _, _ := choose([]*Instance{a}, false, "", nil, false); got != a {
 		t.Errorf("the only ready instance, though suspected, was not chosen")
 	}
 	a.suspectUntil.Store(now.Add(-time.Millisecond).UnixNano())
-	if got, _, _ := choose([]*Instance{a, b}, false, "", nil); got != a {
+	if got, _, _ := choose([]*Instance{a, b}, false, "", nil, false); got != a {
 		t.Errorf("an expired suspicion still held the instance back")
 	}
 }
@@ -359,6 +359,102 @@ func TestModeString(t *testing.T) {
 	for m, want := range map[Mode]string{Serial: "Serial", Direct: "Direct", Mode(7): "Mode(7)"} {
 		if got := m.String(); got != want {
 			t.Errorf("Mode(%d).String() = %q, want %q", int(m), got, want)
+		}
+	}
+}
+
+// TestRoutingStrategy invokes a variant whose ready instances carry
+// different loads: LEAST_OUTSTANDING_REQUESTS sends every call to the idle
+// one, RANDOM spreads the calls evenly over every ready instance whatever
+// its load, and never to one that is not ready.
+func TestRoutingStrategy(t *testing.T) {
+	const calls = 600
+	load := []int64{7, 3, 0, 0} // the last instance is not ready
+	srvs := make([]*fakeServer, len(load))
+	insts := make([]*Instance, len(load))
+	for i, n := range load {
+		srvs[i] = startServer(t, echo("", "text/plain"))
+		c := newFake("model", srvs[i].srv.URL)
+		if i == len(load)-1 {
+			c.ready.Store(false)
+		}
+		insts[i] = NewInstance([]Container{c})
+		insts[i].outstanding.Store(n) // calls held elsewhere; Invoke adds and removes its own
+	}
+	v := NewVariant("AllTraffic", 1, insts)
+	route := NewRoute("e", Serial, []*Variant{v})
+	iv := NewInvoker(Options{})
+	defer iv.Close()
+	run := func(s Strategy) []int64 {
+		t.Helper()
+		v.SetStrategy(s)
+		before := make([]int64, len(srvs))
+		for i, fs := range srvs {
+			before[i] = fs.calls.Load()
+		}
+		for range calls {
+			resp, err := iv.Invoke(context.Background(), route, &Request{Body: []byte("x"), ContentType: "text/plain"})
+			if err != nil {
+				t.Fatalf("%v: Invoke: %v", s, err)
+			}
+			resp.Release()
+		}
+		got := make([]int64, len(srvs))
+		for i, fs := range srvs {
+			got[i] = fs.calls.Load() - before[i]
+		}
+		return got
+	}
+
+	if v.Strategy() != LeastOutstanding {
+		t.Fatalf("a new variant's strategy is %v, want LEAST_OUTSTANDING_REQUESTS", v.Strategy())
+	}
+	if got := run(LeastOutstanding); got[2] != calls {
+		t.Errorf("LEAST_OUTSTANDING_REQUESTS: calls per instance %v, want all %d on the idle instance 2", got, calls)
+	}
+	got := run(Random)
+	if got[3] != 0 {
+		t.Errorf("RANDOM sent %d calls to an instance that is not ready", got[3])
+	}
+	// Each of the 3 ready instances expects 200 calls (σ ≈ 11.5): 120 is
+	// about 7σ below, so a fair draw never fails while a load-weighted one
+	// (instance 0 carries 7 calls) does.
+	for i := range 3 {
+		if got[i] < 120 {
+			t.Errorf("RANDOM: calls per instance %v, want about %d on each of instances 0-2", got, calls/3)
+			break
+		}
+	}
+	if got := run(LeastOutstanding); got[2] != calls {
+		t.Errorf("back to LEAST_OUTSTANDING_REQUESTS: calls per instance %v, want all on instance 2", got)
+	}
+	for i, in := range insts {
+		if in.Outstanding() != load[i] {
+			t.Errorf("instance %d outstanding = %d after the calls, want %d", i, in.Outstanding(), load[i])
+		}
+	}
+}
+
+// TestChooseRandomSuspect: RANDOM too passes over an instance suspected
+// after a transport failure while another is ready.
+func TestChooseRandomSuspect(t *testing.T) {
+	a := NewInstance([]Container{newFake("a", "http://127.0.0.1:1")})
+	b := NewInstance([]Container{newFake("a", "http://127.0.0.1:1")})
+	a.suspect(time.Now())
+	for range 100 {
+		if got, _, _ := choose([]*Instance{a, b}, false, "", nil, true); got != b {
+			t.Fatal("RANDOM chose the suspected instance while a healthy one was ready")
+		}
+	}
+}
+
+func TestStrategyOf(t *testing.T) {
+	for in, want := range map[string]Strategy{"": LeastOutstanding, "LEAST_OUTSTANDING_REQUESTS": LeastOutstanding, "RANDOM": Random} {
+		if got := StrategyOf(in); got != want {
+			t.Errorf("StrategyOf(%q) = %v, want %v", in, got, want)
+		}
+		if in != "" && want.String() != in {
+			t.Errorf("%v.String() = %q, want %q", want, want.String(), in)
 		}
 	}
 }

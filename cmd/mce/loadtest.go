@@ -81,7 +81,8 @@ given as well override it):
 
 Traffic for multi-model endpoints: --models N names TargetModel from --model-pattern
 ({i} is the model's number, {i:03} the same zero-padded; numbers run from --first-model) with --shape uniform (default), top-k (--top-k models take --share of the
-calls) or hot (model 1 takes --share). The body is --payload: a file, a folder of samples
+calls) or hot (model 1 takes --share). --inference-component NAME sends every call to that
+inference component of the endpoint. The body is --payload: a file, a folder of samples
 (one picked at random per call) or - for standard input; its content type is
 --content-type, or guessed from the files' extension. --stream calls
 InvokeEndpointWithResponseStream and reports the time to the first part too.
@@ -97,6 +98,7 @@ the usual AWS ones; against mce with none set the calls go unsigned. The report 
 the generator's own CPU time and achieved send rate, to show when it was the limit.`,
 		Example: `  mce loadtest my-endpoint --endpoint-url http://127.0.0.1:8080 --users 1,4,16 --duration 20s --target p90=50ms
   mce loadtest mme --endpoint-url http://127.0.0.1:8080 --rate 20,50,100 --models 200 --first-model 0 --model-pattern 'model-{i:03}.tar.gz' --shape top-k --top-k 10 --share 0.9 --payload sample.json
+  mce loadtest shared --endpoint-url http://127.0.0.1:8080 --inference-component cancer --users 1,4 --duration 10s --payload build/models/framework/cancer-sample.csv
   mce loadtest ab-test --endpoint-url http://127.0.0.1:8080 --plan docs/loadtest-plan.yaml --payload - --out build/loadtest`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -120,6 +122,7 @@ the generator's own CPU time and achieved send rate, to show when it was the lim
 	fl.StringVar(&f.req.CustomAttributes, "custom-attributes", "", "CustomAttributes")
 	fl.StringVar(&f.req.TargetContainer, "target-container", "", "TargetContainerHostname (Direct mode)")
 	fl.StringVar(&f.req.TargetVariant, "target-variant", "", "TargetVariant")
+	fl.StringVar(&f.req.InferenceComponent, "inference-component", "", "InferenceComponentName (endpoints that host inference components)")
 	fl.BoolVar(&f.req.Stream, "stream", false, "call InvokeEndpointWithResponseStream and measure the time to first byte")
 	fl.DurationVar(&f.timeout, "timeout", 70*time.Second, "time limit of one call")
 	fl.IntVar(&f.models, "models", 0, "number of models for TargetModel (multi-model endpoints); 0: none")
@@ -208,9 +211,10 @@ func loadtestPlan(cmd *cobra.Command, f loadtestFlags) (*loadtest.Plan, error) {
 	set("timeout", func() { p.Request.Timeout = loadtest.Duration(f.timeout) })
 	set("stream", func() { p.Request.Stream = f.req.Stream })
 	for name, dst := range map[string]*string{"content-type": &p.Request.ContentType, "accept": &p.Request.Accept,
-		"custom-attributes": &p.Request.CustomAttributes, "target-container": &p.Request.TargetContainer, "target-variant": &p.Request.TargetVariant} {
+		"custom-attributes": &p.Request.CustomAttributes, "target-container": &p.Request.TargetContainer, "target-variant": &p.Request.TargetVariant,
+		"inference-component": &p.Request.InferenceComponent} {
 		v := map[string]string{"content-type": f.req.ContentType, "accept": f.req.Accept, "custom-attributes": f.req.CustomAttributes,
-			"target-container": f.req.TargetContainer, "target-variant": f.req.TargetVariant}[name]
+			"target-container": f.req.TargetContainer, "target-variant": f.req.TargetVariant, "inference-component": f.req.InferenceComponent}[name]
 		set(name, func() { *dst = v })
 	}
 	if p.Seed == 0 {

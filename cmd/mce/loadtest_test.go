@@ -13,6 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+
 	"github.com/mce-run/mce/internal/loadtest"
 	"github.com/mce-run/mce/internal/testenv"
 )
@@ -254,5 +258,75 @@ func TestLoadtestNeedsCredentialsForSageMaker(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Errorf("wrote a report: %v", entries)
+	}
+}
+
+// TestLoadtestInferenceComponent load-tests an inference component of an
+// endpoint that hosts them: with --inference-component every call (plain
+// and streamed) reaches the component's copies and succeeds, and the plan
+// in the report names it; without it every call gets SageMaker's
+// ValidationError for a missing component name.
+func TestLoadtestInferenceComponent(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.OwnImage(t, "probe")
+	file := filepath.Join(t.TempDir(), "ep.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: m
+    PrimaryContainer: {Image: `+img+`}
+EndpointConfigs:
+  - EndpointConfigName: c
+    ExecutionRoleArn: arn:aws:iam::123456789012:role/mce
+    ProductionVariants: [{VariantName: AllTraffic, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
+Endpoints:
+  - {EndpointName: shared, EndpointConfigName: c}
+`), 0o644)
+	listen := freePort(t)
+	f := serveFlagsFor(t, listen, file)
+	ctx, url := serveInService(t, cli, f)
+	sm := sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(url), Credentials: aws.AnonymousCredentials{}})
+	if _, err := sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("comp"),
+		EndpointName: aws.String("shared"), VariantName: aws.String("AllTraffic"),
+		Specification: &smtypes.InferenceComponentSpecification{ModelName: aws.String("m"),
+			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128)}},
+		RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		d, err := sm.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String("comp")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.InferenceComponentStatus == smtypes.InferenceComponentStatusInService {
+			break
+		}
+		if d.InferenceComponentStatus == smtypes.InferenceComponentStatusFailed || time.Now().After(deadline) {
+			t.Fatalf("component %s: %s", d.InferenceComponentStatus, aws.ToString(d.FailureReason))
+		}
+	}
+
+	for _, stream := range []bool{false, true} {
+		dir := t.TempDir()
+		args := []string{"loadtest", "shared", "--endpoint-url", url, "--inference-component", "comp", "--users", "2", "--duration", "1s",
+			"--custom-attributes", "sleep=2ms", "--out", dir, "-q", "--metrics-url", "off"}
+		if stream {
+			args = append(args, "--stream")
+		}
+		if out, err := runCLI(ctx, args...); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		r := readReport(t, dir)
+		if s := r.Stages[0]; s.Completed == 0 || s.Errors != 0 || r.Plan.Request.InferenceComponent != "comp" {
+			t.Errorf("stream %v: %+v, errors %v, plan request %+v", stream, s, r.ErrorSamples, r.Plan.Request)
+		}
+	}
+
+	dir := t.TempDir()
+	if out, err := runCLI(ctx, "loadtest", "shared", "--endpoint-url", url, "--users", "1", "--max-requests", "3", "--duration", "5s",
+		"--out", dir, "-q", "--metrics-url", "off"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if r := readReport(t, dir); r.Stages[0].Codes["ValidationError"] != 3 {
+		t.Errorf("without --inference-component: %+v, samples %v", r.Stages[0].Codes, r.ErrorSamples)
 	}
 }

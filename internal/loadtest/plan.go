@@ -126,6 +126,9 @@ type Request struct {
 	CustomAttributes string `yaml:"custom_attributes,omitempty" json:"custom_attributes,omitempty"`
 	TargetContainer  string `yaml:"target_container,omitempty" json:"target_container,omitempty"`
 	TargetVariant    string `yaml:"target_variant,omitempty" json:"target_variant,omitempty"`
+	// InferenceComponent is InferenceComponentName: the component of an
+	// endpoint that hosts inference components every call goes to.
+	InferenceComponent string `yaml:"inference_component,omitempty" json:"inference_component,omitempty"`
 	// Stream calls InvokeEndpointWithResponseStream and measures the time to
 	// the first part as well.
 	Stream bool `yaml:"stream,omitempty" json:"stream,omitempty"`

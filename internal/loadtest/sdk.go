@@ -52,6 +52,7 @@ func (s *SDK) Invoke(ctx context.Context, c Call) Outcome {
 		EndpointName: aws.String(s.Endpoint), Body: c.Body, TargetModel: optional(c.Model),
 		ContentType: optional(q.ContentType), Accept: optional(q.Accept), CustomAttributes: optional(q.CustomAttributes),
 		TargetContainerHostname: optional(q.TargetContainer), TargetVariant: optional(q.TargetVariant),
+		InferenceComponentName: optional(q.InferenceComponent),
 	})
 	return outcome(ctx, err)
 }
@@ -84,6 +85,7 @@ func (s *SDK) stream(ctx context.Context, c Call) Outcome {
 		EndpointName: aws.String(s.Endpoint), Body: c.Body,
 		ContentType: optional(q.ContentType), Accept: optional(q.Accept), CustomAttributes: optional(q.CustomAttributes),
 		TargetContainerHostname: optional(q.TargetContainer), TargetVariant: optional(q.TargetVariant),
+		InferenceComponentName: optional(q.InferenceComponent),
 	})
 	if err != nil {
 		return outcome(ctx, err)

@@ -39,6 +39,11 @@ type Options struct {
 	Instance string
 	// StateDir is the runtime's state folder; default t.TempDir().
 	StateDir string
+	// Store is an open state store to use, such as the one of a host that
+	// Crash ended (its successor on the same Instance and StateDir adopts
+	// its containers); the fixture does not close it. Default a new store
+	// in t.TempDir(), closed when t ends.
+	Store *store.Store
 
 	// ModelRoots are the folders file:// model data may come from; default
 	// os.TempDir() (tests write their artifacts in t.TempDir() folders).
@@ -84,11 +89,27 @@ type Host struct {
 	// printed when the test fails.
 	Logs *testenv.SyncBuffer
 	Log  zerolog.Logger
+
+	crashed bool
+}
+
+// Crash ends the host as a crash of mce would: the HTTP server and the
+// runtime close, but the host stops none of its endpoints, so their
+// containers keep running for a next host on the same Instance, StateDir
+// and Store (Options) to adopt. The end of t then does nothing more for
+// this host (the next one's teardown removes the containers and checks
+// for leftovers).
+func (h *Host) Crash() {
+	h.crashed = true
+	h.HTTP.Close()
+	if h.Runtime != nil {
+		h.Runtime.Close()
+	}
 }
 
 // New starts a host for t. When t ends, in this order: the HTTP server
 // closes, the host stops its endpoints (an error fails t), the runtime
-// closes, the store closes, t fails if a container or network of the
+// closes, the store closes (unless Options gave it), t fails if a container or network of the
 // instance is left, and the log is printed if t failed.
 func New(t testing.TB, o Options) *Host {
 	t.Helper()
@@ -138,11 +159,14 @@ func New(t testing.TB, o Options) *Host {
 		backend = &docker.Engine{Runtime: h.Runtime}
 	}
 
-	if h.Store, err = store.Open(filepath.Join(t.TempDir(), "state.db")); err != nil {
-		if h.Runtime != nil {
-			h.Runtime.Close()
+	ownStore := o.Store == nil
+	if h.Store = o.Store; ownStore {
+		if h.Store, err = store.Open(filepath.Join(t.TempDir(), "state.db")); err != nil {
+			if h.Runtime != nil {
+				h.Runtime.Close()
+			}
+			t.Fatal(err)
 		}
-		t.Fatal(err)
 	}
 	cfg := host.Config{Backend: backend, Store: h.Store, Logger: h.Log, ModelData: h.Fetcher,
 		ContainerTimeout: 5 * time.Second, MetricsOnAPI: true}
@@ -159,15 +183,19 @@ func New(t testing.TB, o Options) *Host {
 	h.HTTP = httptest.NewServer(h.Server.Handler())
 	h.URL = h.HTTP.URL
 	t.Cleanup(func() {
-		h.HTTP.Close()
-		if err := h.Server.Close(context.Background()); err != nil {
-			t.Errorf("teardown: %v", err)
+		if !h.crashed {
+			h.HTTP.Close()
+			if err := h.Server.Close(context.Background()); err != nil {
+				t.Errorf("teardown: %v", err)
+			}
+			if h.Runtime != nil {
+				h.Runtime.Close()
+			}
 		}
-		if h.Runtime != nil {
-			h.Runtime.Close()
+		if ownStore {
+			h.Store.Close()
 		}
-		h.Store.Close()
-		if h.Docker != nil {
+		if h.Docker != nil && !h.crashed {
 			testenv.NoLeftovers(t, h.Docker, h.Instance)
 		}
 	})
