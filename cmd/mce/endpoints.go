@@ -113,7 +113,8 @@ func newDescribeCmd() *cobra.Command {
 }
 
 // printJSON prints an SDK output as indented JSON, without the SDK's result
-// metadata.
+// metadata and without unset members (nil pointers, and enums the SDK
+// marshals as "" when the answer had none).
 func printJSON(w io.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -137,7 +138,7 @@ func dropNulls(v any) {
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			if e == nil {
+			if e == nil || e == "" {
 				delete(v, k)
 				continue
 			}

@@ -40,8 +40,8 @@ func TestEndpointCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"EndpointStatus": "InService"`) || strings.Contains(out, "ResultMetadata") {
 		t.Errorf("mce describe: %v\n%s", err, out)
 	}
-	if strings.Contains(out, "null") {
-		t.Errorf("mce describe prints unset fields as null:\n%s", out)
+	if strings.Contains(out, "null") || strings.Contains(out, `: ""`) {
+		t.Errorf("mce describe prints unset fields as null or \"\":\n%s", out)
 	}
 	// Text on the command line goes as text/plain, @file by extension, with no --content-type.
 	out, err = runCLI(ctx, "invoke", "ep", "--endpoint-url", url, "--custom-attributes", "info", "what a lovely day")

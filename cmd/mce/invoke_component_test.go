@@ -86,7 +86,7 @@ func TestEndpointsListsComponents(t *testing.T) {
 			break
 		}
 	}
-	if d, err := runCLI(ctx, "describe", "comp", "--endpoint-url", hs.URL); err != nil || !strings.Contains(d, `"InferenceComponentStatus": "Failed"`) || !strings.Contains(d, `"DesiredCopyCount": 1`) {
+	if d, err := runCLI(ctx, "describe", "comp", "--endpoint-url", hs.URL); err != nil || !strings.Contains(d, `"InferenceComponentStatus": "Failed"`) || !strings.Contains(d, `"DesiredCopyCount": 1`) || strings.Contains(d, `: ""`) {
 		t.Errorf("mce describe comp: %v\n%s", err, d)
 	}
 	if !strings.Contains(out, "INFERENCE COMPONENT") || !regexp.MustCompile(`comp +shared +AllTraffic +Failed +0/1 +0 of 1 copies .*image missing-image not found`).MatchString(out) {
