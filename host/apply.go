@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -105,7 +106,103 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 		}
 		s.save(e, func(r *EndpointRecord) { r.Applied = digest })
 	}
+	for _, ic := range b.InferenceComponents {
+		if err := s.applyComponent(ctx, ic, componentDigest(b, ic)); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", ic.File, ic.Path, err)
+		}
+	}
 	return names, nil
+}
+
+// applyComponent follows the endpoints' rule for one component of the
+// files: a missing one is created; one that exists is kept as the API left
+// it (copy count, specification) when its definition in the files is
+// unchanged since Apply last applied it; otherwise the files win: it is
+// updated to them (Specification and CopyCount), or deleted and created
+// again when it sits on another endpoint or variant. A Failed one is
+// updated too. The definition includes the files' model the component
+// names: a changed model is run by new copies.
+func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent, digest string) error {
+	c := s.ics.get(ic.InferenceComponentName)
+	if c != nil && c.deleting.Load() {
+		<-s.deleteComponent(c) // already going: wait until it is gone
+		c = nil
+	}
+	log := s.log.With().Str("inference_component", ic.InferenceComponentName).Str("file", ic.File).Logger()
+	if c != nil {
+		rec := c.record()
+		if !strings.EqualFold(rec.EndpointName, ic.EndpointName) || !strings.EqualFold(rec.VariantName, ic.VariantName) {
+			log.Info().Str("endpoint", rec.EndpointName).Str("variant", rec.VariantName).
+				Msg("deleting the inference component to create it again on the endpoint and variant the file names")
+			<-s.deleteComponent(c)
+			c = nil
+		}
+	}
+	if c == nil {
+		_, _, err := s.createComponent(ctx, &ic.CreateInferenceComponentInput, ic.Dir, digest)
+		return err
+	}
+	rec, err := settledComponent(ctx, c)
+	if err != nil {
+		return err
+	}
+	if rec.Applied != "" && rec.Applied == digest && rec.Status != StatusFailed {
+		log.Info().Msg("keeping the inference component as the API left it (copy count, specification): its definition in the file is unchanged since it was last applied; change the file to apply it again")
+		return nil
+	}
+	why := "the inference component was not created from this file"
+	switch {
+	case rec.Applied == digest:
+		why = "it is Failed"
+	case rec.Applied != "":
+		why = "its definition in the file changed since it was last applied"
+	}
+	log.Info().Msg("updating the inference component to the file's definition: " + why)
+	_, err = s.updateComponent(&updateComponentInput{InferenceComponentName: rec.Name,
+		Specification: ic.Specification, RuntimeConfig: ic.RuntimeConfig}, ic.Dir,
+		func(r *ComponentRecord) { r.Applied = digest })
+	return err
+}
+
+// settledComponent waits until a component is neither Creating nor
+// Updating (a recovered one may still be placing its copies).
+func settledComponent(ctx context.Context, c *component) (ComponentRecord, error) {
+	for {
+		rec := c.record()
+		if rec.Status != StatusCreating && rec.Status != StatusUpdating {
+			return rec, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// componentDigest fingerprints the files' definition of a component (with
+// the folder its relative file:// URL resolves against, and the files'
+// model it names, whose container each copy runs).
+func componentDigest(b *spec.Bundle, ic spec.InferenceComponent) string {
+	d := struct {
+		Input    spec.CreateInferenceComponentInput
+		Dir      string
+		Model    *spec.CreateModelInput `json:",omitempty"`
+		ModelDir string                 `json:",omitempty"`
+	}{Input: ic.CreateInferenceComponentInput, Dir: ic.Dir}
+	if sp := ic.Specification; sp != nil && sp.ModelName != "" {
+		for i := range b.Models {
+			if m := &b.Models[i]; strings.EqualFold(m.ModelName, sp.ModelName) {
+				d.Model, d.ModelDir = &m.CreateModelInput, m.Dir
+			}
+		}
+	}
+	j, err := json.Marshal(d)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(j)
+	return hex.EncodeToString(sum[:])
 }
 
 // fileDigest fingerprints what the files define for one endpoint: the

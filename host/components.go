@@ -76,6 +76,10 @@ type ComponentRecord struct {
 	// SpecVersion counts specifications: copies of an older one are
 	// replaced by UpdateInferenceComponent.
 	SpecVersion int
+	// Applied fingerprints the endpoint files' definition of the component
+	// when Apply last created or updated it from them; empty when the API
+	// made it.
+	Applied string `json:",omitempty"`
 }
 
 // CopyRecord is one placed copy.

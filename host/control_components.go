@@ -90,7 +90,8 @@ func (s *Server) getComponent(name string) (*component, error) {
 }
 
 // template resolves what each copy of a component runs.
-func (s *Server) template(name string, sp spec.InferenceComponentSpecification, v spec.VariantPlan) (spec.VariantPlan, error) {
+// A relative file:// ArtifactUrl resolves against baseDir.
+func (s *Server) template(name string, sp spec.InferenceComponentSpecification, v spec.VariantPlan, baseDir string) (spec.VariantPlan, error) {
 	t := spec.VariantPlan{Name: v.Name, InstanceType: v.InstanceType, InstanceCount: 1, Weight: 1,
 		HealthCheckTimeout: v.HealthCheckTimeout, DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation,
 		RoutingStrategy: v.RoutingStrategy} // the variant's RoutingConfig picks among the copies
@@ -135,9 +136,9 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 		k := sp.Container
 		// A relative file:// artifact resolves as a CreateModel one does,
 		// and one outside the model roots is refused now, not at launch.
-		c.Image, c.ModelDataURL, c.BaseDir = k.Image, k.ArtifactURL, s.cfg.BaseDir
+		c.Image, c.ModelDataURL, c.BaseDir = k.Image, k.ArtifactURL, baseDir
 		if s.cfg.ModelData != nil {
-			if err := s.cfg.ModelData.CheckModelDataURL(k.ArtifactURL, s.cfg.BaseDir); err != nil {
+			if err := s.cfg.ModelData.CheckModelDataURL(k.ArtifactURL, baseDir); err != nil {
 				return t, validationException("%s", err.Error())
 			}
 		}
@@ -185,60 +186,76 @@ func alsoAuthorize(ctx context.Context, resource string, keys requestKeys) error
 }
 
 func (s *Server) opCreateComponent(ctx context.Context, in *spec.CreateInferenceComponentInput) (any, error) {
-	if err := in.Validate(); err != nil {
+	arn, err := s.CreateInferenceComponent(ctx, *in, s.cfg.BaseDir)
+	if err != nil {
 		return nil, err
+	}
+	return map[string]string{"InferenceComponentArn": arn}, nil
+}
+
+// CreateInferenceComponent creates a component as the API does; a relative
+// file:// Container.ArtifactUrl resolves against baseDir (an endpoint
+// file's folder for a component of the files). It returns the ARN.
+func (s *Server) CreateInferenceComponent(ctx context.Context, in spec.CreateInferenceComponentInput, baseDir string) (string, error) {
+	arn, _, err := s.createComponent(ctx, &in, baseDir, "")
+	return arn, err
+}
+
+func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *component, error) {
+	if err := in.Validate(); err != nil {
+		return "", nil, err
 	}
 	// A component takes its endpoint's capacity: the caller needs
 	// CreateInferenceComponent on the endpoint as well as on the component
 	// (mce's choice: the authorization reference's resource types for it
 	// could not be read).
 	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpoint, in.EndpointName), requestKeysOf(in)); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
 	if s.ics.get(in.InferenceComponentName) != nil {
-		return nil, validationException("Cannot create already existing inference component %q.", arn)
+		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
 	}
 	e := s.reg.get(in.EndpointName)
 	if e == nil {
-		return nil, notFound(s, spec.KindEndpoint, in.EndpointName)
+		return "", nil, notFound(s, spec.KindEndpoint, in.EndpointName)
 	}
 	erec := e.record()
 	if !erec.Plan.HostsComponents() {
-		return nil, errNoComponentEndpoint()
+		return "", nil, errNoComponentEndpoint()
 	}
 	if e.deleting.Load() || erec.Status == StatusDeleting || erec.Status == StatusFailed {
-		return nil, validationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
+		return "", nil, validationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
 	}
 	v, ok := hostVariant(e, in.VariantName)
 	if !ok {
-		return nil, validationException("The variant name %s is not present in the endpoint %q.", in.VariantName, erec.ARN)
+		return "", nil, validationException("The variant name %s is not present in the endpoint %q.", in.VariantName, erec.ARN)
 	}
 	sp := *in.Specification
 	if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if err := s.fitsOneInstance(sp, v); err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	tpl, err := s.template(in.InferenceComponentName, sp, v)
+	tpl, err := s.template(in.InferenceComponentName, sp, v, baseDir)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if err := ended(ctx, arn); err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	now := time.Now()
 	rec := ComponentRecord{Name: in.InferenceComponentName, ARN: arn, EndpointName: erec.Name, VariantName: v.Name,
 		Spec: sp, Template: tpl, Desired: int(*in.RuntimeConfig.CopyCount), Status: StatusCreating,
-		Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1}
+		Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1, Applied: applied}
 	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
 	if !s.ics.add(c) {
-		return nil, validationException("Cannot create already existing inference component %q.", arn)
+		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
 	}
 	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
 		s.ics.remove(c)
-		return nil, err
+		return "", nil, err
 	}
 	c.setRoute()
 	s.background(func() {
@@ -246,7 +263,7 @@ func (s *Server) opCreateComponent(ctx context.Context, in *spec.CreateInference
 		defer c.ops.Unlock()
 		s.reconcileCopies(c)
 	})
-	return map[string]string{"InferenceComponentArn": arn}, nil
+	return arn, c, nil
 }
 
 type componentRuntimeConfigOut struct {
@@ -350,6 +367,13 @@ func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error 
 }
 
 func (s *Server) opUpdateComponent(_ context.Context, in *updateComponentInput) (any, error) {
+	return s.updateComponent(in, s.cfg.BaseDir, nil)
+}
+
+// updateComponent is UpdateInferenceComponent with a relative file://
+// ArtifactUrl resolved against baseDir; also, if not nil, changes the
+// record with the update.
+func (s *Server) updateComponent(in *updateComponentInput, baseDir string, also func(*ComponentRecord)) (any, error) {
 	c, err := s.getComponent(in.InferenceComponentName)
 	if err != nil {
 		return nil, err
@@ -385,7 +409,7 @@ func (s *Server) opUpdateComponent(_ context.Context, in *updateComponentInput) 
 		if err := s.fitsOneInstance(*in.Specification, v); err != nil {
 			return nil, err
 		}
-		if tpl, err = s.template(rec.Name, *in.Specification, v); err != nil {
+		if tpl, err = s.template(rec.Name, *in.Specification, v, baseDir); err != nil {
 			return nil, err
 		}
 	}
@@ -395,6 +419,9 @@ func (s *Server) opUpdateComponent(_ context.Context, in *updateComponentInput) 
 		}
 		if in.RuntimeConfig != nil {
 			r.Desired = int(*in.RuntimeConfig.CopyCount)
+		}
+		if also != nil {
+			also(r)
 		}
 	}); err != nil {
 		return nil, err

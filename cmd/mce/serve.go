@@ -188,31 +188,45 @@ func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
 		return nil, nil
 	}
 	var roots []string
+	add := func(src spec.Source, u string) error {
+		p, ok := strings.CutPrefix(u, "file://")
+		if !ok || p == "" {
+			return nil
+		}
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(src.Dir, p)
+		}
+		p = filepath.Clean(p)
+		fi, err := os.Stat(p)
+		switch {
+		case err != nil:
+			return nil
+		case !fi.IsDir():
+			p = filepath.Dir(p)
+		}
+		if err := artifact.ValidModelRoot(p); err != nil {
+			return fmt.Errorf("%s (%s): model data %q: %w", src.File, src.Path, u, err)
+		}
+		roots = append(roots, p)
+		return nil
+	}
 	for _, m := range bundle.Models {
 		defs := m.Containers
 		if m.PrimaryContainer != nil {
 			defs = append([]spec.ContainerDefinition{*m.PrimaryContainer}, defs...)
 		}
 		for _, d := range defs {
-			p, ok := strings.CutPrefix(d.ModelData(), "file://")
-			if !ok || p == "" {
-				continue
+			if err := add(m.Source, d.ModelData()); err != nil {
+				return nil, err
 			}
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(m.Dir, p)
+		}
+	}
+	// A component's Container.ArtifactUrl is named data as well.
+	for _, ic := range bundle.InferenceComponents {
+		if sp := ic.Specification; sp != nil && sp.Container != nil {
+			if err := add(ic.Source, sp.Container.ArtifactURL); err != nil {
+				return nil, err
 			}
-			p = filepath.Clean(p)
-			fi, err := os.Stat(p)
-			switch {
-			case err != nil:
-				continue
-			case !fi.IsDir():
-				p = filepath.Dir(p)
-			}
-			if err := artifact.ValidModelRoot(p); err != nil {
-				return nil, fmt.Errorf("%s (%s): model data %q: %w", m.File, m.Path, d.ModelData(), err)
-			}
-			roots = append(roots, p)
 		}
 	}
 	return roots, nil

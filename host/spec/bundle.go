@@ -35,6 +35,13 @@ type Endpoint struct {
 	Source
 }
 
+// InferenceComponent is a CreateInferenceComponent request loaded from a
+// file; a relative file:// Container.ArtifactUrl resolves against Dir.
+type InferenceComponent struct {
+	CreateInferenceComponentInput
+	Source
+}
+
 // Bundle is the definitions of one or more endpoint files, in file order.
 // Names are global across its files. A Bundle is not safe for concurrent
 // mutation; Plans only reads it.
@@ -42,6 +49,8 @@ type Bundle struct {
 	Models          []Model
 	EndpointConfigs []EndpointConfig
 	Endpoints       []Endpoint
+	// InferenceComponents are applied after the endpoints.
+	InferenceComponents []InferenceComponent
 }
 
 // LoadFiles reads, decodes and validates endpoint files (see the package
@@ -96,6 +105,11 @@ func (b *Bundle) load(path string) error {
 		src := Source{File: path, Dir: dir, Path: "Endpoints[" + strconv.Itoa(i) + "]"}
 		errs = append(errs, located(e.Validate(), src))
 		b.Endpoints = append(b.Endpoints, Endpoint{e, src})
+	}
+	for i, c := range f.InferenceComponents {
+		src := Source{File: path, Dir: dir, Path: "InferenceComponents[" + strconv.Itoa(i) + "]"}
+		errs = append(errs, located(c.Validate(), src))
+		b.InferenceComponents = append(b.InferenceComponents, InferenceComponent{c, src})
 	}
 	return errors.Join(errs...)
 }
@@ -219,6 +233,7 @@ func (b *Bundle) Plans(region, account string) ([]EndpointPlan, []string, error)
 		}
 		plans = append(plans, plan)
 	}
+	errs = append(errs, b.checkComponents(endpoints, configs, region, account)...)
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
@@ -233,6 +248,52 @@ func (b *Bundle) Plans(region, account string) ([]EndpointPlan, []string, error)
 		}
 	}
 	return plans, warns, nil
+}
+
+// checkComponents validates the files' inference components, refuses names
+// defined twice, and refuses a component on an endpoint of the files whose
+// configuration names models, or on a variant that endpoint lacks. An
+// endpoint not in the files may exist already: Apply reports it if not.
+func (b *Bundle) checkComponents(endpoints map[string]*Endpoint, configs map[string]*EndpointConfig, region, account string) []error {
+	var errs []error
+	seen := map[string]*InferenceComponent{}
+	for i := range b.InferenceComponents {
+		ic := &b.InferenceComponents[i]
+		if err := ic.Validate(); err != nil {
+			errs = append(errs, located(err, ic.Source))
+			continue
+		}
+		if dup := existing(seen, KindInferenceComponent, ic.InferenceComponentName, ic.Source, region, account); dup != nil {
+			errs = append(errs, dup)
+			continue
+		}
+		seen[strings.ToLower(ic.InferenceComponentName)] = ic
+		e, ok := endpoints[strings.ToLower(ic.EndpointName)]
+		if !ok {
+			continue
+		}
+		c, ok := configs[strings.ToLower(e.EndpointConfigName)]
+		if !ok {
+			continue // the endpoint's own error is reported
+		}
+		found := false
+		for _, v := range c.ProductionVariants {
+			if !v.ComponentVariant() {
+				errs = append(errs, &ValidationError{File: ic.File, Path: ic.Path, Messages: []string{"Inference Components are not supported in endpoint " +
+					strconv.Quote(ic.EndpointName) + ": the production variants of its endpoint configuration " + strconv.Quote(c.EndpointConfigName) + " name a ModelName."}})
+				found = true
+				break
+			}
+			if v.VariantName == ic.VariantName {
+				found = true
+			}
+		}
+		if !found {
+			errs = append(errs, &ValidationError{File: ic.File, Path: ic.Path, Messages: []string{"The variant name " + ic.VariantName +
+				" is not present in endpoint " + strconv.Quote(ic.EndpointName) + " (endpoint configuration " + strconv.Quote(c.EndpointConfigName) + ")."}})
+		}
+	}
+	return errs
 }
 
 // existing reports a second definition of name, or nil.

@@ -38,6 +38,10 @@
 //	Endpoints:         # CreateEndpoint requests
 //	  - {EndpointName: ab-test, EndpointConfigName: ab-config}
 //
+// A top-level InferenceComponents list holds CreateInferenceComponent
+// requests, created after the endpoints (a relative file:// ArtifactUrl
+// resolves against the file's folder).
+//
 // Several files may be loaded together — a model in one file, its endpoint
 // in another; names are global across them and compare case-insensitively,
 // as SageMaker's lower-cased ARNs do. Files under testdata/ are examples.

@@ -75,7 +75,7 @@ func Parse(name string, data []byte) (*File, error) {
 		}
 		return nil, err
 	}
-	if len(f.Models) == 0 && len(f.EndpointConfigs) == 0 && len(f.Endpoints) == 0 {
+	if len(f.Models) == 0 && len(f.EndpointConfigs) == 0 && len(f.Endpoints) == 0 && len(f.InferenceComponents) == 0 {
 		return nil, &DecodeError{File: name, Err: ErrEmpty}
 	}
 	return &f, nil

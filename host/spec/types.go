@@ -198,4 +198,7 @@ type File struct {
 	Models          []CreateModelInput          `json:"Models,omitempty"`
 	EndpointConfigs []CreateEndpointConfigInput `json:"EndpointConfigs,omitempty"`
 	Endpoints       []CreateEndpointInput       `json:"Endpoints,omitempty"`
+	// InferenceComponents are created after the endpoints, on an endpoint
+	// of the files or one that exists.
+	InferenceComponents []CreateInferenceComponentInput `json:"InferenceComponents,omitempty"`
 }
