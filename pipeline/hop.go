@@ -78,7 +78,9 @@ func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeade
 	req := httpc.Request{BaseURL: c.BaseURL(), Method: http.MethodPost, Path: "/models/" + lease.ModelID() + "/invoke", Body: body}
 	h.forward(&req.Header, true)
 	reloaded := false
-	for attempt := 0; ; attempt++ {
+	// evictions counts the 507s answered by freeing memory; the one reload
+	// of a forgotten model does not take one of them.
+	for evictions := 0; ; {
 		res := iv.do(ctx, &req, out)
 		if res.Outcome == httpc.Status && res.Status == http.StatusNotFound && !reloaded {
 			// Once per call: the container may have forgotten the model.
@@ -96,12 +98,13 @@ func (iv *Invoker) hop(ctx context.Context, c Container, body []byte, h hopHeade
 			}
 			continue
 		}
-		if res.Outcome != httpc.Status || res.Status != http.StatusInsufficientStorage || attempt == maxMemoryRetries {
+		if res.Outcome != httpc.Status || res.Status != http.StatusInsufficientStorage || evictions == maxMemoryRetries {
 			return res, nil
 		}
 		if err := lease.OutOfMemory(ctx); err != nil {
 			return httpc.Result{}, err
 		}
+		evictions++
 	}
 }
 
