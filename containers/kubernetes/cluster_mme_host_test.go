@@ -152,6 +152,7 @@ func hostChild(t *testing.T, hc hostChildConfig) {
 	for _, i := range []int{0, 1, 2, 0} {
 		got, err := invoke(mf.Models[i].TargetModel, mf.Models[i].Request)
 		if err != nil {
+			logPods(t, client, LabelInstance+"=mmehost")
 			t.Fatalf("%s: %v", mf.Models[i].TargetModel, err)
 		}
 		var g, w any
@@ -193,5 +194,34 @@ func hostChild(t *testing.T, hc hostChildConfig) {
 			t.Fatalf("after DeleteEndpoint: %d pods, %d deployments, %d config maps left", len(ps.Items), len(ds.Items), len(cms.Items))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// logPods logs the state of the pods that sel selects and the last lines of
+// their containers' logs, so that a failed call can be told from a container
+// that restarted or crashed under it.
+func logPods(t *testing.T, client clientset.Interface, sel string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ps, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		t.Logf("listing the pods: %v", err)
+		return
+	}
+	tail := int64(60)
+	for _, p := range ps.Items {
+		for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			t.Logf("pod %s container %s: ready %v, restarts %d, state %+v, last state %+v",
+				p.Name, cs.Name, cs.Ready, cs.RestartCount, cs.State, cs.LastTerminationState)
+		}
+		for _, c := range p.Spec.Containers {
+			for _, previous := range []bool{false, true} {
+				b, err := client.CoreV1().Pods("default").GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, TailLines: &tail, Previous: previous}).DoRaw(ctx)
+				if err == nil {
+					t.Logf("pod %s container %s log (previous %v):\n%s", p.Name, c.Name, previous, b)
+				}
+			}
+		}
 	}
 }
