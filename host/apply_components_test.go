@@ -153,6 +153,37 @@ func TestApplyInferenceComponents(t *testing.T) {
 		t.Errorf("beta has %d copies, want 1", n)
 	}
 	stop(s)
+
+	// The file moves alpha to another endpoint: it is deleted and created
+	// again there, and beta stays as it was.
+	moved := strings.Replace(applyComponentsFile, "COPIES", "2", 1)
+	moved = strings.Replace(moved, "Endpoints:\n", "Endpoints:\n  - {EndpointName: icep2, EndpointConfigName: icc}\n", 1)
+	moved = strings.Replace(moved, "- InferenceComponentName: alpha\n    EndpointName: icep\n", "- InferenceComponentName: alpha\n    EndpointName: icep2\n", 1)
+	if !strings.Contains(moved, "EndpointName: icep2\n    VariantName") {
+		t.Fatal("the moved file did not move alpha")
+	}
+	if err := os.WriteFile(file, []byte(moved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	alphaBefore, betaBefore := s.ics.get("alpha").record().Created, s.ics.get("beta").record().Created
+	s, logs = start()
+	waitSettled(t, s, "icep2")
+	if n := copies(s, "alpha"); n != 2 {
+		t.Errorf("alpha moved: %d copies, want the file's 2", n)
+	}
+	if rec := s.ics.get("alpha").record(); rec.EndpointName != "icep2" {
+		t.Errorf("alpha is on %s, want icep2", rec.EndpointName)
+	}
+	if !strings.Contains(logs.String(), "deleting the inference component to create it again on the endpoint and variant the file names") {
+		t.Errorf("no log line says alpha was recreated:\n%s", logs)
+	}
+	if n := copies(s, "beta"); n != 1 || !s.ics.get("beta").record().Created.Equal(betaBefore) {
+		t.Errorf("beta: %d copies, created %v (before: %v); want 1 and the same", n, s.ics.get("beta").record().Created, betaBefore)
+	}
+	if rec := s.ics.get("alpha").record(); !rec.Created.After(alphaBefore) {
+		t.Errorf("alpha created %v, not after the first one (%v): not recreated", rec.Created, alphaBefore)
+	}
+	stop(s)
 }
 
 // TestApplyComponentOnMissingEndpoint: a component naming an endpoint that
