@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/mce-run/mce/examples/containers/internal/smserve"
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // Adapters (single-model mode): LoRA-style deltas on the loaded network's
@@ -39,7 +40,7 @@ const AdapterFormat = "mce-lora/1"
 const AdapterFile = "adapter.json"
 
 // HeaderAdapter names the adapter of an invocation.
-const HeaderAdapter = "X-Amzn-SageMaker-Adapter-Identifier"
+const HeaderAdapter = wire.HeaderAdapterIdentifier
 
 // MaxAdapterWork bounds the multiply-adds of one layer's delta (rank × in
 // × out), so that a hostile adapter.json cannot keep a register busy.
