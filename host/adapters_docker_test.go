@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go"
+	"github.com/moby/moby/client"
 
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/testenv"
@@ -218,6 +220,16 @@ func TestDockerAdapterComponents(t *testing.T) {
 		check(h, "a2", want2)
 		check(h, "llm", base)
 	}
+	registered := func(want string) {
+		t.Helper()
+		ids := copies(t, cli, instance, "llm")
+		for _, id := range ids {
+			if got := adaptersIn(t, cli, id); got != want {
+				t.Fatalf("copy %s of llm has the adapters %q registered, want %q", id[:12], got, want)
+			}
+		}
+	}
+	registered("a1,a2") // in each of the three copies, the third one started after them
 
 	// Refusals, each a ValidationException that says why.
 	refused := func(what string, err error, want string) {
@@ -294,6 +306,7 @@ func TestDockerAdapterComponents(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, h, "evil")
+	registered("a1,a2") // evil is unregistered from every copy
 	_, err = invokeDense(h, ep, "evil")
 	if !errors.As(err, &ae) || ae.ErrorCode() != "ValidationError" || !strings.Contains(ae.ErrorMessage(), "Inference Component evil of endpoint") {
 		t.Fatalf("invoke of a deleted adapter: %v", err)
@@ -337,6 +350,47 @@ func TestDockerAdapterComponents(t *testing.T) {
 	if n := len(copies(t, cli, instance, "llm")); n != 0 {
 		t.Fatalf("the copies of the base no record owns still run: %d", n)
 	}
+}
+
+// adaptersIn asks a container (on the Docker network's address, as mce
+// reaches it) which adapters it has registered: GET /adapters of the
+// adapter API, names joined by commas.
+func adaptersIn(t *testing.T, cli *client.Client, id string) string {
+	t.Helper()
+	res, err := cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var url string
+	for _, ep := range res.Container.NetworkSettings.Networks {
+		if ep.IPAddress.IsValid() {
+			url = "http://" + ep.IPAddress.String() + ":8080/adapters"
+		}
+	}
+	for port, bs := range res.Container.NetworkSettings.Ports { // published on loopback instead
+		for _, b := range bs {
+			if port.Num() == 8080 && b.HostPort != "" {
+				url = "http://127.0.0.1:" + b.HostPort + "/adapters"
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct{ Adapters []struct{ Name string } }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range list.Adapters {
+		names = append(names, a.Name)
+	}
+	return strings.Join(names, ",")
 }
 
 // invokeDense invokes component ic of ep with lX and returns the output.
