@@ -273,17 +273,15 @@ var adapterClient = &http.Client{
 // its staged files; it runs under c.ops before the record goes.
 func (s *Server) deleteAdapter(c *component) {
 	rec := c.record()
-	base := s.ics.get(rec.Spec.BaseInferenceComponentName)
-	if base == nil {
-		return
-	}
-	for _, ct := range base.copyContainers() {
-		if err := s.unregisterAdapter(ct, rec.Name); err != nil {
-			s.log.Warn().Err(err).Str("inference_component", rec.Name).Msg("unregistering the adapter")
+	if base := s.ics.get(rec.Spec.BaseInferenceComponentName); base != nil {
+		for _, ct := range base.copyContainers() {
+			if err := s.unregisterAdapter(ct, rec.Name); err != nil {
+				s.log.Warn().Err(err).Str("inference_component", rec.Name).Msg("unregistering the adapter")
+			}
 		}
 	}
-	if store := s.adapterStore(); store != nil {
-		if err := store.RemoveAdapter(rec.EndpointName, base.name, rec.Name); err != nil {
+	if store := s.adapterStore(); store != nil && rec.AdapterSource != "" {
+		if err := store.RemoveAdapter(rec.EndpointName, rec.Spec.BaseInferenceComponentName, rec.Name); err != nil {
 			s.log.Warn().Err(err).Str("inference_component", rec.Name).Msg("removing the adapter's files")
 		}
 	}
@@ -314,7 +312,10 @@ func (s *Server) adapterRoute(c *component) (*pipeline.Route, *APIError) {
 	if base == nil || base.deleting.Load() {
 		return nil, validationError("Inference Component %s is an adapter of inference component %s, which no longer exists.", rec.Name, rec.Spec.BaseInferenceComponentName)
 	}
-	if rec.Status != StatusInService {
+	// Updating with an adapter registered before (a restart, a new
+	// artifact on its way) serves with what the copies hold.
+	serving := rec.Status == StatusInService || (rec.Status == StatusUpdating && rec.AdapterSource != "" && rec.FailureReason == "")
+	if !serving {
 		why := ""
 		if rec.FailureReason != "" {
 			why = " " + rec.FailureReason
