@@ -16,3 +16,24 @@ type InstanceCapacity struct {
 type CapacitySource interface {
 	InstanceCapacity(ctx context.Context) (InstanceCapacity, error)
 }
+
+// AdapterStore is an Engine that gives the copies of inference components
+// a folder of adapters (docker.Engine does): each copy of a component
+// whose ContainerPlan has Adapters set sees, read-only at AdapterMount,
+// the adapters staged for that component, also those staged after it
+// started. The host then registers each adapter with the copy's
+// container by the path returned.
+type AdapterStore interface {
+	// StageAdapter fetches artifactURL (s3:// or file://, a relative one
+	// against baseDir; archives extracted as hostile input) into the
+	// folder of component base on endpoint, as adapter name, replacing
+	// what was there, and returns the adapter's path inside the copies.
+	StageAdapter(ctx context.Context, endpoint, base, name, artifactURL, baseDir string) (string, error)
+	// RemoveAdapter removes what StageAdapter staged; nothing staged is
+	// no error.
+	RemoveAdapter(endpoint, base, name string) error
+}
+
+// AdapterMount is where a copy of an inference component sees its
+// adapters: AdapterMount/<adapter name>.
+const AdapterMount = "/opt/ml/adapters"

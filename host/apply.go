@@ -131,7 +131,8 @@ func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent,
 	log := s.log.With().Str("inference_component", ic.InferenceComponentName).Str("file", ic.File).Logger()
 	if c != nil {
 		rec := c.record()
-		if !strings.EqualFold(rec.EndpointName, ic.EndpointName) || !strings.EqualFold(rec.VariantName, ic.VariantName) {
+		sameVariant := strings.EqualFold(rec.VariantName, ic.VariantName) || (ic.Specification.IsAdapter() && ic.VariantName == "") // an adapter is on its base's
+		if !strings.EqualFold(rec.EndpointName, ic.EndpointName) || !sameVariant {
 			log.Info().Str("endpoint", rec.EndpointName).Str("variant", rec.VariantName).
 				Msg("deleting the inference component to create it again on the endpoint and variant the file names")
 			<-s.deleteComponent(c)

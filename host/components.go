@@ -80,6 +80,12 @@ type ComponentRecord struct {
 	// when Apply last created or updated it from them; empty when the API
 	// made it.
 	Applied string `json:",omitempty"`
+	// BaseDir is where a relative file:// ArtifactUrl of an adapter
+	// resolves (its template has no container to carry it).
+	BaseDir string `json:",omitempty"`
+	// AdapterSource is where an adapter's files are staged, as the base's
+	// copies see them (the src it is registered with).
+	AdapterSource string `json:",omitempty"`
 }
 
 // CopyRecord is one placed copy.
@@ -504,6 +510,7 @@ func (s *Server) reconcileCopies(c *component) {
 				})
 				return
 			}
+			s.registerAdaptersOn(c, l) // before it takes calls
 			s.adoptCopy(c, cp.ID, l)
 			log.Info().Int("copy", cp.ID).Int("instance", cp.Instance).Strs("gpus", cp.GPUs).Dur("took_ms", time.Since(start)).Msg("inference component copy ready")
 		}()
@@ -646,6 +653,9 @@ func (s *Server) deleteComponent(c *component) (wait <-chan struct{}) {
 		defer close(done)
 		c.ops.Lock()
 		defer c.ops.Unlock()
+		if c.record().isAdapter() {
+			s.deleteAdapter(c)
+		}
 		s.removeCopies(c, c.record().Copies)
 		if _, err := s.store.Delete(store.InferenceComponents, c.name); err != nil {
 			s.log.Error().Err(err).Str("inference_component", c.name).Msg("could not remove the inference component's record")
@@ -659,7 +669,17 @@ func (s *Server) deleteComponent(c *component) (wait <-chan struct{}) {
 // componentsGone deletes the components of an endpoint being deleted and
 // waits until their copies are gone.
 func (s *Server) componentsGone(endpoint string) {
-	for _, c := range s.ics.ofEndpoint(endpoint) {
+	cs := s.ics.ofEndpoint(endpoint)
+	var waits []<-chan struct{}
+	for _, c := range cs { // adapters first: they unregister from their bases' copies
+		if c.record().isAdapter() {
+			waits = append(waits, s.deleteComponent(c))
+		}
+	}
+	for _, w := range waits {
+		<-w
+	}
+	for _, c := range cs {
 		<-s.deleteComponent(c)
 	}
 }
@@ -727,8 +747,8 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 				r.Status = StatusUpdating
 			}
 		})
-		if len(kept) < rec.Desired || rec.Status != StatusInService {
-			again = append(again, c)
+		if rec.isAdapter() || len(kept) < rec.Desired || rec.Status != StatusInService {
+			again = append(again, c) // an adapter is staged and registered again
 		}
 	}
 	return again
@@ -742,7 +762,7 @@ func (s *Server) relaunchComponents(cs []*component) {
 		s.background(func() {
 			c.ops.Lock()
 			defer c.ops.Unlock()
-			s.reconcileCopies(c)
+			s.reconcile(c)
 		})
 	}
 }

@@ -149,6 +149,9 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 			}
 		}
 	}
+	// Every copy gets its component's folder of adapters, where the engine
+	// has them: adapters may come after the copies start.
+	c.Adapters = s.adapterStore() != nil
 	t.Containers = []spec.ContainerPlan{c}
 	return t, nil
 }
@@ -227,6 +230,9 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	if e.deleting.Load() || erec.Status == StatusDeleting || erec.Status == StatusFailed {
 		return "", nil, validationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
 	}
+	if in.Specification.IsAdapter() {
+		return s.createAdapter(ctx, in, baseDir, applied)
+	}
 	v, ok := hostVariant(e, in.VariantName)
 	if !ok {
 		return "", nil, validationException("The variant name %s is not present in the endpoint %q.", in.VariantName, erec.ARN)
@@ -261,7 +267,52 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	s.background(func() {
 		c.ops.Lock()
 		defer c.ops.Unlock()
-		s.reconcileCopies(c)
+		s.reconcile(c)
+	})
+	return arn, c, nil
+}
+
+// createAdapter creates an adapter inference component (adapters.go): no
+// copies of its own, its artifact staged and registered with its base's
+// copies in the background.
+func (s *Server) createAdapter(ctx context.Context, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *component, error) {
+	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+	base, err := s.checkAdapterBase(in)
+	if err != nil {
+		return "", nil, err
+	}
+	sp := *in.Specification
+	if s.cfg.ModelData != nil {
+		if err := s.cfg.ModelData.CheckModelDataURL(sp.Container.ArtifactURL, baseDir); err != nil {
+			return "", nil, validationException("%s", err.Error())
+		}
+	}
+	if err := ended(ctx, arn); err != nil {
+		return "", nil, err
+	}
+	brec := base.record()
+	now := time.Now()
+	rec := ComponentRecord{Name: in.InferenceComponentName, ARN: arn, EndpointName: brec.EndpointName, VariantName: brec.VariantName,
+		Spec: sp, Status: StatusCreating, Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1,
+		Applied: applied, BaseDir: baseDir}
+	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
+	if !s.ics.add(c) {
+		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
+	}
+	// The base may have gone while this one was checked: an adapter is
+	// never left without one.
+	if base.deleting.Load() || s.ics.get(brec.Name) != base {
+		s.ics.remove(c)
+		return "", nil, validationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
+	}
+	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
+		s.ics.remove(c)
+		return "", nil, err
+	}
+	s.background(func() {
+		c.ops.Lock()
+		defer c.ops.Unlock()
+		s.reconcile(c)
 	})
 	return arn, c, nil
 }
@@ -279,6 +330,7 @@ type componentContainerSummary struct {
 }
 
 type componentSpecSummary struct {
+	BaseInferenceComponentName  string                                      `json:"BaseInferenceComponentName,omitempty"`
 	InstanceType                string                                      `json:"InstanceType,omitempty"`
 	ModelName                   string                                      `json:"ModelName,omitempty"`
 	Container                   *componentContainerSummary                  `json:"Container,omitempty"`
@@ -289,23 +341,23 @@ type componentSpecSummary struct {
 }
 
 type describeComponentOutput struct {
-	InferenceComponentName   string                    `json:"InferenceComponentName"`
-	InferenceComponentArn    string                    `json:"InferenceComponentArn"`
-	EndpointName             string                    `json:"EndpointName"`
-	EndpointArn              string                    `json:"EndpointArn"`
-	VariantName              string                    `json:"VariantName"`
-	FailureReason            string                    `json:"FailureReason,omitempty"`
-	Specification            componentSpecSummary      `json:"Specification"`
-	RuntimeConfig            componentRuntimeConfigOut `json:"RuntimeConfig"`
-	CreationTime             epoch                     `json:"CreationTime"`
-	LastModifiedTime         epoch                     `json:"LastModifiedTime"`
-	InferenceComponentStatus Status                    `json:"InferenceComponentStatus"`
+	InferenceComponentName   string                     `json:"InferenceComponentName"`
+	InferenceComponentArn    string                     `json:"InferenceComponentArn"`
+	EndpointName             string                     `json:"EndpointName"`
+	EndpointArn              string                     `json:"EndpointArn"`
+	VariantName              string                     `json:"VariantName"`
+	FailureReason            string                     `json:"FailureReason,omitempty"`
+	Specification            componentSpecSummary       `json:"Specification"`
+	RuntimeConfig            *componentRuntimeConfigOut `json:"RuntimeConfig,omitempty"` // none for an adapter
+	CreationTime             epoch                      `json:"CreationTime"`
+	LastModifiedTime         epoch                      `json:"LastModifiedTime"`
+	InferenceComponentStatus Status                     `json:"InferenceComponentStatus"`
 }
 
 func (s *Server) describeComponent(c *component) describeComponentOutput {
 	rec := c.record()
 	sp := rec.Spec
-	sum := componentSpecSummary{InstanceType: sp.InstanceType, ModelName: sp.ModelName, StartupParameters: sp.StartupParameters,
+	sum := componentSpecSummary{BaseInferenceComponentName: sp.BaseInferenceComponentName, InstanceType: sp.InstanceType, ModelName: sp.ModelName, StartupParameters: sp.StartupParameters,
 		ComputeResourceRequirements: sp.ComputeResourceRequirements, DataCacheConfig: sp.DataCacheConfig, SchedulingConfig: sp.SchedulingConfig}
 	if k := sp.Container; k != nil {
 		sum.Container = &componentContainerSummary{ArtifactURL: k.ArtifactURL, Environment: k.Environment, ContainerMetricsConfig: k.ContainerMetricsConfig}
@@ -313,11 +365,15 @@ func (s *Server) describeComponent(c *component) describeComponentOutput {
 			sum.Container.DeployedImage = &deployedImage{SpecifiedImage: k.Image, ResolvedImage: k.Image, ResolutionTime: epoch(rec.Modified)}
 		}
 	}
+	var rc *componentRuntimeConfigOut
+	if !rec.isAdapter() {
+		rc = &componentRuntimeConfigOut{DesiredCopyCount: rec.Desired, CurrentCopyCount: c.currentCopies()}
+	}
 	return describeComponentOutput{
 		InferenceComponentName: rec.Name, InferenceComponentArn: rec.ARN,
 		EndpointName: rec.EndpointName, EndpointArn: s.arn(spec.KindEndpoint, rec.EndpointName), VariantName: rec.VariantName,
 		FailureReason: rec.FailureReason, Specification: sum,
-		RuntimeConfig: componentRuntimeConfigOut{DesiredCopyCount: rec.Desired, CurrentCopyCount: c.currentCopies()},
+		RuntimeConfig: rc,
 		CreationTime:  epoch(rec.Created), LastModifiedTime: epoch(rec.Modified), InferenceComponentStatus: rec.Status,
 	}
 }
@@ -337,6 +393,9 @@ func (s *Server) opDeleteComponent(_ context.Context, in *componentNameInput) (a
 	}
 	if c.deleting.Load() {
 		return nil, validationException("Inference component %q is already being deleted (DELETE_IN_PROGRESS).", c.record().ARN)
+	}
+	if err := s.refuseBaseDeletion(c); err != nil {
+		return nil, err
 	}
 	s.deleteComponent(c)
 	return struct{}{}, nil
@@ -361,7 +420,7 @@ func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error 
 	s.background(func() {
 		c.ops.Lock()
 		defer c.ops.Unlock()
-		s.reconcileCopies(c)
+		s.reconcile(c)
 	})
 	return nil
 }
@@ -393,6 +452,9 @@ func (s *Server) updateComponent(in *updateComponentInput, baseDir string, also 
 		}
 	}
 	rec := c.record()
+	if rec.isAdapter() || in.Specification.IsAdapter() {
+		return s.updateAdapter(c, in, baseDir, also)
+	}
 	var tpl spec.VariantPlan
 	if in.Specification != nil {
 		if err := spec.ValidateSpecification(in.Specification); err != nil {
@@ -429,6 +491,53 @@ func (s *Server) updateComponent(in *updateComponentInput, baseDir string, also 
 	return map[string]string{"InferenceComponentArn": rec.ARN}, nil
 }
 
+// errAdapterCopies refuses a copy count for an adapter.
+func errAdapterCopies(rec ComponentRecord) error {
+	return validationException("Inference component %q is an adapter inference component: it has no copies of its own; scale its base inference component %s.",
+		rec.ARN, rec.Spec.BaseInferenceComponentName)
+}
+
+// updateAdapter is UpdateInferenceComponent of an adapter: a new
+// Specification (another ArtifactUrl of the same base) is staged and
+// registered again with the base's copies, replacing the old adapter.
+func (s *Server) updateAdapter(c *component, in *updateComponentInput, baseDir string, also func(*ComponentRecord)) (any, error) {
+	rec := c.record()
+	if !rec.isAdapter() {
+		return nil, validationException("Inference component %q hosts a model: it cannot become an adapter inference component (BaseInferenceComponentName); create an adapter instead.", rec.ARN)
+	}
+	if in.RuntimeConfig != nil {
+		return nil, errAdapterCopies(rec)
+	}
+	if in.Specification == nil {
+		return nil, validationException("UpdateInferenceComponent of an adapter inference component needs its Specification.")
+	}
+	sp := *in.Specification
+	if !sp.IsAdapter() {
+		return nil, validationException("Inference component %q is an adapter inference component: its Specification keeps BaseInferenceComponentName %s.", rec.ARN, rec.Spec.BaseInferenceComponentName)
+	}
+	if err := spec.ValidateSpecification(&sp); err != nil {
+		return nil, err
+	}
+	if !strings.EqualFold(sp.BaseInferenceComponentName, rec.Spec.BaseInferenceComponentName) {
+		return nil, validationException("The base of adapter inference component %q is %s: an adapter cannot move to another base (%s); create a new adapter.",
+			rec.ARN, rec.Spec.BaseInferenceComponentName, sp.BaseInferenceComponentName)
+	}
+	if s.cfg.ModelData != nil {
+		if err := s.cfg.ModelData.CheckModelDataURL(sp.Container.ArtifactURL, baseDir); err != nil {
+			return nil, validationException("%s", err.Error())
+		}
+	}
+	if err := s.startUpdate(c, func(r *ComponentRecord) {
+		r.Spec, r.BaseDir, r.SpecVersion = sp, baseDir, r.SpecVersion+1
+		if also != nil {
+			also(r)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return map[string]string{"InferenceComponentArn": rec.ARN}, nil
+}
+
 func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponentRuntimeInput) (any, error) {
 	c, err := s.getComponent(in.InferenceComponentName)
 	if err != nil {
@@ -443,6 +552,9 @@ func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponent
 	n := int(*in.DesiredRuntimeConfig.CopyCount)
 	if err := tooManyCopies(n); err != nil {
 		return nil, err
+	}
+	if rec := c.record(); rec.isAdapter() {
+		return nil, errAdapterCopies(rec)
 	}
 	if err := s.startUpdate(c, func(r *ComponentRecord) { r.Desired = n }); err != nil {
 		return nil, err

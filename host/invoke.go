@@ -52,6 +52,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	}
 
 	req := pipelineRequest(h, body)
+	req.Adapter = s.invokedAdapter(h) // an adapter inference component (adapters.go)
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
 		if v, ctr := failedIn(err); v != "" {

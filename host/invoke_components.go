@@ -38,6 +38,12 @@ func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Heade
 	if c == nil || c.endpoint != e.name {
 		return nil, validationError("Inference Component %s of endpoint %s of account %s not found.", name, e.name, s.cfg.Account)
 	}
+	if c.record().isAdapter() {
+		if c.deleting.Load() {
+			return nil, validationError("Inference Component %s of endpoint %s of account %s is being deleted.", name, e.name, s.cfg.Account)
+		}
+		return s.adapterRoute(c) // its base's copies, with the adapter's headers (adapters.go)
+	}
 	r := c.route.Load()
 	if r == nil || c.deleting.Load() || c.currentCopies() == 0 {
 		return nil, validationError("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")

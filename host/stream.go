@@ -73,6 +73,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	}
 
 	req := pipelineRequest(h, body) // TargetModel was refused above
+	req.Adapter = s.invokedAdapter(h)
 	sink := &eventSink{w: w, rc: http.NewResponseController(w), start: start, timeout: s.cfg.ContainerTimeout,
 		endpoint: e.name, metrics: s.metrics, conn: tcpConn(r.Context())}
 	res, err := s.invoker.InvokeStream(r.Context(), route, &req, sink)

@@ -20,6 +20,7 @@ const (
 // hopHeaders are the client headers a call forwards.
 type hopHeaders struct {
 	contentType, accept, customAttrs, inferenceID, targetModel string
+	adapter                                                    string // an adapter inference component's name
 }
 
 // MultiModel is implemented by containers in MultiModel mode: Acquire makes
@@ -133,6 +134,8 @@ func (h hopHeaders) forward(dst *[httpc.MaxHeaders]httpc.Header, multiModel bool
 		{Name: hdrAccept, Value: h.accept},
 		{Name: hdrCustomAttributes, Value: h.customAttrs},
 		{Name: hdrInferenceID, Value: h.inferenceID},
+		{Name: wire.HeaderAdapterIdentifier, Value: h.adapter},
+		{Name: wire.HeaderAdapterAlias, Value: h.adapter},
 	} {
 		if f.Value != "" {
 			dst[n] = f

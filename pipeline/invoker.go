@@ -63,6 +63,10 @@ type Request struct {
 	// TargetModel names the model a MultiModel container serves the call
 	// with (X-Amzn-SageMaker-Target-Model); required when the chain has one.
 	TargetModel string
+	// Adapter names the adapter inference component the call is for: each
+	// container receives it as X-Amzn-SageMaker-Adapter-Identifier (and
+	// -Alias), as SageMaker's LoRA adapter API has it.
+	Adapter string
 }
 
 // Response is a successful invocation (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html). Body lives in a
@@ -230,7 +234,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 	}
 	in := req.Body
 	var held *buffer // the buffer behind in, once in is a container's output
-	h := hopHeaders{contentType: req.ContentType, customAttrs: req.CustomAttributes, inferenceID: req.InferenceID, targetModel: req.TargetModel}
+	h := hopHeaders{contentType: req.ContentType, customAttrs: req.CustomAttributes, inferenceID: req.InferenceID, targetModel: req.TargetModel, adapter: req.Adapter}
 	var latency time.Duration
 	var last httpc.Result
 	retried := false

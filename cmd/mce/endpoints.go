@@ -195,6 +195,9 @@ func listComponents(ctx context.Context, cli *sagemaker.Client, w io.Writer) err
 				if rc := d.RuntimeConfig; rc != nil {
 					copies = fmt.Sprintf("%d/%d", aws.ToInt32(rc.CurrentCopyCount), aws.ToInt32(rc.DesiredCopyCount))
 				}
+				if sp := d.Specification; sp != nil && aws.ToString(sp.BaseInferenceComponentName) != "" {
+					copies = "adapter of " + termLine(aws.ToString(sp.BaseInferenceComponentName)) // served by its base's copies
+				}
 				reason = strings.Join(strings.Fields(aws.ToString(d.FailureReason)), " ")
 			}
 			rows = append(rows, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\n", termLine(aws.ToString(c.InferenceComponentName)), termLine(aws.ToString(c.EndpointName)),

@@ -74,6 +74,14 @@ func (d *Deployment) createOptions(v VariantSpec, cp, index int, cs ContainerSpe
 	} else if modelDir != "" {
 		host.Binds = []string{modelDir + ":/opt/ml/model:ro"}
 	}
+	if cs.Adapters {
+		dir, err := rt.adapterDir(d.endpoint, cs.Hostname)
+		if err != nil {
+			return client.ContainerCreateOptions{}, nil, &LaunchError{Endpoint: d.endpoint, Variant: variant, Container: cs.Hostname,
+				Reason: "has no adapter folder", Err: err}
+		}
+		host.Binds = append(host.Binds, dir+":"+containers.AdapterMount+":ro")
+	}
 	if code := d.codeDir(variant, cs.Hostname); code != "" {
 		host.Binds = append(host.Binds, code+":"+containers.CodeDir+":ro")
 		cfg.Env = containers.WithCodeDir(cfg.Env)

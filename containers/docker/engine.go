@@ -97,6 +97,7 @@ func SpecOf(plan spec.EndpointPlan) (EndpointSpec, error) {
 				GPUs:               req,
 				CPUs:               c.Resources.Cpus,
 				MemoryBytes:        c.Resources.MemoryMiB << 20,
+				Adapters:           c.Adapters,
 			})
 		}
 		es.Variants = append(es.Variants, vs)

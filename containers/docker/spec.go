@@ -36,6 +36,9 @@ type ContainerSpec struct {
 	GPUs               gpu.Request // zero: no GPU
 	CPUs               float64     // 0: no limit
 	MemoryBytes        int64       // 0: no limit
+	// Adapters mounts the folder StageAdapter fills for this container
+	// (its endpoint and hostname) read-only at containers.AdapterMount.
+	Adapters bool `json:",omitempty"`
 }
 
 // VariantSpec is one production variant: Copies copies of the same ordered

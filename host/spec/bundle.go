@@ -276,7 +276,7 @@ func (b *Bundle) checkComponents(endpoints map[string]*Endpoint, configs map[str
 		if !ok {
 			continue // the endpoint's own error is reported
 		}
-		found := false
+		found := ic.Specification.IsAdapter() && ic.VariantName == "" // an adapter is placed on its base's variant
 		for _, v := range c.ProductionVariants {
 			if !v.ComponentVariant() {
 				errs = append(errs, &ValidationError{File: ic.File, Path: ic.Path, Messages: []string{"Inference Components are not supported in endpoint " +

@@ -31,7 +31,9 @@ type InferenceComponentSpecification struct {
 	Container                   *InferenceComponentContainer           `json:"Container,omitempty"`
 	StartupParameters           *InferenceComponentStartupParameters   `json:"StartupParameters,omitempty"`
 	ComputeResourceRequirements *InferenceComponentComputeRequirements `json:"ComputeResourceRequirements,omitempty"`
-	// BaseInferenceComponentName makes an adapter component: refused.
+	// BaseInferenceComponentName makes an adapter component: its
+	// Container.ArtifactUrl is an adapter that its base's copies load
+	// (adapters.go in package host).
 	BaseInferenceComponentName string          `json:"BaseInferenceComponentName,omitempty"`
 	DataCacheConfig            json.RawMessage `json:"DataCacheConfig,omitempty"`  // accepted and echoed
 	SchedulingConfig           json.RawMessage `json:"SchedulingConfig,omitempty"` // accepted and echoed
@@ -110,6 +112,9 @@ func (in *CreateInferenceComponentInput) Validate() error {
 	default:
 		in.Specification.semantic(&s)
 	}
+	if in.Specification != nil && in.Specification.BaseInferenceComponentName != "" && in.RuntimeConfig != nil {
+		s.add("Omit RuntimeConfig for an adapter inference component (BaseInferenceComponentName): it has no copies of its own and is served by the copies of its base inference component.")
+	}
 	if in.Specification != nil && in.Specification.BaseInferenceComponentName == "" {
 		if in.VariantName == "" {
 			s.add("VariantName is required: name the production variant of the endpoint that hosts the inference component.")
@@ -184,7 +189,7 @@ func floatMin(c *checker, path string, v *float64, minV float64) {
 
 func (sp *InferenceComponentSpecification) semantic(s *semantic) {
 	if sp.BaseInferenceComponentName != "" {
-		s.add("Adapter inference components (BaseInferenceComponentName) are not supported by mce: give the adapter's base model its own inference component instead.")
+		sp.adapterSemantic(s)
 		return
 	}
 	hasImage := sp.Container != nil && sp.Container.Image != ""
@@ -205,6 +210,40 @@ func (sp *InferenceComponentSpecification) semantic(s *semantic) {
 	if r.MinMemoryRequiredInMb != nil && r.MaxMemoryRequiredInMb != nil && *r.MaxMemoryRequiredInMb < *r.MinMemoryRequiredInMb {
 		s.add("MaxMemoryRequiredInMb (" + strconv.Itoa(int(*r.MaxMemoryRequiredInMb)) + ") must not be less than MinMemoryRequiredInMb (" + strconv.Itoa(int(*r.MinMemoryRequiredInMb)) + ").")
 	}
+}
+
+// adapterSemantic holds the rules of an adapter inference component: an
+// adapter's artifacts (Container.ArtifactUrl) and nothing that would run a
+// container or take resources of its own
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentSpecification.html).
+func (sp *InferenceComponentSpecification) adapterSemantic(s *semantic) {
+	const is = "An adapter inference component (BaseInferenceComponentName) "
+	if sp.ModelName != "" {
+		s.add(is + "is served by its base inference component's model: omit ModelName.")
+	}
+	switch k := sp.Container; {
+	case k == nil || k.ArtifactURL == "":
+		s.add(is + "needs Container.ArtifactUrl: the location of the adapter's artifacts.")
+	default:
+		if k.Image != "" {
+			s.add(is + "runs in its base inference component's container: omit Container.Image.")
+		}
+		if len(k.Environment) > 0 {
+			s.add(is + "runs in its base inference component's container: omit Container.Environment.")
+		}
+	}
+	if sp.ComputeResourceRequirements != nil {
+		s.add(is + "uses the compute resources of its base inference component: omit ComputeResourceRequirements.")
+	}
+	if sp.StartupParameters != nil {
+		s.add(is + "starts no container of its own: omit StartupParameters.")
+	}
+}
+
+// IsAdapter reports whether the specification is that of an adapter
+// inference component.
+func (sp *InferenceComponentSpecification) IsAdapter() bool {
+	return sp != nil && sp.BaseInferenceComponentName != ""
 }
 
 // ValidateSpecification checks the Specification of UpdateInferenceComponent.

@@ -65,7 +65,11 @@ type ContainerPlan struct {
 	Mode string
 	// ModelCacheSetting is "Enabled" or "Disabled" for MultiModel, "" otherwise.
 	ModelCacheSetting string
-	Resources         Resources // as written (mce extension)
+	// Adapters gives the container (a copy of an inference component that
+	// is no adapter) its component's folder of adapters, read-only at
+	// /opt/ml/adapters (containers.AdapterStore).
+	Adapters  bool      `json:",omitempty"`
+	Resources Resources // as written (mce extension)
 	// GPUs is the resolved GPU request in ParseGPUs' canonical form: "" for
 	// none, "all", a count, or "device=ID,…". Resources.Gpus wins; otherwise
 	// the variant's InstanceType decides (local_gpu → all, ml.g5.12xlarge → 4).

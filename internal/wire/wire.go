@@ -24,15 +24,20 @@ const (
 	HeaderEnableExplanations = "X-Amzn-SageMaker-Enable-Explanations"
 	HeaderInferenceComponent = "X-Amzn-SageMaker-Inference-Component"
 	HeaderSessionID          = "X-Amzn-SageMaker-Session-Id"
-	HeaderInvokedVariant     = "X-Amzn-Invoked-Production-Variant"
-	HeaderStreamAccept       = "X-Amzn-SageMaker-Accept"       // InvokeEndpointWithResponseStream: the model's Accept
-	HeaderStreamContentType  = "X-Amzn-SageMaker-Content-Type" // InvokeEndpointWithResponseStream: the model's Content-Type
-	HeaderRequestID          = "X-Amzn-RequestId"
-	HeaderErrorType          = "X-Amzn-ErrorType"
-	HeaderAmzTarget          = "X-Amz-Target" // the operation of an AWS JSON protocol call
-	HeaderAmzDate            = "X-Amz-Date"
-	HeaderAmzSecurityToken   = "X-Amz-Security-Token"
-	HeaderAmzContentSHA256   = "X-Amz-Content-Sha256"
+	// The adapter an invocation of an adapter inference component names, as
+	// SageMaker tells a container that implements its LoRA adapter API
+	// (https://github.com/aws/model-hosting-container-standards, SageMakerLoRAApiHeader).
+	HeaderAdapterIdentifier = "X-Amzn-SageMaker-Adapter-Identifier"
+	HeaderAdapterAlias      = "X-Amzn-SageMaker-Adapter-Alias"
+	HeaderInvokedVariant    = "X-Amzn-Invoked-Production-Variant"
+	HeaderStreamAccept      = "X-Amzn-SageMaker-Accept"       // InvokeEndpointWithResponseStream: the model's Accept
+	HeaderStreamContentType = "X-Amzn-SageMaker-Content-Type" // InvokeEndpointWithResponseStream: the model's Content-Type
+	HeaderRequestID         = "X-Amzn-RequestId"
+	HeaderErrorType         = "X-Amzn-ErrorType"
+	HeaderAmzTarget         = "X-Amz-Target" // the operation of an AWS JSON protocol call
+	HeaderAmzDate           = "X-Amz-Date"
+	HeaderAmzSecurityToken  = "X-Amz-Security-Token"
+	HeaderAmzContentSHA256  = "X-Amz-Content-Sha256"
 
 	// InvokeEndpointAsync's own headers (its Content-Type and Accept are
 	// HeaderStreamContentType and HeaderStreamAccept).

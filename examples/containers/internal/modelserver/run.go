@@ -140,8 +140,17 @@ func Load(ctx context.Context, cfg smserve.Config) (smserve.Loaded, error) {
 			return smserve.Loaded{}, errors.New("stopped while loading")
 		}
 	}
+	adapterRoot := cfg.Getenv(EnvAdapterRoot)
+	if adapterRoot == "" {
+		adapterRoot = DefaultAdapterRoot
+	}
+	adapters := newAdapterSet(m, adapterRoot, b)
 	h := handlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		return infer(w, r, m, name, b)
+		am, err := adapters.model(r) // the base, or the adapter the call names
+		if err != nil {
+			return err
+		}
+		return infer(w, r, am, name, b)
 	})
-	return smserve.Loaded{Invocations: h, Summary: fmt.Sprintf("model '%s' version %s: %s", name, m.Version, m.Describe())}, nil
+	return smserve.Loaded{Invocations: h, Adapters: adapters, Summary: fmt.Sprintf("model '%s' version %s: %s", name, m.Version, m.Describe())}, nil
 }

@@ -18,6 +18,8 @@ const (
 	EnvMemoryBytes    = "MODELSERVER_MEMORY_BYTES"
 	EnvWorkspaceBytes = "MODELSERVER_WORKSPACE_BYTES"
 	EnvLoadDelay      = "MODELSERVER_LOAD_DELAY"
+	// EnvAdapterRoot is the folder adapters' src must lie under (single-model mode); default /opt/ml.
+	EnvAdapterRoot = "MODELSERVER_ADAPTER_ROOT"
 )
 
 // Defaults.

@@ -38,6 +38,10 @@ type Loaded struct {
 	Ready func() bool
 	// Summary describes the loaded model in the start-up log line on stderr.
 	Summary string
+	// Adapters, if set, serves /adapters and /adapters/… (SageMaker's
+	// adapter API for adapter inference components); without it they are
+	// 404.
+	Adapters http.Handler
 }
 
 // Main runs p as the process: it parses os.Args and the environment, stops on SIGTERM or SIGINT, reports a
@@ -78,6 +82,8 @@ func Serve(ctx context.Context, ln net.Listener, p Program, cfg Config, stdout, 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ping", s.ping)
 	mux.HandleFunc("POST /invocations", s.invoke)
+	mux.HandleFunc("/adapters", s.adapters)
+	mux.HandleFunc("/adapters/", s.adapters)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -130,6 +136,20 @@ func Serve(ctx context.Context, ln net.Listener, p Program, cfg Config, stdout, 
 // server holds the loaded model; nil until Load succeeds.
 type server struct {
 	loaded atomic.Pointer[Loaded]
+}
+
+// adapters hands the adapter API to the program, once loaded: 503 before,
+// 404 when it has none.
+func (s *server) adapters(w http.ResponseWriter, r *http.Request) {
+	l := s.loaded.Load()
+	switch {
+	case l == nil:
+		WriteError(w, Errorf(http.StatusServiceUnavailable, "the model is not loaded yet"))
+	case l.Adapters == nil:
+		WriteError(w, Errorf(http.StatusNotFound, "this container serves no adapters"))
+	default:
+		l.Adapters.ServeHTTP(w, r)
+	}
 }
 
 // ping answers 200 with an empty body once the model is loaded and the program is ready, 503 before
