@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,32 +159,13 @@ func TestDockerInferenceComponents(t *testing.T) {
 	}
 
 	// Scale alpha 2 → 4 → 1 while callers keep invoking it.
-	var calls, failed atomic.Int64
-	var firstErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				got, err := h.invoke("alpha")
-				calls.Add(1)
-				if err == nil && got != "x-alpha" {
-					err = errors.New("answer " + got)
-				}
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		}()
-	}
+	traffic := testenv.StartTraffic(t, 3, func() error {
+		got, err := h.invoke("alpha")
+		if err == nil && got != "x-alpha" {
+			err = errors.New("answer " + got)
+		}
+		return err
+	})
 	scale := func(name string, n int32) {
 		t.Helper()
 		if _, err := h.sm.UpdateInferenceComponentRuntimeConfig(ctx, &sagemaker.UpdateInferenceComponentRuntimeConfigInput{InferenceComponentName: aws.String(name),
@@ -200,12 +179,11 @@ func TestDockerInferenceComponents(t *testing.T) {
 	}
 	scale("alpha", 4)
 	scale("alpha", 1)
-	close(stop)
-	wg.Wait()
-	if failed.Load() > 0 || calls.Load() == 0 {
-		t.Fatalf("%d of %d calls failed while alpha scaled (first: %v)", failed.Load(), calls.Load(), firstErr.Load())
+	traffic.Stop()
+	if traffic.Failed() > 0 || traffic.Calls() == 0 {
+		t.Fatalf("while alpha scaled: %v", traffic)
 	}
-	t.Logf("%d calls while alpha scaled 2→4→1, none failed", calls.Load())
+	t.Logf("%d calls while alpha scaled 2→4→1, none failed", traffic.Calls())
 	if n := len(copies(t, cli, instance, "alpha")); n != 1 {
 		t.Fatalf("alpha runs %d containers after scaling to 1", n)
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
+	"github.com/mce-run/mce/internal/testenv"
 )
 
 // capBackend is the fake backend with a machine of 8 cores, 16 GiB and 4
@@ -472,33 +472,14 @@ func TestInferenceComponentScalingUnderTraffic(t *testing.T) {
 	}
 	waitIC(t, sm, "live")
 
-	var calls, failed atomic.Int64
-	var firstErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("busy"), InferenceComponentName: aws.String("live"),
-					Body: []byte("x"), CustomAttributes: aws.String("sleep=5ms")})
-				calls.Add(1)
-				if err != nil || !strings.HasPrefix(string(out.Body), "x-v") {
-					failed.Add(1)
-					if err == nil {
-						err = errors.New("answer " + string(out.Body))
-					}
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		}()
-	}
+	traffic := testenv.StartTraffic(t, 4, func() error {
+		out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("busy"), InferenceComponentName: aws.String("live"),
+			Body: []byte("x"), CustomAttributes: aws.String("sleep=5ms")})
+		if err == nil && !strings.HasPrefix(string(out.Body), "x-v") {
+			err = errors.New("answer " + string(out.Body))
+		}
+		return err
+	})
 	step := func(f func() error) {
 		t.Helper()
 		time.Sleep(100 * time.Millisecond)
@@ -525,10 +506,9 @@ func TestInferenceComponentScalingUnderTraffic(t *testing.T) {
 		return err
 	})
 	time.Sleep(100 * time.Millisecond)
-	close(stop)
-	wg.Wait()
-	if failed.Load() > 0 || calls.Load() < 20 {
-		t.Fatalf("%d of %d calls failed (first: %v)", failed.Load(), calls.Load(), firstErr.Load())
+	traffic.Stop()
+	if traffic.Failed() > 0 || traffic.Calls() < 20 {
+		t.Fatalf("%v", traffic)
 	}
 	if got, err := h.invokeIC("busy", "live"); err != nil || got != "x-v2" {
 		t.Fatalf("after the update: %q, %v", got, err)
