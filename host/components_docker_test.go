@@ -36,7 +36,7 @@ type icHost struct {
 // startICHost starts mce on instance, stateDir and st, adopting what a
 // crashed one left there, and brings back the state of st (Recover) as mce
 // serve does.
-func startICHost(t *testing.T, instance, stateDir string, st *store.Store) *icHost {
+func startICHost(t testing.TB, instance, stateDir string, st *store.Store) *icHost {
 	t.Helper()
 	h := hostenv.New(t, hostenv.Options{Instance: instance, StateDir: stateDir, Store: st,
 		Runtime: func(o *docker.Options) { o.Adopt = true },
@@ -58,7 +58,7 @@ func (h *icHost) invoke(ic string) (string, error) {
 	return string(out.Body), nil
 }
 
-func (h *icHost) wait(t *testing.T, name string) *sagemaker.DescribeInferenceComponentOutput {
+func (h *icHost) wait(t testing.TB, name string) *sagemaker.DescribeInferenceComponentOutput {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {

@@ -48,11 +48,11 @@ func (b *capBackend) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (
 	return b.fakeBackend.Launch(ctx, p, gen)
 }
 
-func newICHarness(t *testing.T, st *store.Store) (*harness, *capBackend) {
+func newICHarness(t testing.TB, st *store.Store) (*harness, *capBackend) {
 	return newICHarnessWith(t, st, Config{})
 }
 
-func newICHarnessWith(t *testing.T, st *store.Store, cfg Config) (*harness, *capBackend) {
+func newICHarnessWith(t testing.TB, st *store.Store, cfg Config) (*harness, *capBackend) {
 	t.Helper()
 	b := &capBackend{fakeBackend: &fakeBackend{t: t}}
 	if st == nil {
@@ -76,7 +76,7 @@ const roleARN = "arn:aws:iam::123456789012:role/mce-ic"
 
 // createICEndpoint makes an endpoint for inference components with one
 // variant of count instances of type it.
-func createICEndpoint(t *testing.T, sm *sagemaker.Client, name, it string, count int32) {
+func createICEndpoint(t testing.TB, sm *sagemaker.Client, name, it string, count int32) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(name + "-config"),
@@ -98,7 +98,7 @@ func createICEndpoint(t *testing.T, sm *sagemaker.Client, name, it string, count
 
 // waitIC polls DescribeInferenceComponent while the component is Creating,
 // Updating or Deleting, as the SageMaker Python SDK does.
-func waitIC(t *testing.T, sm *sagemaker.Client, name string) *sagemaker.DescribeInferenceComponentOutput {
+func waitIC(t testing.TB, sm *sagemaker.Client, name string) *sagemaker.DescribeInferenceComponentOutput {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
