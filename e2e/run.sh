@@ -9,13 +9,18 @@
 # SAGEMAKER_SUBMIT_DIRECTORY in mce-framework/sklearn) uploaded with both clients to a real S3 server,
 # versitygw, which this script starts on loopback and points mce at with
 # --s3-endpoint, --s3-path-style and the standard AWS_* variables, and e2e/test_async.py:
-# InvokeEndpointAsync with inputs and answers in that store; stops mce with SIGTERM and checks it left no container or network
-# behind. Then it starts a second mce with authorization on (--credentials and
+# InvokeEndpointAsync with inputs and answers in that store, and e2e/test_components.py: inference
+# components (an endpoint without models, create/describe/list/update/scale/delete, invocations by
+# component name, the documented errors, tags) with a boto3 and an aws CLI new enough to know them
+# (Debian's predate them: the first python3 on PATH, then /usr/bin/python3, whose botocore has
+# CreateInferenceComponent, and the first such aws; without one the script is SKIPPED, counted in the
+# summary, and with CI=true that fails the run); stops mce with SIGTERM and checks it left no container
+# or network behind. Then it starts a second mce with authorization on (--credentials and
 # --policies: copies of examples/authz's files in a temporary folder) and
 # e2e/authz-endpoints.yaml, runs e2e/test_authz.py (SigV4 identities, the IAM
 # policies, SIGHUP reloads) against it and stops it the same way. Its last
-# line is the one summary "N passed, M failed" over the four scripts and the
-# stop checks. Builds nothing: it checks the prerequisites and names the make
+# line is the one summary "N passed, M failed" (", K skipped" when a script
+# was skipped) over the scripts and the stop checks. Builds nothing: it checks the prerequisites and names the make
 # target that makes each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +45,38 @@ command -v curl >/dev/null 2>&1 || fail "curl is missing: run 'make deps'"
 # versitygw: where scripts/deps.sh installs it (internal/s3test looks in the same places).
 vgw="$(scripts/versitygw.sh --path 2>/dev/null || true)"
 [ -n "$vgw" ] || fail "versitygw (a real S3 server for the s3:// checks) is missing: run 'make deps'"
+
+# The clients of inference components (test_components.py): Debian's botocore
+# 1.29 and aws CLI 2.9 predate them, so the first python3 (PATH, then
+# /usr/bin) whose boto3's botocore has CreateInferenceComponent and the first
+# aws (PATH, then /usr/bin) that has `sagemaker create-inference-component`,
+# each tried as the scripts run (no environment but PATH=/usr/bin:/bin and HOME).
+ic_probe_home="$(mktemp -d)"
+ic_python=""
+for p in $(type -ap python3) /usr/bin/python3; do
+  if env -i PATH=/usr/bin:/bin HOME="$ic_probe_home" "$p" -B -I -c '
+import sys, botocore.session, boto3
+sys.exit("CreateInferenceComponent" not in botocore.session.get_session().get_service_model("sagemaker").operation_names)' \
+    >/dev/null 2>&1; then
+    ic_python="$p"
+    break
+  fi
+done
+ic_aws=""
+for a in $(type -ap aws) /usr/bin/aws; do
+  if env -i PATH=/usr/bin:/bin HOME="$ic_probe_home" AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null \
+    "$a" sagemaker create-inference-component --generate-cli-skeleton input >/dev/null 2>&1; then
+    ic_aws="$a"
+    break
+  fi
+done
+rm -rf "$ic_probe_home"
+ic_missing=""
+[ -n "$ic_python" ] || ic_missing="no python3 whose botocore has CreateInferenceComponent"
+[ -n "$ic_aws" ] || ic_missing="${ic_missing:+${ic_missing}, }no aws CLI with sagemaker create-inference-component"
+if [ -n "$ic_missing" ] && [ "${CI:-}" = true ]; then
+  fail "CI=true, but e2e/test_components.py cannot run: ${ic_missing} (looked on PATH, then in /usr/bin)"
+fi
 
 # --- start mce
 # start_mce PIDVAR INSTANCE PORT STATE LOG ENDPOINTS_FILE [mce serve flags...]:
@@ -153,11 +190,17 @@ rc=0
 passed=0
 failed=0
 summary_re='^([0-9]+) passed, ([0-9]+) failed$'
-# run_script NAME ARGS...: runs e2e/NAME.py and adds its summary to the totals.
+skipped=0
+# run_script NAME ARGS...: runs e2e/NAME.py with Debian's python3 and adds its
+# summary to the totals.
 run_script() {
-  local t="$1" out t_started t_rc last
-  shift
-  echo "e2e: e2e/${t}.py"
+  run_script_with /usr/bin/python3 "$@"
+}
+# run_script_with PYTHON NAME ARGS...: the same with another interpreter.
+run_script_with() {
+  local py="$1" t="$2" out t_started t_rc last
+  shift 2
+  echo "e2e: e2e/${t}.py (${py})"
   out="$(mktemp)"
   t_started=$(date +%s)
   # Each script ends with its own "N passed, M failed"; it is held back here
@@ -167,7 +210,7 @@ run_script() {
     AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY \
     AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
     AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_PAGER= \
-    /usr/bin/python3 -B -I "e2e/${t}.py" "$@" 2>&1 | tee "$out" | grep -Ev "$summary_re"
+    "$py" -B -I "e2e/${t}.py" "$@" 2>&1 | tee "$out" | grep -Ev "$summary_re"
   t_rc="${PIPESTATUS[0]}"
   set -e
   last="$(grep -E "$summary_re" "$out" | tail -1 || true)"
@@ -190,6 +233,13 @@ run_script test_s3 --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-secret 
 run_script test_async --url "$url" --s3-endpoint "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \
   --bucket e2e-async --endpoint e2e-async --create mce-example/probe:latest \
   --csv-model "$PWD/build/models/classifier.tar.gz" --csv-image mce-example/classifier:latest
+if [ -z "$ic_missing" ]; then
+  run_script_with "$ic_python" test_components --url "$url" --aws "$ic_aws" --models "$PWD/build/models"
+else
+  echo "SKIPPED [e2e] e2e/test_components.py (inference components with boto3 and the aws CLI): ${ic_missing}" \
+    "(looked on PATH, then in /usr/bin; Debian's botocore 1.29 and aws CLI 2.9 predate inference components)"
+  skipped=$((skipped + 1))
+fi
 
 # --- stop mce and look for leftovers
 # stop_mce PID INSTANCE LOG STATE: SIGTERM, then two checks, counted in the
@@ -246,6 +296,11 @@ if [ "$rc" -ne 0 ]; then
 else
   echo "e2e: OK in $(($(date +%s) - started)) s"
 fi
-# The one summary line, last: the four scripts' checks and the stop checks.
-echo "${passed} passed, ${failed} failed"
+# The one summary line, last: the scripts' checks and the stop checks (and
+# the scripts skipped, if any).
+if [ "$skipped" -gt 0 ]; then
+  echo "${passed} passed, ${failed} failed, ${skipped} skipped"
+else
+  echo "${passed} passed, ${failed} failed"
+fi
 exit "$rc"

@@ -18,14 +18,14 @@ import (
 	"github.com/mce-run/mce/authz"
 )
 
-// tagPolicyAuthz: admin may do everything; dev may do everything except
-// touch what is tagged env=prod (aws:ResourceTag), models tagged team=red
-// (sagemaker:ResourceTag), give anything the tag env=prod
-// (aws:RequestTag), or add or remove the tag key "owner" (aws:TagKeys).
-func tagPolicyAuthz(t *testing.T) *authz.Authorizer {
+// devAuthz loads an authorizer with two identities: admin
+// (AKIAADMIN0000EXAMPLE / admin-secret) may do everything; dev
+// (AKIADEV00000EXAMPLE / dev-secret) may do every sagemaker:* action but
+// what the Deny statements deny, given as YAML flow mappings, one a line.
+func devAuthz(t *testing.T, denies ...string) *authz.Authorizer {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "creds.yaml"), []byte(`
+	creds := `
 Credentials:
   - {AccessKeyId: AKIAADMIN0000EXAMPLE, SecretAccessKey: admin-secret, Arn: "arn:aws:iam::123456789012:user/admin",
      Policies: [{Statement: {Effect: Allow, Action: "*", Resource: "*"}}]}
@@ -38,11 +38,11 @@ Credentials:
           Version: "2012-10-17"
           Statement:
             - {Effect: Allow, Action: "sagemaker:*", Resource: "*"}
-            - {Sid: NotProd, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:ResourceTag/env": prod}}}
-            - {Sid: NotRed, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"sagemaker:ResourceTag/team": red}}}
-            - {Sid: NoProdTag, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:RequestTag/env": prod}}}
-            - {Sid: NoOwnerKey, Effect: Deny, Action: ["sagemaker:AddTags", "sagemaker:DeleteTags"], Resource: "*", Condition: {"ForAnyValue:StringEquals": {"aws:TagKeys": owner}}}
-`), 0o600); err != nil {
+`
+	for _, d := range denies {
+		creds += "            - " + d + "\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "creds.yaml"), []byte(creds), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	a, err := authz.Load(context.Background(), authz.Config{CredentialsFile: filepath.Join(dir, "creds.yaml"), Region: "us-east-1", Logger: zerolog.Nop()})
@@ -50,6 +50,19 @@ Credentials:
 		t.Fatal(err)
 	}
 	return a
+}
+
+// tagPolicyAuthz: admin may do everything; dev may do everything except
+// touch what is tagged env=prod (aws:ResourceTag), models tagged team=red
+// (sagemaker:ResourceTag), give anything the tag env=prod
+// (aws:RequestTag), or add or remove the tag key "owner" (aws:TagKeys).
+func tagPolicyAuthz(t *testing.T) *authz.Authorizer {
+	t.Helper()
+	return devAuthz(t,
+		`{Sid: NotProd, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:ResourceTag/env": prod}}}`,
+		`{Sid: NotRed, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"sagemaker:ResourceTag/team": red}}}`,
+		`{Sid: NoProdTag, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:RequestTag/env": prod}}}`,
+		`{Sid: NoOwnerKey, Effect: Deny, Action: ["sagemaker:AddTags", "sagemaker:DeleteTags"], Resource: "*", Condition: {"ForAnyValue:StringEquals": {"aws:TagKeys": owner}}}`)
 }
 
 func (h *harness) smAs(key, secret string) *sagemaker.Client {

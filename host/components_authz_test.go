@@ -2,47 +2,22 @@ package host
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
-	"github.com/rs/zerolog"
-
-	"github.com/mce-run/mce/authz"
 )
 
 // TestInferenceComponentAuthorization: the component operations are
 // authorized on the component's ARN (a resource-scoped Deny holds) with
 // the tag condition keys of the request and of the component.
 func TestInferenceComponentAuthorization(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "creds.yaml"), []byte(`
-Credentials:
-  - {AccessKeyId: AKIAADMIN0000EXAMPLE, SecretAccessKey: admin-secret, Arn: "arn:aws:iam::123456789012:user/admin",
-     Policies: [{Statement: {Effect: Allow, Action: "*", Resource: "*"}}]}
-  - AccessKeyId: AKIADEV00000EXAMPLE
-    SecretAccessKey: dev-secret
-    Arn: arn:aws:iam::123456789012:user/dev
-    Policies:
-      - Name: dev
-        Document:
-          Version: "2012-10-17"
-          Statement:
-            - {Effect: Allow, Action: "sagemaker:*", Resource: "*"}
-            - {Sid: NotSecret, Effect: Deny, Action: "sagemaker:*", Resource: "arn:aws:sagemaker:*:*:inference-component/secret-*"}
-            - {Sid: NotTheirs, Effect: Deny, Action: "sagemaker:*", Resource: "arn:aws:sagemaker:*:*:endpoint/theirs"}
-            - {Sid: NotProd, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:ResourceTag/env": prod}}}
-            - {Sid: NoProdTag, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:RequestTag/env": prod}}}
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	a, err := authz.Load(context.Background(), authz.Config{CredentialsFile: filepath.Join(dir, "creds.yaml"), Region: "us-east-1", Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := devAuthz(t,
+		`{Sid: NotSecret, Effect: Deny, Action: "sagemaker:*", Resource: "arn:aws:sagemaker:*:*:inference-component/secret-*"}`,
+		`{Sid: NotTheirs, Effect: Deny, Action: "sagemaker:*", Resource: "arn:aws:sagemaker:*:*:endpoint/theirs"}`,
+		`{Sid: NotProd, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:ResourceTag/env": prod}}}`,
+		`{Sid: NoProdTag, Effect: Deny, Action: "sagemaker:*", Resource: "*", Condition: {StringEquals: {"aws:RequestTag/env": prod}}}`)
 	h, _ := newICHarnessWith(t, nil, Config{Authz: a})
 	admin, dev := h.smAs("AKIAADMIN0000EXAMPLE", "admin-secret"), h.smAs("AKIADEV00000EXAMPLE", "dev-secret")
 	createICEndpoint(t, admin, "guarded", "local", 1)
@@ -58,7 +33,7 @@ Credentials:
 	prod := smtypes.Tag{Key: aws.String("env"), Value: aws.String("prod")}
 	// A component on an endpoint the caller may not touch.
 	createICEndpoint(t, admin, "theirs", "local", 1)
-	_, err = dev.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("squatter"),
+	_, err := dev.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("squatter"),
 		EndpointName: aws.String("theirs"), VariantName: aws.String("AllTraffic"), Specification: sp,
 		RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(1)}})
 	if !isAccessDenied(err) {

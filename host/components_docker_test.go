@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,7 +36,7 @@ type icHost struct {
 // startICHost starts mce on instance, stateDir and st, adopting what a
 // crashed one left there, and brings back the state of st (Recover) as mce
 // serve does.
-func startICHost(t *testing.T, instance, stateDir string, st *store.Store) *icHost {
+func startICHost(t testing.TB, instance, stateDir string, st *store.Store) *icHost {
 	t.Helper()
 	h := hostenv.New(t, hostenv.Options{Instance: instance, StateDir: stateDir, Store: st,
 		Runtime: func(o *docker.Options) { o.Adopt = true },
@@ -60,7 +58,7 @@ func (h *icHost) invoke(ic string) (string, error) {
 	return string(out.Body), nil
 }
 
-func (h *icHost) wait(t *testing.T, name string) *sagemaker.DescribeInferenceComponentOutput {
+func (h *icHost) wait(t testing.TB, name string) *sagemaker.DescribeInferenceComponentOutput {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -161,32 +159,13 @@ func TestDockerInferenceComponents(t *testing.T) {
 	}
 
 	// Scale alpha 2 → 4 → 1 while callers keep invoking it.
-	var calls, failed atomic.Int64
-	var firstErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				got, err := h.invoke("alpha")
-				calls.Add(1)
-				if err == nil && got != "x-alpha" {
-					err = errors.New("answer " + got)
-				}
-				if err != nil {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		}()
-	}
+	traffic := testenv.StartTraffic(t, 3, func() error {
+		got, err := h.invoke("alpha")
+		if err == nil && got != "x-alpha" {
+			err = errors.New("answer " + got)
+		}
+		return err
+	})
 	scale := func(name string, n int32) {
 		t.Helper()
 		if _, err := h.sm.UpdateInferenceComponentRuntimeConfig(ctx, &sagemaker.UpdateInferenceComponentRuntimeConfigInput{InferenceComponentName: aws.String(name),
@@ -200,12 +179,11 @@ func TestDockerInferenceComponents(t *testing.T) {
 	}
 	scale("alpha", 4)
 	scale("alpha", 1)
-	close(stop)
-	wg.Wait()
-	if failed.Load() > 0 || calls.Load() == 0 {
-		t.Fatalf("%d of %d calls failed while alpha scaled (first: %v)", failed.Load(), calls.Load(), firstErr.Load())
+	traffic.Stop()
+	if traffic.Failed() > 0 || traffic.Calls() == 0 {
+		t.Fatalf("while alpha scaled: %v", traffic)
 	}
-	t.Logf("%d calls while alpha scaled 2→4→1, none failed", calls.Load())
+	t.Logf("%d calls while alpha scaled 2→4→1, none failed", traffic.Calls())
 	if n := len(copies(t, cli, instance, "alpha")); n != 1 {
 		t.Fatalf("alpha runs %d containers after scaling to 1", n)
 	}

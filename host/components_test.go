@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
+	"github.com/mce-run/mce/internal/testenv"
 )
 
 // capBackend is the fake backend with a machine of 8 cores, 16 GiB and 4
@@ -48,11 +48,11 @@ func (b *capBackend) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (
 	return b.fakeBackend.Launch(ctx, p, gen)
 }
 
-func newICHarness(t *testing.T, st *store.Store) (*harness, *capBackend) {
+func newICHarness(t testing.TB, st *store.Store) (*harness, *capBackend) {
 	return newICHarnessWith(t, st, Config{})
 }
 
-func newICHarnessWith(t *testing.T, st *store.Store, cfg Config) (*harness, *capBackend) {
+func newICHarnessWith(t testing.TB, st *store.Store, cfg Config) (*harness, *capBackend) {
 	t.Helper()
 	b := &capBackend{fakeBackend: &fakeBackend{t: t}}
 	if st == nil {
@@ -76,7 +76,7 @@ const roleARN = "arn:aws:iam::123456789012:role/mce-ic"
 
 // createICEndpoint makes an endpoint for inference components with one
 // variant of count instances of type it.
-func createICEndpoint(t *testing.T, sm *sagemaker.Client, name, it string, count int32) {
+func createICEndpoint(t testing.TB, sm *sagemaker.Client, name, it string, count int32) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(name + "-config"),
@@ -98,7 +98,7 @@ func createICEndpoint(t *testing.T, sm *sagemaker.Client, name, it string, count
 
 // waitIC polls DescribeInferenceComponent while the component is Creating,
 // Updating or Deleting, as the SageMaker Python SDK does.
-func waitIC(t *testing.T, sm *sagemaker.Client, name string) *sagemaker.DescribeInferenceComponentOutput {
+func waitIC(t testing.TB, sm *sagemaker.Client, name string) *sagemaker.DescribeInferenceComponentOutput {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -472,33 +472,14 @@ func TestInferenceComponentScalingUnderTraffic(t *testing.T) {
 	}
 	waitIC(t, sm, "live")
 
-	var calls, failed atomic.Int64
-	var firstErr atomic.Value
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("busy"), InferenceComponentName: aws.String("live"),
-					Body: []byte("x"), CustomAttributes: aws.String("sleep=5ms")})
-				calls.Add(1)
-				if err != nil || !strings.HasPrefix(string(out.Body), "x-v") {
-					failed.Add(1)
-					if err == nil {
-						err = errors.New("answer " + string(out.Body))
-					}
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		}()
-	}
+	traffic := testenv.StartTraffic(t, 4, func() error {
+		out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("busy"), InferenceComponentName: aws.String("live"),
+			Body: []byte("x"), CustomAttributes: aws.String("sleep=5ms")})
+		if err == nil && !strings.HasPrefix(string(out.Body), "x-v") {
+			err = errors.New("answer " + string(out.Body))
+		}
+		return err
+	})
 	step := func(f func() error) {
 		t.Helper()
 		time.Sleep(100 * time.Millisecond)
@@ -525,10 +506,9 @@ func TestInferenceComponentScalingUnderTraffic(t *testing.T) {
 		return err
 	})
 	time.Sleep(100 * time.Millisecond)
-	close(stop)
-	wg.Wait()
-	if failed.Load() > 0 || calls.Load() < 20 {
-		t.Fatalf("%d of %d calls failed (first: %v)", failed.Load(), calls.Load(), firstErr.Load())
+	traffic.Stop()
+	if traffic.Failed() > 0 || traffic.Calls() < 20 {
+		t.Fatalf("%v", traffic)
 	}
 	if got, err := h.invokeIC("busy", "live"); err != nil || got != "x-v2" {
 		t.Fatalf("after the update: %q, %v", got, err)

@@ -31,7 +31,7 @@ func apiCode(t *testing.T, err error) (string, string) {
 
 // createAll makes a model of probe-like fake containers (the Image is the tag
 // the fake appends), a config and an endpoint, and waits for InService.
-func createAll(t *testing.T, sm *sagemaker.Client, name, tag string, count int32) {
+func createAll(t testing.TB, sm *sagemaker.Client, name, tag string, count int32) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String(name + "-model"),

@@ -36,7 +36,7 @@ type fakeContainer struct {
 	output    []containers.LogLine // what it printed (see logs_fake_test.go)
 }
 
-func newFakeContainer(t *testing.T, hostname, tag string) *fakeContainer {
+func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 	f := &fakeContainer{host: hostname}
 	f.ready.Store(true)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -125,7 +125,7 @@ func (f *fakeContainer) lastHeader() http.Header {
 
 // fakeBackend launches fake containers: each container plan's Image is its tag.
 type fakeBackend struct {
-	t        *testing.T
+	t        testing.TB
 	mu       sync.Mutex
 	byHost   map[string]*fakeContainer // "endpoint/variant/hostname" of copy 0
 	fail     error

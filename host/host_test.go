@@ -26,7 +26,7 @@ import (
 )
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *Server
 	http    *httptest.Server
 	backend *fakeBackend
@@ -69,7 +69,7 @@ func (h *harness) deploy(p spec.EndpointPlan) error {
 	return h.srv.WaitEndpoint(ctx, p.Name)
 }
 
-func openStore(t *testing.T) *store.Store {
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {

@@ -3,6 +3,7 @@ package host
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -121,8 +122,8 @@ func (t epoch) MarshalJSON() ([]byte, error) {
 
 func (t *epoch) UnmarshalJSON(b []byte) error {
 	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return err
+	if err := json.Unmarshal(b, &f); err != nil || math.IsInf(f, 0) || math.Abs(f) > 1e11 {
+		return fmt.Errorf("expected a timestamp (seconds since the epoch), got %s", b)
 	}
 	sec, frac := math.Modf(f)
 	*t = epoch(time.Unix(int64(sec), int64(frac*1e9)))

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -99,34 +98,19 @@ func TestServeOnKubernetes(t *testing.T) {
 	// UpdateEndpoint under traffic: the new generation's Deployment starts
 	// beside the old one, traffic moves, the old one goes; no call fails.
 	createConfig(t, sm, "direct-v2", "Direct", 2, "-c", "-d")
-	var ok, failed, v2 atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r, err := rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("direct-ep"),
-					TargetContainerHostname: aws.String("second"), ContentType: aws.String("text/plain"), Body: []byte("x")})
-				switch {
-				case err != nil:
-					failed.Add(1)
-					t.Logf("call during the update: %v", err)
-				case string(r.Body) == "x-d":
-					v2.Add(1)
-					ok.Add(1)
-				default:
-					ok.Add(1)
-				}
-			}
-		}()
-	}
+	var v2 atomic.Int64
+	traffic := testenv.StartTraffic(t, 2, func() error {
+		r, err := rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("direct-ep"),
+			TargetContainerHostname: aws.String("second"), ContentType: aws.String("text/plain"), Body: []byte("x")})
+		switch {
+		case err != nil:
+			t.Logf("call during the update: %v", err)
+			return err
+		case string(r.Body) == "x-d":
+			v2.Add(1)
+		}
+		return nil
+	})
 	time.Sleep(300 * time.Millisecond)
 	t0 = time.Now()
 	if _, err := sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String("direct-ep"), EndpointConfigName: aws.String("direct-v2-config")}); err != nil {
@@ -136,12 +120,11 @@ func TestServeOnKubernetes(t *testing.T) {
 	waitInServiceSDK(t, sm, "direct-ep")
 	took := time.Since(t0)
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	traffic.Stop()
 	t.Logf("UpdateEndpoint under traffic: InService again in %v; %d calls answered (%d by the new generation), %d failed",
-		took.Round(10*time.Millisecond), ok.Load(), v2.Load(), failed.Load())
-	if failed.Load() != 0 || v2.Load() == 0 {
-		t.Errorf("update under traffic: %d failed calls, %d answered by the new generation", failed.Load(), v2.Load())
+		took.Round(10*time.Millisecond), traffic.OK(), v2.Load(), traffic.Failed())
+	if traffic.Failed() != 0 || v2.Load() == 0 {
+		t.Errorf("update under traffic: %d failed calls, %d answered by the new generation", traffic.Failed(), v2.Load())
 	}
 
 	// mce killed and started again adopts the pods that run.

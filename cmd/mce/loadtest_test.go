@@ -34,27 +34,36 @@ func readReport(t *testing.T, dir string) *loadtest.Report {
 	return &r
 }
 
+// serveProbe serves mce on an endpoint file of the model m (the probe
+// image) followed by rest (its EndpointConfigs and Endpoints) on a free
+// port, and waits until its endpoints are InService: the context of the
+// test's calls and mce's URL.
+func serveProbe(t *testing.T, rest string) (context.Context, string) {
+	t.Helper()
+	cli := testenv.Docker(t)
+	img := testenv.OwnImage(t, "probe")
+	file := filepath.Join(t.TempDir(), "ep.yaml")
+	if err := os.WriteFile(file, []byte(`
+Models:
+  - ModelName: m
+    PrimaryContainer: {Image: `+img+`}`+rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return serveInService(t, cli, serveFlagsFor(t, freePort(t), file))
+}
+
 // TestLoadtestAgainstMce runs mce loadtest for a few seconds against mce
 // serving the probe: user and rate stages, streaming with time to first
 // byte, the probe's forced errors and an unknown endpoint counted by their
 // SageMaker codes, mce's metrics scraped meanwhile, and bad flags refused.
 func TestLoadtestAgainstMce(t *testing.T) {
-	cli := testenv.Docker(t)
-	img := testenv.OwnImage(t, "probe")
-	file := filepath.Join(t.TempDir(), "ep.yaml")
-	os.WriteFile(file, []byte(`
-Models:
-  - ModelName: m
-    PrimaryContainer: {Image: `+img+`}
+	ctx, url := serveProbe(t, `
 EndpointConfigs:
   - EndpointConfigName: c
     ProductionVariants: [{VariantName: AllTraffic, ModelName: m, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
 Endpoints:
   - {EndpointName: ep, EndpointConfigName: c}
-`), 0o644)
-	listen := freePort(t)
-	f := serveFlagsFor(t, listen, file)
-	ctx, url := serveInService(t, cli, f)
+`)
 	payload := filepath.Join(t.TempDir(), "x.json")
 	os.WriteFile(payload, []byte(`{"x":1}`), 0o644)
 
@@ -267,23 +276,14 @@ func TestLoadtestNeedsCredentialsForSageMaker(t *testing.T) {
 // in the report names it; without it every call gets SageMaker's
 // ValidationError for a missing component name.
 func TestLoadtestInferenceComponent(t *testing.T) {
-	cli := testenv.Docker(t)
-	img := testenv.OwnImage(t, "probe")
-	file := filepath.Join(t.TempDir(), "ep.yaml")
-	os.WriteFile(file, []byte(`
-Models:
-  - ModelName: m
-    PrimaryContainer: {Image: `+img+`}
+	ctx, url := serveProbe(t, `
 EndpointConfigs:
   - EndpointConfigName: c
     ExecutionRoleArn: arn:aws:iam::123456789012:role/mce
     ProductionVariants: [{VariantName: AllTraffic, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
 Endpoints:
   - {EndpointName: shared, EndpointConfigName: c}
-`), 0o644)
-	listen := freePort(t)
-	f := serveFlagsFor(t, listen, file)
-	ctx, url := serveInService(t, cli, f)
+`)
 	sm := sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(url), Credentials: aws.AnonymousCredentials{}})
 	if _, err := sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("comp"),
 		EndpointName: aws.String("shared"), VariantName: aws.String("AllTraffic"),

@@ -51,6 +51,20 @@ func decodePlain(path string, v any, rv reflect.Value) error {
 	if v == nil { // null means absent, whatever the target
 		return nil
 	}
+	// A type with its own JSON decoding (the host's timestamps, seconds
+	// since the epoch) decodes the value as JSON; it is not a mapping.
+	if rv.CanAddr() {
+		if u, ok := rv.Addr().Interface().(json.Unmarshaler); ok {
+			b, err := json.Marshal(toJSONValue(v))
+			if err == nil {
+				err = u.UnmarshalJSON(b)
+			}
+			if err != nil {
+				return &DecodeError{Path: path, Err: fmt.Errorf("%w: %w", ErrType, err)}
+			}
+			return nil
+		}
+	}
 	switch rv.Kind() {
 	case reflect.Pointer:
 		p := reflect.New(rv.Type().Elem())
