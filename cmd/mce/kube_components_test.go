@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,8 +25,9 @@ import (
 // (ManagedInstanceScaling MaxInstanceCount 1: a node); a copy that does not
 // fit is reported (Failed, 2 of 3 copies, the scheduler's words) and its pod
 // deleted while the others serve; the pre-flight refuses a copy no node
-// could hold; scaling to 0 and back frees and takes the GPUs again.
-func componentsOnCluster(t *testing.T, sm *sagemaker.Client, rt *sagemakerruntime.Client, kc kubernetes.Interface) {
+// could hold; scaling to 0 and back frees and takes the GPUs again; mce
+// killed and started again adopts the copies that run.
+func componentsOnCluster(t *testing.T, sm *sagemaker.Client, rt *sagemakerruntime.Client, kc kubernetes.Interface, restart func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	t0 := time.Now()
@@ -45,8 +47,8 @@ func componentsOnCluster(t *testing.T, sm *sagemaker.Client, rt *sagemakerruntim
 		return &smtypes.InferenceComponentSpecification{
 			Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String("mce-example/probe:latest"),
 				Environment: map[string]string{"PROBE_TAG": "-ic"}},
-			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{NumberOfCpuCoresRequired: aws.Float32(0.1),
-				MinMemoryRequiredInMb: aws.Int32(32), MaxMemoryRequiredInMb: aws.Int32(64), NumberOfAcceleratorDevicesRequired: aws.Float32(gpus)}}
+			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{NumberOfCpuCoresRequired: aws.Float32(0.25),
+				MinMemoryRequiredInMb: aws.Int32(128), MaxMemoryRequiredInMb: aws.Int32(256), NumberOfAcceleratorDevicesRequired: aws.Float32(gpus)}}
 	}
 	create := func(name string, gpus float32, copies int32) error {
 		_, err := sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String(name),
@@ -70,7 +72,7 @@ func componentsOnCluster(t *testing.T, sm *sagemaker.Client, rt *sagemakerruntim
 	t.Logf("3 copies of 1 GPU on a node of 2: %s after %v: %s", d.InferenceComponentStatus, time.Since(t0).Round(10*time.Millisecond), reason)
 	if d.InferenceComponentStatus != smtypes.InferenceComponentStatusFailed || aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 2 ||
 		aws.ToInt32(d.RuntimeConfig.DesiredCopyCount) != 3 ||
-		!strings.HasPrefix(reason, "2 of 3 copies of the inference component are running. The copies left could not be placed: not enough accelerator devices for one more copy (it asks for nvidia.com/gpu: 1, cpu: 100m, memory: 32Mi) on the nodes the copies of variant AllTraffic may occupy (at most 1: an instance is a node); the Kubernetes scheduler: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu") {
+		!strings.HasPrefix(reason, "2 of 3 copies of the inference component are running. The copies left could not be placed: not enough accelerator devices for one more copy (it asks for nvidia.com/gpu: 1, cpu: 250m, memory: 128Mi) on the nodes the copies of variant AllTraffic may occupy (at most 1: an instance is a node); the Kubernetes scheduler: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.") {
 		t.Fatalf("%s, %d of %d copies: %q", d.InferenceComponentStatus, aws.ToInt32(d.RuntimeConfig.CurrentCopyCount), aws.ToInt32(d.RuntimeConfig.DesiredCopyCount), reason)
 	}
 	pods := componentPods(ctx, t, kc)
@@ -81,11 +83,11 @@ func componentsOnCluster(t *testing.T, sm *sagemaker.Client, rt *sagemakerruntim
 	for _, p := range pods {
 		r := p.Spec.Containers[0].Resources
 		lim, req := r.Limits, r.Requests
-		if g, c, m := lim[corev1.ResourceName("nvidia.com/gpu")], lim[corev1.ResourceCPU], lim[corev1.ResourceMemory]; g.String() != "1" || c.String() != "100m" || m.String() != "64Mi" {
-			t.Errorf("pod %s limits %v, want nvidia.com/gpu 1, cpu 100m, memory 64Mi", p.Name, lim)
+		if g, c, m := lim[corev1.ResourceName("nvidia.com/gpu")], lim[corev1.ResourceCPU], lim[corev1.ResourceMemory]; g.String() != "1" || c.String() != "250m" || m.String() != "256Mi" {
+			t.Errorf("pod %s limits %v, want nvidia.com/gpu 1, cpu 250m, memory 256Mi", p.Name, lim)
 		}
-		if c, m := req[corev1.ResourceCPU], req[corev1.ResourceMemory]; c.String() != "100m" || m.String() != "32Mi" {
-			t.Errorf("pod %s requests %v, want cpu 100m, memory 32Mi", p.Name, req)
+		if c, m := req[corev1.ResourceCPU], req[corev1.ResourceMemory]; c.String() != "250m" || m.String() != "128Mi" {
+			t.Errorf("pod %s requests %v, want cpu 250m, memory 128Mi", p.Name, req)
 		}
 		if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 			if v := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values; len(v) == 1 && v[0] == p.Spec.NodeName {
@@ -122,6 +124,19 @@ func componentsOnCluster(t *testing.T, sm *sagemaker.Client, rt *sagemakerruntim
 		}
 		t.Logf("scaled to %d copies in %v", n, time.Since(t1).Round(10*time.Millisecond))
 	}
+	before := podNames(componentPods(ctx, t, kc))
+	restart()
+	waitAPI(t, sm)
+	d = waitComponent(ctx, t, sm, "gpu")
+	if after := podNames(componentPods(ctx, t, kc)); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService ||
+		aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 2 || after != before {
+		t.Fatalf("after a restart: %s, %d copies, pods %s (before %s): not adopted", d.InferenceComponentStatus,
+			aws.ToInt32(d.RuntimeConfig.CurrentCopyCount), after, before)
+	}
+	if out, err := rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("ic"), InferenceComponentName: aws.String("gpu"),
+		ContentType: aws.String("text/plain"), Body: []byte("x")}); err != nil || string(out.Body) != "x-ic" {
+		t.Fatalf("invoking the adopted copies: %v", err)
+	}
 	if _, err := sm.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String("ic")}); err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +146,15 @@ func componentsOnCluster(t *testing.T, sm *sagemaker.Client, rt *sagemakerruntim
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+func podNames(ps []corev1.Pod) string {
+	var names []string
+	for _, p := range ps {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, " ")
 }
 
 // componentPods are the pods of endpoint "ic" not being deleted.

@@ -178,7 +178,13 @@ func TestServeOnKubernetes(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	t.Run("InferenceComponents", func(t *testing.T) { componentsOnCluster(t, sm, rt, kc) })
+	t.Run("InferenceComponents", func(t *testing.T) {
+		componentsOnCluster(t, sm, rt, kc, func() {
+			child.Process.Signal(syscall.SIGKILL)
+			child.Wait()
+			child = startServeIn(t, c.Command(context.Background(), os.Args[0], "-test.run=^$"), argv, logf)
+		})
+	})
 
 	// The same endpoint on the Docker engine, for comparison.
 	dlisten := freePort(t)

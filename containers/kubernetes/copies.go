@@ -138,9 +138,11 @@ func Unschedulable(p *corev1.Pod, v spec.VariantPlan) *containers.UnschedulableE
 	if c == nil {
 		return nil
 	}
+	// "0/1 nodes are available: 1 Insufficient nvidia.com/gpu." and what
+	// came after the filters (preemption, claims) that says nothing more.
 	said := strings.TrimSpace(c.Message)
-	if i := strings.Index(said, " preemption:"); i > 0 {
-		said = said[:i]
+	if i := strings.Index(said, ". "); i > 0 {
+		said = said[:i+1]
 	}
 	var short []string
 	for _, m := range insufficient.FindAllStringSubmatch(said, -1) {
