@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -150,16 +151,21 @@ func Unschedulable(p *corev1.Pod, v spec.VariantPlan) *containers.UnschedulableE
 			short = append(short, w)
 		}
 	}
-	if strings.Contains(said, "node affinity") {
-		short = append(short, "instances")
-	}
 	what := "room"
 	if len(short) > 0 {
 		what = strings.Join(short, ", ")
 	}
+	bound := "at most " + strconv.Itoa(v.CopyInstances) + ": an instance is a node"
+	// "didn't match Pod's node affinity/selector" (older schedulers) or
+	// "didn't satisfy plugin(s) [NodeAffinity]" (1.35).
+	if p.Spec.Affinity != nil && strings.Contains(strings.ToLower(strings.ReplaceAll(said, " ", "")), "nodeaffinity") {
+		// Nodes with room were left out: the copies occupy all they may.
+		short = append(short, "instances")
+		bound += ", and they occupy that many already"
+	}
 	return &containers.UnschedulableError{Short: short, Message: fmt.Sprintf(
-		"not enough %s for one more copy (%s) on the nodes the copies of variant %s may occupy (at most %d: an instance is a node); the Kubernetes scheduler: %s",
-		what, podAsks(p), v.Name, v.CopyInstances, said)}
+		"not enough %s for one more copy (%s) on the nodes the copies of variant %s may occupy (%s); the Kubernetes scheduler: %s",
+		what, podAsks(p), v.Name, bound, said)}
 }
 
 // podAsks lists what a pod's containers ask for: "nvidia.com/gpu: 1, cpu: 500m, memory: 256Mi".

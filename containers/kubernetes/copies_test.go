@@ -68,7 +68,11 @@ func TestUnschedulable(t *testing.T) {
 	v := copyPlan(2).Variants[0]
 	d, _ := Deployment(testOptions(), copyPlan(2), 1, v, nil)
 	pod := func(msg string) *corev1.Pod {
-		return &corev1.Pod{Spec: d.Spec.Template.Spec, Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		ps := d.Spec.Template.Spec.DeepCopy()
+		if strings.Contains(msg, "node affinity") || strings.Contains(msg, "NodeAffinity") {
+			ps.Affinity = onNodes([]string{"n1", "n2"})
+		}
+		return &corev1.Pod{Spec: *ps, Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}}}
 	}
 	for _, tc := range []struct {
@@ -83,7 +87,11 @@ func TestUnschedulable(t *testing.T) {
 			[]string{"accelerator devices"},
 			"not enough accelerator devices for one more copy (it asks for nvidia.com/gpu: 1, cpu: 500m, memory: 256Mi) on the nodes the copies of variant AllTraffic may occupy (at most 2: an instance is a node); the Kubernetes scheduler: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu."},
 		{"0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector.",
-			[]string{"CPU cores", "memory", "instances"}, ""},
+			[]string{"CPU cores", "memory", "instances"},
+			"not enough CPU cores, memory for one more copy (it asks for nvidia.com/gpu: 1, cpu: 500m, memory: 256Mi) on the nodes the copies of variant AllTraffic may occupy (at most 2: an instance is a node, and they occupy that many already); the Kubernetes scheduler: 0/3 nodes are available: 1 Insufficient cpu, 1 Insufficient memory, 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector."},
+		{"0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't satisfy plugin(s) [NodeAffinity]. no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling.",
+			[]string{"accelerator devices", "instances"},
+			"not enough accelerator devices for one more copy (it asks for nvidia.com/gpu: 1, cpu: 500m, memory: 256Mi) on the nodes the copies of variant AllTraffic may occupy (at most 2: an instance is a node, and they occupy that many already); the Kubernetes scheduler: 0/2 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) didn't satisfy plugin(s) [NodeAffinity]."},
 		{"0/1 nodes are available: 1 node(s) had untolerated taint {k: v}.", nil,
 			"not enough room for one more copy"},
 	} {
