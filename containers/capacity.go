@@ -37,3 +37,34 @@ type AdapterStore interface {
 // AdapterMount is where a copy of an inference component sees its
 // adapters: AdapterMount/<adapter name>.
 const AdapterMount = "/opt/ml/adapters"
+
+// CopyNeeds is what one copy of an inference component asks for.
+type CopyNeeds struct {
+	CPUs      float64 // cores; 0: none asked
+	MemoryMiB int64   // the minimum; 0: none asked
+	GPUs      int     // whole GPUs
+}
+
+// CopyScheduler is an Engine whose cluster's scheduler places the copies of
+// inference components (kubernetes.Engine): host neither packs them on
+// instances nor pins GPUs to them; it launches each copy with its resources
+// and the engine fails the launch with an *UnschedulableError when the
+// scheduler finds no room for it.
+type CopyScheduler interface {
+	// CopyFits is the pre-flight of a new specification: what no instance of
+	// the cluster could offer one copy even when empty ("" when one could,
+	// or when the engine cannot tell).
+	CopyFits(ctx context.Context, n CopyNeeds) (short string, err error)
+}
+
+// UnschedulableError is a copy the engine's scheduler found no room for.
+// Short names what was short, in SageMaker's words ("accelerator devices",
+// "CPU cores", "memory", or "instances" when the variant's instance bound
+// kept it off nodes that had room); Message is the whole sentence, with the
+// scheduler's own words.
+type UnschedulableError struct {
+	Short   []string
+	Message string
+}
+
+func (e *UnschedulableError) Error() string { return e.Message }

@@ -44,6 +44,13 @@ import (
 // copy that does not fit is never dropped: the component reports it
 // (Failed, FailureReason naming what is short, CurrentCopyCount below
 // DesiredCopyCount) and keeps serving with the copies it has.
+//
+// On an engine whose cluster's scheduler places copies (a CopyScheduler:
+// Kubernetes) mce packs nothing: each copy is launched with its resources
+// (no device IDs), the scheduler picks its node, and a copy it finds no room
+// for fails its launch with an UnschedulableError, which becomes the
+// FailureReason as a copy that does not fit on Docker does. The copy's plan
+// carries how many instances (nodes) the variant's copies may occupy.
 
 // The engine contract's capacity for inference components (found by type
 // assertion on Backend).
@@ -90,8 +97,10 @@ type ComponentRecord struct {
 
 // CopyRecord is one placed copy.
 type CopyRecord struct {
-	ID          int      // the generation the Backend knows it by
-	Instance    int      // the variant's instance it is placed on
+	ID int // the generation the Backend knows it by
+	// Instance is the variant's instance it is placed on; -1 where the
+	// engine's scheduler placed it (a CopyScheduler).
+	Instance    int
 	GPUs        []string `json:",omitempty"`
 	SpecVersion int
 }
@@ -325,7 +334,7 @@ func (s *Server) newPlacement(ctx context.Context, endpoint, variant string, ins
 			for _, g := range cp.GPUs {
 				held[g] = true
 			}
-			if same && cp.Instance < instances {
+			if same && cp.Instance >= 0 && cp.Instance < instances {
 				p.cpus[cp.Instance] -= n.cpus
 				p.mem[cp.Instance] -= n.memoryMiB
 				p.gpuSlot[cp.Instance] -= len(cp.GPUs)
@@ -400,10 +409,12 @@ func (p *placement) shortage(n needs) string {
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// copyPlan is the plan the Backend launches for one copy.
-func copyPlan(rec ComponentRecord, configName string, cp CopyRecord) spec.EndpointPlan {
+// copyPlan is the plan the Backend launches for one copy of a component
+// on host, the endpoint's variant.
+func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host spec.VariantPlan) spec.EndpointPlan {
 	v := rec.Template
 	v.InstanceCount, v.Weight = 1, 1
+	v.CopyInstances = copyInstances(host)
 	v.Containers = slices.Clone(v.Containers)
 	c := &v.Containers[0]
 	c.GPUs = ""
@@ -415,7 +426,30 @@ func copyPlan(rec ComponentRecord, configName string, cp CopyRecord) spec.Endpoi
 	if r := rec.Spec.ComputeResourceRequirements; r != nil && r.MaxMemoryRequiredInMb != nil {
 		c.Resources.MemoryMiB = int64(*r.MaxMemoryRequiredInMb)
 	}
+	if n.memoryMiB < c.Resources.MemoryMiB {
+		c.MemoryRequestMiB = n.memoryMiB
+	}
+	if n.gpus > 0 && cp.Instance < 0 {
+		// Placed by the engine's scheduler: a count, never device IDs.
+		c.GPUs = strconv.Itoa(n.gpus)
+	}
 	return spec.EndpointPlan{Name: rec.EndpointName, ConfigName: configName, Mode: spec.ModeSerial, Variants: []spec.VariantPlan{v}}
+}
+
+// copyInstances is how many instances the copies on a variant may occupy
+// together: ManagedInstanceScaling's MaxInstanceCount when ENABLED, else
+// InitialInstanceCount.
+func copyInstances(v spec.VariantPlan) int {
+	if v.MaxInstanceCount > 0 {
+		return v.MaxInstanceCount
+	}
+	return max(v.InstanceCount, 1)
+}
+
+// copyScheduler is the Backend when its scheduler places copies.
+func (s *Server) copyScheduler() (containers.CopyScheduler, bool) {
+	cs, ok := s.cfg.Backend.(containers.CopyScheduler)
+	return cs, ok
 }
 
 // hostVariant is the endpoint's variant a component is placed on.
@@ -462,7 +496,18 @@ func (s *Server) reconcileCopies(c *component) {
 	missing := rec.Desired - current
 	var placed []CopyRecord
 	short := ""
-	if missing > 0 {
+	_, scheduled := s.copyScheduler()
+	if missing > 0 && scheduled {
+		// The engine's scheduler places them: only their numbers are mce's.
+		s.ics.place.Lock()
+		next := s.nextCopyID(rec.EndpointName)
+		for range missing {
+			placed = append(placed, CopyRecord{ID: next, Instance: -1, SpecVersion: rec.SpecVersion})
+			next++
+		}
+		s.saveComponent(c, func(r *ComponentRecord) { r.Copies = append(r.Copies, placed...) })
+		s.ics.place.Unlock()
+	} else if missing > 0 {
 		s.ics.place.Lock()
 		p := s.newPlacement(context.Background(), rec.EndpointName, rec.VariantName, v.InstanceCount, v.InstanceType)
 		counts := make([]int, v.InstanceCount)
@@ -491,19 +536,29 @@ func (s *Server) reconcileCopies(c *component) {
 	var wg sync.WaitGroup
 	var failMu sync.Mutex
 	var failures []error
+	var unplaced *containers.UnschedulableError
 	for _, cp := range placed {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			start := time.Now()
-			l, err := s.cfg.Backend.Launch(s.launchContext(c), copyPlan(rec, e.record().ConfigName, cp), cp.ID)
+			l, err := s.cfg.Backend.Launch(s.launchContext(c), copyPlan(rec, e.record().ConfigName, cp, v), cp.ID)
 			if err == nil && c.deleting.Load() {
 				l.Close(context.WithoutCancel(s.ctx))
 				err = errors.New("deleted")
 			}
 			if err != nil {
+				var ue *containers.UnschedulableError
 				failMu.Lock()
-				failures = append(failures, err)
+				if errors.As(err, &ue) {
+					// The scheduler's verdict is what is short, said once
+					// for every copy it refused.
+					if unplaced == nil {
+						unplaced = ue
+					}
+				} else {
+					failures = append(failures, err)
+				}
 				failMu.Unlock()
 				s.saveComponent(c, func(r *ComponentRecord) {
 					r.Copies = slices.DeleteFunc(r.Copies, func(x CopyRecord) bool { return x.ID == cp.ID })
@@ -560,6 +615,9 @@ func (s *Server) reconcileCopies(c *component) {
 		reason := fmt.Sprintf("%d of %d copies of the inference component are running.", running, r.Desired)
 		if short != "" {
 			reason += " The copies left could not be placed on the " + strconv.Itoa(v.InstanceCount) + " instance(s) of variant " + rec.VariantName + ": not enough " + short + "."
+		}
+		if unplaced != nil {
+			reason += " The copies left could not be placed: " + unplaced.Message
 		}
 		if err := errors.Join(failures...); err != nil {
 			reason += " Copies failed to start: " + redactPaths(err.Error())
@@ -730,9 +788,10 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 		c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
 		s.ics.add(c)
 		configName := s.reg.get(rec.EndpointName).record().ConfigName
+		hv, _ := hostVariant(s.reg.get(rec.EndpointName), rec.VariantName)
 		var kept []CopyRecord
 		for _, cp := range rec.Copies {
-			l, err := s.cfg.Backend.Adopt(ctx, copyPlan(rec, configName, cp), cp.ID)
+			l, err := s.cfg.Backend.Adopt(ctx, copyPlan(rec, configName, cp, hv), cp.ID)
 			if err != nil {
 				s.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Str("why", err.Error()).Msg("copy will be launched again")
 				continue

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -159,6 +160,19 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 // fitsOneInstance refuses a specification of which not even one copy fits
 // an empty instance of the variant: no placement could ever succeed.
 func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec.VariantPlan) error {
+	if cs, ok := s.copyScheduler(); ok {
+		// The cluster's nodes, where the engine can read them.
+		n := needsOf(sp)
+		short, err := cs.CopyFits(context.Background(), containers.CopyNeeds{CPUs: n.cpus, MemoryMiB: n.memoryMiB, GPUs: n.gpus})
+		if err != nil {
+			s.log.Warn().Err(err).Msg("reading the cluster's capacity for inference components")
+		}
+		if short != "" {
+			return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
+				v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
+		}
+		return nil
+	}
 	m := s.capacity(context.Background())
 	p := &placement{machine: m, limited: m.MemoryMiB > 0, cpus: []float64{m.CPUs}, mem: []int64{m.MemoryMiB}}
 	perType, all := spec.InstanceGPUCount(v.InstanceType)

@@ -48,7 +48,9 @@
 // (checks before a launch), UsageSource (CPU, memory, disk and GPU use for
 // the metrics), MultiModelObservable (multi-model events for the metrics),
 // CapacitySource (the machine's CPUs, memory and GPUs, for placing
-// inference-component copies),
+// inference-component copies), CopyScheduler (an engine whose cluster's
+// scheduler places those copies itself, with the pre-flight against its
+// nodes),
 // and, on the containers a Launched returns, ContainerDetail and
 // MultiModelDetail (the status page and GET /mce/endpoints).
 package host

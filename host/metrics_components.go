@@ -24,7 +24,7 @@ func newComponentCollector(s *Server) componentCollector {
 			"Copies of the inference component that take calls (DescribeInferenceComponent's RuntimeConfig.CurrentCopyCount).",
 			lblEndpoint, lblVariant, lblComponent),
 		gpus: newDesc("inference_component_gpus",
-			"GPUs pinned to the inference component's copies (NumberOfAcceleratorDevicesRequired times its placed copies; no CloudWatch counterpart).",
+			"GPUs held by the inference component's copies (NumberOfAcceleratorDevicesRequired times its placed copies: pinned by device ID on Docker, nvidia.com/gpu limits on Kubernetes; no CloudWatch counterpart).",
 			lblEndpoint, lblVariant, lblComponent),
 	}
 }
@@ -41,6 +41,9 @@ func (c componentCollector) Collect(ch chan<- prometheus.Metric) {
 		gpus := 0
 		for _, cp := range rec.Copies {
 			gpus += len(cp.GPUs)
+			if cp.Instance < 0 { // placed by the engine's scheduler, by count
+				gpus += needsOf(rec.Spec).gpus
+			}
 		}
 		labels := []string{rec.EndpointName, rec.VariantName, rec.Name}
 		ch <- prometheus.MustNewConstMetric(c.desired, prometheus.GaugeValue, float64(rec.Desired), labels...)

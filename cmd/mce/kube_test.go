@@ -31,7 +31,8 @@ import (
 // cluster's network (opt-in: MCE_KUBE_TEST=1) and drives it with
 // aws-sdk-go-v2: a 2-instance Direct endpoint answers from both pods, a
 // Serial chain passes through both containers, UpdateEndpointWeightsAndCapacities
-// scales to 3 pods, DeleteEndpoint leaves no object behind. The same
+// scales to 3 pods, DeleteEndpoint leaves no object behind, inference
+// components place GPU copies (componentsOnCluster). The same
 // endpoint's CreateEndpoint → InService is measured on the Docker engine too.
 func TestServeOnKubernetes(t *testing.T) {
 	probe := "mce-example/probe:latest"
@@ -159,6 +160,14 @@ func TestServeOnKubernetes(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+
+	t.Run("InferenceComponents", func(t *testing.T) {
+		componentsOnCluster(t, sm, rt, kc, func() {
+			child.Process.Signal(syscall.SIGKILL)
+			child.Wait()
+			child = startServeIn(t, c.Command(context.Background(), os.Args[0], "-test.run=^$"), argv, logf)
+		})
+	})
 
 	// The same endpoint on the Docker engine, for comparison.
 	dlisten := freePort(t)

@@ -27,5 +27,7 @@
 // labels), pods.go (a copy's Container and why a pod is not ready),
 // probes.go (what the kubelet's events say of a container's probes),
 // multimodel.go (multi-model containers: the model manager and its agent
-// client), claim.go (the instance claim).
+// client), claim.go (the instance claim), copies.go (inference-component
+// copies: placed by the scheduler within the variant's nodes, the
+// scheduler's refusal, the pre-flight against the nodes' allocatable).
 package kubernetes

@@ -70,6 +70,10 @@ type Engine struct {
 	changed  chan struct{} // closed and replaced on every pod event
 	observer func(endpoint, variant, container string) mme.Observer
 
+	// placing serializes the scheduling of inference-component copies that
+	// may open a node (copies.go).
+	placing sync.Mutex
+
 	detached atomic.Bool // set by Detach: Close and Reconcile leave what runs
 }
 
@@ -172,7 +176,10 @@ func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (c
 		return nil, fmt.Errorf("creating the endpoint's objects in namespace %q: %w", e.ns, err)
 	}
 	l := e.newLaunched(plan, gen, owner)
+	release := func() {}
+	defer func() { release() }()
 	fail := func(err error) (containers.Launched, error) {
+		release()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		if cerr := l.Close(cctx); cerr != nil {
@@ -185,10 +192,22 @@ func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (c
 		if err != nil {
 			return fail(err)
 		}
+		if _, bound := copyBound(plan); bound > 0 {
+			// An inference-component copy: within the variant's nodes.
+			var nodes []string
+			nodes, release = e.copyNodes(plan.Name, v.Name, bound)
+			if len(nodes) > 0 {
+				d.Spec.Template.Spec.Affinity = onNodes(nodes)
+			}
+		}
 		if _, err := e.client.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			return fail(fmt.Errorf("variant %q: creating its Deployment: %w", v.Name, err))
 		}
 		l.setWant(v.Name, v.InstanceCount)
+	}
+	if _, bound := copyBound(plan); bound > 0 {
+		e.waitScheduled(ctx, l.variants[plan.Variants[0].Name].selector)
+		release()
 	}
 	for _, v := range plan.Variants {
 		if err := l.waitReady(ctx, v, v.InstanceCount); err != nil {
@@ -576,6 +595,13 @@ func (l *Launched) waitReady(ctx context.Context, v spec.VariantPlan, n int) err
 			return err
 		}
 		for _, p := range pods {
+			if v.CopyInstances > 0 {
+				// A copy the scheduler has no room for fails now: the
+				// component reports it (nothing would free room by itself).
+				if u := Unschedulable(p, v); u != nil {
+					return &LaunchError{Variant: v.Name, Reason: u.Message, Err: u}
+				}
+			}
 			if reason := PodFailure(p, v); reason != "" {
 				// What the kubelet's probes said, for a container it stopped.
 				if r := podFailure(p, v, l.e.probeNotes(ctx, p)); r != "" {
@@ -601,9 +627,14 @@ func (l *Launched) waitReady(ctx context.Context, v spec.VariantPlan, n int) err
 type LaunchError struct {
 	Variant string
 	Reason  string
+	// Err is the cause where it has a type of its own (an
+	// *containers.UnschedulableError), else nil.
+	Err error
 }
 
 func (e *LaunchError) Error() string { return fmt.Sprintf("variant %q: %s", e.Variant, e.Reason) }
+
+func (e *LaunchError) Unwrap() error { return e.Err }
 
 // timeoutReason says why instances were not Ready in time: the latest
 // warning events of the variant's objects, or the pods' states.

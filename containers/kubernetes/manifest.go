@@ -290,6 +290,9 @@ func fingerprint(d *appsv1.Deployment) (string, error) {
 	c.Spec.Replicas = nil
 	c.OwnerReferences = nil
 	c.Annotations = nil
+	// The node affinity of an inference-component copy depends on where the
+	// variant's other copies run when it is launched, not on its definition.
+	c.Spec.Template.Spec.Affinity = nil
 	b, err := json.Marshal(c)
 	if err != nil {
 		return "", err
@@ -384,7 +387,12 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 		if len(lim) > 0 {
 			// Requests equal to limits: the scheduler places an instance only
 			// where what it asks for is free, as SageMaker's instance types do.
+			// An inference component's copy reserves its minimum memory
+			// (MinMemoryRequiredInMb) and may use up to its maximum.
 			ctr.Resources.Limits, ctr.Resources.Requests = lim, lim.DeepCopy()
+			if m := c.MemoryRequestMiB; m > 0 && m < c.Resources.MemoryMiB {
+				ctr.Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(m<<20, resource.BinarySI)
+			}
 		}
 		switch {
 		case c.Mode == "MultiModel":

@@ -34,8 +34,8 @@ func record(a k8stesting.Action) {
 }
 
 // TestMain checks, after every test ran, that the Role of
-// examples/kubernetes/mce.yaml allows each call the engine made and grants
-// nothing it never makes.
+// examples/kubernetes/mce.yaml (with its optional ClusterRole) allows each
+// call the engine made and grants nothing it never makes.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	// Only a full run makes every call; -run picks some tests.
@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 // testOnly are calls only the tests make: pods and events they create or
 // delete standing in for the cluster's controllers, and reads of results.
 var testOnly = map[string]bool{
-	"/pods create": true, "/pods delete": true, "/pods list": false, "/events create": true,
+	"/pods create": true, "/pods delete": true, "/pods list": false, "/events create": true, "/nodes create": true,
 	"/configmaps create": false, "/configmaps list": false, "/configmaps get": false,
 	"apps/deployments get": false, "apps/deployments list": false,
 }
@@ -66,6 +66,7 @@ func checkRole() error {
 		return err
 	}
 	var role *rbacv1.Role
+	var rules []rbacv1.PolicyRule
 	for doc := range bytes.SplitSeq(b, []byte("\n---\n")) {
 		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
 		if err != nil {
@@ -74,12 +75,15 @@ func checkRole() error {
 		if r, ok := obj.(*rbacv1.Role); ok {
 			role = r
 		}
+		if r, ok := obj.(*rbacv1.ClusterRole); ok {
+			rules = append(rules, r.Rules...)
+		}
 	}
 	if role == nil {
 		return fmt.Errorf("mce.yaml has no Role")
 	}
 	granted := map[string]bool{}
-	for _, rule := range role.Rules {
+	for _, rule := range append(rules, role.Rules...) {
 		for _, g := range rule.APIGroups {
 			for _, res := range rule.Resources {
 				for _, v := range rule.Verbs {

@@ -50,8 +50,17 @@ type VariantPlan struct {
 	// NetworkIsolation runs the variant's containers with no route out of
 	// the machine: the model's (or the endpoint configuration's)
 	// EnableNetworkIsolation.
-	NetworkIsolation bool            `json:",omitempty"`
-	Containers       []ContainerPlan // in invocation order for Serial
+	NetworkIsolation bool `json:",omitempty"`
+	// MaxInstanceCount is ManagedInstanceScaling's MaxInstanceCount when its
+	// Status is ENABLED, 0 otherwise.
+	MaxInstanceCount int `json:",omitempty"`
+	// CopyInstances is set on the plan of an inference-component copy only:
+	// how many instances the copies of all components on the variant may
+	// occupy together (MaxInstanceCount when set, else the variant's
+	// InstanceCount). An engine whose scheduler places copies (on
+	// Kubernetes an instance is a node) keeps them within that many.
+	CopyInstances int             `json:",omitempty"`
+	Containers    []ContainerPlan // in invocation order for Serial
 }
 
 // ContainerPlan is one container of a variant.
@@ -70,6 +79,11 @@ type ContainerPlan struct {
 	// /opt/ml/adapters (containers.AdapterStore).
 	Adapters  bool      `json:",omitempty"`
 	Resources Resources // as written (mce extension)
+	// MemoryRequestMiB is the memory a scheduler reserves for the container
+	// when it is less than Resources.MemoryMiB (an inference component's
+	// MinMemoryRequiredInMb below its MaxMemoryRequiredInMb); 0 means
+	// Resources.MemoryMiB.
+	MemoryRequestMiB int64 `json:",omitempty"`
 	// GPUs is the resolved GPU request in ParseGPUs' canonical form: "" for
 	// none, "all", a count, or "device=ID,…". Resources.Gpus wins; otherwise
 	// the variant's InstanceType decides (local_gpu → all, ml.g5.12xlarge → 4).
@@ -217,6 +231,9 @@ func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (VariantPl
 	}
 	if v.RoutingConfig != nil {
 		vp.RoutingStrategy = v.RoutingConfig.RoutingStrategy
+	}
+	if m, ok := v.managedScaling(); ok && m.Status == ManagedScalingEnabled && m.MaxInstanceCount != nil {
+		vp.MaxInstanceCount = int(*m.MaxInstanceCount)
 	}
 
 	var warns []string

@@ -312,3 +312,20 @@ func TestPlanNetworkIsolation(t *testing.T) {
 		})
 	}
 }
+
+func TestManagedInstanceScalingBoundsInstances(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want int
+	}{
+		{``, 0},
+		{`{"Status":"ENABLED","MinInstanceCount":1,"MaxInstanceCount":3}`, 3},
+		{`{"Status":"DISABLED","MinInstanceCount":1,"MaxInstanceCount":3}`, 0},
+		{`{"Status":"ENABLED","MinInstanceCount":1}`, 0},
+	} {
+		v := ProductionVariant{VariantName: "v", InstanceType: "local", ManagedInstanceScaling: []byte(tc.raw)}
+		if got, _ := variantPlan(v, CreateModelInput{}, ""); got.MaxInstanceCount != tc.want {
+			t.Errorf("ManagedInstanceScaling %s: MaxInstanceCount %d, want %d", tc.raw, got.MaxInstanceCount, tc.want)
+		}
+	}
+}

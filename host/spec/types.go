@@ -165,6 +165,32 @@ type ProductionVariant struct {
 	AcceleratorPartitionLayouts                 json.RawMessage `json:"AcceleratorPartitionLayouts,omitempty"`
 }
 
+// ManagedInstanceScaling is a variant's ManagedInstanceScaling: kept as
+// written (the raw member) and read through ProductionVariant.managedScaling.
+// On the kubernetes engine an ENABLED MaxInstanceCount bounds the nodes the
+// variant's inference-component copies may occupy.
+type ManagedInstanceScaling struct {
+	Status           string `json:"Status,omitempty"` // ENABLED or DISABLED
+	MinInstanceCount *int32 `json:"MinInstanceCount,omitempty"`
+	MaxInstanceCount *int32 `json:"MaxInstanceCount,omitempty"`
+}
+
+// ManagedInstanceScaling's statuses.
+const (
+	ManagedScalingEnabled  = "ENABLED"
+	ManagedScalingDisabled = "DISABLED"
+)
+
+// managedScaling decodes the variant's ManagedInstanceScaling; ok is false
+// when it is absent or not an object of that shape.
+func (v ProductionVariant) managedScaling() (ManagedInstanceScaling, bool) {
+	var m ManagedInstanceScaling
+	if !present(v.ManagedInstanceScaling) || json.Unmarshal(v.ManagedInstanceScaling, &m) != nil {
+		return m, false
+	}
+	return m, true
+}
+
 // RoutingConfig chooses how requests spread over a variant's instances.
 type RoutingConfig struct {
 	// RoutingStrategy is "LEAST_OUTSTANDING_REQUESTS" or "RANDOM".

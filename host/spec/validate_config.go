@@ -98,6 +98,20 @@ func checkVariant(c *checker, p string, v *ProductionVariant) {
 	c.intRange(p+".containerStartupHealthCheckTimeoutInSeconds", v.ContainerStartupHealthCheckTimeoutInSeconds, minHealthTimeoutSec, maxHealthTimeoutSec)
 	c.intRange(p+".modelDataDownloadTimeoutInSeconds", v.ModelDataDownloadTimeoutInSeconds, 60, 3600)
 	c.intRange(p+".volumeSizeInGB", v.VolumeSizeInGB, 1, 512)
+	if present(v.ManagedInstanceScaling) {
+		m, ok := v.managedScaling()
+		if !ok {
+			c.fail("", p+".managedInstanceScaling", "Member must be an object {Status, MinInstanceCount, MaxInstanceCount}")
+		} else {
+			c.enum(p+".managedInstanceScaling.status", m.Status, ManagedScalingEnabled, ManagedScalingDisabled)
+			c.intRange(p+".managedInstanceScaling.minInstanceCount", m.MinInstanceCount, 0, -1)
+			c.intRange(p+".managedInstanceScaling.maxInstanceCount", m.MaxInstanceCount, 1, -1)
+			if m.MinInstanceCount != nil && m.MaxInstanceCount != nil && *m.MinInstanceCount > *m.MaxInstanceCount {
+				c.fail(quote(strconv.Itoa(int(*m.MinInstanceCount))), p+".managedInstanceScaling.minInstanceCount",
+					"Member must be less than or equal to MaxInstanceCount")
+			}
+		}
+	}
 	c.intRange(p+".variantInstanceProvisionTimeoutInSeconds", v.VariantInstanceProvisionTimeoutInSeconds, 300, 3600)
 	if v.RoutingConfig != nil {
 		if c.required(p+".routingConfig.routingStrategy", v.RoutingConfig.RoutingStrategy) {
@@ -122,7 +136,9 @@ func (c *CreateEndpointConfigInput) Warnings() []string {
 		w.ifSet(v.AcceleratorType != "", "AcceleratorType"+in)
 		w.ifSet(v.CoreDumpConfig != nil, "CoreDumpConfig"+in)
 		w.ifSet(v.EnableSSMAccess != nil && *v.EnableSSMAccess, "EnableSSMAccess"+in)
-		w.ifSet(present(v.ManagedInstanceScaling), "ManagedInstanceScaling"+in)
+		// A variant of inference components honours it on the kubernetes
+		// engine (it bounds the nodes their copies occupy).
+		w.ifSet(present(v.ManagedInstanceScaling) && v.ModelName != "", "ManagedInstanceScaling"+in)
 		w.ifSet(v.InferenceAmiVersion != "", "InferenceAmiVersion"+in)
 		w.ifSet(present(v.InstancePools), "InstancePools"+in)
 		w.ifSet(v.VariantInstanceProvisionTimeoutInSeconds != nil, "VariantInstanceProvisionTimeoutInSeconds"+in)

@@ -346,6 +346,17 @@ func TestCreateEndpointConfigValidate(t *testing.T) {
 		{"routing strategy", func(c *CreateEndpointConfigInput) {
 			c.ProductionVariants[0].RoutingConfig = &RoutingConfig{RoutingStrategy: "ROUND_ROBIN"}
 		}, prefix1 + "Value 'ROUND_ROBIN' at '" + pv + "routingConfig.routingStrategy' failed to satisfy constraint: Member must satisfy enum value set: [LEAST_OUTSTANDING_REQUESTS, RANDOM]"},
+		{"managed instance scaling", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].ManagedInstanceScaling = json.RawMessage(`{"Status":"ENABLED","MinInstanceCount":1,"MaxInstanceCount":3}`)
+		}, ""},
+		{"managed instance scaling out of range", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].ManagedInstanceScaling = json.RawMessage(`{"Status":"ON","MinInstanceCount":4,"MaxInstanceCount":3}`)
+		}, "2 validation errors detected: " +
+			"Value 'ON' at '" + pv + "managedInstanceScaling.status' failed to satisfy constraint: Member must satisfy enum value set: [ENABLED, DISABLED]; " +
+			"Value '4' at '" + pv + "managedInstanceScaling.minInstanceCount' failed to satisfy constraint: Member must be less than or equal to MaxInstanceCount"},
+		{"managed instance scaling not an object", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].ManagedInstanceScaling = json.RawMessage(`"ENABLED"`)
+		}, prefix1 + "Value at '" + pv + "managedInstanceScaling' failed to satisfy constraint: Member must be an object {Status, MinInstanceCount, MaxInstanceCount}"},
 		{"KMS key too long", func(c *CreateEndpointConfigInput) { c.KMSKeyID = strings.Repeat("k", 2049) },
 			prefix1 + "Value '" + strings.Repeat("k", 2049) + "' at 'kmsKeyId' failed to satisfy constraint: Member must have length less than or equal to 2048"},
 
