@@ -350,13 +350,16 @@ func (s *Server) newPlacement(ctx context.Context, endpoint, variant string, ins
 }
 
 // take places one copy with n on the instance with the fewest copies
-// (counts) that fits, or says what is short.
-func (p *placement) take(n needs, counts []int) (instance int, gpus []string, short string) {
+// (counts) that fits, or with binpack on the first that fits (the
+// instances fill one after the other), or says what is short.
+func (p *placement) take(n needs, counts []int, binpack bool) (instance int, gpus []string, short string) {
 	order := make([]int, len(p.cpus))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return counts[order[a]] < counts[order[b]] })
+	if !binpack {
+		sort.SliceStable(order, func(a, b int) bool { return counts[order[a]] < counts[order[b]] })
+	}
 	for _, i := range order {
 		if n.cpus > 0 && p.cpus[i]+1e-9 < n.cpus {
 			continue
@@ -517,9 +520,10 @@ func (s *Server) reconcileCopies(c *component) {
 			}
 		}
 		n := needsOf(rec.Spec)
+		binpack := rec.Spec.PlacementStrategy() == spec.PlacementBinpack
 		next := s.nextCopyID(rec.EndpointName)
 		for range missing {
-			inst, gpus, why := p.take(n, counts)
+			inst, gpus, why := p.take(n, counts, binpack)
 			if inst < 0 {
 				short = why
 				break

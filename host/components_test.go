@@ -628,3 +628,99 @@ func TestInferenceComponentUpdateWithoutRoom(t *testing.T) {
 		t.Fatalf("invoke after the failed update = %q, %v", got, err)
 	}
 }
+
+// TestInferenceComponentPlacementStrategy: SchedulingConfig.PlacementStrategy
+// decides where a new copy goes on the variant's instances: SPREAD (and no
+// SchedulingConfig) evens a component's copies out, BINPACK fills one
+// instance before the next. It is checked and echoed.
+func TestInferenceComponentPlacementStrategy(t *testing.T) {
+	h, _ := newICHarness(t, nil)
+	sm := h.sm()
+	ctx := context.Background()
+	createICEndpoint(t, sm, "pool", "ml.m5.xlarge", 2) // two instances of 8 cores each (capBackend)
+	withStrategy := func(cpus float64, strategy smtypes.InferenceComponentPlacementStrategy) *smtypes.InferenceComponentSpecification {
+		sp := &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String("-x")},
+			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128),
+				NumberOfCpuCoresRequired: aws.Float32(float32(cpus))}}
+		if strategy != "" {
+			sp.SchedulingConfig = &smtypes.InferenceComponentSchedulingConfig{PlacementStrategy: strategy}
+		}
+		return sp
+	}
+	instances := func(name string) []int {
+		t.Helper()
+		var out []int
+		for _, cp := range h.srv.ics.get(name).record().Copies {
+			out = append(out, cp.Instance)
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, c := range []struct {
+		name     string
+		strategy smtypes.InferenceComponentPlacementStrategy
+		cpus     float64
+		copies   int32
+	}{{"default", "", 1, 2}, {"spread", smtypes.InferenceComponentPlacementStrategySpread, 1, 2}, {"packed", smtypes.InferenceComponentPlacementStrategyBinpack, 2, 2}} {
+		if err := createIC(ctx, sm, c.name, "pool", withStrategy(c.cpus, c.strategy), c.copies); err != nil {
+			t.Fatal(err)
+		}
+		if d := waitIC(t, sm, c.name); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
+			t.Fatalf("%s: %s %s", c.name, d.InferenceComponentStatus, aws.ToString(d.FailureReason))
+		}
+	}
+	if got := instances("default"); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("no SchedulingConfig: copies on instances %v, want [0 1]", got)
+	}
+	if got := instances("spread"); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("SPREAD: copies on instances %v, want [0 1]", got)
+	}
+	// Instance 0 has 8-1-1 = 6 cores left: BINPACK puts 3 copies of 2 there, then goes on to instance 1.
+	if got := instances("packed"); !slices.Equal(got, []int{0, 0}) {
+		t.Errorf("BINPACK: copies on instances %v, want [0 0]", got)
+	}
+	if _, err := sm.UpdateInferenceComponentRuntimeConfig(ctx, &sagemaker.UpdateInferenceComponentRuntimeConfigInput{InferenceComponentName: aws.String("packed"),
+		DesiredRuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(5)}}); err != nil {
+		t.Fatal(err)
+	}
+	waitIC(t, sm, "packed")
+	if got := instances("packed"); !slices.Equal(got, []int{0, 0, 0, 1, 1}) {
+		t.Errorf("BINPACK at 5 copies: instances %v, want [0 0 0 1 1]", got)
+	}
+	d, err := sm.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String("packed")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc := d.Specification.SchedulingConfig; sc == nil || sc.PlacementStrategy != smtypes.InferenceComponentPlacementStrategyBinpack {
+		t.Errorf("Describe's SchedulingConfig = %+v, want BINPACK echoed", sc)
+	}
+
+	err = createIC(ctx, sm, "bad", "pool", withStrategy(1, "ROUND_ROBIN"), 1)
+	wantMessage(t, err, "ValidationException", "1 validation error detected: Value 'ROUND_ROBIN' at 'specification.schedulingConfig.placementStrategy' failed to satisfy constraint: Member must satisfy enum value set: [SPREAD, BINPACK]")
+	// What the SDKs check before sending, sent as another client might.
+	for raw, want := range map[string]string{
+		`{}`:                          "Value null at 'specification.schedulingConfig.placementStrategy' failed to satisfy constraint: Member must not be null",
+		`{"PlacementStrategy": ""}`:   "Value '' at 'specification.schedulingConfig.placementStrategy' failed to satisfy constraint: Member must satisfy enum value set: [SPREAD, BINPACK]",
+		`{"PlacementStrategy": null}`: "Member must not be null",
+		`{"PlacementStrategy": 7}`:    "specification.schedulingConfig",
+		`[1]`:                         "specification.schedulingConfig",
+	} {
+		req, _ := http.NewRequest("POST", h.http.URL+"/", strings.NewReader(`{"InferenceComponentName": "raw", "EndpointName": "pool",
+			"VariantName": "AllTraffic", "RuntimeConfig": {"CopyCount": 1}, "Specification": {"Container": {"Image": "-x"},
+			"ComputeResourceRequirements": {"MinMemoryRequiredInMb": 128}, "SchedulingConfig": `+raw+`}}`))
+		req.Header.Set("X-Amz-Target", "SageMaker.CreateInferenceComponent")
+		req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+		resp, err := h.http.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), "ValidationException") || !strings.Contains(string(b), want) {
+			t.Errorf("SchedulingConfig %s: %d %s; want a ValidationException saying %q", raw, resp.StatusCode, b, want)
+		}
+	}
+	if h.srv.ics.get("raw") != nil {
+		t.Error("a component with a bad SchedulingConfig was created")
+	}
+}

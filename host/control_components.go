@@ -180,7 +180,7 @@ func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec
 		perType = len(m.GPUs)
 	}
 	p.gpuType, p.gpuSlot, p.free = perType, []int{perType}, m.GPUs
-	if inst, _, short := p.take(needsOf(sp), []int{0}); inst < 0 {
+	if inst, _, short := p.take(needsOf(sp), []int{0}, false); inst < 0 {
 		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
 			v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
 	}

@@ -35,8 +35,33 @@ type InferenceComponentSpecification struct {
 	// Container.ArtifactUrl is an adapter that its base's copies load
 	// (adapters.go in package host).
 	BaseInferenceComponentName string          `json:"BaseInferenceComponentName,omitempty"`
-	DataCacheConfig            json.RawMessage `json:"DataCacheConfig,omitempty"`  // accepted and echoed
-	SchedulingConfig           json.RawMessage `json:"SchedulingConfig,omitempty"` // accepted and echoed
+	DataCacheConfig            json.RawMessage `json:"DataCacheConfig,omitempty"` // accepted and echoed
+	// SchedulingConfig is echoed as given; its PlacementStrategy decides
+	// which instance a new copy goes to on Docker (PlacementStrategy).
+	SchedulingConfig json.RawMessage `json:"SchedulingConfig,omitempty"`
+}
+
+// The PlacementStrategy values of SchedulingConfig.
+const (
+	PlacementSpread  = "SPREAD"
+	PlacementBinpack = "BINPACK"
+)
+
+// componentScheduling is InferenceComponentSchedulingConfig.
+// AvailabilityZoneBalance is echoed only: mce's instances are in one zone.
+type componentScheduling struct {
+	PlacementStrategy       *string         `json:"PlacementStrategy"`
+	AvailabilityZoneBalance json.RawMessage `json:"AvailabilityZoneBalance,omitempty"`
+}
+
+// PlacementStrategy is the SchedulingConfig's PlacementStrategy, "" when
+// there is none (mce then spreads, as with SPREAD).
+func (sp *InferenceComponentSpecification) PlacementStrategy() string {
+	var sc componentScheduling
+	if !present(sp.SchedulingConfig) || json.Unmarshal(sp.SchedulingConfig, &sc) != nil || sc.PlacementStrategy == nil {
+		return ""
+	}
+	return *sc.PlacementStrategy
 }
 
 // InferenceComponentContainer is a component's own container, when it names
@@ -159,6 +184,20 @@ func (sp *InferenceComponentSpecification) check(c *checker, p string) {
 		for key, v := range k.Environment {
 			c.str(p+".container.environment.key", key, maxEnvKeyLen, envKeyRe, envKeyPattern)
 			c.str(p+".container.environment.value", v, maxEnvValueLen, nil, "")
+		}
+	}
+	if present(sp.SchedulingConfig) {
+		var sc componentScheduling
+		switch err := json.Unmarshal(sp.SchedulingConfig, &sc); {
+		case err != nil:
+			c.fail("", p+".schedulingConfig", "Member must be a structure with PlacementStrategy and AvailabilityZoneBalance")
+		case sc.PlacementStrategy == nil:
+			c.fail("null", p+".schedulingConfig.placementStrategy", "Member must not be null")
+		default:
+			c.enum(p+".schedulingConfig.placementStrategy", *sc.PlacementStrategy, PlacementSpread, PlacementBinpack)
+			if *sc.PlacementStrategy == "" {
+				c.fail(quote(""), p+".schedulingConfig.placementStrategy", "Member must satisfy enum value set: [SPREAD, BINPACK]")
+			}
 		}
 	}
 	if st := sp.StartupParameters; st != nil {
