@@ -5,7 +5,11 @@ prints its lines at the end; the scripts add their own assertion helpers by
 subclassing Checks.
 """
 
+import json
 import re
+import ssl
+import urllib.parse
+import urllib.request
 
 
 class Checks:
@@ -39,3 +43,46 @@ class Checks:
 def kebab(op):
     """CreateEndpointConfig -> create-endpoint-config (the aws CLI's names)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "-", op).lower()
+
+
+class Kube:
+    """The test cluster's API server, read with its admin token (stdlib
+    only); the objects of one mce instance (its --instance) by label."""
+
+    def __init__(self, server, token_file, ca, instance):
+        self.server = server
+        self.instance = instance
+        with open(token_file) as f:
+            self.token = f.read().strip()
+        self.ctx = ssl.create_default_context(cafile=ca)
+
+    def request(self, path):
+        req = urllib.request.Request(self.server + path, headers={"Authorization": "Bearer " + self.token})
+        with urllib.request.urlopen(req, context=self.ctx, timeout=30) as r:
+            return r.status, r.read()
+
+    def get(self, path):
+        return json.loads(self.request(path)[1])
+
+    def items(self, kind, selector):
+        base = {"pods": "/api/v1", "configmaps": "/api/v1"}.get(kind, "/apis/apps/v1")
+        q = urllib.parse.urlencode({"labelSelector": selector})
+        return self.get(f"{base}/namespaces/default/{kind}?{q}")["items"]
+
+    def pods(self, endpoint=None, live=False):
+        sel = f"mce.run/instance={self.instance}"
+        if endpoint:
+            sel += f",mce.run/endpoint={endpoint}"
+        ps = self.items("pods", sel)
+        if live:
+            ps = [p for p in ps if not p["metadata"].get("deletionTimestamp")]
+        return ps
+
+    def left(self, endpoint=None):
+        """Every object of this mce instance (or of its endpoint) still
+        there, as kind/name."""
+        sel = f"mce.run/instance={self.instance}"
+        if endpoint:
+            sel += f",mce.run/endpoint={endpoint}"
+        return [f"{k}/{o['metadata']['name']}" for k in ("pods", "deployments", "replicasets", "configmaps")
+                for o in self.items(k, sel)]

@@ -9,6 +9,10 @@
 # cluster down (every process, mount, namespace and veth; mce with it, as it
 # runs in the cluster's namespace) and removes its folder.
 #
+# Inference components on the cluster (e2e/test_kube_components.py) run with
+# the first python3 and aws CLI that know them (e2e/ic-clients.sh); without
+# them that part is skipped, and with CI=true the run fails.
+#
 # Environment: MCE_KUBE_MCE_IMAGE (mce's image for the fetch init containers,
 # default mce-example/mce:latest, built by scripts/images.sh mce). Builds
 # nothing: it checks the prerequisites and names the make target or script
@@ -31,6 +35,12 @@ done
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import boto3' 2>/dev/null || fail "/usr/bin/python3 with boto3 is missing: run 'make deps'"
 [ -x /usr/bin/aws ] || fail "/usr/bin/aws (awscli) is missing: run 'make deps'"
 command -v go >/dev/null || fail "go is missing (scripts/mme-models.sh generates the multi-model artifacts with it)"
+# The clients of e2e/test_kube_components.py (inference components): ic_python, ic_aws, ic_missing.
+# shellcheck source=e2e/ic-clients.sh
+. e2e/ic-clients.sh
+if [ -n "$ic_missing" ] && [ "${CI:-}" = true ]; then
+  fail "CI=true, but e2e/test_kube_components.py cannot run: ${ic_missing} (looked on PATH, then in /usr/bin)"
+fi
 
 mkdir -p build
 log=build/e2e-kube.log
@@ -88,7 +98,7 @@ env -i PATH=/usr/bin:/bin HOME="$work" TMPDIR="$work" LANG=C.UTF-8 \
   /usr/bin/python3 -B -I e2e/test_kube.py --mce "$PWD/bin/mce" --netns "$MCE_KUBE_NETNS_PATH" \
   --addr "$MCE_KUBE_ADDR" --server "$MCE_KUBE_SERVER" --token-file "$MCE_KUBE_TOKEN_FILE" --ca "$MCE_KUBE_CA" \
   --kubeconfig "$KUBECONFIG" --fetch-image "$mce_image" --models "$work/models" --mme-models "$work/models/mme" --state "$work/state" \
-  --log "$PWD/$log" &
+  --log "$PWD/$log" --ic-python "$ic_python" --ic-aws "$ic_aws" &
 # In the background, so that a signal to this script runs the trap at once.
 py=$!
 wait "$py"

@@ -32,6 +32,10 @@ the cluster's token; no kubectl):
     the loaded models in /status.json and /metrics, SageMaker's
     ValidationError for a missing and an escaping TargetModel, DeleteEndpoint
     leaving no object;
+  - inference components (e2e/test_kube_components.py, run with the first
+    python3 and aws CLI that know them, --ic-python and --ic-aws): copies
+    as pods with their GPUs, cores and memory, a copy that does not fit
+    reported, scale to 0 giving a GPU back to another component;
   - DeleteEndpoint leaves no pod, Deployment, ReplicaSet or ConfigMap.
 
 Output: PASS/FAIL/INFO lines, then "N passed, M failed". Exit status 1 if
@@ -44,19 +48,20 @@ import json
 import os
 import shutil
 import signal
-import ssl
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import traceback
-import urllib.parse
 import urllib.request
 
 import boto3
 import botocore
 from botocore.exceptions import ClientError
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # python3 -I leaves the script's folder out
+import e2elib  # noqa: E402
 
 AWS_CLI = "/usr/bin/aws"
 PROBE = "mce-example/probe:latest"
@@ -93,47 +98,6 @@ def wait_for(what, cond, within=120.0, every=0.2):
             return last
         time.sleep(every)
     raise TimeoutError(f"{what}: not within {within:.0f} s (last: {last!r})")
-
-
-class Kube:
-    """The API server, read with the cluster's admin token (stdlib only)."""
-
-    def __init__(self, server, token_file, ca):
-        self.server = server
-        with open(token_file) as f:
-            self.token = f.read().strip()
-        self.ctx = ssl.create_default_context(cafile=ca)
-
-    def request(self, path):
-        req = urllib.request.Request(self.server + path, headers={"Authorization": "Bearer " + self.token})
-        with urllib.request.urlopen(req, context=self.ctx, timeout=30) as r:
-            return r.status, r.read()
-
-    def get(self, path):
-        return json.loads(self.request(path)[1])
-
-    def items(self, kind, selector):
-        base = {"pods": "/api/v1", "configmaps": "/api/v1"}.get(kind, "/apis/apps/v1")
-        q = urllib.parse.urlencode({"labelSelector": selector})
-        return self.get(f"{base}/namespaces/default/{kind}?{q}")["items"]
-
-    def pods(self, endpoint=None, live=False):
-        sel = f"mce.run/instance={INSTANCE}"
-        if endpoint:
-            sel += f",mce.run/endpoint={endpoint}"
-        ps = self.items("pods", sel)
-        if live:
-            ps = [p for p in ps if not p["metadata"].get("deletionTimestamp")]
-        return ps
-
-    def left(self, endpoint=None):
-        """Every object of this mce instance (or of its endpoint) still
-        there, as kind/name."""
-        sel = f"mce.run/instance={INSTANCE}"
-        if endpoint:
-            sel += f",mce.run/endpoint={endpoint}"
-        return [f"{k}/{o['metadata']['name']}" for k in ("pods", "deployments", "replicasets", "configmaps")
-                for o in self.items(k, sel)]
 
 
 def ready(pod):
@@ -367,6 +331,9 @@ def main():
                     help="the multi-model artifacts and their manifest.json, the volume's mme/ folder")
     ap.add_argument("--state", required=True)
     ap.add_argument("--log", required=True)
+    ap.add_argument("--ic-python", default="",
+                    help="a python3 whose botocore knows inference components (e2e/ic-clients.sh); empty: skipped")
+    ap.add_argument("--ic-aws", default="", help="an aws CLI that knows inference components")
     a = ap.parse_args()
     # e2e/kube.sh's trap stops this script with SIGTERM: the finally below still stops mce.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -377,7 +344,7 @@ def main():
                                       retries={"mode": "standard", "total_max_attempts": 1})
     sm = boto3.client("sagemaker", endpoint_url=url, region_name="us-east-1", config=unsigned)
     rt = boto3.client("sagemaker-runtime", endpoint_url=url, region_name="us-east-1", config=unsigned)
-    kube = Kube(a.server, a.token_file, a.ca)
+    kube = e2elib.Kube(a.server, a.token_file, a.ca, INSTANCE)
     mce = MCE(a, url)
     tmp = tempfile.mkdtemp(prefix="mce-kube-e2e-")
     cli = Cli(url, tmp)
@@ -469,6 +436,29 @@ def main():
             cli.run("sagemaker", "delete-endpoint", "--endpoint-name", "gpu-b")
             sm.delete_endpoint(EndpointName="gpu-a")
         step("GPUs", gpus)
+
+        def components():
+            # Run with the newer clients; its checks count in this script's summary.
+            global passed, failed
+            if not a.ic_python or not a.ic_aws:
+                info("SKIPPED e2e/test_kube_components.py: no python3 and aws CLI that know inference components")
+                return
+            p = subprocess.run([a.ic_python, "-B", "-I", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                       "test_kube_components.py"),
+                                "--url", url, "--aws", a.ic_aws, "--server", a.server, "--token-file", a.token_file,
+                                "--ca", a.ca, "--instance", INSTANCE], capture_output=True, text=True, timeout=600)
+            lines = p.stdout.strip().splitlines()
+            for line in lines[:-1]:
+                print(line, flush=True)
+            summary = lines[-1].split() if lines else []
+            if len(summary) == 4 and summary[1] == "passed," and summary[3] == "failed":
+                passed += int(summary[0])
+                failed += int(summary[2])
+            else:
+                check(False, "e2e/test_kube_components.py ends with its summary", (p.stdout + p.stderr)[-2000:])
+            if p.returncode != 0 and p.stderr.strip():
+                info("test_kube_components.py stderr: " + p.stderr.strip()[-2000:])
+        step("inference components", components)
 
         def scale():
             t0 = time.monotonic()
