@@ -36,7 +36,11 @@ func as(o ClaimOptions, id string) ClaimOptions {
 // holder; once the first releases, the second claims at once; another
 // instance name is never in the way.
 func TestClaimRefusesASecondHolder(t *testing.T) {
-	short := shortClaims(1500 * time.Millisecond)
+	// Long enough that the first holder renews in time on a loaded machine:
+	// with 1.5 s it had 1 s to renew, and a renewal that late under -race
+	// would let the second holder in. The refusal waits a lease and two
+	// retries.
+	short := shortClaims(4 * time.Second)
 	client := newClient(false)
 	ctx := context.Background()
 	hostA, hostB := as(short, "mce on host-a boot x pid 1 start 1"), as(short, "mce on host-b boot y pid 2 start 2")
