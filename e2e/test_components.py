@@ -17,8 +17,11 @@ InferenceComponentName (answers from the models: labels of reviews, the probe's
 echo and tag) and with a response stream, tagged on their ARN, updated to a new
 specification and scaled up, down, to 0 and back while calls keep coming (none
 may fail), every error of docs/inference-components.md's Errors table as the
-client surfaces it (code and message), deleted. e2e/run.sh starts mce (with
-e2e/endpoints.yaml: e2e-sentiment and e2e-probe-chain are endpoints of models)
+client surfaces it (code and message), deleted; and the components that
+e2e/endpoints.yaml declares (mce serve -f: a probe and the German sentiment
+model by a file:// ArtifactUrl relative to the file, tagged) described, listed,
+tagged and invoked. e2e/run.sh starts mce (with e2e/endpoints.yaml:
+e2e-sentiment and e2e-probe-chain are endpoints of models)
 and calls this script with --url, --aws and --models. Standard library and boto3
 only.
 
@@ -625,6 +628,36 @@ def case_components(cl, ck, models):
     ck.success("DeleteModel", cl.call("DeleteModel", ModelName=model))
 
 
+def case_file_components(cl, ck, models):
+    """The components e2e/endpoints.yaml declares (mce serve -f), seen through this client."""
+    ep = "file-components"
+    for name, copies in (("file-probe", 2), ("file-sentiment-de", 1)):
+        r = wait_ic(cl, name)
+        if not ck.success("DescribeInferenceComponent %s (from endpoints.yaml)" % name, r):
+            return
+        ck.eq("%s from endpoints.yaml: endpoint, status, copies" % name,
+              (r.out.get("EndpointName"), r.out.get("InferenceComponentStatus"), r.out.get("RuntimeConfig")),
+              (ep, "InService", {"DesiredCopyCount": copies, "CurrentCopyCount": copies}))
+    r = describe(cl, "file-sentiment-de")
+    if r.ok:
+        c = (r.out.get("Specification") or {}).get("Container") or {}
+        ck.eq("file-sentiment-de's ArtifactUrl as the file wrote it", c.get("ArtifactUrl"),
+              "file://../build/models/sentiment-de.tar.gz")
+    r = cl.call("ListTags", ResourceArn=arn("inference-component", "file-sentiment-de"))
+    if ck.success("ListTags of file-sentiment-de", r):
+        ck.eq("file-sentiment-de's tags from the file", r.out.get("Tags"), [{"Key": "from", "Value": "file"}])
+    r = cl.invoke(ep, b"hello", ic="file-probe", content_type="text/plain")
+    if ck.success("InvokeEndpoint file-probe", r):
+        ck.eq("file-probe's echo and tag", r.out["Body"], b"hello-file")
+    r = cl.invoke(ep, json.dumps({"instances": REVIEWS["de"]}).encode(), ic="file-sentiment-de")
+    if ck.success("InvokeEndpoint file-sentiment-de (its file:// artifact resolved against the file's folder)", r):
+        ck.eq("file-sentiment-de labels (positive, negative)", labels(r.out["Body"]), [("de", "POSITIVE"), ("de", "NEGATIVE")])
+    r = cl.call("ListInferenceComponents", EndpointNameEquals=ep, SortBy="Name", SortOrder="Ascending")
+    ck.eq("ListInferenceComponents of the file's endpoint",
+          [c.get("InferenceComponentName") for c in r.out.get("InferenceComponents", [])] if r.ok else repr(r),
+          ["file-probe", "file-sentiment-de"])
+
+
 def leftovers(boto, prefix):
     """Removes what an earlier run with this prefix left in this mce (a run against a fresh mce finds nothing)."""
     for e in (prefix + "-shared", prefix + "-other"):
@@ -689,8 +722,14 @@ def main():
             ck = run_case(case_components, boto, args.models)
             print("\n".join(ck.lines), flush=True)
             passed, failed = passed + ck.passed, failed + ck.failed
+            ck = run_case(case_file_components, boto, args.models)
+            print("\n".join(ck.lines), flush=True)
+            passed, failed = passed + ck.passed, failed + ck.failed
             print("boto3 done after %.1f s" % (time.monotonic() - t0), flush=True)
             ck = fut.result()
+            print("\n".join(ck.lines), flush=True)
+            passed, failed = passed + ck.passed, failed + ck.failed
+            ck = run_case(case_file_components, cli, args.models)
             print("\n".join(ck.lines), flush=True)
             passed, failed = passed + ck.passed, failed + ck.failed
             print("aws CLI done after %.1f s (%d aws processes, %.1f s each on average)" % (
