@@ -151,8 +151,12 @@ func TestStreamedAnswers(t *testing.T) {
 	if first := r.chunks[0].at; first > r.total-2*pause {
 		t.Errorf("the first piece arrived at %v, the answer ended at %v: not streamed", first, r.total)
 	}
+	// Pieces held back and sent together arrive within a few milliseconds of
+	// each other; a busy machine may delay one piece by a hundred or more
+	// (seen: 130 ms), which shortens the next gap by as much, so the bound
+	// is a quarter of the pause, not three quarters.
 	for i := 1; i < len(r.chunks); i++ {
-		if gap := r.chunks[i].at - r.chunks[i-1].at; gap < pause*3/4 {
+		if gap := r.chunks[i].at - r.chunks[i-1].at; gap < pause/4 {
 			t.Errorf("piece %d arrived %v after piece %d: pieces were held back and sent together", i, gap, i-1)
 		}
 	}
