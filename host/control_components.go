@@ -35,18 +35,9 @@ type (
 	}
 
 	listComponentsInput struct {
-		SortBy                 string
-		SortOrder              string
-		NextToken              string
-		MaxResults             *int
-		NameContains           string
-		CreationTimeBefore     *epoch
-		CreationTimeAfter      *epoch
-		LastModifiedTimeBefore *epoch
-		LastModifiedTimeAfter  *epoch
-		StatusEquals           string
-		EndpointNameEquals     string
-		VariantNameEquals      string
+		listInput
+		EndpointNameEquals string
+		VariantNameEquals  string
 	}
 )
 
@@ -592,10 +583,7 @@ func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (a
 			}
 		}
 	}
-	li := listInput{SortBy: in.SortBy, SortOrder: in.SortOrder, NextToken: in.NextToken, MaxResults: in.MaxResults,
-		NameContains: in.NameContains, CreationTimeBefore: in.CreationTimeBefore, CreationTimeAfter: in.CreationTimeAfter,
-		LastModifiedTimeBefore: in.LastModifiedTimeBefore, LastModifiedTimeAfter: in.LastModifiedTimeAfter, StatusEquals: in.StatusEquals}
-	return listOperation(&li, "InferenceComponents", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
+	return listOperation(&in.listInput, "InferenceComponents", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
 		var items []listItem
 		for _, c := range s.ics.all() {
 			rec := c.record()

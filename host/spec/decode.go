@@ -160,27 +160,32 @@ func decodeStruct(path string, obj object, rv reflect.Value) error {
 			}
 			return &DecodeError{Path: p, Err: err}
 		}
-		if err := decodePlain(p, mem.val, rv.Field(i)); err != nil {
+		if err := decodePlain(p, mem.val, rv.FieldByIndex(i)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// fieldIndex finds the struct field whose JSON name is exactly key.
-func fieldIndex(t reflect.Type, key string) (int, bool) {
-	for i := range t.NumField() {
-		if name := jsonName(t.Field(i)); name != "" && name == key {
-			return i, true
+// fieldIndex finds the struct field whose JSON name is exactly key; the
+// fields of an embedded struct count as the outer struct's own (as in
+// encoding/json), so shapes can share a common part.
+func fieldIndex(t reflect.Type, key string) ([]int, bool) {
+	for _, f := range reflect.VisibleFields(t) {
+		if f.Anonymous {
+			continue
+		}
+		if name := jsonName(f); name != "" && name == key {
+			return f.Index, true
 		}
 	}
-	return 0, false
+	return nil, false
 }
 
 // fieldFold finds a JSON name equal to key but for case, for a hint.
 func fieldFold(t reflect.Type, key string) (string, bool) {
-	for i := range t.NumField() {
-		if name := jsonName(t.Field(i)); name != "" && strings.EqualFold(name, key) {
+	for _, f := range reflect.VisibleFields(t) {
+		if name := jsonName(f); !f.Anonymous && name != "" && strings.EqualFold(name, key) {
 			return name, true
 		}
 	}

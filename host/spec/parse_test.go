@@ -455,3 +455,35 @@ func TestYAMLScalars(t *testing.T) {
 		})
 	}
 }
+
+// DecodeJSON takes the members of an embedded struct as the outer struct's
+// own, keeps them strict (case, unknown keys), and leaves the embedded
+// struct's own name unreachable.
+func TestDecodeJSONEmbedded(t *testing.T) {
+	type common struct {
+		SortBy     string
+		MaxResults *int
+	}
+	type shape struct {
+		common
+		Extra string
+	}
+	var v shape
+	if err := DecodeJSON([]byte(`{"SortBy": "Name", "MaxResults": 2, "Extra": "x"}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.SortBy != "Name" || v.MaxResults == nil || *v.MaxResults != 2 || v.Extra != "x" {
+		t.Errorf("decoded %+v", v)
+	}
+	for body, want := range map[string]string{
+		`{"sortBy": "Name"}`:         "sortBy: unknown field (did you mean SortBy?)",
+		`{"common": {}}`:             "common: unknown field",
+		`{"MaxResults": "2"}`:        "MaxResults: wrong type: expected an integer, got a string",
+		`{"SortBy": "a", "Nope": 1}`: "Nope: unknown field",
+	} {
+		var v shape
+		if err := DecodeJSON([]byte(body), &v); err == nil || err.Error() != want {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
+	}
+}
