@@ -143,49 +143,11 @@ func (c *component) record() ComponentRecord {
 // componentRegistry holds the components by lower-cased name; place
 // serializes placement decisions across all of them.
 type componentRegistry struct {
-	mu    sync.RWMutex
-	m     map[string]*component
+	byName[*component]
 	place sync.Mutex
 }
 
-func (r *componentRegistry) get(name string) *component {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.m[strings.ToLower(name)]
-}
-
-func (r *componentRegistry) add(c *component) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.m == nil {
-		r.m = map[string]*component{}
-	}
-	k := strings.ToLower(c.name)
-	if _, ok := r.m[k]; ok {
-		return false
-	}
-	r.m[k] = c
-	return true
-}
-
-func (r *componentRegistry) remove(c *component) {
-	r.mu.Lock()
-	if r.m[strings.ToLower(c.name)] == c {
-		delete(r.m, strings.ToLower(c.name))
-	}
-	r.mu.Unlock()
-}
-
-func (r *componentRegistry) all() []*component {
-	r.mu.RLock()
-	out := make([]*component, 0, len(r.m))
-	for _, c := range r.m {
-		out = append(out, c)
-	}
-	r.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
-}
+func (c *component) registryName() string { return c.name }
 
 func (r *componentRegistry) ofEndpoint(endpoint string) []*component {
 	var out []*component

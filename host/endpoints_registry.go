@@ -20,50 +20,67 @@ type EndpointInfo struct {
 	Variants      int    `json:"Variants"`
 }
 
-type registry struct {
+// named is what byName holds: a pointer whose name it is kept under.
+type named interface {
+	comparable
+	registryName() string
+}
+
+// byName holds endpoints or inference components by lower-cased name,
+// safe for concurrent use.
+type byName[T named] struct {
 	mu sync.RWMutex
-	m  map[string]*Endpoint // by lower-cased name
+	m  map[string]T
 }
 
-func (r *registry) get(name string) *Endpoint {
+// get returns the one named name (case-insensitively), or the zero T.
+func (r *byName[T]) get(name string) T {
 	r.mu.RLock()
-	e := r.m[strings.ToLower(name)]
-	r.mu.RUnlock()
-	return e
+	defer r.mu.RUnlock()
+	return r.m[strings.ToLower(name)]
 }
 
-func (r *registry) add(e *Endpoint) bool {
+// add adds v unless its name is taken.
+func (r *byName[T]) add(v T) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
-		r.m = map[string]*Endpoint{}
+		r.m = map[string]T{}
 	}
-	k := strings.ToLower(e.name)
+	k := strings.ToLower(v.registryName())
 	if _, ok := r.m[k]; ok {
 		return false
 	}
-	r.m[k] = e
+	r.m[k] = v
 	return true
 }
 
-func (r *registry) remove(e *Endpoint) {
+// remove removes v, if it is still the one under its name.
+func (r *byName[T]) remove(v T) {
+	k := strings.ToLower(v.registryName())
 	r.mu.Lock()
-	if r.m[strings.ToLower(e.name)] == e {
-		delete(r.m, strings.ToLower(e.name))
+	if r.m[k] == v {
+		delete(r.m, k)
 	}
 	r.mu.Unlock()
 }
 
-func (r *registry) all() []*Endpoint {
+// all lists them by name.
+func (r *byName[T]) all() []T {
 	r.mu.RLock()
-	out := make([]*Endpoint, 0, len(r.m))
-	for _, e := range r.m {
-		out = append(out, e)
+	out := make([]T, 0, len(r.m))
+	for _, v := range r.m {
+		out = append(out, v)
 	}
 	r.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	sort.Slice(out, func(i, j int) bool { return out[i].registryName() < out[j].registryName() })
 	return out
 }
+
+// registry holds the endpoints.
+type registry = byName[*Endpoint]
+
+func (e *Endpoint) registryName() string { return e.name }
 
 // Endpoints lists the endpoints with their status.
 func (s *Server) Endpoints() []EndpointInfo {
