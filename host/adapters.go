@@ -304,10 +304,9 @@ func (s *Server) refuseBaseDeletion(c *component) error {
 		c.record().ARN, strings.Join(names, ", "))
 }
 
-// adapterRoute is the route of an invocation of adapter c: its base's
-// copies.
-func (s *Server) adapterRoute(c *component) (*pipeline.Route, *APIError) {
-	rec := c.record()
+// adapterRoute is the route of an invocation of the adapter of record rec:
+// its base's copies.
+func (s *Server) adapterRoute(rec ComponentRecord) (*pipeline.Route, *APIError) {
 	base := s.ics.get(rec.Spec.BaseInferenceComponentName)
 	if base == nil || base.deleting.Load() {
 		return nil, validationError("Inference Component %s is an adapter of inference component %s, which no longer exists.", rec.Name, rec.Spec.BaseInferenceComponentName)
@@ -327,17 +326,4 @@ func (s *Server) adapterRoute(c *component) (*pipeline.Route, *APIError) {
 		return nil, validationError("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
 	}
 	return r, nil
-}
-
-// invokedAdapter is the adapter an invocation names, "" when it names
-// none (componentRoute checked the name).
-func (s *Server) invokedAdapter(h http.Header) string {
-	name := header(h, hdrInferenceComp)
-	if name == "" {
-		return ""
-	}
-	if c := s.ics.get(name); c != nil && c.record().isAdapter() {
-		return c.name
-	}
-	return ""
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
 	"github.com/aws/smithy-go"
 	"github.com/moby/moby/client"
 
@@ -206,6 +207,10 @@ func TestDockerAdapterComponents(t *testing.T) {
 	check(h, "llm", base)
 	check(h, "a1", want1)
 	check(h, "a2", want2)
+	// A response stream names the adapter to the container too.
+	if got, err := invokeDenseStream(h, ep, "a2"); err != nil || !near(got, want2) {
+		t.Fatalf("stream a2 = %v, %v; want %v", got, err, want2)
+	}
 
 	// A copy of the base started after the adapters has them before it takes calls.
 	if _, err := h.sm.UpdateInferenceComponentRuntimeConfig(ctx, &sagemaker.UpdateInferenceComponentRuntimeConfigInput{InferenceComponentName: aws.String("llm"),
@@ -397,17 +402,47 @@ func adaptersIn(t *testing.T, cli *client.Client, id string) string {
 func invokeDense(h *icHost, ep, ic string) ([]float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	body, _ := json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "INPUT0", "shape": []int{1, 2}, "datatype": "FP64", "data": lX}}})
 	out, err := h.run.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(ep),
-		InferenceComponentName: aws.String(ic), ContentType: aws.String("application/json"), Body: body})
+		InferenceComponentName: aws.String(ic), ContentType: aws.String("application/json"), Body: denseInput()})
 	if err != nil {
 		return nil, err
 	}
+	return denseOutput(out.Body)
+}
+
+// invokeDenseStream is invokeDense through InvokeEndpointWithResponseStream.
+func invokeDenseStream(h *icHost, ep, ic string) ([]float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := h.run.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
+		EndpointName: aws.String(ep), InferenceComponentName: aws.String(ic), ContentType: aws.String("application/json"), Body: denseInput()})
+	if err != nil {
+		return nil, err
+	}
+	defer out.GetStream().Close()
+	var got bytes.Buffer
+	for ev := range out.GetStream().Events() {
+		if p, ok := ev.(*rttypes.ResponseStreamMemberPayloadPart); ok {
+			got.Write(p.Value.Bytes)
+		}
+	}
+	if err := out.GetStream().Err(); err != nil {
+		return nil, err
+	}
+	return denseOutput(got.Bytes())
+}
+
+func denseInput() []byte {
+	body, _ := json.Marshal(map[string]any{"inputs": []any{map[string]any{"name": "INPUT0", "shape": []int{1, 2}, "datatype": "FP64", "data": lX}}})
+	return body
+}
+
+func denseOutput(body []byte) ([]float64, error) {
 	var r struct {
 		Outputs []struct{ Data []float64 } `json:"outputs"`
 	}
-	if err := json.Unmarshal(out.Body, &r); err != nil || len(r.Outputs) != 1 {
-		return nil, errors.New("unexpected answer " + string(out.Body))
+	if err := json.Unmarshal(body, &r); err != nil || len(r.Outputs) != 1 {
+		return nil, errors.New("unexpected answer " + string(body))
 	}
 	return r.Outputs[0].Data, nil
 }

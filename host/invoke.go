@@ -29,13 +29,14 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		writeError(w, api)
 	}
 
-	e, route, rb, api := s.admitInvocation(w, r, name, h, authz.ActionInvokeEndpoint)
+	adm, api := s.admitInvocation(w, r, name, h, authz.ActionInvokeEndpoint)
 	if api != nil {
 		fail(api)
 		return nil
 	}
-	defer rb.release()
-	body := rb.bytes()
+	e, route := adm.e, adm.route
+	defer adm.rb.release()
+	body := adm.rb.bytes()
 	if tm := header(h, hdrTargetModel); tm != "" {
 		if !e.multiModel.Load() {
 			fail(validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
@@ -52,7 +53,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	}
 
 	req := pipelineRequest(h, body)
-	req.Adapter = s.invokedAdapter(h) // an adapter inference component (adapters.go)
+	req.Adapter = adm.adapter // an adapter inference component (adapters.go)
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
 		if v, ctr := failedIn(err); v != "" {
@@ -103,10 +104,19 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 // with the model's Accept in Accept), the body's announced size, the
 // caller's authorization for action, the body, and an endpoint that serves.
 // On success the caller releases rb; on failure it is already released.
-func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name string, h http.Header, action string) (*Endpoint, *pipeline.Route, requestBody, *APIError) {
-	var none requestBody
+// admission is an invocation admitted by admitInvocation: the endpoint,
+// the route the call takes, its body (released by the caller), and the
+// adapter inference component it names ("" for none).
+type admission struct {
+	e       *Endpoint
+	route   *pipeline.Route
+	rb      requestBody
+	adapter string
+}
+
+func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name string, h http.Header, action string) (admission, *APIError) {
 	if api := validateInvokeHeaders(name, h); api != nil {
-		return nil, nil, none, api
+		return admission{}, api
 	}
 	// The body: refused from its announced length when it is too big, and
 	// read with a cap when the length is not announced. A caller who cannot
@@ -114,21 +124,21 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	// tell (contracts: SigV4 signs the headers; unsigned callers are known
 	// from the headers alone).
 	if r.ContentLength > MaxPayload {
-		return nil, nil, none, payloadTooLarge(r.ContentLength)
+		return admission{}, payloadTooLarge(r.ContentLength)
 	}
 	resource := s.arn(spec.KindEndpoint, name)
 	keys := authz.InvokeContext(h)
 	authorized, api := s.preAuthorize(r.Context(), r, action, resource, keys)
 	if api != nil {
-		return nil, nil, none, api
+		return admission{}, api
 	}
 	rb, api := s.readBody(w, r, MaxPayload, payloadTooLarge)
 	if api != nil {
-		return nil, nil, none, api
+		return admission{}, api
 	}
-	refuse := func(api *APIError) (*Endpoint, *pipeline.Route, requestBody, *APIError) {
+	refuse := func(api *APIError) (admission, *APIError) {
 		rb.release()
-		return nil, nil, none, api
+		return admission{}, api
 	}
 	if !authorized {
 		if api := s.authorize(r.Context(), r, rb.bytes(), action, resource, keys); api != nil {
@@ -151,11 +161,11 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if route == nil {
 		return refuse(validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 	}
-	route, api = s.componentRoute(e, route, h) // inference components (invoke_components.go)
+	route, adapter, api := s.componentRoute(e, route, h) // inference components (invoke_components.go)
 	if api != nil {
 		return refuse(api)
 	}
-	return e, route, rb, nil
+	return admission{e: e, route: route, rb: rb, adapter: adapter}, nil
 }
 
 // pipelineRequest is the container call that an invocation's headers and

@@ -17,38 +17,40 @@ import (
 var componentHeaderRe = regexp.MustCompile(`^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
 
 // componentRoute is the route an invocation of e takes: e's own, or for an
-// endpoint that hosts inference components, the named component's.
-func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Header) (*pipeline.Route, *APIError) {
+// endpoint that hosts inference components, the named component's; and
+// the adapter component the call names, if it names one.
+func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Header) (*pipeline.Route, string, *APIError) {
 	name := header(h, hdrInferenceComp)
 	if !e.record().Plan.HostsComponents() {
 		if name != "" {
-			return nil, validationError("Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components. Please remove the Inference Component Name header and try again.")
+			return nil, "", validationError("Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components. Please remove the Inference Component Name header and try again.")
 		}
-		return route, nil
+		return route, "", nil
 	}
 	if name == "" {
 		api := validationError("Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models.")
 		api.ErrorCode = "INFERENCE_COMPONENT_NAME_MISSING" // as SageMaker's body carries it
-		return nil, api
+		return nil, "", api
 	}
 	if len(name) > 63 || !componentHeaderRe.MatchString(name) {
-		return nil, validationError("1 validation error detected: Value '%s' at 'inferenceComponentName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$", name)
+		return nil, "", validationError("1 validation error detected: Value '%s' at 'inferenceComponentName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$", name)
 	}
 	c := s.ics.get(name)
 	if c == nil || c.endpoint != e.name {
-		return nil, validationError("Inference Component %s of endpoint %s of account %s not found.", name, e.name, s.cfg.Account)
+		return nil, "", validationError("Inference Component %s of endpoint %s of account %s not found.", name, e.name, s.cfg.Account)
 	}
-	if c.record().isAdapter() {
+	if rec := c.record(); rec.isAdapter() {
 		if c.deleting.Load() {
-			return nil, validationError("Inference Component %s of endpoint %s of account %s is being deleted.", name, e.name, s.cfg.Account)
+			return nil, "", validationError("Inference Component %s of endpoint %s of account %s is being deleted.", name, e.name, s.cfg.Account)
 		}
-		return s.adapterRoute(c) // its base's copies, with the adapter's headers (adapters.go)
+		r, api := s.adapterRoute(rec) // its base's copies, with the adapter's headers (adapters.go)
+		return r, c.name, api
 	}
 	r := c.route.Load()
 	if r == nil || c.deleting.Load() || c.currentCopies() == 0 {
-		return nil, validationError("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
+		return nil, "", validationError("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
 	}
-	return r, nil
+	return r, "", nil
 }
 
 // refuseComponentUpdate refuses UpdateEndpoint to or from an endpoint that

@@ -50,11 +50,12 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 		h[hdrAccept] = v
 		delete(h, hdrStreamAccept)
 	}
-	e, route, rb, api := s.admitInvocation(w, r, name, h, authz.ActionInvokeEndpointWithResponseStream)
+	adm, api := s.admitInvocation(w, r, name, h, authz.ActionInvokeEndpointWithResponseStream)
 	if api != nil {
 		writeError(w, api)
 		return nil
 	}
+	e, route, rb := adm.e, adm.route, adm.rb
 	defer rb.release()
 	body := rb.bytes()
 	// TargetModel is not a member of the operation (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointWithResponseStream.html):
@@ -73,7 +74,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	}
 
 	req := pipelineRequest(h, body) // TargetModel was refused above
-	req.Adapter = s.invokedAdapter(h)
+	req.Adapter = adm.adapter
 	sink := &eventSink{w: w, rc: http.NewResponseController(w), start: start, timeout: s.cfg.ContainerTimeout,
 		endpoint: e.name, metrics: s.metrics, conn: tcpConn(r.Context())}
 	res, err := s.invoker.InvokeStream(r.Context(), route, &req, sink)
