@@ -40,6 +40,35 @@ class Checks:
         return self.ok(what + " succeeds", r.ok, "" if r.ok else repr(r))
 
 
+class Res:
+    """One call's outcome, the same shape for every client."""
+
+    def __init__(self, ok, out=None, code=None, message=None, client_side=False, raw=""):
+        self.ok, self.out, self.code, self.message = ok, out or {}, code, message
+        self.client_side = client_side  # the client refused the request itself
+        self.raw = raw
+
+    def __repr__(self):
+        if self.ok:
+            return "ok %s" % json.dumps(self.out, default=str)[:300]
+        if self.client_side:
+            return "refused by the client: %s" % (self.message or "")[:300]
+        return "error %s: %s %s" % (self.code, self.message, self.raw[-200:])
+
+
+CLI_ERROR = re.compile(r"An error occurred \(([^)]*)\) when calling the (\w+) operation: (.*)")
+
+
+def cli_error(err):
+    """The Res of an aws CLI call that failed, from its standard error: refused by the CLI itself, or the
+    service's error code and message."""
+    if "Parameter validation failed" in err:
+        return Res(False, client_side=True, message=err.strip(), raw=err)
+    m = CLI_ERROR.findall(err)
+    code, _, msg = m[-1] if m else (None, None, None)
+    return Res(False, code=code, message=msg.strip() if msg else msg, raw=err)
+
+
 def kebab(op):
     """CreateEndpointConfig -> create-endpoint-config (the aws CLI's names)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "-", op).lower()

@@ -84,20 +84,7 @@ def probe_parts(n, body_len, tag=""):
     return "".join("part %d of %d, %d bytes in%s\n" % (i, n, body_len, tag) for i in range(1, n + 1)).encode()
 
 
-class Res:
-    """One call's outcome, the same shape for every client."""
-
-    def __init__(self, ok, out=None, code=None, message=None, client_side=False, raw=""):
-        self.ok, self.out, self.code, self.message = ok, out or {}, code, message
-        self.client_side = client_side
-        self.raw = raw
-
-    def __repr__(self):
-        if self.ok:
-            return "ok %s" % json.dumps(self.out, default=str)[:300]
-        if self.client_side:
-            return "refused by the client: %s" % (self.message or "")[:300]
-        return "error %s: %s %s" % (self.code, self.message, self.raw[-200:])
+Res = e2elib.Res
 
 
 # ---------------------------------------------------------------- clients
@@ -164,9 +151,6 @@ class Boto:
         return [c["InferenceComponentName"] for p in pages for c in p.get("InferenceComponents", [])], len(pages)
 
 
-CLI_ERROR = re.compile(r"An error occurred \(([^)]*)\) when calling the (\w+) operation: (.*)")
-
-
 class Cli:
     name = "aws-cli"
     prefix = "icc"
@@ -187,21 +171,13 @@ class Cli:
                 Cli.stats[1] += time.monotonic() - t
         return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
-    @staticmethod
-    def _error(rc, err):
-        if "Parameter validation failed" in err:
-            return Res(False, client_side=True, message=err.strip(), raw=err)
-        m = CLI_ERROR.findall(err)
-        code, _, msg = m[-1] if m else (None, None, None)
-        return Res(False, code=code, message=msg.strip() if msg else msg, raw=err)
-
     def call(self, op, **params):
         # --no-paginate: MaxResults and NextToken go to mce as given.
         rc, out, err = self.run(["sagemaker", e2elib.kebab(op), "--no-paginate", "--cli-input-json",
                                  json.dumps(params, default=str)])
         if rc == 0:
             return Res(True, json.loads(out) if out.strip() else {})
-        return self._error(rc, err)
+        return e2elib.cli_error(err)
 
     def invoke(self, endpoint, body, ic=None, content_type="application/json"):
         fd, inp = tempfile.mkstemp(dir=self.tmp, suffix=".in")
@@ -217,7 +193,7 @@ class Cli:
         finally:
             os.unlink(inp)
         if rc != 0:
-            return self._error(rc, err)
+            return e2elib.cli_error(err)
         with open(out, "rb") as f:
             data = f.read()
         os.unlink(out)

@@ -91,20 +91,7 @@ def variant(model, name="AllTraffic", count=1, weight=None):
     return v
 
 
-class Res:
-    """One control-plane call's outcome, the same shape for every client."""
-
-    def __init__(self, ok, out=None, code=None, message=None, client_side=False, raw=""):
-        self.ok, self.out, self.code, self.message = ok, out or {}, code, message
-        self.client_side = client_side  # the client refused the request itself
-        self.raw = raw
-
-    def __repr__(self):
-        if self.ok:
-            return "ok %s" % json.dumps(self.out, default=str)[:300]
-        if self.client_side:
-            return "refused by the client: %s" % (self.message or "")[:300]
-        return "error %s: %s %s" % (self.code, self.message, self.raw[-200:])
+Res = e2elib.Res
 
 
 # ---------------------------------------------------------------- clients
@@ -169,9 +156,6 @@ class Boto:
         return [x for p in pages for x in p.get(key, [])], len(pages)
 
 
-CLI_ERROR = re.compile(r"An error occurred \(([^)]*)\) when calling the (\w+) operation: (.*)")
-
-
 kebab = e2elib.kebab
 
 
@@ -207,11 +191,7 @@ class Cli:
         rc, out, err = self.run(["sagemaker", kebab(op), "--no-paginate", "--cli-input-json", json.dumps(params)])
         if rc == 0:
             return Res(True, json.loads(out) if out.strip() else {})
-        if "Parameter validation failed" in err:
-            return Res(False, client_side=True, message=err.strip(), raw=err)
-        m = CLI_ERROR.findall(err)
-        code, _, msg = m[-1] if m else (None, None, None)
-        return Res(False, code=code, message=msg.strip() if msg else msg, raw=err)
+        return e2elib.cli_error(err)
 
     def invoke(self, endpoint, body, host=None):
         fd, inp = tempfile.mkstemp(dir=self.tmp, suffix=".in")
