@@ -80,6 +80,9 @@ type ComponentRecord struct {
 	Tags          []spec.Tag
 	// Copies are the copies placed (launched or being launched).
 	Copies []CopyRecord
+	// LastCopyID is the highest copy number the component ever had: numbers
+	// are not used again (nextCopyID).
+	LastCopyID int `json:",omitempty"`
 	// SpecVersion counts specifications: copies of an older one are
 	// replaced by UpdateInferenceComponent.
 	SpecVersion int
@@ -144,7 +147,8 @@ func (c *component) record() ComponentRecord {
 // serializes placement decisions across all of them.
 type componentRegistry struct {
 	byName[*component]
-	place sync.Mutex
+	place  sync.Mutex
+	issued map[string]int // by lower-cased endpoint: the highest copy number handed out (under place)
 }
 
 func (c *component) registryName() string { return c.name }
@@ -470,7 +474,11 @@ func (s *Server) reconcileCopies(c *component) {
 			placed = append(placed, CopyRecord{ID: next, Instance: -1, SpecVersion: rec.SpecVersion})
 			next++
 		}
-		s.saveComponent(c, func(r *ComponentRecord) { r.Copies = append(r.Copies, placed...) })
+		s.tookCopyIDs(rec.EndpointName, next-1)
+		s.saveComponent(c, func(r *ComponentRecord) {
+			r.Copies = append(r.Copies, placed...)
+			r.LastCopyID = max(r.LastCopyID, next-1)
+		})
 		s.ics.place.Unlock()
 	} else if missing > 0 {
 		s.ics.place.Lock()
@@ -495,7 +503,11 @@ func (s *Server) reconcileCopies(c *component) {
 		}
 		// Reserved in the record before the launch, so that placements
 		// of other components count them.
-		s.saveComponent(c, func(r *ComponentRecord) { r.Copies = append(r.Copies, placed...) })
+		s.tookCopyIDs(rec.EndpointName, next-1)
+		s.saveComponent(c, func(r *ComponentRecord) {
+			r.Copies = append(r.Copies, placed...)
+			r.LastCopyID = max(r.LastCopyID, next-1)
+		})
 		s.ics.place.Unlock()
 	}
 	// Launch the placed copies in parallel; each takes calls once ready.
@@ -650,14 +662,32 @@ func (s *Server) removeCopies(c *component, remove []CopyRecord) {
 }
 
 // nextCopyID is a copy number no copy of the endpoint holds.
+// Numbers are never used twice on one endpoint: a copy stopped a moment ago
+// may still be going (on Kubernetes its objects, named after the number,
+// are still being deleted), so the next is above every number a component
+// of the endpoint ever had (LastCopyID) and every one this process issued
+// (components deleted since included). The caller holds s.ics.place and
+// reports what it took with tookCopyIDs.
 func (s *Server) nextCopyID(endpoint string) int {
-	n := 0
+	n := s.ics.issued[strings.ToLower(endpoint)]
 	for _, c := range s.ics.ofEndpoint(endpoint) {
-		for _, cp := range c.record().Copies {
+		rec := c.record()
+		n = max(n, rec.LastCopyID)
+		for _, cp := range rec.Copies {
 			n = max(n, cp.ID)
 		}
 	}
 	return n + 1
+}
+
+// tookCopyIDs records that copy numbers up to last were handed out on
+// endpoint. The caller holds s.ics.place.
+func (s *Server) tookCopyIDs(endpoint string, last int) {
+	if s.ics.issued == nil {
+		s.ics.issued = map[string]int{}
+	}
+	k := strings.ToLower(endpoint)
+	s.ics.issued[k] = max(s.ics.issued[k], last)
 }
 
 // deleteComponent takes the component out of service and removes its

@@ -724,3 +724,59 @@ func TestInferenceComponentPlacementStrategy(t *testing.T) {
 		t.Error("a component with a bad SchedulingConfig was created")
 	}
 }
+
+// TestInferenceComponentCopyNumbersNotReused: a copy scaled away (or of a
+// component deleted) leaves its number unused, so that a new copy never
+// takes the name of one whose objects may still be going (on Kubernetes a
+// ConfigMap "being deleted" refused the new copy's).
+func TestInferenceComponentCopyNumbersNotReused(t *testing.T) {
+	h, _ := newICHarness(t, nil)
+	sm := h.sm()
+	ctx := context.Background()
+	createICEndpoint(t, sm, "renum", "ml.m5.xlarge", 1)
+	sp := &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String("-x")},
+		ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128)}}
+	ids := func(name string) []int {
+		var out []int
+		for _, cp := range h.srv.ics.get(name).record().Copies {
+			out = append(out, cp.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	scale := func(name string, n int32) {
+		t.Helper()
+		if _, err := sm.UpdateInferenceComponentRuntimeConfig(ctx, &sagemaker.UpdateInferenceComponentRuntimeConfigInput{InferenceComponentName: aws.String(name),
+			DesiredRuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(n)}}); err != nil {
+			t.Fatal(err)
+		}
+		if d := waitIC(t, sm, name); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
+			t.Fatalf("%s at %d: %s", name, n, d.InferenceComponentStatus)
+		}
+	}
+	if err := createIC(ctx, sm, "a", "renum", sp, 2); err != nil {
+		t.Fatal(err)
+	}
+	waitIC(t, sm, "a")
+	if got := ids("a"); !slices.Equal(got, []int{1, 2}) {
+		t.Fatalf("copies %v, want [1 2]", got)
+	}
+	scale("a", 0)
+	scale("a", 1)
+	if got := ids("a"); !slices.Equal(got, []int{3}) {
+		t.Errorf("after 2 → 0 → 1: copies %v, want [3] (1 and 2 were used)", got)
+	}
+	if _, err := sm.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("a")}); err != nil {
+		t.Fatal(err)
+	}
+	for h.srv.ics.get("a") != nil {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := createIC(ctx, sm, "b", "renum", sp, 1); err != nil {
+		t.Fatal(err)
+	}
+	waitIC(t, sm, "b")
+	if got := ids("b"); !slices.Equal(got, []int{4}) {
+		t.Errorf("a new component after a deleted one: copies %v, want [4]", got)
+	}
+}
