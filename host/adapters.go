@@ -108,6 +108,7 @@ func (s *Server) reconcileAdapter(c *component) {
 		s.saveComponent(c, func(r *ComponentRecord) {
 			r.Status, r.FailureReason = StatusFailed, truncate(reason, maxFailureReason)
 		})
+		s.dropAdapter(c)
 	}
 	base := s.ics.get(rec.Spec.BaseInferenceComponentName)
 	if base == nil || base.deleting.Load() {
@@ -187,9 +188,30 @@ func (s *Server) registerAdaptersOn(base *component, l Launched) {
 					r.Status = StatusFailed
 					r.FailureReason = truncate("A new copy of the base inference component refused the adapter: "+redactPaths(err.Error()), maxFailureReason)
 				})
+				// Under the adapter's own lock (this runs under the base's).
+				s.background(func() {
+					a.ops.Lock()
+					defer a.ops.Unlock()
+					if r := a.record(); r.Status == StatusFailed && !a.deleting.Load() {
+						s.dropAdapter(a)
+					}
+				})
+				break
 			}
 		}
 	}
+}
+
+// dropAdapter unregisters a Failed adapter from its base's copies and
+// removes its staged files, which gives their share of the disk budget
+// back: a Failed adapter serves nothing, so it holds nothing either (an
+// UpdateInferenceComponent stages it again). It runs under c.ops.
+func (s *Server) dropAdapter(c *component) {
+	if c.deleting.Load() {
+		return // deleteComponent removes it
+	}
+	s.deleteAdapter(c)
+	s.saveComponent(c, func(r *ComponentRecord) { r.AdapterSource = "" })
 }
 
 // adapterBody is the register request of the adapter API.

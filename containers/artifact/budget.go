@@ -29,8 +29,8 @@ type Evictor interface {
 }
 
 // Budget bounds the disk bytes of every extracted artifact of a process:
-// single-model artifacts while their endpoint lives and the files of
-// multi-model caches. It is safe for concurrent use. A nil *Budget
+// single-model artifacts while their endpoint lives, adapters while they
+// are staged, and the files of multi-model caches. It is safe for concurrent use. A nil *Budget
 // accounts nothing and refuses nothing.
 //
 // Bytes are reserved once an artifact is on disk (its size is known only
@@ -91,7 +91,7 @@ func (b *Budget) Reserve(n int64) error {
 			}
 		}
 		if best == nil || best.EvictOldest() == 0 {
-			return &LimitError{What: "disk space of model artifacts (extracted, and cached for multi-model endpoints) in use",
+			return &LimitError{What: "disk space of model artifacts (extracted model data and adapters, and files cached for multi-model endpoints) in use",
 				Limit: b.limit, Unit: "bytes", Flag: DiskBudgetFlag}
 		}
 	}

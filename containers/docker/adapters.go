@@ -20,6 +20,10 @@ import (
 // into a fresh folder beside it (with the artifact package's limits on
 // hostile archives) and renames it into place, so a copy sees a whole
 // adapter or none, also when it started before the adapter was staged.
+// An adapter's extracted bytes count against the runtime's disk budget
+// (--artifact-disk-budget) as model data does, from its staging until it
+// is removed or replaced; one that does not fit is refused and its files
+// deleted.
 
 var _ containers.AdapterStore = (*Engine)(nil)
 
@@ -69,18 +73,54 @@ func (e *Engine) StageAdapter(ctx context.Context, endpoint, base, name, artifac
 	if err != nil {
 		return "", err
 	}
+	// Counted once on disk (its size is known only then), as model data
+	// is; the adapter it replaces stays counted until it is gone.
+	size, err := artifact.DirSize(staged)
+	if err == nil {
+		err = rt.budget.Reserve(size)
+	}
+	if err != nil {
+		os.RemoveAll(staged)
+		return "", err
+	}
 	final := filepath.Join(dir, strings.ToLower(name))
+	key := adapterKey(endpoint, base, name)
 	// The old one (a restart stages again) is moved aside first: a rename
 	// does not replace a folder that is not empty.
 	if err := setAside(final, work); err != nil {
 		os.RemoveAll(staged)
+		rt.budget.Release(size)
 		return "", err
 	}
+	rt.releaseAdapter(key)
 	if err := os.Rename(staged, final); err != nil {
 		os.RemoveAll(staged)
+		rt.budget.Release(size)
 		return "", fmt.Errorf("placing the adapter: %w", artifact.WithoutPath(err))
 	}
+	rt.mu.Lock()
+	if rt.adapterBytes == nil {
+		rt.adapterBytes = map[string]int64{}
+	}
+	rt.adapterBytes[key] = size
+	rt.mu.Unlock()
 	return containers.AdapterMount + "/" + strings.ToLower(name), nil
+}
+
+// adapterKey names an adapter in Runtime.adapterBytes.
+func adapterKey(endpoint, base, name string) string {
+	return strings.ToLower(endpoint) + "/" + strings.ToLower(base) + "/" + strings.ToLower(name)
+}
+
+// releaseAdapter gives back the disk budget an adapter's staged files
+// hold (none before its first staging in this process: what an earlier
+// run staged is replaced, or removed, uncounted).
+func (rt *Runtime) releaseAdapter(key string) {
+	rt.mu.Lock()
+	n := rt.adapterBytes[key]
+	delete(rt.adapterBytes, key)
+	rt.mu.Unlock()
+	rt.budget.Release(n)
 }
 
 // RemoveAdapter implements containers.AdapterStore.
@@ -92,7 +132,11 @@ func (e *Engine) RemoveAdapter(endpoint, base, name string) error {
 		}
 	}
 	final := filepath.Join(rt.adaptersRoot(), strings.ToLower(endpoint), strings.ToLower(base), strings.ToLower(name))
-	return setAside(final, filepath.Join(rt.adaptersRoot(), ".work"))
+	if err := setAside(final, filepath.Join(rt.adaptersRoot(), ".work")); err != nil {
+		return err
+	}
+	rt.releaseAdapter(adapterKey(endpoint, base, name))
+	return nil
 }
 
 // setAside removes the folder at path, if any, by first renaming it into

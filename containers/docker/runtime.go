@@ -112,11 +112,15 @@ type Runtime struct {
 	mu          sync.Mutex
 	byID        map[string]*Container // every live container, by Docker ID
 	fetcher     *artifact.Fetcher
-	budget      *artifact.Budget // shared by every deployment's artifacts and caches
+	budget      *artifact.Budget // shared by every deployment's artifacts, caches and adapters
 	gpus        *gpu.Inventory
 	rtInfo      *gpu.RuntimeInfo
 	deployments map[deploymentKey]*Deployment // nil while a Deploy is under way
 	onAddr      []func(oldURL string)
+
+	// adapterBytes are the bytes of each staged adapter counted in budget,
+	// by adapterKey (under mu; made on first use).
+	adapterBytes map[string]int64
 
 	auth  *authResolver
 	pulls singleflight.Group // one pull per image at a time
