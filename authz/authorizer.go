@@ -47,6 +47,12 @@ type Config struct {
 	ClockSkew time.Duration
 	// Logger receives the decision log (info) and reloads. Zero: no logs.
 	Logger zerolog.Logger
+	// DenialLogBurst is how many denials (and failed authentications) of
+	// one client and reason are logged in full each DenialLogWindow; the
+	// others are counted, and told in one line when the window ends (see
+	// decisionlog.go). Zero means 5 and one minute.
+	DenialLogBurst  int
+	DenialLogWindow time.Duration
 	// Now is the clock. Nil means time.Now.
 	Now func() time.Time
 	// DecisionCache is how many IAM decisions each policy generation
@@ -84,6 +90,8 @@ type Authorizer struct {
 	log  zerolog.Logger
 	now  func() time.Time
 	skew time.Duration
+	// denials limits the log lines of denials and failed authentications.
+	denials *denialLog
 
 	reloadMu sync.Mutex
 	st       atomic.Pointer[state]
@@ -103,7 +111,8 @@ type state struct {
 // or a policy that does not validate or compile is an error naming the file
 // and line.
 func Load(ctx context.Context, cfg Config) (*Authorizer, error) {
-	a := &Authorizer{cfg: cfg, log: cfg.Logger, now: cfg.Now, skew: cfg.ClockSkew}
+	a := &Authorizer{cfg: cfg, log: cfg.Logger, now: cfg.Now, skew: cfg.ClockSkew,
+		denials: newDenialLog(cfg.Logger, cfg.DenialLogBurst, cfg.DenialLogWindow)}
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -324,8 +333,7 @@ func (a *Authorizer) Authenticate(r *http.Request, body []byte) (Principal, erro
 	}
 	cred, aerr := verifySigV4(r, body, st.keys, a.now(), a.skew, a.cfg.Region)
 	if aerr != nil {
-		a.log.Info().Str("access_key_id", accessKeyFromHeader(auth[0])).Str("code", aerr.Code).
-			Str("remote_addr", r.RemoteAddr).Msg("authentication failed")
+		a.logAuthFailure(accessKeyFromHeader(auth[0]), r.RemoteAddr, aerr.Code, "authentication failed")
 		return Principal{}, aerr
 	}
 	return cred.principal, nil
@@ -354,8 +362,7 @@ func (a *Authorizer) AuthenticateHeaders(r *http.Request) (p Principal, complete
 		return Principal{Anonymous: true, AccessKeyID: accessKeyFromHeader(auth[0])}, true, nil
 	}
 	if _, aerr := verifySigV4Headers(r, st.keys, a.now(), a.skew, a.cfg.Region); aerr != nil {
-		a.log.Info().Str("access_key_id", accessKeyFromHeader(auth[0])).Str("code", aerr.Code).
-			Str("remote_addr", r.RemoteAddr).Msg("authentication failed before the body was read")
+		a.logAuthFailure(accessKeyFromHeader(auth[0]), r.RemoteAddr, aerr.Code, "authentication failed before the body was read")
 		return Principal{}, false, aerr
 	}
 	return Principal{}, false, nil
