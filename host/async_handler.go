@@ -107,7 +107,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		return nil
 	}
 	if dotSegment(input) {
-		writeError(w, validationError("InputLocation %q names an S3 key with a . or .. path segment; mce refuses it.", truncate(input, 128)))
+		writeError(w, validationError("InputLocation %q names an S3 key with an empty, . or .. path segment; mce refuses it.", truncate(input, 128)))
 		return nil
 	}
 	// mce reads the input with its own S3 credentials, for whoever calls:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // ObjectStore is the S3 access asynchronous inference needs;
@@ -138,17 +139,12 @@ func s3ObjectARN(url string) string {
 	return "arn:aws:s3:::" + strings.TrimPrefix(url, "s3://")
 }
 
-// dotSegment reports whether the key of s3://bucket/key has a . or ..
-// segment: S3 takes such keys literally, but a file-backed S3 server may
-// resolve them, stepping out of a prefix.
+// dotSegment reports whether the key of s3://bucket/key has a ., .. or
+// empty segment (wire.S3KeyRefused): S3 takes such keys literally, but a
+// file-backed S3 server may resolve them, stepping out of a prefix or
+// reaching another object than the one authorized.
 func dotSegment(url string) bool {
-	_, key, _ := strings.Cut(strings.TrimPrefix(url, "s3://"), "/")
-	for _, seg := range strings.Split(key, "/") {
-		if seg == "." || seg == ".." {
-			return true
-		}
-	}
-	return false
+	return wire.S3KeyRefused(url) != ""
 }
 
 // asyncInputScope refuses an InputLocation outside Config.AsyncInputPrefixes.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // Check reports, without downloading or extracting anything, whether the
@@ -27,6 +29,9 @@ import (
 // Errors match the same sentinels as [Fetcher.Prepare]'s and name only the
 // URL, never a host path the caller did not write.
 func (f *Fetcher) Check(ctx context.Context, modelDataURL, baseDir string, multiModel bool) error {
+	if why := wire.S3KeyRefused(modelDataURL); why != "" {
+		return unsupportedURL(modelDataURL, why)
+	}
 	var err error
 	switch {
 	case strings.HasPrefix(modelDataURL, "file://"):

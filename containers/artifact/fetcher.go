@@ -16,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // DefaultMaxDownloadBytes is the default cap on the size of one downloaded
@@ -194,6 +196,9 @@ func (f *Fetcher) PrepareArchive(ctx context.Context, modelDataURL, baseDir, wor
 }
 
 func (f *Fetcher) prepare(ctx context.Context, modelDataURL, baseDir, workDir string, folders bool) (string, error) {
+	if why := wire.S3KeyRefused(modelDataURL); why != "" {
+		return "", unsupportedURL(modelDataURL, why)
+	}
 	ctx = withSource(ctx, modelDataURL)
 	var (
 		dir string

@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // parseS3URL splits s3://bucket/key. The key is everything after the first
@@ -29,6 +31,9 @@ func parseS3URL(modelDataURL string) (bucket, key string, err error) {
 	bucket, key, _ = strings.Cut(strings.TrimPrefix(modelDataURL, "s3://"), "/")
 	if bucket == "" || key == "" {
 		return "", "", unsupportedURL(modelDataURL, "an s3:// URL needs a bucket and an object key")
+	}
+	if why := wire.S3KeyRefused(modelDataURL); why != "" {
+		return "", "", unsupportedURL(modelDataURL, why)
 	}
 	return bucket, key, nil
 }

@@ -277,3 +277,26 @@ func TestPrepareS3DefaultChain(t *testing.T) {
 		t.Errorf("region = %q, want AWS_REGION's eu-west-1", region)
 	}
 }
+
+// TestS3KeySegmentsNeverRead: whatever reaches the fetcher, an s3:// URL
+// whose key has a ., .. or empty segment is refused before any S3 request
+// (no credentials are even looked up): a file-backed S3 server would
+// resolve it to another object than the one authorized.
+func TestS3KeySegmentsNeverRead(t *testing.T) {
+	f, err := NewFetcher(Options{S3: S3Options{Endpoint: "http://127.0.0.1:1", Region: "us-east-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, url := range []string{"s3://b/x/../secret", "s3://b/./m.tar.gz", "s3://b//m.tar.gz", "s3://b/a/../"} {
+		if _, err := f.Prepare(ctx, url, "", t.TempDir()); !errors.Is(err, ErrUnsupportedURL) || !strings.Contains(err.Error(), "path segment") {
+			t.Errorf("Prepare(%s): %v, want ErrUnsupportedURL naming the path segment", url, err)
+		}
+		if err := f.Check(ctx, url, "", false); !errors.Is(err, ErrUnsupportedURL) {
+			t.Errorf("Check(%s): %v, want ErrUnsupportedURL", url, err)
+		}
+		if _, _, err := f.OpenObject(ctx, url); !errors.Is(err, ErrUnsupportedURL) {
+			t.Errorf("OpenObject(%s): %v, want ErrUnsupportedURL", url, err)
+		}
+	}
+}

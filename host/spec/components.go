@@ -227,6 +227,10 @@ func floatMin(c *checker, path string, v *float64, minV float64) {
 }
 
 func (sp *InferenceComponentSpecification) semantic(s *semantic) {
+	if k := sp.Container; k != nil {
+		checkS3Key(s, "Container.ArtifactUrl", k.ArtifactURL)
+		checkS3Key(s, "Container.Environment "+SubmitDirEnv, k.Environment[SubmitDirEnv])
+	}
 	if sp.BaseInferenceComponentName != "" {
 		sp.adapterSemantic(s)
 		return

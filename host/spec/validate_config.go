@@ -59,6 +59,7 @@ func (c *CreateEndpointConfigInput) Validate() error {
 			if strings.HasPrefix(p, "https://") {
 				s.add("mce writes asynchronous results to s3:// locations only; " + strconv.Quote(p) + " is an https:// URL.")
 			}
+			checkS3Key(&s, "The asynchronous output path", p)
 		}
 	}
 	first := map[string]bool{}

@@ -122,6 +122,8 @@ func (m *CreateModelInput) semantics() *semantic {
 			s.add(field + " is not supported by mce (container " + strconv.Quote(names[i]) + "): give the container's Image, and its ModelDataUrl when it needs artifacts.")
 		}
 		modelDataSourceSemantics(&s, " (container "+strconv.Quote(names[i])+")", d)
+		checkS3Key(&s, "The model data of container "+strconv.Quote(names[i]), d.ModelData())
+		checkS3Key(&s, SubmitDirEnv+" of container "+strconv.Quote(names[i]), d.Environment[SubmitDirEnv])
 		if d.Image == "" && d.ModelPackageName == "" {
 			s.add("Container " + strconv.Quote(names[i]) + " has no Image; mce runs every container from its Image.")
 		}

@@ -1,6 +1,7 @@
 // Package wire declares, once for all of mce, the names that SageMaker's wire
-// contract fixes and that several packages use: HTTP header names and the
-// pattern of endpoint, variant, model and container names. It is a leaf:
+// contract fixes and that several packages use: HTTP header names, the
+// pattern of endpoint, variant, model and container names, and the S3 keys
+// mce refuses (S3KeyRefused). It is a leaf:
 // it imports nothing of mce, so every package may import it.
 //
 // Header names are spelled as the SageMaker and AWS documentation spell them

@@ -111,3 +111,16 @@ func TestHeaderNamesAreDeclaredOnce(t *testing.T) {
 		t.Fatalf("only %d Go files were read: the walk missed the repository", files)
 	}
 }
+
+func TestS3KeyRefused(t *testing.T) {
+	for url, refused := range map[string]bool{
+		"s3://b/k": false, "s3://b/folder/": false, "s3://b/": false, "s3://b": false, "s3://b/a.b/c..d/.e": false,
+		"file://../x": false, "https://h/../x": false,
+		"s3://b/../x": true, "s3://b/x/..": true, "s3://b/x/../": true, "s3://b/./x": true, "s3://b/x/.": true,
+		"s3://b//x": true, "s3://b/x//y": true, "s3://b/x//": true,
+	} {
+		if got := S3KeyRefused(url) != ""; got != refused {
+			t.Errorf("S3KeyRefused(%q) = %q, want refused %v", url, S3KeyRefused(url), refused)
+		}
+	}
+}
