@@ -58,6 +58,9 @@ func (s *Server) decide(ctx context.Context, r *http.Request, p authz.Principal,
 type requestKeys struct {
 	single map[string]string
 	multi  map[string][]string
+	// reads are the S3 locations the call makes mce read, authorized as
+	// s3:GetObject after the call's own action (s3reads.go).
+	reads []s3Read
 }
 
 // tagKeys are the condition keys of the tags a request carries (CreateX

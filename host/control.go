@@ -57,7 +57,9 @@ func (o op[In]) prepare(s *Server, body []byte) (string, requestKeys, func(conte
 	if o.resource != nil {
 		resource = o.resource(s, in)
 	}
-	return resource, requestKeysOf(in), func(ctx context.Context) (any, error) { return o.run(s, ctx, in) }, nil
+	keys := requestKeysOf(in)
+	keys.reads = s3ReadsOf(in)
+	return resource, keys, func(ctx context.Context) (any, error) { return o.run(s, ctx, in) }, nil
 }
 
 // The inputs of the operations that name one resource.
@@ -154,7 +156,10 @@ func (s *Server) controlPlane(c echo.Context) error {
 		if e := accessOf(c); e != nil {
 			e.Resource = resource
 		}
-		return s.decideWith(r.Context(), r, p, action, resource, keys)
+		if api := s.decideWith(r.Context(), r, p, action, resource, keys); api != nil {
+			return api
+		}
+		return s.authorizeReads(r.Context(), r, p, keys.reads) // what the call makes mce read from S3
 	})
 	if err != nil {
 		writeError(w, s.controlError(w.Header().Get(hdrRequestID), err))
