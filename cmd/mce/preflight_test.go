@@ -72,3 +72,60 @@ Endpoints:
 		t.Errorf("left behind %d containers, %d networks", c, n)
 	}
 }
+
+// TestServePreflightMissingExampleModels (issue 33): serving a Go example
+// before `make models` said its data was "outside the model roots" and
+// sent the user to move files and add --model-root, when the data was only
+// missing. The layout is the repository's (examples/NAME/endpoint.yaml
+// naming file://../../build/…), nothing built: each is reported missing,
+// with the command that builds it, and none as outside the roots.
+func TestServePreflightMissingExampleModels(t *testing.T) {
+	testenv.Docker(t)
+	testenv.Image(t, "probe")
+	top := t.TempDir()
+	os.MkdirAll(filepath.Join(top, "examples", "go-ab-test"), 0o755)
+	os.MkdirAll(filepath.Join(top, "build", "models", "framework"), 0o755) // what make demo leaves
+	file := filepath.Join(top, "examples", "go-ab-test", "endpoint.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: ab
+    Containers:
+      - {ContainerHostname: english, Image: "mce-example/probe:latest", ModelDataUrl: "file://../../build/models/sentiment-en.tar.gz"}
+      - {ContainerHostname: cancer, Image: "mce-example/probe:latest", ModelDataUrl: "file://../../build/models/framework/cancer-v1.tar.gz"}
+    InferenceExecutionConfig: {Mode: Direct}
+  - ModelName: mme
+    PrimaryContainer: {Image: "mce-example/probe:latest", Mode: MultiModel, ModelDataUrl: "file://../../build/mme-models/"}
+EndpointConfigs:
+  - EndpointConfigName: ab
+    ProductionVariants: [{VariantName: AllTraffic, ModelName: ab, InitialInstanceCount: 1, InstanceType: ml.m5.large}]
+  - EndpointConfigName: mme
+    ProductionVariants: [{VariantName: AllTraffic, ModelName: mme, InitialInstanceCount: 1, InstanceType: ml.m5.large}]
+Endpoints:
+  - {EndpointName: ab-test, EndpointConfigName: ab}
+  - {EndpointName: mme, EndpointConfigName: mme}
+`), 0o644)
+	err := serve(context.Background(), serveFlagsFor(t, freePort(t), file))
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != 1 {
+		t.Fatalf("serve = %v, want exit 1 listing the problems", err)
+	}
+	t.Logf("serve exited with:\n%s", ee.msg)
+	for _, want := range []string{
+		"3 problems in 2 endpoints",
+		"model data \"file://../../build/models/sentiment-en.tar.gz\" not found: no such file or folder (one of mce's example models, which `make models` builds)",
+		"fix: run `make models` in mce's repository",
+		"model data \"file://../../build/models/framework/cancer-v1.tar.gz\" not found: no such file or folder (one of mce's example models, which `make framework-models` builds)",
+		"fix: run `make framework-models` in mce's repository",
+		"model data \"file://../../build/mme-models/\" not found: no such file or folder (one of mce's example models, which `scripts/mme-models.sh` builds)",
+		"fix: run `scripts/mme-models.sh` in mce's repository",
+	} {
+		if !strings.Contains(ee.msg, want) {
+			t.Errorf("the message lacks %q", want)
+		}
+	}
+	for _, wrong := range []string{"outside the model roots", "--model-root", top} {
+		if strings.Contains(ee.msg, wrong) {
+			t.Errorf("the message says %q", wrong)
+		}
+	}
+}

@@ -165,7 +165,7 @@ func newFetcher(f serveFlags, bundle *spec.Bundle, log zerolog.Logger) (*artifac
 		}
 		roots = append(roots, dir)
 	}
-	named, err := namedDataRoots(bundle)
+	named, missing, err := namedDataRoots(bundle)
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +174,7 @@ func newFetcher(f serveFlags, bundle *spec.Bundle, log zerolog.Logger) (*artifac
 	return artifact.NewFetcher(artifact.Options{
 		S3:                artifact.S3Options{Endpoint: f.s3Endpoint, UsePathStyle: f.s3PathStyle},
 		ModelRoots:        roots,
+		NamedData:         missing,
 		MaxExtractedBytes: f.maxArtifactBytes,
 		MaxRatio:          f.maxArtifactRatio,
 	})
@@ -181,13 +182,14 @@ func newFetcher(f serveFlags, bundle *spec.Bundle, log zerolog.Logger) (*artifac
 
 // namedDataRoots lists the folders of the file:// model data the endpoint
 // files name: a folder (or multi-model prefix) itself, or an archive's
-// folder. Data that does not exist yet names no root. A system folder is
-// refused, naming the file.
-func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
+// folder. Data that does not exist yet names no root: it is listed in
+// missing (artifact.Options.NamedData), so that it is reported missing
+// rather than outside the roots, and its folder becomes a root once it
+// exists. A system folder is refused, naming the file.
+func namedDataRoots(bundle *spec.Bundle) (roots, missing []string, err error) {
 	if bundle == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	var roots []string
 	add := func(src spec.Source, u string) error {
 		p, ok := strings.CutPrefix(u, "file://")
 		if !ok || p == "" {
@@ -200,6 +202,7 @@ func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
 		fi, err := os.Stat(p)
 		switch {
 		case err != nil:
+			missing = append(missing, p)
 			return nil
 		case !fi.IsDir():
 			p = filepath.Dir(p)
@@ -217,7 +220,7 @@ func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
 		}
 		for _, d := range defs {
 			if err := add(m.Source, d.ModelData()); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
@@ -225,11 +228,11 @@ func namedDataRoots(bundle *spec.Bundle) ([]string, error) {
 	for _, ic := range bundle.InferenceComponents {
 		if sp := ic.Specification; sp != nil && sp.Container != nil {
 			if err := add(ic.Source, sp.Container.ArtifactURL); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
-	return roots, nil
+	return roots, missing, nil
 }
 
 // serve runs mce serve. It starts the steps below in order, then serves

@@ -203,12 +203,15 @@ func TestNamedDataRoots(t *testing.T) {
 		"file://../models/mme/":     filepath.Join(top, "models/mme"),
 		"file://../models/missing":  "",
 	} {
-		got, err := namedDataRoots(load(write("ok.yaml", url)))
+		got, missing, err := namedDataRoots(load(write("ok.yaml", url)))
 		if err != nil || (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != want)) {
 			t.Errorf("namedDataRoots(%q) = %v, %v; want %q", url, got, err, want)
 		}
+		if (want == "") != (len(missing) == 1 && missing[0] == filepath.Join(top, "models/missing")) {
+			t.Errorf("namedDataRoots(%q) lists %v as missing", url, missing)
+		}
 	}
-	if _, err := namedDataRoots(load(write("bad.yaml", "file:///var/run/"))); err == nil || !strings.Contains(err.Error(), "system folders") {
+	if _, _, err := namedDataRoots(load(write("bad.yaml", "file:///var/run/"))); err == nil || !strings.Contains(err.Error(), "system folders") {
 		t.Errorf("a file naming /var/run: err = %v, want the system-folder refusal", err)
 	}
 }

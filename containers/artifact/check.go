@@ -70,7 +70,7 @@ func (f *Fetcher) checkFile(modelDataURL, baseDir string, folderOnly bool) error
 	fi, err := root.Stat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ENAMETOOLONG):
-		return fmt.Errorf("%w: no file or folder at that path", ErrNotFound)
+		return fileNotFound(modelDataURL)
 	case err != nil:
 		return outsideRoots(modelDataURL)
 	case folderOnly && !fi.IsDir():

@@ -15,7 +15,10 @@
 //     [ErrNoCredentials]) and file:// paths (absolute, or relative to the
 //     endpoint file's folder), which must resolve, links included, inside
 //     the operator's model roots ([Options.ModelRoots],
-//     [ErrOutsideModelRoots]).
+//     [ErrOutsideModelRoots], whether anything is there or not; missing
+//     data inside them, or named by the operator's files
+//     ([Options.NamedData]), is [ErrNotFound], with the command that
+//     builds it for mce's own example models, [ExampleBuild]).
 //   - What a container may see: an archive is extracted and a folder is
 //     staged (copied) into a fresh directory under a caller-chosen work
 //     directory, in both cases keeping only regular files, folders and

@@ -36,6 +36,14 @@ type Options struct {
 	// /var/run, /boot, /usr, /bin, /sbin, /lib*), or folders holding them,
 	// are refused by [NewFetcher]. Empty means file:// URLs are refused.
 	ModelRoots []string
+	// NamedData are the absolute paths of file:// data the operator's
+	// endpoint files name that did not exist when the fetcher was made
+	// (what exists is named in ModelRoots: a folder, or an archive's
+	// folder). A path at or under one of them is reported missing
+	// ([ErrNotFound]) while it is, not outside the roots, and once it
+	// exists its folder becomes a model root, as it would have been had it
+	// existed at start (a system folder never does).
+	NamedData []string
 	// MaxExtractedBytes caps the regular-file bytes of one artifact (an
 	// archive's expanded content or a folder's files).
 	// Zero means [DefaultMaxExtractedBytes].
@@ -93,10 +101,11 @@ const (
 // Fetcher that only sees file:// URLs never reads AWS configuration.
 type Fetcher struct {
 	opts  Options
-	roots []modelRoot
+	named []string // Options.NamedData, absolute and clean
 
-	mu sync.Mutex
-	s3 *s3Clients
+	mu    sync.Mutex
+	s3    *s3Clients
+	roots []modelRoot // grows when named data appears (roots.go)
 }
 
 // s3Clients are built together, once per Fetcher.
@@ -147,7 +156,13 @@ func NewFetcher(opts Options) (*Fetcher, error) {
 	if opts.S3.CredentialsTimeout <= 0 {
 		opts.S3.CredentialsTimeout = defaultCredentialsTimeout
 	}
-	return &Fetcher{opts: opts, roots: roots}, nil
+	var named []string
+	for _, n := range opts.NamedData {
+		if filepath.IsAbs(n) {
+			named = append(named, filepath.Clean(n))
+		}
+	}
+	return &Fetcher{opts: opts, roots: roots, named: named}, nil
 }
 
 // Prepare makes the model data at modelDataURL available as a local
@@ -267,7 +282,7 @@ func (f *Fetcher) prepareFile(ctx context.Context, modelDataURL, baseDir, workDi
 	fi, err := root.Stat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
-		return "", fmt.Errorf("%w: no file or folder at that path", ErrNotFound)
+		return "", fileNotFound(modelDataURL)
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return "", fmt.Errorf("%w: no file or folder can have that name, which is too long", ErrNotFound)
 	case err != nil:

@@ -128,7 +128,7 @@ func TestPrepareErrors(t *testing.T) {
 		{"s3 without bucket", "s3:///key", ErrUnsupportedURL, "bucket and an object key"},
 		{"file without path", "file://", ErrUnsupportedURL, "path is empty"},
 		{"missing file", "file://models/nope.tar.gz", ErrNotFound, `model data "file://models/nope.tar.gz" not found`},
-		{"missing absolute", "file://" + base + "/nope/model.tar.gz", ErrNotFound, `not found: no file or folder at that path`},
+		{"missing absolute", "file://" + base + "/nope/model.tar.gz", ErrNotFound, `not found: no such file or folder`},
 		{"unsafe archive", "file://models/evil.tar.gz", ErrUnsafeArchive, `model data "file://models/evil.tar.gz": unsafe archive entry "../evil"`},
 		{"too large", "file://models/bomb.tar.gz", ErrTooLarge, `model data "file://models/bomb.tar.gz": too large`},
 		{"not an archive", "file://models/notes.txt", ErrInvalidArchive, "not a valid tar or tar.gz archive"},

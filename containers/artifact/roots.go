@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -120,13 +121,98 @@ func outsideRoots(modelDataURL string) error {
 		modelDataURL, ErrOutsideModelRoots, ModelRootFlag)
 }
 
+// exampleBuilds are the folders of mce's own example models, as the
+// repository's endpoint files name them, and the command that builds them
+// (Makefile, scripts/): the first that a path lies in.
+var exampleBuilds = []struct{ folder, command string }{
+	{"build/models/framework/", "make framework-models"},
+	{"build/models/mme-torch/", "make framework-models"},
+	{"build/mme-models/", "scripts/mme-models.sh"},
+	{"build/models/", "make models"},
+}
+
+// ExampleBuild returns the command that builds the file:// model data of
+// modelDataURL when its path is where one of mce's own example models
+// lives (build/models/…, build/mme-models/…), "" otherwise.
+func ExampleBuild(modelDataURL string) string {
+	p, ok := strings.CutPrefix(modelDataURL, "file://")
+	if !ok || p == "" {
+		return ""
+	}
+	p = "/" + filepath.ToSlash(filepath.Clean(p)) + "/"
+	for _, e := range exampleBuilds {
+		if strings.Contains(p, "/"+e.folder) {
+			return e.command
+		}
+	}
+	return ""
+}
+
+// fileNotFound is the error for file:// data that does not exist (inside
+// the roots, or named by the operator's files): it names only the URL, and
+// the command that builds it when it is one of mce's example models.
+func fileNotFound(modelDataURL string) error {
+	msg := "no such file or folder"
+	if c := ExampleBuild(modelDataURL); c != "" {
+		msg += " (one of mce's example models, which `" + c + "` builds)"
+	}
+	return fmt.Errorf("%w: %s", ErrNotFound, msg)
+}
+
+// modelRoots is the roots now.
+func (f *Fetcher) modelRoots() []modelRoot {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.roots
+}
+
 // locate finds the model root holding the path of a file:// URL and the
 // path relative to it. Symbolic links on the way are resolved, and must
 // stay inside the root; the files are later opened through an [os.Root] on
 // that root, which enforces the same confinement against races.
+//
+// A path outside every root is [ErrOutsideModelRoots] whether it exists or
+// not (an API caller learns nothing of the files there), except at or
+// under a path the operator's files named (Options.NamedData): missing, it
+// is [ErrNotFound]; there now, its folder becomes a root.
 func (f *Fetcher) locate(modelDataURL, p string) (root modelRoot, rel string, err error) {
 	p = filepath.Clean(p)
-	for _, r := range f.roots {
+	r, rel, err := f.locateIn(f.modelRoots(), modelDataURL, p)
+	if !errors.Is(err, ErrOutsideModelRoots) {
+		return r, rel, err
+	}
+	for _, n := range f.named {
+		if _, ok := within(p, n); !ok {
+			continue
+		}
+		fi, serr := os.Stat(n)
+		if errors.Is(serr, fs.ErrNotExist) || errors.Is(serr, syscall.ENOTDIR) {
+			return modelRoot{}, "", fileNotFound(modelDataURL)
+		}
+		if serr != nil {
+			break
+		}
+		dir := n
+		if !fi.IsDir() {
+			dir = filepath.Dir(n)
+		}
+		mr, rerr := newModelRoot(dir)
+		if rerr != nil {
+			break // a system folder, or gone again: never a root
+		}
+		f.mu.Lock()
+		if !slices.ContainsFunc(f.roots, func(x modelRoot) bool { return x.real == mr.real }) {
+			f.roots = append(slices.Clip(f.roots), mr)
+		}
+		f.mu.Unlock()
+		return f.locateIn([]modelRoot{mr}, modelDataURL, p)
+	}
+	return modelRoot{}, "", err
+}
+
+// locateIn is locate among roots.
+func (f *Fetcher) locateIn(roots []modelRoot, modelDataURL, p string) (root modelRoot, rel string, err error) {
+	for _, r := range roots {
 		rel, ok := within(p, r.given)
 		if !ok {
 			rel, ok = within(p, r.real)
@@ -166,7 +252,8 @@ func WithoutPath(err error) error {
 
 // CheckModelDataURL reports, early and without opening any file, whether a
 // file:// URL resolves inside the model roots, relative URLs starting at
-// baseDir (empty: the working directory); other URLs pass. The error
+// baseDir (empty: the working directory); other URLs pass, and so does
+// data that is missing (it is reported when it is read). The error
 // matches [ErrOutsideModelRoots] and names only the URL. [Fetcher.Prepare]
 // enforces the same rule again when it reads the files.
 func (f *Fetcher) CheckModelDataURL(modelDataURL, baseDir string) error {
@@ -181,5 +268,8 @@ func (f *Fetcher) CheckModelDataURL(modelDataURL, baseDir string) error {
 		p = filepath.Join(baseDir, p)
 	}
 	_, _, err := f.locate(modelDataURL, p)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
 	return err
 }

@@ -272,6 +272,8 @@ func modelDataProblem(ctx context.Context, variant string, c ContainerSpec, err 
 		p.Fix = "check the bucket's name in ModelDataUrl"
 	case errors.Is(err, artifact.ErrNotFound) && s3:
 		p.Fix = "upload the model archive there, or correct ModelDataUrl"
+	case errors.Is(err, artifact.ErrNotFound) && artifact.ExampleBuild(c.ModelDataURL) != "":
+		p.Fix = "run `" + artifact.ExampleBuild(c.ModelDataURL) + "` in mce's repository"
 	case errors.Is(err, artifact.ErrNotFound):
 		p.Fix = "create it, or correct ModelDataUrl"
 	case s3:
