@@ -146,9 +146,13 @@ func (s *Server) controlPlane(c echo.Context) error {
 		writeError(w, api)
 		return nil
 	}
-	// An operation that acts on a second resource authorizes it too (alsoAuthorize).
-	ctx := context.WithValue(r.Context(), alsoAuthorizeKey{}, func(resource string, keys requestKeys) *APIError {
-		return s.decideWith(r.Context(), r, p, action, resource, keys)
+	// An operation that acts on a second, existing resource authorizes it
+	// too (alsoAuthorize), with that resource's tags.
+	ctx := context.WithValue(r.Context(), alsoAuthorizeKey{}, func(act, resource string, keys requestKeys) *APIError {
+		if act == "" {
+			act = action
+		}
+		return s.decideOn(r.Context(), r, p, act, resource, keys, true)
 	})
 	out, err := s.control(ctx, op, body, func(resource string, keys requestKeys) *APIError {
 		if e := accessOf(c); e != nil {

@@ -179,14 +179,23 @@ func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec
 }
 
 // alsoAuthorizeKey holds, in an operation's context, the check of the
-// caller's action on a second resource.
+// caller on a second resource: func(action, resource string, keys
+// requestKeys) *APIError, action "" meaning the caller's own.
 type alsoAuthorizeKey struct{}
 
-// alsoAuthorize authorizes the caller's action on resource too; nothing
-// outside an HTTP call (in-process callers are the operator).
+// alsoAuthorize authorizes the caller's action on resource too, an
+// existing resource whose tags the check carries; nothing outside an HTTP
+// call (in-process callers are the operator).
 func alsoAuthorize(ctx context.Context, resource string, keys requestKeys) error {
-	if f, ok := ctx.Value(alsoAuthorizeKey{}).(func(string, requestKeys) *APIError); ok {
-		if api := f(resource, keys); api != nil {
+	return alsoAuthorizeAs(ctx, "", resource, keys)
+}
+
+// alsoAuthorizeAs is alsoAuthorize with another action than the caller's
+// (DeleteEndpoint authorizes sagemaker:DeleteInferenceComponent on each of
+// its components).
+func alsoAuthorizeAs(ctx context.Context, action, resource string, keys requestKeys) error {
+	if f, ok := ctx.Value(alsoAuthorizeKey{}).(func(string, string, requestKeys) *APIError); ok {
+		if api := f(action, resource, keys); api != nil {
 			return api
 		}
 	}

@@ -33,6 +33,10 @@ func (s *Server) CreateEndpoint(ctx context.Context, in spec.CreateEndpointInput
 	if err := in.Validate(); err != nil {
 		return "", err
 	}
+	// SageMaker authorizes CreateEndpoint on the configuration too.
+	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpointConfig, in.EndpointConfigName), requestKeysOf(&in)); err != nil {
+		return "", err
+	}
 	if e := s.reg.get(in.EndpointName); e != nil {
 		return "", &spec.AlreadyExistsError{Kind: spec.KindEndpoint, Name: in.EndpointName, ARN: s.arn(spec.KindEndpoint, in.EndpointName)}
 	}
@@ -158,12 +162,16 @@ type updateEndpointInput struct {
 	RetainDeploymentConfig           bool
 }
 
-func (s *Server) opUpdateEndpoint(_ context.Context, in *updateEndpointInput) (any, error) {
+func (s *Server) opUpdateEndpoint(ctx context.Context, in *updateEndpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
 	}
 	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	// SageMaker authorizes UpdateEndpoint on the new configuration too.
+	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpointConfig, in.EndpointConfigName), requestKeys{}); err != nil {
 		return nil, err
 	}
 	plan, err := s.planFor(spec.CreateEndpointInput{EndpointName: e.name, EndpointConfigName: in.EndpointConfigName})
