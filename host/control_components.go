@@ -245,7 +245,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 		return "", nil, validationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
 	}
 	if in.Specification.IsAdapter() {
-		return s.createAdapter(ctx, in, baseDir, applied)
+		return s.createAdapter(ctx, e, in, baseDir, applied)
 	}
 	v, ok := hostVariant(e, in.VariantName)
 	if !ok {
@@ -270,11 +270,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 		Spec: sp, Template: tpl, Desired: int(*in.RuntimeConfig.CopyCount), Status: StatusCreating,
 		Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1, Applied: applied}
 	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
-	if !s.ics.add(c) {
-		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
-	}
-	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
-		s.ics.remove(c)
+	if err := s.registerComponent(e, c, nil); err != nil {
 		return "", nil, err
 	}
 	c.setRoute()
@@ -289,7 +285,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 // createAdapter creates an adapter inference component (adapters.go): no
 // copies of its own, its artifact staged and registered with its base's
 // copies in the background.
-func (s *Server) createAdapter(ctx context.Context, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *component, error) {
+func (s *Server) createAdapter(ctx context.Context, e *Endpoint, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *component, error) {
 	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
 	base, err := s.checkAdapterBase(in)
 	if err != nil {
@@ -310,17 +306,14 @@ func (s *Server) createAdapter(ctx context.Context, in *spec.CreateInferenceComp
 		Spec: sp, Status: StatusCreating, Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1,
 		Applied: applied, BaseDir: baseDir}
 	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
-	if !s.ics.add(c) {
-		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
-	}
-	// The base may have gone while this one was checked: an adapter is
-	// never left without one.
-	if base.deleting.Load() || s.ics.get(brec.Name) != base {
-		s.ics.remove(c)
-		return "", nil, validationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
-	}
-	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
-		s.ics.remove(c)
+	if err := s.registerComponent(e, c, func() error {
+		// The base may have gone while this one was checked: an adapter
+		// is never left without one.
+		if base.deleting.Load() || s.ics.get(brec.Name) != base {
+			return validationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
+		}
+		return nil
+	}); err != nil {
 		return "", nil, err
 	}
 	s.background(func() {
@@ -329,6 +322,35 @@ func (s *Server) createAdapter(ctx context.Context, in *spec.CreateInferenceComp
 		s.reconcile(c)
 	})
 	return arn, c, nil
+}
+
+// registerComponent adds c to the registry and to the durable state,
+// under the endpoint's lock and only while the endpoint is not being
+// deleted: deleteEndpoint sets deleting under the same lock before its
+// components are collected, so a new component is either refused or
+// collected and deleted with them, never left behind. check, if not nil,
+// runs under the lock once c is in the registry; its error takes c out.
+func (s *Server) registerComponent(e *Endpoint, c *component, check func() error) error {
+	rec := c.rec
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.deleting.Load() || s.reg.get(e.name) != e {
+		return validationException("Cannot create inference component %q: endpoint %q is being deleted.", rec.ARN, s.arn(spec.KindEndpoint, e.name))
+	}
+	if !s.ics.add(c) {
+		return validationException("Cannot create already existing inference component %q.", rec.ARN)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			s.ics.remove(c)
+			return err
+		}
+	}
+	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
+		s.ics.remove(c)
+		return err
+	}
+	return nil
 }
 
 type componentRuntimeConfigOut struct {
