@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
@@ -79,5 +81,75 @@ func TestSecondChecksCarryResourceTags(t *testing.T) {
 	}
 	if got := h.srv.reg.get("plain").record().ConfigName; got != "dev-config" {
 		t.Errorf("plain's configuration is %s after the refused update", got)
+	}
+}
+
+// TestDeleteEndpointAuthorizesItsComponents: DeleteEndpoint deletes the
+// endpoint's inference components, so it needs
+// sagemaker:DeleteInferenceComponent on each (its ARN, its tags); when one
+// is denied the whole call is refused, naming it, and nothing is deleted.
+// It used to delete components whose deletion a Deny held.
+func TestDeleteEndpointAuthorizesItsComponents(t *testing.T) {
+	a := devAuthz(t,
+		`{Sid: KeepByName, Effect: Deny, Action: "sagemaker:DeleteInferenceComponent", Resource: "arn:aws:sagemaker:*:*:inference-component/keep-*"}`,
+		`{Sid: KeepByTag, Effect: Deny, Action: "sagemaker:DeleteInferenceComponent", Resource: "*", Condition: {StringEquals: {"aws:ResourceTag/owner": admin}}}`)
+	h, _ := newICHarnessWith(t, nil, Config{Authz: a})
+	admin, dev := h.smAs("AKIAADMIN0000EXAMPLE", "admin-secret"), h.smAs("AKIADEV00000EXAMPLE", "dev-secret")
+	ctx := context.Background()
+	sp := &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String("-d")},
+		ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128)}}
+	for _, ep := range []string{"by-name", "by-tag", "mine"} {
+		createICEndpoint(t, admin, ep, "local", 1)
+	}
+	for _, c := range []struct {
+		client         *sagemaker.Client
+		name, endpoint string
+		tags           []smtypes.Tag
+	}{
+		{admin, "free-1", "by-name", nil}, {admin, "keep-me", "by-name", nil},
+		{admin, "owned", "by-tag", []smtypes.Tag{{Key: aws.String("owner"), Value: aws.String("admin")}}},
+		{dev, "dev-1", "mine", nil}, {dev, "dev-2", "mine", nil},
+	} {
+		if _, err := c.client.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String(c.name),
+			EndpointName: aws.String(c.endpoint), VariantName: aws.String("AllTraffic"), Specification: sp,
+			RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(1)}, Tags: c.tags}); err != nil {
+			t.Fatal(err)
+		}
+		waitIC(t, admin, c.name)
+	}
+	for ep, kept := range map[string]string{"by-name": "keep-me", "by-tag": "owned"} {
+		_, err := dev.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String(ep)})
+		if !isAccessDenied(err) {
+			t.Fatalf("dev deleted %s and its component %s, whose deletion a Deny holds: %v", ep, kept, err)
+		}
+		if !strings.Contains(err.Error(), "sagemaker:DeleteInferenceComponent on resource: arn:aws:sagemaker:us-east-1:123456789012:inference-component/"+kept) {
+			t.Errorf("the refusal does not name %s: %v", kept, err)
+		}
+		e := h.srv.reg.get(ep)
+		if e == nil || e.deleting.Load() {
+			t.Fatalf("endpoint %s is being deleted after the refusal", ep)
+		}
+	}
+	for _, ic := range []string{"free-1", "keep-me", "owned"} {
+		if d := waitIC(t, admin, ic); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
+			t.Errorf("%s is %s after the refused DeleteEndpoint", ic, d.InferenceComponentStatus)
+		}
+	}
+	// What the caller may delete goes, components and all.
+	if _, err := dev.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String("mine")}); err != nil {
+		t.Fatalf("dev deleting its own endpoint: %v", err)
+	}
+	if _, err := admin.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("keep-me")}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for h.srv.ics.get("keep-me") != nil || h.srv.reg.get("mine") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("keep-me or endpoint mine still there")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := dev.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String("by-name")}); err != nil {
+		t.Fatalf("dev deleting by-name once keep-me is gone: %v", err)
 	}
 }
