@@ -17,6 +17,22 @@ import (
 	"github.com/mce-run/mce/host/store"
 )
 
+// newHarnessOn is a harness whose server runs on backend b (fake is the
+// fake backend inside it).
+func newHarnessOn(t *testing.T, b Backend, fake *fakeBackend, cfg Config) *harness {
+	t.Helper()
+	cfg.Backend, cfg.Logger, cfg.Store = b, zerolog.Nop(), openStore(t)
+	s := New(cfg)
+	hs := httptest.NewUnstartedServer(s.Handler())
+	hs.Config.ConnContext = ConnContext
+	hs.Start()
+	t.Cleanup(func() {
+		hs.Close()
+		s.Close(context.Background())
+	})
+	return &harness{t: t, srv: s, http: hs, backend: fake}
+}
+
 // gatedCapacity is capBackend whose InstanceCapacity (which a
 // CreateInferenceComponent reads between its checks of the endpoint and
 // the registration of the component) first runs the armed gate, once.
@@ -43,16 +59,8 @@ func (b *gatedCapacity) InstanceCapacity(ctx context.Context) (InstanceCapacity,
 // and the create goes on when the deletion was answered or is complete.
 func TestComponentNeverOutlivesItsEndpoint(t *testing.T) {
 	b := &gatedCapacity{capBackend: &capBackend{fakeBackend: &fakeBackend{t: t}}}
-	s := New(Config{Backend: b, Logger: zerolog.Nop(), Store: openStore(t)})
-	hs := httptest.NewUnstartedServer(s.Handler())
-	hs.Config.ConnContext = ConnContext
-	hs.Start()
-	t.Cleanup(func() {
-		hs.Close()
-		s.Close(context.Background())
-	})
-	h := &harness{t: t, srv: s, http: hs, backend: b.fakeBackend}
-	sm := h.sm()
+	h := newHarnessOn(t, b, b.fakeBackend, Config{})
+	s, sm := h.srv, h.sm()
 	ctx := context.Background()
 	sp := &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String("-r")},
 		ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128)}}

@@ -229,6 +229,11 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpoint, in.EndpointName), requestKeysOf(in)); err != nil {
 		return "", nil, err
 	}
+	if sp := in.Specification; sp.IsAdapter() {
+		if err := alsoAuthorize(ctx, s.arn(spec.KindInferenceComponent, sp.BaseInferenceComponentName), requestKeysOf(in)); err != nil {
+			return "", nil, err
+		}
+	}
 	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
 	if s.ics.get(in.InferenceComponentName) != nil {
 		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
@@ -312,7 +317,9 @@ func (s *Server) createAdapter(ctx context.Context, e *Endpoint, in *spec.Create
 		if base.deleting.Load() || s.ics.get(brec.Name) != base {
 			return validationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
 		}
-		return nil
+		// Counted under the endpoint's lock, which every adapter of
+		// this base is registered under.
+		return s.tooManyAdapters(base, c)
 	}); err != nil {
 		return "", nil, err
 	}
@@ -422,9 +429,12 @@ func (s *Server) opDescribeComponent(_ context.Context, in *componentNameInput) 
 	return s.describeComponent(c), nil
 }
 
-func (s *Server) opDeleteComponent(_ context.Context, in *componentNameInput) (any, error) {
+func (s *Server) opDeleteComponent(ctx context.Context, in *componentNameInput) (any, error) {
 	c, err := s.getComponent(in.InferenceComponentName)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeBase(ctx, c.record()); err != nil {
 		return nil, err
 	}
 	if c.deleting.Load() {
@@ -461,16 +471,19 @@ func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error 
 	return nil
 }
 
-func (s *Server) opUpdateComponent(_ context.Context, in *updateComponentInput) (any, error) {
-	return s.updateComponent(in, s.cfg.BaseDir, nil)
+func (s *Server) opUpdateComponent(ctx context.Context, in *updateComponentInput) (any, error) {
+	return s.updateComponent(ctx, in, s.cfg.BaseDir, nil)
 }
 
 // updateComponent is UpdateInferenceComponent with a relative file://
 // ArtifactUrl resolved against baseDir; also, if not nil, changes the
 // record with the update.
-func (s *Server) updateComponent(in *updateComponentInput, baseDir string, also func(*ComponentRecord)) (any, error) {
+func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, baseDir string, also func(*ComponentRecord)) (any, error) {
 	c, err := s.getComponent(in.InferenceComponentName)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeBase(ctx, c.record()); err != nil {
 		return nil, err
 	}
 	if len(in.Specifications) > 0 && string(in.Specifications) != "null" {
@@ -525,6 +538,42 @@ func (s *Server) updateComponent(in *updateComponentInput, baseDir string, also 
 		return nil, err
 	}
 	return map[string]string{"InferenceComponentArn": rec.ARN}, nil
+}
+
+// authorizeBase authorizes the caller's action on the base of an adapter
+// too (its ARN, its tags): an adapter is loaded into its base's copies and
+// holds the base (which cannot be deleted while it has adapters), so
+// creating, updating or deleting one acts on the base as well (mce's rule:
+// SageMaker's authorization reference lists only the component's own
+// ARN). Nothing for a component that is no adapter.
+func (s *Server) authorizeBase(ctx context.Context, rec ComponentRecord) error {
+	if !rec.isAdapter() {
+		return nil
+	}
+	return alsoAuthorize(ctx, s.arn(spec.KindInferenceComponent, rec.Spec.BaseInferenceComponentName), requestKeys{})
+}
+
+// MaxAdaptersPerBase bounds the adapter inference components of one base
+// (SageMaker documents no such number; its announcement speaks of
+// hundreds of adapters per endpoint): each is staged on disk and
+// registered with every copy of the base.
+const MaxAdaptersPerBase = 256
+
+// tooManyAdapters refuses adapter c when its base has MaxAdaptersPerBase
+// others (those being deleted aside). The caller holds the endpoint's lock.
+func (s *Server) tooManyAdapters(base, c *component) error {
+	n := 0
+	for _, a := range s.adaptersOf(base) {
+		if a != c && !a.deleting.Load() {
+			n++
+		}
+	}
+	if n >= MaxAdaptersPerBase {
+		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
+			"Inference component %q has %d adapter inference components, the most mce allows on one base inference component; delete one first.",
+			base.record().ARN, n)}
+	}
+	return nil
 }
 
 // errAdapterCopies refuses a copy count for an adapter.
