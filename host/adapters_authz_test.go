@@ -77,11 +77,11 @@ func TestAdapterAuthorizedOnItsBase(t *testing.T) {
 	}
 	// Attaching to a base the caller is denied.
 	for _, base := range []string{"theirs-base", "Tagged-Base"} {
-		if err := createAdapter(ctx, dev, "sneaky-"+strings.ToLower(base), "shared", base, "s3://bucket/a.tar.gz"); !isAccessDenied(err) {
+		if err := createAdapter(ctx, dev, "sneaky-"+strings.ToLower(base), "shared", base, "file://adapters/a.tar.gz"); !isAccessDenied(err) {
 			t.Errorf("dev attached an adapter to %s: %v", base, err)
 		}
 	}
-	if err := createAdapter(ctx, dev, "dev-adapter", "shared", "dev-base", "s3://bucket/a.tar.gz"); err != nil {
+	if err := createAdapter(ctx, dev, "dev-adapter", "shared", "dev-base", "file://adapters/a.tar.gz"); err != nil {
 		t.Fatalf("dev attaching an adapter to its own base: %v", err)
 	}
 	if d := waitIC(t, dev, "dev-adapter"); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
@@ -89,19 +89,19 @@ func TestAdapterAuthorizedOnItsBase(t *testing.T) {
 	}
 	// Updating and deleting the owner's adapter (its own ARN and tags are
 	// not denied: the base's are).
-	if err := createAdapter(ctx, admin, "owners-adapter", "shared", "theirs-base", "s3://bucket/o.tar.gz"); err != nil {
+	if err := createAdapter(ctx, admin, "owners-adapter", "shared", "theirs-base", "file://adapters/o.tar.gz"); err != nil {
 		t.Fatal(err)
 	}
 	waitIC(t, admin, "owners-adapter")
 	_, err := dev.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("owners-adapter"),
-		Specification: adapterSpec("theirs-base", "s3://bucket/evil.tar.gz")})
+		Specification: adapterSpec("theirs-base", "file://adapters/evil.tar.gz")})
 	if !isAccessDenied(err) {
 		t.Errorf("dev updated an adapter of theirs-base: %v", err)
 	}
 	if _, err := dev.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("owners-adapter")}); !isAccessDenied(err) {
 		t.Errorf("dev deleted an adapter of theirs-base: %v", err)
 	}
-	if got := h.srv.ics.get("owners-adapter"); got == nil || got.record().Spec.Container.ArtifactURL != "s3://bucket/o.tar.gz" || got.deleting.Load() {
+	if got := h.srv.ics.get("owners-adapter"); got == nil || got.record().Spec.Container.ArtifactURL != "file://adapters/o.tar.gz" || got.deleting.Load() {
 		t.Fatalf("owners-adapter after dev's tries: %+v", got)
 	}
 	// The owner's own calls go through; nothing of dev's holds the base.
@@ -114,7 +114,7 @@ func TestAdapterAuthorizedOnItsBase(t *testing.T) {
 	}
 	// dev's own adapter: updated and deleted.
 	if _, err := dev.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("dev-adapter"),
-		Specification: adapterSpec("dev-base", "s3://bucket/b.tar.gz")}); err != nil {
+		Specification: adapterSpec("dev-base", "file://adapters/b.tar.gz")}); err != nil {
 		t.Fatalf("dev updating its adapter: %v", err)
 	}
 	waitIC(t, dev, "dev-adapter")
@@ -149,11 +149,11 @@ func TestAdaptersPerBaseCapped(t *testing.T) {
 	}
 	waitIC(t, sm, "base")
 	for i := range MaxAdaptersPerBase {
-		if err := createAdapter(ctx, sm, fmt.Sprintf("a%d", i), "many", "base", "s3://bucket/a.tar.gz"); err != nil {
+		if err := createAdapter(ctx, sm, fmt.Sprintf("a%d", i), "many", "base", "file://adapters/a.tar.gz"); err != nil {
 			t.Fatalf("adapter %d: %v", i, err)
 		}
 	}
-	err := createAdapter(ctx, sm, "one-too-many", "many", "base", "s3://bucket/a.tar.gz")
+	err := createAdapter(ctx, sm, "one-too-many", "many", "base", "file://adapters/a.tar.gz")
 	wantMessage(t, err, "ResourceLimitExceeded", fmt.Sprintf(
 		"Inference component \"arn:aws:sagemaker:us-east-1:123456789012:inference-component/base\" has %d adapter inference components, the most mce allows on one base inference component; delete one first.",
 		MaxAdaptersPerBase))
@@ -163,7 +163,7 @@ func TestAdaptersPerBaseCapped(t *testing.T) {
 	if _, err := sm.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("a0")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := createAdapter(ctx, sm, "one-more", "many", "base", "s3://bucket/a.tar.gz"); err != nil {
+	if err := createAdapter(ctx, sm, "one-more", "many", "base", "file://adapters/a.tar.gz"); err != nil {
 		t.Fatalf("an adapter once one was deleted: %v", err)
 	}
 }
