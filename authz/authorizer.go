@@ -66,6 +66,11 @@ type Config struct {
 	// authorizer fills in Input.Context. A policy naming any other key
 	// is refused at load: mce would never set it.
 	ExtraConditionKeys []string
+	// Targets, when not nil, is every action the embedding program
+	// authorizes and the resources it authorizes it on: a statement that
+	// can never apply is reported (Warnings, and a warning in the log at
+	// each load).
+	Targets Targets
 	// ReloadSettle is how long Reload waits, once it has read the files,
 	// before reading them again to check that none changed meanwhile (a
 	// file being written is applied only once complete). Zero means 250
@@ -103,6 +108,7 @@ type state struct {
 	*compiled
 	regoFiles []string
 	enabled   bool
+	warnings  []string // statements that can never apply (Config.Targets)
 	// fingerprint of the files when this generation was read (see Watch).
 	fingerprint string
 }
@@ -154,7 +160,8 @@ func (a *Authorizer) build(ctx context.Context, rd *readLog) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{loaded: l, compiled: c, regoFiles: files, enabled: c.statements > 0 || c.custom > 0}
+	st := &state{loaded: l, compiled: c, regoFiles: files, enabled: c.statements > 0 || c.custom > 0,
+		warnings: unreachable(l.attachedDocs(), a.cfg.Targets)}
 	st.fingerprint = a.fingerprint(st)
 	return st, nil
 }
@@ -167,6 +174,15 @@ func (a *Authorizer) logGeneration(st *state, msg string) {
 		Int("statements", st.statements).
 		Int("rego_modules", st.custom).
 		Msg(msg)
+	for _, w := range st.warnings {
+		a.log.Warn().Str("statement", w).Msg("authz policy statement can never apply")
+	}
+}
+
+// Warnings are the statements of the policies in force that can never
+// apply (see Targets), each as FILE:LINE: and what it names.
+func (a *Authorizer) Warnings() []string {
+	return slices.Clone(a.st.Load().warnings)
 }
 
 // Enabled reports whether any policy (IAM statement or custom Rego module)

@@ -13,7 +13,9 @@
 // lower-cased, as SageMaker does — with the condition keys of InvokeContext
 // (sagemaker:TargetModel, sagemaker:TargetVariant,
 // sagemaker:TargetContainerHostname). Control-plane calls are authorized as
-// ControlPlaneAction(X-Amz-Target) on the ARN of the named resource. mce adds
+// ControlPlaneAction(X-Amz-Target) on the ARN of the named resource (and,
+// for the operations that name an existing resource besides their own, on
+// that one too, with its tags; the host's AuthzTargets lists them). mce adds
 // aws:username, aws:PrincipalArn, aws:PrincipalAccount, aws:SourceIp,
 // aws:CurrentTime and aws:EpochTime. The host adds the tags of the resource
 // the ARN names (model, endpoint configuration or endpoint, InvokeEndpoint
@@ -80,7 +82,10 @@
 // operators, or Null; single-valued keys take the plain operators only.
 // Explicit Deny beats Allow; no Allow is an implicit deny. Not supported
 // (load-time errors): condition keys mce never sets, policy variables
-// (${…}), Principal/NotPrincipal (identity policies have none).
+// (${…}), Principal/NotPrincipal (identity policies have none). With
+// Config.Targets (what the host authorizes on which resources), a
+// statement whose Action and Resource can never name both is reported
+// (Warnings, logged at each load): it can never apply.
 //
 // # Custom Rego
 //

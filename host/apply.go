@@ -159,7 +159,7 @@ func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent,
 		why = "its definition in the file changed since it was last applied"
 	}
 	log.Info().Msg("updating the inference component to the file's definition: " + why)
-	_, err = s.updateComponent(&updateComponentInput{InferenceComponentName: rec.Name,
+	_, err = s.updateComponent(ctx, &updateComponentInput{InferenceComponentName: rec.Name,
 		Specification: ic.Specification, RuntimeConfig: ic.RuntimeConfig}, ic.Dir,
 		func(r *ComponentRecord) { r.Applied = digest })
 	return err

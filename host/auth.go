@@ -92,18 +92,27 @@ func addTagKeys(m map[string]string, prefix string, tags []spec.Tag) {
 	}
 }
 
-// decideWith is decide with every kind of request key. When a policy can
-// read them, the tags of the resource that resource names (a model,
-// endpoint configuration or endpoint of this host, InvokeEndpoint's
-// included) become aws:ResourceTag/<key> and sagemaker:ResourceTag/<key>;
-// a Create call's resource does not exist yet and has none.
+// decideWith is decide with every kind of request key, on the resource an
+// operation acts on: a Create call's resource does not exist yet and has
+// no tags (one of that name that exists is refused by the operation).
 func (s *Server) decideWith(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys) *APIError {
+	return s.decideOn(ctx, r, p, action, resource, keys, !strings.HasPrefix(action, "sagemaker:Create"))
+}
+
+// decideOn is decideWith where existing says whether resource is an
+// existing one: when a policy can read them, the tags of the resource it
+// names (a model, endpoint configuration, endpoint or inference component
+// of this host) become aws:ResourceTag/<key> and
+// sagemaker:ResourceTag/<key>. Every check of a second resource (the
+// endpoint a component is placed on, an adapter's base, the configuration
+// an endpoint is made from) is on an existing one, whatever the action.
+func (s *Server) decideOn(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys, existing bool) *APIError {
 	a := s.cfg.Authz
 	if a == nil || !a.Enabled() {
 		return nil
 	}
 	single := keys.single
-	if a.ReadsResourceTags() && !strings.HasPrefix(action, "sagemaker:Create") {
+	if existing && a.ReadsResourceTags() {
 		if kind, name, ok := s.parseResourceARN(resource); ok {
 			tags, _, err := s.tagsOf(kind, name)
 			if err != nil { // fail closed: the decision may depend on them

@@ -78,13 +78,15 @@ func logsError(status int, code, format string, args ...any) *APIError {
 	return &APIError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// logsOperations are the CloudWatch Logs operations mce answers, each
+// authorized as logs:<operation> on the endpoint's log group or stream.
+var logsOperations = []string{"FilterLogEvents", "GetLogEvents", "DescribeLogStreams"}
+
 // cloudWatchLogs answers one CloudWatch Logs call (controlPlane routes the
 // Logs_20140328 targets here; the request ID is set).
 func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	r, w := c.Request(), c.Response()
-	switch op {
-	case "FilterLogEvents", "GetLogEvents", "DescribeLogStreams":
-	default:
+	if !slices.Contains(logsOperations, op) {
 		writeError(w, logsError(http.StatusBadRequest, CodeUnknownOperation,
 			"mce answers the CloudWatch Logs operations FilterLogEvents, GetLogEvents and DescribeLogStreams on endpoints' log groups, not %s.", logSafe(op)))
 		return nil

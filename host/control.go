@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,11 @@ func validationException(format string, args ...any) *APIError {
 // that could read the body differently).
 type operation interface {
 	prepare(s *Server, body []byte) (resource string, keys requestKeys, run func(context.Context) (any, error), err error)
+	// resourceOf is the resource authorized for an input that names
+	// nothing: the ARN of its kind with an empty name, "*" for a List
+	// operation, "" for a tag operation (any resource mce tags). See
+	// AuthzTargets.
+	resourceOf(s *Server) string
 }
 
 // op is an operation with input In.
@@ -60,6 +66,13 @@ func (o op[In]) prepare(s *Server, body []byte) (string, requestKeys, func(conte
 	keys := requestKeysOf(in)
 	keys.reads = s3ReadsOf(in)
 	return resource, keys, func(ctx context.Context) (any, error) { return o.run(s, ctx, in) }, nil
+}
+
+func (o op[In]) resourceOf(s *Server) string {
+	if o.resource == nil {
+		return "*"
+	}
+	return o.resource(s, new(In))
 }
 
 // The inputs of the operations that name one resource.
@@ -148,9 +161,13 @@ func (s *Server) controlPlane(c echo.Context) error {
 		writeError(w, api)
 		return nil
 	}
-	// An operation that acts on a second resource authorizes it too (alsoAuthorize).
-	ctx := context.WithValue(r.Context(), alsoAuthorizeKey{}, func(resource string, keys requestKeys) *APIError {
-		return s.decideWith(r.Context(), r, p, action, resource, keys)
+	// An operation that acts on a second, existing resource authorizes it
+	// too (alsoAuthorize), with that resource's tags.
+	ctx := context.WithValue(r.Context(), alsoAuthorizeKey{}, func(act, resource string, keys requestKeys) *APIError {
+		if !s.declaresAlso(opName, act, resource) {
+			return s.internalError(w.Header().Get(hdrRequestID), errUndeclaredCheck(opName, act, resource))
+		}
+		return s.decideOn(r.Context(), r, p, cmp.Or(act, action), resource, keys, true)
 	})
 	out, err := s.control(ctx, op, body, func(resource string, keys requestKeys) *APIError {
 		if e := accessOf(c); e != nil {

@@ -179,14 +179,23 @@ func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec
 }
 
 // alsoAuthorizeKey holds, in an operation's context, the check of the
-// caller's action on a second resource.
+// caller on a second resource: func(action, resource string, keys
+// requestKeys) *APIError, action "" meaning the caller's own.
 type alsoAuthorizeKey struct{}
 
-// alsoAuthorize authorizes the caller's action on resource too; nothing
-// outside an HTTP call (in-process callers are the operator).
+// alsoAuthorize authorizes the caller's action on resource too, an
+// existing resource whose tags the check carries; nothing outside an HTTP
+// call (in-process callers are the operator).
 func alsoAuthorize(ctx context.Context, resource string, keys requestKeys) error {
-	if f, ok := ctx.Value(alsoAuthorizeKey{}).(func(string, requestKeys) *APIError); ok {
-		if api := f(resource, keys); api != nil {
+	return alsoAuthorizeAs(ctx, "", resource, keys)
+}
+
+// alsoAuthorizeAs is alsoAuthorize with another action than the caller's
+// (DeleteEndpoint authorizes sagemaker:DeleteInferenceComponent on each of
+// its components).
+func alsoAuthorizeAs(ctx context.Context, action, resource string, keys requestKeys) error {
+	if f, ok := ctx.Value(alsoAuthorizeKey{}).(func(string, string, requestKeys) *APIError); ok {
+		if api := f(action, resource, keys); api != nil {
 			return api
 		}
 	}
@@ -220,6 +229,11 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpoint, in.EndpointName), requestKeysOf(in)); err != nil {
 		return "", nil, err
 	}
+	if sp := in.Specification; sp.IsAdapter() {
+		if err := alsoAuthorize(ctx, s.arn(spec.KindInferenceComponent, sp.BaseInferenceComponentName), requestKeysOf(in)); err != nil {
+			return "", nil, err
+		}
+	}
 	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
 	if s.ics.get(in.InferenceComponentName) != nil {
 		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
@@ -236,7 +250,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 		return "", nil, validationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
 	}
 	if in.Specification.IsAdapter() {
-		return s.createAdapter(ctx, in, baseDir, applied)
+		return s.createAdapter(ctx, e, in, baseDir, applied)
 	}
 	v, ok := hostVariant(e, in.VariantName)
 	if !ok {
@@ -261,11 +275,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 		Spec: sp, Template: tpl, Desired: int(*in.RuntimeConfig.CopyCount), Status: StatusCreating,
 		Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1, Applied: applied}
 	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
-	if !s.ics.add(c) {
-		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
-	}
-	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
-		s.ics.remove(c)
+	if err := s.registerComponent(e, c, nil); err != nil {
 		return "", nil, err
 	}
 	c.setRoute()
@@ -280,7 +290,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 // createAdapter creates an adapter inference component (adapters.go): no
 // copies of its own, its artifact staged and registered with its base's
 // copies in the background.
-func (s *Server) createAdapter(ctx context.Context, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *component, error) {
+func (s *Server) createAdapter(ctx context.Context, e *Endpoint, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *component, error) {
 	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
 	base, err := s.checkAdapterBase(in)
 	if err != nil {
@@ -301,17 +311,16 @@ func (s *Server) createAdapter(ctx context.Context, in *spec.CreateInferenceComp
 		Spec: sp, Status: StatusCreating, Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1,
 		Applied: applied, BaseDir: baseDir}
 	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
-	if !s.ics.add(c) {
-		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
-	}
-	// The base may have gone while this one was checked: an adapter is
-	// never left without one.
-	if base.deleting.Load() || s.ics.get(brec.Name) != base {
-		s.ics.remove(c)
-		return "", nil, validationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
-	}
-	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
-		s.ics.remove(c)
+	if err := s.registerComponent(e, c, func() error {
+		// The base may have gone while this one was checked: an adapter
+		// is never left without one.
+		if base.deleting.Load() || s.ics.get(brec.Name) != base {
+			return validationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
+		}
+		// Counted under the endpoint's lock, which every adapter of
+		// this base is registered under.
+		return s.tooManyAdapters(base, c)
+	}); err != nil {
 		return "", nil, err
 	}
 	s.background(func() {
@@ -320,6 +329,35 @@ func (s *Server) createAdapter(ctx context.Context, in *spec.CreateInferenceComp
 		s.reconcile(c)
 	})
 	return arn, c, nil
+}
+
+// registerComponent adds c to the registry and to the durable state,
+// under the endpoint's lock and only while the endpoint is not being
+// deleted: deleteEndpoint sets deleting under the same lock before its
+// components are collected, so a new component is either refused or
+// collected and deleted with them, never left behind. check, if not nil,
+// runs under the lock once c is in the registry; its error takes c out.
+func (s *Server) registerComponent(e *Endpoint, c *component, check func() error) error {
+	rec := c.rec
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.deleting.Load() || s.reg.get(e.name) != e {
+		return validationException("Cannot create inference component %q: endpoint %q is being deleted.", rec.ARN, s.arn(spec.KindEndpoint, e.name))
+	}
+	if !s.ics.add(c) {
+		return validationException("Cannot create already existing inference component %q.", rec.ARN)
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			s.ics.remove(c)
+			return err
+		}
+	}
+	if err := s.store.Put(store.InferenceComponents, rec.Name, rec); err != nil {
+		s.ics.remove(c)
+		return err
+	}
+	return nil
 }
 
 type componentRuntimeConfigOut struct {
@@ -391,9 +429,12 @@ func (s *Server) opDescribeComponent(_ context.Context, in *componentNameInput) 
 	return s.describeComponent(c), nil
 }
 
-func (s *Server) opDeleteComponent(_ context.Context, in *componentNameInput) (any, error) {
+func (s *Server) opDeleteComponent(ctx context.Context, in *componentNameInput) (any, error) {
 	c, err := s.getComponent(in.InferenceComponentName)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeBase(ctx, c.record()); err != nil {
 		return nil, err
 	}
 	if c.deleting.Load() {
@@ -430,16 +471,19 @@ func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error 
 	return nil
 }
 
-func (s *Server) opUpdateComponent(_ context.Context, in *updateComponentInput) (any, error) {
-	return s.updateComponent(in, s.cfg.BaseDir, nil)
+func (s *Server) opUpdateComponent(ctx context.Context, in *updateComponentInput) (any, error) {
+	return s.updateComponent(ctx, in, s.cfg.BaseDir, nil)
 }
 
 // updateComponent is UpdateInferenceComponent with a relative file://
 // ArtifactUrl resolved against baseDir; also, if not nil, changes the
 // record with the update.
-func (s *Server) updateComponent(in *updateComponentInput, baseDir string, also func(*ComponentRecord)) (any, error) {
+func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, baseDir string, also func(*ComponentRecord)) (any, error) {
 	c, err := s.getComponent(in.InferenceComponentName)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeBase(ctx, c.record()); err != nil {
 		return nil, err
 	}
 	if len(in.Specifications) > 0 && string(in.Specifications) != "null" {
@@ -494,6 +538,42 @@ func (s *Server) updateComponent(in *updateComponentInput, baseDir string, also 
 		return nil, err
 	}
 	return map[string]string{"InferenceComponentArn": rec.ARN}, nil
+}
+
+// authorizeBase authorizes the caller's action on the base of an adapter
+// too (its ARN, its tags): an adapter is loaded into its base's copies and
+// holds the base (which cannot be deleted while it has adapters), so
+// creating, updating or deleting one acts on the base as well (mce's rule:
+// SageMaker's authorization reference lists only the component's own
+// ARN). Nothing for a component that is no adapter.
+func (s *Server) authorizeBase(ctx context.Context, rec ComponentRecord) error {
+	if !rec.isAdapter() {
+		return nil
+	}
+	return alsoAuthorize(ctx, s.arn(spec.KindInferenceComponent, rec.Spec.BaseInferenceComponentName), requestKeys{})
+}
+
+// MaxAdaptersPerBase bounds the adapter inference components of one base
+// (SageMaker documents no such number; its announcement speaks of
+// hundreds of adapters per endpoint): each is staged on disk and
+// registered with every copy of the base.
+const MaxAdaptersPerBase = 256
+
+// tooManyAdapters refuses adapter c when its base has MaxAdaptersPerBase
+// others (those being deleted aside). The caller holds the endpoint's lock.
+func (s *Server) tooManyAdapters(base, c *component) error {
+	n := 0
+	for _, a := range s.adaptersOf(base) {
+		if a != c && !a.deleting.Load() {
+			n++
+		}
+	}
+	if n >= MaxAdaptersPerBase {
+		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
+			"Inference component %q has %d adapter inference components, the most mce allows on one base inference component; delete one first.",
+			base.record().ARN, n)}
+	}
+	return nil
 }
 
 // errAdapterCopies refuses a copy count for an adapter.

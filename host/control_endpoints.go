@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mce-run/mce/host/spec"
@@ -31,6 +33,10 @@ func (s *Server) planFor(in spec.CreateEndpointInput) (spec.EndpointPlan, error)
 // background under the server's lifetime, as SageMaker's does).
 func (s *Server) CreateEndpoint(ctx context.Context, in spec.CreateEndpointInput) (string, error) {
 	if err := in.Validate(); err != nil {
+		return "", err
+	}
+	// SageMaker authorizes CreateEndpoint on the configuration too.
+	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpointConfig, in.EndpointConfigName), requestKeysOf(&in)); err != nil {
 		return "", err
 	}
 	if e := s.reg.get(in.EndpointName); e != nil {
@@ -158,12 +164,16 @@ type updateEndpointInput struct {
 	RetainDeploymentConfig           bool
 }
 
-func (s *Server) opUpdateEndpoint(_ context.Context, in *updateEndpointInput) (any, error) {
+func (s *Server) opUpdateEndpoint(ctx context.Context, in *updateEndpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
 	}
 	if err := requireName("endpointConfigName", in.EndpointConfigName); err != nil {
+		return nil, err
+	}
+	// SageMaker authorizes UpdateEndpoint on the new configuration too.
+	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpointConfig, in.EndpointConfigName), requestKeys{}); err != nil {
 		return nil, err
 	}
 	plan, err := s.planFor(spec.CreateEndpointInput{EndpointName: e.name, EndpointConfigName: in.EndpointConfigName})
@@ -252,14 +262,39 @@ func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeigh
 	return map[string]string{"EndpointArn": e.record().ARN}, nil
 }
 
-func (s *Server) opDeleteEndpoint(_ context.Context, in *endpointInput) (any, error) {
+func (s *Server) opDeleteEndpoint(ctx context.Context, in *endpointInput) (any, error) {
 	e, err := s.getEndpoint(in.EndpointName)
 	if err != nil {
 		return nil, err
 	}
-	s.deleteEndpoint(e)
-	return struct{}{}, nil
+	// The endpoint's inference components go with it: the caller must be
+	// allowed to delete each one (sagemaker:DeleteInferenceComponent on
+	// its ARN, with its tags), else nothing is deleted. The components
+	// checked are those the deletion collects: when one was added or
+	// removed meanwhile, they are checked again.
+	for try := 0; ; try++ {
+		cs := s.ics.ofEndpoint(e.name)
+		for _, c := range cs {
+			if c.deleting.Load() {
+				continue // being deleted already, by a caller allowed to
+			}
+			if err := alsoAuthorizeAs(ctx, actionDeleteComponent, s.arn(spec.KindInferenceComponent, c.name), requestKeys{}); err != nil {
+				return nil, err
+			}
+		}
+		if s.deleteEndpointIf(e, func() bool { return slices.Equal(cs, s.ics.ofEndpoint(e.name)) }) {
+			return struct{}{}, nil
+		}
+		if try == 10 {
+			return nil, &APIError{Status: 400, Code: codeResourceInUse, Message: fmt.Sprintf(
+				"Cannot delete endpoint %q: its inference components keep changing; try again.", e.record().ARN)}
+		}
+	}
 }
+
+// actionDeleteComponent is what DeleteEndpoint authorizes on each of the
+// endpoint's inference components.
+const actionDeleteComponent = "sagemaker:DeleteInferenceComponent"
 
 // DeleteEndpoint deletes an endpoint (as the API does) and waits until its
 // containers are gone.

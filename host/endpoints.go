@@ -466,11 +466,24 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 // deleteEndpoint takes the endpoint out of service at once and removes its
 // containers and record in the background.
 func (s *Server) deleteEndpoint(e *Endpoint) {
+	s.deleteEndpointIf(e, nil)
+}
+
+// deleteEndpointIf is deleteEndpoint when ok (nil: always), called under
+// the endpoint's lock, accepts; it reports whether the endpoint is being
+// deleted. Components are registered under the same lock
+// (registerComponent), so ok sees every component the deletion collects.
+func (s *Server) deleteEndpointIf(e *Endpoint, ok func() bool) bool {
 	e.mu.Lock()
-	if e.deleting.Swap(true) {
+	if e.deleting.Load() {
 		e.mu.Unlock()
-		return
+		return true
 	}
+	if ok != nil && !ok() {
+		e.mu.Unlock()
+		return false
+	}
+	e.deleting.Store(true)
 	route := e.route.Swap(nil)
 	if e.cancelOp != nil {
 		e.cancelOp() // a launch in progress stops and removes what it started
@@ -478,6 +491,7 @@ func (s *Server) deleteEndpoint(e *Endpoint) {
 	e.mu.Unlock()
 	s.save(e, func(r *EndpointRecord) { r.Status = StatusDeleting })
 	s.background(func() { s.finishDelete(e, route) })
+	return true
 }
 
 func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {

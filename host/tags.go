@@ -37,6 +37,9 @@ type (
 
 const maxResourceARNLen = 256
 
+// taggableKinds are the resources mce tags, and whose ARNs it reads.
+var taggableKinds = []spec.Kind{spec.KindModel, spec.KindEndpointConfig, spec.KindEndpoint, spec.KindInferenceComponent}
+
 // requestKeysOf is the condition keys of a decoded control-plane input:
 // the tags of CreateModel, CreateEndpointConfig, CreateEndpoint and AddTags
 // (aws:RequestTag/<key>, aws:TagKeys) and DeleteTags' TagKeys (aws:TagKeys).
@@ -75,8 +78,7 @@ func (s *Server) parseResourceARN(arn string) (kind spec.Kind, name string, ok b
 	if !found {
 		return "", "", false
 	}
-	switch kind = spec.Kind(t); kind {
-	case spec.KindModel, spec.KindEndpointConfig, spec.KindEndpoint, spec.KindInferenceComponent:
+	if kind = spec.Kind(t); slices.Contains(taggableKinds, kind) {
 		return kind, strings.ToLower(name), true
 	}
 	return "", "", false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host"
 	"github.com/spf13/cobra"
 )
 
@@ -201,28 +202,62 @@ func policyEval(cmd *cobra.Command, f evalFlags) error {
 
 func newPolicyCheckCmd() *cobra.Command {
 	var files policyFiles
+	var account string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Load and compile policy files, reporting the first problem with its FILE:LINE",
-		Args:  cobra.NoArgs,
+		Long: `check loads and compiles the policy files as mce serve does and reports the first
+problem with its FILE:LINE. It also warns about each statement that can never
+apply: its Action and Resource name no action mce authorizes on a resource it
+authorizes that action on (a Deny of sagemaker:InvokeEndpoint on
+inference-component ARNs denies nothing: invocations are authorized on the
+endpoint's ARN). docs/security.md lists what mce authorizes on which ARN.
+The ARNs are judged for any region and account, unless --region or --account
+is given. With --strict, a warning makes the exit status 1.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := authz.Load(cmd.Context(), files.config())
+			cfg := files.config()
+			region := ""
+			if cmd.Flags().Changed("region") {
+				region = files.region
+			}
+			cfg.Targets = host.AuthzTargets(region, account)
+			a, err := authz.Load(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			return writeCheck(cmd.OutOrStdout(), a)
+			if err := writeCheck(cmd.OutOrStdout(), a); err != nil {
+				return err
+			}
+			if strict && len(a.Warnings()) > 0 {
+				return &exitError{code: 1, msg: fmt.Sprintf("%d statement(s) can never apply (--strict)", len(a.Warnings()))}
+			}
+			return nil
 		},
 	}
 	files.register(cmd)
+	cmd.Flags().StringVar(&account, "account", "", "account of the host the policies are for (default: any)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit with status 1 when a statement can never apply")
 	return cmd
 }
 
 func writeCheck(w io.Writer, a *authz.Authorizer) error {
+	tw := newTermWriter(w)
+	for _, warn := range a.Warnings() {
+		if _, err := fmt.Fprintln(tw, "warning: "+warn); err != nil {
+			return err
+		}
+	}
 	if !a.Enabled() {
 		_, err := fmt.Fprintln(w, "ok: no policies configured (mce would allow every request)")
 		return err
 	}
-	_, err := fmt.Fprintln(w, "ok: policies load and compile")
+	msg := "ok: policies load and compile"
+	if n := len(a.Warnings()); n > 0 {
+		msg += fmt.Sprintf(" (%d statement(s) can never apply)", n)
+	}
+	_, err := fmt.Fprintln(w, msg)
 	return err
 }
 

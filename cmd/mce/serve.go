@@ -362,6 +362,8 @@ func (s *serving) loadPolicies(ctx context.Context) (func(), error) {
 	az, err := authz.Load(ctx, authz.Config{
 		CredentialsFile: f.credentials, PoliciesFile: f.policies, RegoPaths: f.rego,
 		Region: f.region, Logger: log,
+		// A statement that can never apply is logged as a warning.
+		Targets: host.AuthzTargets(f.region, f.account),
 	})
 	if err != nil {
 		return nil, &exitError{code: 2, msg: err.Error()}
