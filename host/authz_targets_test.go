@@ -72,9 +72,9 @@ func targetMatches(pattern, resource string) bool {
 // check judges statements by) and the decisions mce makes in step: every
 // operation, second check, invocation and logs call is made once, and each
 // decision the authorizer logs is of an action and resource the table
-// holds; every pattern of every sagemaker: action is used. (The
-// asynchronous path, InvokeEndpointAsync and its input's s3:GetObject,
-// needs S3 and is left to its declaration in otherTargets.)
+// holds; every pattern of every sagemaker: and s3: action is used. (The
+// asynchronous path, InvokeEndpointAsync, needs S3 and is left to its
+// declaration in otherTargets; the s3: reads are made by CreateModel.)
 func TestAuthzTargetsCoverEveryDecision(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "creds.yaml"), []byte(`Credentials:
@@ -106,6 +106,15 @@ func TestAuthzTargetsCoverEveryDecision(t *testing.T) {
 	// Models, configurations and plain endpoints.
 	_, err = sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("m"), PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A")}})
 	must("CreateModel", err)
+	// Model data in S3: the caller's s3:GetObject on the object, and
+	// s3:ListBucket with s3:GetObject under a folder (s3reads.go).
+	_, err = sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("s3-object"), PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"),
+		ModelDataUrl: aws.String("s3://models/m.tar.gz")}})
+	must("CreateModel (S3 object)", err)
+	_, err = sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("s3-folder"), PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"),
+		ModelDataSource: &smtypes.ModelDataSource{S3DataSource: &smtypes.S3ModelDataSource{S3Uri: aws.String("s3://models/folder/"),
+			S3DataType: smtypes.S3ModelDataTypeS3Prefix, CompressionType: smtypes.ModelCompressionTypeNone}}}})
+	must("CreateModel (S3 folder)", err)
 	for _, c := range []string{"c1", "c2"} {
 		_, err = sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(c),
 			ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), ModelName: aws.String("m"),
@@ -234,7 +243,7 @@ func TestAuthzTargetsCoverEveryDecision(t *testing.T) {
 		t.Fatalf("only %d decisions logged", n)
 	}
 	for action, patterns := range targets {
-		if !strings.HasPrefix(action, "sagemaker:") || action == authz.ActionInvokeEndpointAsync {
+		if !(strings.HasPrefix(action, "sagemaker:") || strings.HasPrefix(action, "s3:")) || action == authz.ActionInvokeEndpointAsync {
 			continue
 		}
 		for _, p := range patterns {
