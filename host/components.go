@@ -241,143 +241,6 @@ func memTotalMiB() int64 {
 	return 0
 }
 
-// needs is what one copy of a component takes.
-type needs struct {
-	cpus      float64
-	memoryMiB int64
-	gpus      int
-}
-
-func needsOf(sp spec.InferenceComponentSpecification) needs {
-	var n needs
-	if r := sp.ComputeResourceRequirements; r != nil {
-		if r.NumberOfCpuCoresRequired != nil {
-			n.cpus = *r.NumberOfCpuCoresRequired
-		}
-		if r.MinMemoryRequiredInMb != nil {
-			n.memoryMiB = int64(*r.MinMemoryRequiredInMb)
-		}
-		if r.NumberOfAcceleratorDevicesRequired != nil {
-			n.gpus = int(*r.NumberOfAcceleratorDevicesRequired)
-		}
-	}
-	return n
-}
-
-// placement is the state placement decides on: what each instance of a
-// variant has left, and the machine's free GPUs.
-type placement struct {
-	cpus    []float64
-	mem     []int64
-	gpuSlot []int // GPUs an instance may still take (its type's count)
-	free    []string
-	limited bool // mem is known
-	machine InstanceCapacity
-	gpuType int // GPUs per instance of the type
-}
-
-// newPlacement computes what is left on an endpoint variant's instances
-// and on the machine, from every component's copies. The caller holds
-// s.ics.place.
-func (s *Server) newPlacement(ctx context.Context, endpoint, variant string, instances int, instanceType string) *placement {
-	m := s.capacity(ctx)
-	perType, all := spec.InstanceGPUCount(instanceType)
-	if all {
-		perType = len(m.GPUs)
-	}
-	p := &placement{machine: m, gpuType: perType, limited: m.MemoryMiB > 0}
-	for range instances {
-		p.cpus = append(p.cpus, m.CPUs)
-		p.mem = append(p.mem, m.MemoryMiB)
-		p.gpuSlot = append(p.gpuSlot, perType)
-	}
-	held := map[string]bool{}
-	for _, c := range s.ics.all() {
-		rec := c.record()
-		n := needsOf(rec.Spec)
-		same := strings.EqualFold(rec.EndpointName, endpoint) && rec.VariantName == variant
-		for _, cp := range rec.Copies {
-			for _, g := range cp.GPUs {
-				held[g] = true
-			}
-			if same && cp.Instance >= 0 && cp.Instance < instances {
-				p.cpus[cp.Instance] -= n.cpus
-				p.mem[cp.Instance] -= n.memoryMiB
-				p.gpuSlot[cp.Instance] -= len(cp.GPUs)
-			}
-		}
-	}
-	for _, g := range m.GPUs {
-		if !held[g] {
-			p.free = append(p.free, g)
-		}
-	}
-	return p
-}
-
-// take places one copy with n on the instance with the fewest copies
-// (counts) that fits, or with binpack on the first that fits (the
-// instances fill one after the other), or says what is short.
-func (p *placement) take(n needs, counts []int, binpack bool) (instance int, gpus []string, short string) {
-	order := make([]int, len(p.cpus))
-	for i := range order {
-		order[i] = i
-	}
-	if !binpack {
-		sort.SliceStable(order, func(a, b int) bool { return counts[order[a]] < counts[order[b]] })
-	}
-	for _, i := range order {
-		if n.cpus > 0 && p.cpus[i]+1e-9 < n.cpus {
-			continue
-		}
-		if p.limited && p.mem[i] < n.memoryMiB {
-			continue
-		}
-		if n.gpus > 0 && (p.gpuSlot[i] < n.gpus || len(p.free) < n.gpus) {
-			continue
-		}
-		p.cpus[i] -= n.cpus
-		p.mem[i] -= n.memoryMiB
-		p.gpuSlot[i] -= n.gpus
-		gpus = slices.Clone(p.free[:n.gpus])
-		p.free = p.free[n.gpus:]
-		counts[i]++
-		return i, gpus, ""
-	}
-	return -1, nil, p.shortage(n)
-}
-
-// shortage names what no instance has enough of.
-func (p *placement) shortage(n needs) string {
-	var maxCPU float64
-	var maxMem int64
-	maxSlot := 0
-	for i := range p.cpus {
-		maxCPU = max(maxCPU, p.cpus[i])
-		maxMem = max(maxMem, p.mem[i])
-		maxSlot = max(maxSlot, p.gpuSlot[i])
-	}
-	var short []string
-	if n.cpus > 0 && maxCPU+1e-9 < n.cpus {
-		short = append(short, fmt.Sprintf("CPU cores (a copy needs %s, an instance has at most %s free of %s)",
-			fmtNum(n.cpus), fmtNum(max(maxCPU, 0)), fmtNum(p.machine.CPUs)))
-	}
-	if p.limited && maxMem < n.memoryMiB {
-		short = append(short, fmt.Sprintf("memory (a copy needs %d MiB, an instance has at most %d MiB free of %d MiB)",
-			n.memoryMiB, max(maxMem, 0), p.machine.MemoryMiB))
-	}
-	if n.gpus > 0 && (maxSlot < n.gpus || len(p.free) < n.gpus) {
-		short = append(short, fmt.Sprintf("accelerator devices (a copy needs %d whole GPUs of its own; the instance type has %d per instance, %d of this machine's %d GPUs are free)",
-			n.gpus, p.gpuType, len(p.free), len(p.machine.GPUs)))
-	}
-	if len(short) == 0 {
-		return "capacity"
-	}
-	return strings.Join(short, ", ")
-}
-
-func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
 // copyPlan is the plan the Backend launches for one copy of a component
 // on host, the endpoint's variant.
 func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host spec.VariantPlan) spec.EndpointPlan {
@@ -463,43 +326,45 @@ func (s *Server) reconcileCopies(c *component) {
 		}
 	}
 	missing := rec.Desired - current
+	if why := variantOutOfBounds(v); why != "" && missing > 0 {
+		// Only a record of an older mce has such a variant (the API
+		// refuses it): the component fails, the rest of mce serves.
+		s.saveComponent(c, func(r *ComponentRecord) {
+			r.Status, r.FailureReason = StatusFailed, fmt.Sprintf("%d of %d copies of the inference component are running. %s", current, r.Desired, why)
+		})
+		log.Error().Int("instances", v.InstanceCount).Int("max_instances", v.MaxInstanceCount).Msg("inference component not placed: its variant's recorded instance count is out of bounds")
+		return
+	}
 	var placed []CopyRecord
 	short := ""
 	_, scheduled := s.copyScheduler()
-	if missing > 0 && scheduled {
-		// The engine's scheduler places them: only their numbers are mce's.
+	if missing > 0 {
 		s.ics.place.Lock()
 		next := s.nextCopyID(rec.EndpointName)
-		for range missing {
-			placed = append(placed, CopyRecord{ID: next, Instance: -1, SpecVersion: rec.SpecVersion})
-			next++
-		}
-		s.tookCopyIDs(rec.EndpointName, next-1)
-		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Copies = append(r.Copies, placed...)
-			r.LastCopyID = max(r.LastCopyID, next-1)
-		})
-		s.ics.place.Unlock()
-	} else if missing > 0 {
-		s.ics.place.Lock()
-		p := s.newPlacement(context.Background(), rec.EndpointName, rec.VariantName, v.InstanceCount, v.InstanceType)
-		counts := make([]int, v.InstanceCount)
-		for _, cp := range rec.Copies {
-			if cp.SpecVersion == rec.SpecVersion && cp.Instance < len(counts) {
-				counts[cp.Instance]++
+		if scheduled {
+			// The engine's scheduler places them: only their numbers are mce's.
+			for range missing {
+				placed = append(placed, CopyRecord{ID: next, Instance: -1, SpecVersion: rec.SpecVersion})
+				next++
 			}
-		}
-		n := needsOf(rec.Spec)
-		binpack := rec.Spec.PlacementStrategy() == spec.PlacementBinpack
-		next := s.nextCopyID(rec.EndpointName)
-		for range missing {
-			inst, gpus, why := p.take(n, counts, binpack)
-			if inst < 0 {
-				short = why
-				break
+		} else {
+			p := s.newPlacement(context.Background(), rec.EndpointName, rec.VariantName, v.InstanceCount, v.InstanceType)
+			for _, cp := range rec.Copies {
+				if cp.SpecVersion == rec.SpecVersion {
+					p.holds(cp.Instance)
+				}
 			}
-			placed = append(placed, CopyRecord{ID: next, Instance: inst, GPUs: gpus, SpecVersion: rec.SpecVersion})
-			next++
+			n := needsOf(rec.Spec)
+			binpack := rec.Spec.PlacementStrategy() == spec.PlacementBinpack
+			for range missing {
+				inst, gpus, why := p.take(n, binpack)
+				if inst < 0 {
+					short = why
+					break
+				}
+				placed = append(placed, CopyRecord{ID: next, Instance: inst, GPUs: gpus, SpecVersion: rec.SpecVersion})
+				next++
+			}
 		}
 		// Reserved in the record before the launch, so that placements
 		// of other components count them.

@@ -164,14 +164,8 @@ func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec
 		}
 		return nil
 	}
-	m := s.capacity(context.Background())
-	p := &placement{machine: m, limited: m.MemoryMiB > 0, cpus: []float64{m.CPUs}, mem: []int64{m.MemoryMiB}}
-	perType, all := spec.InstanceGPUCount(v.InstanceType)
-	if all {
-		perType = len(m.GPUs)
-	}
-	p.gpuType, p.gpuSlot, p.free = perType, []int{perType}, m.GPUs
-	if inst, _, short := p.take(needsOf(sp), []int{0}, false); inst < 0 {
+	p := emptyPlacement(s.capacity(context.Background()), 1, v.InstanceType)
+	if inst, _, short := p.take(needsOf(sp), false); inst < 0 {
 		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
 			v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
 	}
