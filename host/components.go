@@ -640,6 +640,7 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 		s.log.Error().Err(err).Msg("reading inference components from the state")
 		return nil
 	}
+	_, scheduled := s.copyScheduler()
 	var again []*component
 	for _, rec := range recs {
 		if rec.Status == StatusDeleting || s.reg.get(rec.EndpointName) == nil {
@@ -648,30 +649,48 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 		}
 		c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
 		s.ics.add(c)
-		configName := s.reg.get(rec.EndpointName).record().ConfigName
-		hv, _ := hostVariant(s.reg.get(rec.EndpointName), rec.VariantName)
-		var kept []CopyRecord
-		for _, cp := range rec.Copies {
-			l, err := s.cfg.Backend.Adopt(ctx, copyPlan(rec, configName, cp, hv), cp.ID)
-			if err != nil {
-				s.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Str("why", err.Error()).Msg("copy will be launched again")
-				continue
-			}
-			kept = append(kept, cp)
-			s.adoptCopy(c, cp.ID, l)
-		}
-		c.setRoute()
-		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Copies = kept
-			if r.Status == StatusCreating || r.Status == StatusUpdating {
-				r.Status = StatusUpdating
-			}
-		})
-		if rec.isAdapter() || len(kept) < rec.Desired || rec.Status != StatusInService {
-			again = append(again, c) // an adapter is staged and registered again
+		if s.recoverComponent(ctx, c, scheduled) {
+			again = append(again, c)
 		}
 	}
 	return again
+}
+
+// recoverComponent adopts the running copies of c's record; it reports
+// whether c has work left (copies to launch, an adapter to register). A
+// copy placed where this engine places none (another engine's record: on
+// Docker an instance of -1, which the Kubernetes engine writes, or one the
+// variant does not have) is not adopted but placed again; its container,
+// if any, goes with Reconcile.
+func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled bool) bool {
+	rec := c.record()
+	e := s.reg.get(rec.EndpointName)
+	configName := e.record().ConfigName
+	hv, _ := hostVariant(e, rec.VariantName)
+	var kept []CopyRecord
+	for _, cp := range rec.Copies {
+		if !scheduled && (cp.Instance < 0 || cp.Instance >= hv.InstanceCount) {
+			s.log.Warn().Str("inference_component", rec.Name).Int("copy", cp.ID).Int("instance", cp.Instance).
+				Msg("copy recorded on an instance this engine does not have (another engine's record); it will be placed again")
+			continue
+		}
+		l, err := s.cfg.Backend.Adopt(ctx, copyPlan(rec, configName, cp, hv), cp.ID)
+		if err != nil {
+			s.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Str("why", err.Error()).Msg("copy will be launched again")
+			continue
+		}
+		kept = append(kept, cp)
+		s.adoptCopy(c, cp.ID, l)
+	}
+	c.setRoute()
+	s.saveComponent(c, func(r *ComponentRecord) {
+		r.Copies = kept
+		if r.Status == StatusCreating || r.Status == StatusUpdating {
+			r.Status = StatusUpdating
+		}
+	})
+	// An adapter is staged and registered again.
+	return rec.isAdapter() || len(kept) < rec.Desired || rec.Status != StatusInService
 }
 
 // relaunchComponents places and launches the copies recoverComponents
