@@ -384,6 +384,17 @@ func (s *Server) reconcileCopies(c *component) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				// A panic (in the engine, or registering adapters) fails
+				// this copy, not mce: what it started goes.
+				if v := recover(); v != nil {
+					s.logPanic(v, "inference_component", c.name)
+					failMu.Lock()
+					failures = append(failures, errCopyPanicked)
+					failMu.Unlock()
+					s.removeCopies(c, []CopyRecord{cp})
+				}
+			}()
 			start := time.Now()
 			l, err := s.cfg.Backend.Launch(s.launchContext(c), copyPlan(rec, e.record().ConfigName, cp, v), cp.ID)
 			if err == nil && c.deleting.Load() {
@@ -471,6 +482,29 @@ func (s *Server) reconcileCopies(c *component) {
 		r.Status, r.FailureReason = StatusFailed, truncate(reason, maxFailureReason)
 	})
 	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
+}
+
+// errCopyPanicked is a copy's failure when its launch panicked: the value
+// and stack are in the log, not in a FailureReason.
+var errCopyPanicked = errors.New("mce met an internal error while launching a copy (its log has the details)")
+
+// reconcileLater reconciles c in the background, under c.ops. A panic
+// there leaves c Failed (componentPanicked), never mce down.
+func (s *Server) reconcileLater(c *component) {
+	s.backgroundOr(func() {
+		c.ops.Lock()
+		defer c.ops.Unlock()
+		s.reconcile(c)
+	}, func(v any) { s.componentPanicked(c, v) })
+}
+
+// componentPanicked reports a panic met while working on c: logged with
+// its stack, and c Failed with a reason that shows nothing of the inside.
+func (s *Server) componentPanicked(c *component, v any) {
+	s.logPanic(v, "inference_component", c.name)
+	s.saveComponent(c, func(r *ComponentRecord) {
+		r.Status, r.FailureReason = StatusFailed, "mce met an internal error while placing or launching the copies of this inference component (its log has the details); the other inference components and endpoints are not affected. Update the inference component to try again."
+	})
 }
 
 // adoptCopy makes a running copy take calls.
@@ -661,9 +695,16 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 // copy placed where this engine places none (another engine's record: on
 // Docker an instance of -1, which the Kubernetes engine writes, or one the
 // variant does not have) is not adopted but placed again; its container,
-// if any, goes with Reconcile.
-func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled bool) bool {
+// if any, goes with Reconcile. A panic leaves c Failed and the others
+// recovering.
+func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled bool) (again bool) {
 	rec := c.record()
+	defer func() {
+		if v := recover(); v != nil {
+			s.componentPanicked(c, v)
+			again = false
+		}
+	}()
 	e := s.reg.get(rec.EndpointName)
 	configName := e.record().ConfigName
 	hv, _ := hostVariant(e, rec.VariantName)
@@ -698,11 +739,7 @@ func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled b
 func (s *Server) relaunchComponents(cs []*component) {
 	for _, c := range cs {
 		s.saveComponent(c, func(r *ComponentRecord) { r.Status = StatusUpdating })
-		s.background(func() {
-			c.ops.Lock()
-			defer c.ops.Unlock()
-			s.reconcile(c)
-		})
+		s.reconcileLater(c)
 	}
 }
 

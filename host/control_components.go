@@ -263,11 +263,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 		return "", nil, err
 	}
 	c.setRoute()
-	s.background(func() {
-		c.ops.Lock()
-		defer c.ops.Unlock()
-		s.reconcile(c)
-	})
+	s.reconcileLater(c)
 	return arn, c, nil
 }
 
@@ -308,11 +304,7 @@ func (s *Server) createAdapter(ctx context.Context, in *spec.CreateInferenceComp
 		s.ics.remove(c)
 		return "", nil, err
 	}
-	s.background(func() {
-		c.ops.Lock()
-		defer c.ops.Unlock()
-		s.reconcile(c)
-	})
+	s.reconcileLater(c)
 	return arn, c, nil
 }
 
@@ -416,11 +408,7 @@ func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error 
 	if refused != nil {
 		return refused
 	}
-	s.background(func() {
-		c.ops.Lock()
-		defer c.ops.Unlock()
-		s.reconcile(c)
-	})
+	s.reconcileLater(c)
 	return nil
 }
 

@@ -184,11 +184,7 @@ func New(cfg Config) *Server {
 		if every <= 0 {
 			every = DefaultUsageInterval
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			uc.run(s.ctx, every)
-		}()
+		s.background(func() { uc.run(s.ctx, every) })
 	}
 	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version), newComponentCollector(s))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
