@@ -336,10 +336,16 @@ func (s *Server) reconcileCopies(c *component) {
 		return
 	}
 	var placed []CopyRecord
-	short := ""
+	short, limit := "", ""
 	_, scheduled := s.copyScheduler()
 	if missing > 0 {
 		s.ics.place.Lock()
+		// Each copy is a container: --max-containers counts it.
+		if room, ok := s.containerRoom(); ok && room < missing {
+			limit = fmt.Sprintf(" The copies left would pass the limit of %d containers of all endpoints and inference component copies together (mce serve --max-containers; %d in use).",
+				s.cfg.MaxContainers, s.cfg.MaxContainers-room)
+			missing = max(room, 0)
+		}
 		next := s.nextCopyID(rec.EndpointName)
 		if scheduled {
 			// The engine's scheduler places them: only their numbers are mce's.
@@ -470,6 +476,7 @@ func (s *Server) reconcileCopies(c *component) {
 		if short != "" {
 			reason += " The copies left could not be placed on the " + strconv.Itoa(v.InstanceCount) + " instance(s) of variant " + rec.VariantName + ": not enough " + short + "."
 		}
+		reason += limit
 		if unplaced != nil {
 			reason += " The copies left could not be placed: " + unplaced.Message
 		}
@@ -482,6 +489,25 @@ func (s *Server) reconcileCopies(c *component) {
 		r.Status, r.FailureReason = StatusFailed, truncate(reason, maxFailureReason)
 	})
 	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
+}
+
+// checkCopyCapacity refuses, with SageMaker's ResourceLimitExceeded, a
+// component (c; nil for a new one) asking for desired copies that would
+// pass Config.MaxContainers: a new specification's copies all start beside
+// the copies they replace; a new count adds what it asks beyond the copies
+// there are. Placement checks the limit again (reconcileCopies), so two
+// calls at once cannot both take the last room.
+func (s *Server) checkCopyCapacity(c *component, desired int, newSpec bool) error {
+	delta := desired
+	if c != nil && !newSpec {
+		rec := c.record()
+		for _, cp := range rec.Copies {
+			if cp.SpecVersion == rec.SpecVersion {
+				delta--
+			}
+		}
+	}
+	return s.checkCapacity(delta, nil)
 }
 
 // errCopyPanicked is a copy's failure when its launch panicked: the value

@@ -240,6 +240,9 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
 		return "", nil, err
 	}
+	if err := s.checkCopyCapacity(nil, int(*in.RuntimeConfig.CopyCount), true); err != nil {
+		return "", nil, err
+	}
 	if err := s.fitsOneInstance(sp, v); err != nil {
 		return "", nil, err
 	}
@@ -462,6 +465,13 @@ func (s *Server) updateComponent(in *updateComponentInput, baseDir string, also 
 			return nil, err
 		}
 	}
+	desired := rec.Desired
+	if in.RuntimeConfig != nil {
+		desired = int(*in.RuntimeConfig.CopyCount)
+	}
+	if err := s.checkCopyCapacity(c, desired, in.Specification != nil); err != nil {
+		return nil, err
+	}
 	if err := s.startUpdate(c, func(r *ComponentRecord) {
 		if in.Specification != nil {
 			r.Spec, r.Template, r.SpecVersion = *in.Specification, tpl, r.SpecVersion+1
@@ -542,6 +552,9 @@ func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponent
 	}
 	if rec := c.record(); rec.isAdapter() {
 		return nil, errAdapterCopies(rec)
+	}
+	if err := s.checkCopyCapacity(c, n, false); err != nil {
+		return nil, err
 	}
 	if err := s.startUpdate(c, func(r *ComponentRecord) { r.Desired = n }); err != nil {
 		return nil, err
