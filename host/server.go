@@ -43,7 +43,8 @@ type Config struct {
 	// at once; nil skips the check. *artifact.Fetcher implements it, and
 	// enforces the same rule again when the files are read.
 	ModelData ModelDataChecker
-	// MaxContainers caps the containers of all endpoints together
+	// MaxContainers caps the containers of all endpoints and inference
+	// component copies (one container each) together
 	// (ResourceLimitExceeded beyond it); 0 means no cap.
 	MaxContainers int
 	// Authz authenticates callers and applies policies; nil allows all.
