@@ -721,8 +721,8 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 // copy placed where this engine places none (another engine's record: on
 // Docker an instance of -1, which the Kubernetes engine writes, or one the
 // variant does not have) is not adopted but placed again; its container,
-// if any, goes with Reconcile. A panic leaves c Failed and the others
-// recovering.
+// if any, goes with Reconcile. (Without the variant, reconcile says so and
+// places nothing.) A panic leaves c Failed and the others recovering.
 func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled bool) (again bool) {
 	rec := c.record()
 	defer func() {
@@ -733,10 +733,10 @@ func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled b
 	}()
 	e := s.reg.get(rec.EndpointName)
 	configName := e.record().ConfigName
-	hv, _ := hostVariant(e, rec.VariantName)
+	hv, found := hostVariant(e, rec.VariantName)
 	var kept []CopyRecord
 	for _, cp := range rec.Copies {
-		if !scheduled && (cp.Instance < 0 || cp.Instance >= hv.InstanceCount) {
+		if found && !scheduled && (cp.Instance < 0 || cp.Instance >= hv.InstanceCount) {
 			s.log.Warn().Str("inference_component", rec.Name).Int("copy", cp.ID).Int("instance", cp.Instance).
 				Msg("copy recorded on an instance this engine does not have (another engine's record); it will be placed again")
 			continue
