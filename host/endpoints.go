@@ -171,11 +171,10 @@ func (s *Server) endpointPanicked(e *Endpoint, v any) {
 	serving := e.route.Load() != nil
 	s.save(e, func(r *EndpointRecord) {
 		r.Pending, r.Desired = "", nil
-		r.Status = StatusFailed
+		r.Status, r.FailureReason = StatusFailed, "mce met an internal error while changing this endpoint (its log has the details)."
 		if serving {
-			r.Status = StatusInService
+			r.Status, r.FailureReason = StatusInService, "mce met an internal error while changing this endpoint (its log has the details); what ran before keeps serving."
 		}
-		r.FailureReason = "mce met an internal error while changing this endpoint (its log has the details); what ran before keeps serving."
 	})
 }
 
