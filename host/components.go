@@ -241,143 +241,6 @@ func memTotalMiB() int64 {
 	return 0
 }
 
-// needs is what one copy of a component takes.
-type needs struct {
-	cpus      float64
-	memoryMiB int64
-	gpus      int
-}
-
-func needsOf(sp spec.InferenceComponentSpecification) needs {
-	var n needs
-	if r := sp.ComputeResourceRequirements; r != nil {
-		if r.NumberOfCpuCoresRequired != nil {
-			n.cpus = *r.NumberOfCpuCoresRequired
-		}
-		if r.MinMemoryRequiredInMb != nil {
-			n.memoryMiB = int64(*r.MinMemoryRequiredInMb)
-		}
-		if r.NumberOfAcceleratorDevicesRequired != nil {
-			n.gpus = int(*r.NumberOfAcceleratorDevicesRequired)
-		}
-	}
-	return n
-}
-
-// placement is the state placement decides on: what each instance of a
-// variant has left, and the machine's free GPUs.
-type placement struct {
-	cpus    []float64
-	mem     []int64
-	gpuSlot []int // GPUs an instance may still take (its type's count)
-	free    []string
-	limited bool // mem is known
-	machine InstanceCapacity
-	gpuType int // GPUs per instance of the type
-}
-
-// newPlacement computes what is left on an endpoint variant's instances
-// and on the machine, from every component's copies. The caller holds
-// s.ics.place.
-func (s *Server) newPlacement(ctx context.Context, endpoint, variant string, instances int, instanceType string) *placement {
-	m := s.capacity(ctx)
-	perType, all := spec.InstanceGPUCount(instanceType)
-	if all {
-		perType = len(m.GPUs)
-	}
-	p := &placement{machine: m, gpuType: perType, limited: m.MemoryMiB > 0}
-	for range instances {
-		p.cpus = append(p.cpus, m.CPUs)
-		p.mem = append(p.mem, m.MemoryMiB)
-		p.gpuSlot = append(p.gpuSlot, perType)
-	}
-	held := map[string]bool{}
-	for _, c := range s.ics.all() {
-		rec := c.record()
-		n := needsOf(rec.Spec)
-		same := strings.EqualFold(rec.EndpointName, endpoint) && rec.VariantName == variant
-		for _, cp := range rec.Copies {
-			for _, g := range cp.GPUs {
-				held[g] = true
-			}
-			if same && cp.Instance >= 0 && cp.Instance < instances {
-				p.cpus[cp.Instance] -= n.cpus
-				p.mem[cp.Instance] -= n.memoryMiB
-				p.gpuSlot[cp.Instance] -= len(cp.GPUs)
-			}
-		}
-	}
-	for _, g := range m.GPUs {
-		if !held[g] {
-			p.free = append(p.free, g)
-		}
-	}
-	return p
-}
-
-// take places one copy with n on the instance with the fewest copies
-// (counts) that fits, or with binpack on the first that fits (the
-// instances fill one after the other), or says what is short.
-func (p *placement) take(n needs, counts []int, binpack bool) (instance int, gpus []string, short string) {
-	order := make([]int, len(p.cpus))
-	for i := range order {
-		order[i] = i
-	}
-	if !binpack {
-		sort.SliceStable(order, func(a, b int) bool { return counts[order[a]] < counts[order[b]] })
-	}
-	for _, i := range order {
-		if n.cpus > 0 && p.cpus[i]+1e-9 < n.cpus {
-			continue
-		}
-		if p.limited && p.mem[i] < n.memoryMiB {
-			continue
-		}
-		if n.gpus > 0 && (p.gpuSlot[i] < n.gpus || len(p.free) < n.gpus) {
-			continue
-		}
-		p.cpus[i] -= n.cpus
-		p.mem[i] -= n.memoryMiB
-		p.gpuSlot[i] -= n.gpus
-		gpus = slices.Clone(p.free[:n.gpus])
-		p.free = p.free[n.gpus:]
-		counts[i]++
-		return i, gpus, ""
-	}
-	return -1, nil, p.shortage(n)
-}
-
-// shortage names what no instance has enough of.
-func (p *placement) shortage(n needs) string {
-	var maxCPU float64
-	var maxMem int64
-	maxSlot := 0
-	for i := range p.cpus {
-		maxCPU = max(maxCPU, p.cpus[i])
-		maxMem = max(maxMem, p.mem[i])
-		maxSlot = max(maxSlot, p.gpuSlot[i])
-	}
-	var short []string
-	if n.cpus > 0 && maxCPU+1e-9 < n.cpus {
-		short = append(short, fmt.Sprintf("CPU cores (a copy needs %s, an instance has at most %s free of %s)",
-			fmtNum(n.cpus), fmtNum(max(maxCPU, 0)), fmtNum(p.machine.CPUs)))
-	}
-	if p.limited && maxMem < n.memoryMiB {
-		short = append(short, fmt.Sprintf("memory (a copy needs %d MiB, an instance has at most %d MiB free of %d MiB)",
-			n.memoryMiB, max(maxMem, 0), p.machine.MemoryMiB))
-	}
-	if n.gpus > 0 && (maxSlot < n.gpus || len(p.free) < n.gpus) {
-		short = append(short, fmt.Sprintf("accelerator devices (a copy needs %d whole GPUs of its own; the instance type has %d per instance, %d of this machine's %d GPUs are free)",
-			n.gpus, p.gpuType, len(p.free), len(p.machine.GPUs)))
-	}
-	if len(short) == 0 {
-		return "capacity"
-	}
-	return strings.Join(short, ", ")
-}
-
-func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-
 // copyPlan is the plan the Backend launches for one copy of a component
 // on host, the endpoint's variant.
 func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host spec.VariantPlan) spec.EndpointPlan {
@@ -463,43 +326,51 @@ func (s *Server) reconcileCopies(c *component) {
 		}
 	}
 	missing := rec.Desired - current
-	var placed []CopyRecord
-	short := ""
-	_, scheduled := s.copyScheduler()
-	if missing > 0 && scheduled {
-		// The engine's scheduler places them: only their numbers are mce's.
-		s.ics.place.Lock()
-		next := s.nextCopyID(rec.EndpointName)
-		for range missing {
-			placed = append(placed, CopyRecord{ID: next, Instance: -1, SpecVersion: rec.SpecVersion})
-			next++
-		}
-		s.tookCopyIDs(rec.EndpointName, next-1)
+	if why := variantOutOfBounds(v); why != "" && missing > 0 {
+		// Only a record of an older mce has such a variant (the API
+		// refuses it): the component fails, the rest of mce serves.
 		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Copies = append(r.Copies, placed...)
-			r.LastCopyID = max(r.LastCopyID, next-1)
+			r.Status, r.FailureReason = StatusFailed, fmt.Sprintf("%d of %d copies of the inference component are running. %s", current, r.Desired, why)
 		})
-		s.ics.place.Unlock()
-	} else if missing > 0 {
+		log.Error().Int("instances", v.InstanceCount).Int("max_instances", v.MaxInstanceCount).Msg("inference component not placed: its variant's recorded instance count is out of bounds")
+		return
+	}
+	var placed []CopyRecord
+	short, limit := "", ""
+	_, scheduled := s.copyScheduler()
+	if missing > 0 {
 		s.ics.place.Lock()
-		p := s.newPlacement(context.Background(), rec.EndpointName, rec.VariantName, v.InstanceCount, v.InstanceType)
-		counts := make([]int, v.InstanceCount)
-		for _, cp := range rec.Copies {
-			if cp.SpecVersion == rec.SpecVersion && cp.Instance < len(counts) {
-				counts[cp.Instance]++
-			}
+		// Each copy is a container: --max-containers counts it.
+		if room, ok := s.containerRoom(); ok && room < missing {
+			limit = fmt.Sprintf(" The copies left would pass the limit of %d containers of all endpoints and inference component copies together (mce serve --max-containers; %d in use).",
+				s.cfg.MaxContainers, s.cfg.MaxContainers-room)
+			missing = max(room, 0)
 		}
-		n := needsOf(rec.Spec)
-		binpack := rec.Spec.PlacementStrategy() == spec.PlacementBinpack
 		next := s.nextCopyID(rec.EndpointName)
-		for range missing {
-			inst, gpus, why := p.take(n, counts, binpack)
-			if inst < 0 {
-				short = why
-				break
+		if scheduled {
+			// The engine's scheduler places them: only their numbers are mce's.
+			for range missing {
+				placed = append(placed, CopyRecord{ID: next, Instance: -1, SpecVersion: rec.SpecVersion})
+				next++
 			}
-			placed = append(placed, CopyRecord{ID: next, Instance: inst, GPUs: gpus, SpecVersion: rec.SpecVersion})
-			next++
+		} else {
+			p := s.newPlacement(context.Background(), rec.EndpointName, rec.VariantName, v.InstanceCount, v.InstanceType)
+			for _, cp := range rec.Copies {
+				if cp.SpecVersion == rec.SpecVersion {
+					p.holds(cp.Instance)
+				}
+			}
+			n := needsOf(rec.Spec)
+			binpack := rec.Spec.PlacementStrategy() == spec.PlacementBinpack
+			for range missing {
+				inst, gpus, why := p.take(n, binpack)
+				if inst < 0 {
+					short = why
+					break
+				}
+				placed = append(placed, CopyRecord{ID: next, Instance: inst, GPUs: gpus, SpecVersion: rec.SpecVersion})
+				next++
+			}
 		}
 		// Reserved in the record before the launch, so that placements
 		// of other components count them.
@@ -519,6 +390,17 @@ func (s *Server) reconcileCopies(c *component) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				// A panic (in the engine, or registering adapters) fails
+				// this copy, not mce: what it started goes.
+				if v := recover(); v != nil {
+					s.logPanic(v, "inference_component", c.name)
+					failMu.Lock()
+					failures = append(failures, errCopyPanicked)
+					failMu.Unlock()
+					s.removeCopies(c, []CopyRecord{cp})
+				}
+			}()
 			start := time.Now()
 			l, err := s.cfg.Backend.Launch(s.launchContext(c), copyPlan(rec, e.record().ConfigName, cp, v), cp.ID)
 			if err == nil && c.deleting.Load() {
@@ -594,6 +476,7 @@ func (s *Server) reconcileCopies(c *component) {
 		if short != "" {
 			reason += " The copies left could not be placed on the " + strconv.Itoa(v.InstanceCount) + " instance(s) of variant " + rec.VariantName + ": not enough " + short + "."
 		}
+		reason += limit
 		if unplaced != nil {
 			reason += " The copies left could not be placed: " + unplaced.Message
 		}
@@ -606,6 +489,48 @@ func (s *Server) reconcileCopies(c *component) {
 		r.Status, r.FailureReason = StatusFailed, truncate(reason, maxFailureReason)
 	})
 	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
+}
+
+// checkCopyCapacity refuses, with SageMaker's ResourceLimitExceeded, a
+// component (c; nil for a new one) asking for desired copies that would
+// pass Config.MaxContainers: a new specification's copies all start beside
+// the copies they replace; a new count adds what it asks beyond the copies
+// there are. Placement checks the limit again (reconcileCopies), so two
+// calls at once cannot both take the last room.
+func (s *Server) checkCopyCapacity(c *component, desired int, newSpec bool) error {
+	delta := desired
+	if c != nil && !newSpec {
+		rec := c.record()
+		for _, cp := range rec.Copies {
+			if cp.SpecVersion == rec.SpecVersion {
+				delta--
+			}
+		}
+	}
+	return s.checkCapacity(delta, nil)
+}
+
+// errCopyPanicked is a copy's failure when its launch panicked: the value
+// and stack are in the log, not in a FailureReason.
+var errCopyPanicked = errors.New("mce met an internal error while launching a copy (its log has the details)")
+
+// reconcileLater reconciles c in the background, under c.ops. A panic
+// there leaves c Failed (componentPanicked), never mce down.
+func (s *Server) reconcileLater(c *component) {
+	s.backgroundOr(func() {
+		c.ops.Lock()
+		defer c.ops.Unlock()
+		s.reconcile(c)
+	}, func(v any) { s.componentPanicked(c, v) })
+}
+
+// componentPanicked reports a panic met while working on c: logged with
+// its stack, and c Failed with a reason that shows nothing of the inside.
+func (s *Server) componentPanicked(c *component, v any) {
+	s.logPanic(v, "inference_component", c.name)
+	s.saveComponent(c, func(r *ComponentRecord) {
+		r.Status, r.FailureReason = StatusFailed, "mce met an internal error while placing or launching the copies of this inference component (its log has the details); the other inference components and endpoints are not affected. Update the inference component to try again."
+	})
 }
 
 // adoptCopy makes a running copy take calls.
@@ -775,6 +700,7 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 		s.log.Error().Err(err).Msg("reading inference components from the state")
 		return nil
 	}
+	_, scheduled := s.copyScheduler()
 	var again []*component
 	for _, rec := range recs {
 		if rec.Status == StatusDeleting || s.reg.get(rec.EndpointName) == nil {
@@ -783,30 +709,55 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 		}
 		c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
 		s.ics.add(c)
-		configName := s.reg.get(rec.EndpointName).record().ConfigName
-		hv, _ := hostVariant(s.reg.get(rec.EndpointName), rec.VariantName)
-		var kept []CopyRecord
-		for _, cp := range rec.Copies {
-			l, err := s.cfg.Backend.Adopt(ctx, copyPlan(rec, configName, cp, hv), cp.ID)
-			if err != nil {
-				s.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Str("why", err.Error()).Msg("copy will be launched again")
-				continue
-			}
-			kept = append(kept, cp)
-			s.adoptCopy(c, cp.ID, l)
-		}
-		c.setRoute()
-		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Copies = kept
-			if r.Status == StatusCreating || r.Status == StatusUpdating {
-				r.Status = StatusUpdating
-			}
-		})
-		if rec.isAdapter() || len(kept) < rec.Desired || rec.Status != StatusInService {
-			again = append(again, c) // an adapter is staged and registered again
+		if s.recoverComponent(ctx, c, scheduled) {
+			again = append(again, c)
 		}
 	}
 	return again
+}
+
+// recoverComponent adopts the running copies of c's record; it reports
+// whether c has work left (copies to launch, an adapter to register). A
+// copy placed where this engine places none (another engine's record: on
+// Docker an instance of -1, which the Kubernetes engine writes, or one the
+// variant does not have) is not adopted but placed again; its container,
+// if any, goes with Reconcile. (Without the variant, reconcile says so and
+// places nothing.) A panic leaves c Failed and the others recovering.
+func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled bool) (again bool) {
+	rec := c.record()
+	defer func() {
+		if v := recover(); v != nil {
+			s.componentPanicked(c, v)
+			again = false
+		}
+	}()
+	e := s.reg.get(rec.EndpointName)
+	configName := e.record().ConfigName
+	hv, found := hostVariant(e, rec.VariantName)
+	var kept []CopyRecord
+	for _, cp := range rec.Copies {
+		if found && !scheduled && (cp.Instance < 0 || cp.Instance >= hv.InstanceCount) {
+			s.log.Warn().Str("inference_component", rec.Name).Int("copy", cp.ID).Int("instance", cp.Instance).
+				Msg("copy recorded on an instance this engine does not have (another engine's record); it will be placed again")
+			continue
+		}
+		l, err := s.cfg.Backend.Adopt(ctx, copyPlan(rec, configName, cp, hv), cp.ID)
+		if err != nil {
+			s.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Str("why", err.Error()).Msg("copy will be launched again")
+			continue
+		}
+		kept = append(kept, cp)
+		s.adoptCopy(c, cp.ID, l)
+	}
+	c.setRoute()
+	s.saveComponent(c, func(r *ComponentRecord) {
+		r.Copies = kept
+		if r.Status == StatusCreating || r.Status == StatusUpdating {
+			r.Status = StatusUpdating
+		}
+	})
+	// An adapter is staged and registered again.
+	return rec.isAdapter() || len(kept) < rec.Desired || rec.Status != StatusInService
 }
 
 // relaunchComponents places and launches the copies recoverComponents
@@ -814,11 +765,7 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 func (s *Server) relaunchComponents(cs []*component) {
 	for _, c := range cs {
 		s.saveComponent(c, func(r *ComponentRecord) { r.Status = StatusUpdating })
-		s.background(func() {
-			c.ops.Lock()
-			defer c.ops.Unlock()
-			s.reconcile(c)
-		})
+		s.reconcileLater(c)
 	}
 }
 

@@ -164,14 +164,8 @@ func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec
 		}
 		return nil
 	}
-	m := s.capacity(context.Background())
-	p := &placement{machine: m, limited: m.MemoryMiB > 0, cpus: []float64{m.CPUs}, mem: []int64{m.MemoryMiB}}
-	perType, all := spec.InstanceGPUCount(v.InstanceType)
-	if all {
-		perType = len(m.GPUs)
-	}
-	p.gpuType, p.gpuSlot, p.free = perType, []int{perType}, m.GPUs
-	if inst, _, short := p.take(needsOf(sp), []int{0}, false); inst < 0 {
+	p := emptyPlacement(s.capacity(context.Background()), 1, v.InstanceType)
+	if inst, _, short := p.take(needsOf(sp), false); inst < 0 {
 		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
 			v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
 	}
@@ -260,6 +254,9 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
 		return "", nil, err
 	}
+	if err := s.checkCopyCapacity(nil, int(*in.RuntimeConfig.CopyCount), true); err != nil {
+		return "", nil, err
+	}
 	if err := s.fitsOneInstance(sp, v); err != nil {
 		return "", nil, err
 	}
@@ -279,11 +276,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 		return "", nil, err
 	}
 	c.setRoute()
-	s.background(func() {
-		c.ops.Lock()
-		defer c.ops.Unlock()
-		s.reconcile(c)
-	})
+	s.reconcileLater(c)
 	return arn, c, nil
 }
 
@@ -323,11 +316,7 @@ func (s *Server) createAdapter(ctx context.Context, e *Endpoint, in *spec.Create
 	}); err != nil {
 		return "", nil, err
 	}
-	s.background(func() {
-		c.ops.Lock()
-		defer c.ops.Unlock()
-		s.reconcile(c)
-	})
+	s.reconcileLater(c)
 	return arn, c, nil
 }
 
@@ -463,11 +452,7 @@ func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error 
 	if refused != nil {
 		return refused
 	}
-	s.background(func() {
-		c.ops.Lock()
-		defer c.ops.Unlock()
-		s.reconcile(c)
-	})
+	s.reconcileLater(c)
 	return nil
 }
 
@@ -523,6 +508,13 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 		if tpl, err = s.template(rec.Name, *in.Specification, v, baseDir); err != nil {
 			return nil, err
 		}
+	}
+	desired := rec.Desired
+	if in.RuntimeConfig != nil {
+		desired = int(*in.RuntimeConfig.CopyCount)
+	}
+	if err := s.checkCopyCapacity(c, desired, in.Specification != nil); err != nil {
+		return nil, err
 	}
 	if err := s.startUpdate(c, func(r *ComponentRecord) {
 		if in.Specification != nil {
@@ -640,6 +632,9 @@ func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponent
 	}
 	if rec := c.record(); rec.isAdapter() {
 		return nil, errAdapterCopies(rec)
+	}
+	if err := s.checkCopyCapacity(c, n, false); err != nil {
+		return nil, err
 	}
 	if err := s.startUpdate(c, func(r *ComponentRecord) { r.Desired = n }); err != nil {
 		return nil, err

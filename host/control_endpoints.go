@@ -252,6 +252,9 @@ func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeigh
 			if *d.DesiredInstanceCount < 1 {
 				return nil, validationException("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.%d.member.desiredInstanceCount' failed to satisfy constraint: Member must have value greater than or equal to 1", *d.DesiredInstanceCount, i+1)
 			}
+			if *d.DesiredInstanceCount > spec.MaxInstances {
+				return nil, validationException("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.%d.member.desiredInstanceCount' failed to satisfy constraint: Member must have value less than or equal to %d", *d.DesiredInstanceCount, i+1, spec.MaxInstances)
+			}
 			t.Count = *d.DesiredInstanceCount
 		}
 		targets[d.VariantName] = t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -127,17 +128,64 @@ func (s *Server) startEndpoint(plan spec.EndpointPlan, configName string, tags [
 		s.reg.remove(e)
 		return nil, err
 	}
-	s.background(func() { s.runLaunch(e, rec.Plan, rec.Generation, StatusCreating) })
+	s.backgroundOr(func() { s.runLaunch(e, rec.Plan, rec.Generation, StatusCreating) }, func(v any) { s.endpointPanicked(e, v) })
 	return e, nil
 }
 
 // background runs fn as part of the server's lifetime (Close waits for it).
-func (s *Server) background(fn func()) {
+// A panic in fn is recovered and logged with its stack: one operation that
+// goes wrong never takes mce, and every endpoint it serves, down.
+func (s *Server) background(fn func()) { s.backgroundOr(fn, nil) }
+
+// backgroundOr is background that also hands a panic's value to failed
+// (when not nil), to report it on what fn worked on.
+func (s *Server) backgroundOr(fn func(), failed func(v any)) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if failed == nil {
+				s.logPanic(v)
+				return
+			}
+			defer func() {
+				if v := recover(); v != nil { // reporting it went wrong too
+					s.logPanic(v)
+				}
+			}()
+			failed(v)
+		}()
 		fn()
 	}()
+}
+
+// endpointPanicked reports a panic met while working on e: logged with its
+// stack; e goes on serving what it ran before, with a FailureReason, or is
+// Failed when it runs nothing.
+func (s *Server) endpointPanicked(e *Endpoint, v any) {
+	s.logPanic(v, "endpoint", e.name)
+	serving := e.route.Load() != nil
+	s.save(e, func(r *EndpointRecord) {
+		r.Pending, r.Desired = "", nil
+		r.Status, r.FailureReason = StatusFailed, "mce met an internal error while changing this endpoint (its log has the details)."
+		if serving {
+			r.Status, r.FailureReason = StatusInService, "mce met an internal error while changing this endpoint (its log has the details); what ran before keeps serving."
+		}
+	})
+}
+
+// logPanic logs a recovered panic's value and stack at error level, with
+// the resource it hit (key, value pairs).
+func (s *Server) logPanic(v any, kv ...string) {
+	ev := s.log.Error().Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack()))
+	for i := 0; i+1 < len(kv); i += 2 {
+		ev = ev.Str(kv[i], kv[i+1])
+	}
+	ev.Msg("internal error recovered in background work; mce keeps serving")
 }
 
 // runLaunch launches generation gen of the plan and puts the endpoint in
@@ -280,7 +328,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 	}, func(r *EndpointRecord) { r.Status, r.Pending = StatusUpdating, configName }); err != nil {
 		return err
 	}
-	s.background(func() {
+	s.backgroundOr(func() {
 		e.ops.Lock()
 		defer e.ops.Unlock()
 		if e.deleting.Load() {
@@ -359,7 +407,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName 
 			}
 		}
 		log.Info().Int("generation", gen).Str("config", configName).Msg("endpoint updated")
-	})
+	}, func(v any) { s.endpointPanicked(e, v) })
 	return nil
 }
 
@@ -395,7 +443,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 	}, func(r *EndpointRecord) { r.Status, r.Desired = StatusUpdating, targets }); err != nil {
 		return err
 	}
-	s.background(func() {
+	s.backgroundOr(func() {
 		e.ops.Lock()
 		defer e.ops.Unlock()
 		// What to scale, read in one step with the deletion flag: a
@@ -459,7 +507,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 				r.FailureReason = truncate("Updating weights and capacities failed: "+redactPaths(err.Error()), 1024)
 			}
 		})
-	})
+	}, func(v any) { s.endpointPanicked(e, v) })
 	return nil
 }
 

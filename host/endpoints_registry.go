@@ -126,17 +126,42 @@ func planContainers(p spec.EndpointPlan) int {
 	return n
 }
 
-// checkCapacity enforces Config.MaxContainers across all endpoints.
-func (s *Server) checkCapacity(delta int, except *Endpoint) error {
-	if s.cfg.MaxContainers <= 0 {
-		return nil
-	}
+// containersInUse counts the containers that count against
+// Config.MaxContainers: every endpoint's that has not failed, and every
+// inference component copy placed (launching or running), each one
+// container. except's own are left out.
+func (s *Server) containersInUse(except *Endpoint) int {
 	used := 0
 	for _, e := range s.reg.all() {
 		if e != except && e.Status() != StatusFailed {
 			used += planContainers(e.record().Plan)
 		}
 	}
+	for _, c := range s.ics.all() {
+		c.mu.Lock()
+		used += len(c.rec.Copies)
+		c.mu.Unlock()
+	}
+	return used
+}
+
+// containerRoom is how many more containers Config.MaxContainers allows;
+// ok is false when there is no limit.
+func (s *Server) containerRoom() (room int, ok bool) {
+	if s.cfg.MaxContainers <= 0 {
+		return 0, false
+	}
+	return s.cfg.MaxContainers - s.containersInUse(nil), true
+}
+
+// checkCapacity enforces Config.MaxContainers across all endpoints and
+// inference component copies: delta more containers are refused with
+// SageMaker's ResourceLimitExceeded when they would pass it.
+func (s *Server) checkCapacity(delta int, except *Endpoint) error {
+	if s.cfg.MaxContainers <= 0 || delta <= 0 {
+		return nil
+	}
+	used := s.containersInUse(except)
 	if used+delta > s.cfg.MaxContainers {
 		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
 			"The account-level service limit 'total containers across all endpoints' is %d Containers, with current utilization of %d Containers and a request delta of %d Containers. Start mce with a higher --max-containers to raise it.",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -67,6 +68,23 @@ func updatable(rec EndpointRecord) error {
 	return nil
 }
 
+// planOutOfBounds says why an endpoint's recorded plan is not launched
+// again: a variant of containers with more instances than
+// spec.MaxInstances. An endpoint for inference components runs nothing of
+// its own; its components fail instead (variantOutOfBounds).
+func planOutOfBounds(p spec.EndpointPlan) string {
+	if p.HostsComponents() {
+		return ""
+	}
+	for _, v := range p.Variants {
+		if v.InstanceCount > spec.MaxInstances {
+			return fmt.Sprintf("Variant %s has %d instances in its recorded configuration; mce runs 1 to %d instances per variant. Update the endpoint to a configuration within that limit.",
+				v.Name, v.InstanceCount, spec.MaxInstances)
+		}
+	}
+	return ""
+}
+
 // Recover brings back every endpoint of the durable state after a restart:
 // containers an earlier run left running are adopted when they match and
 // answer /ping; everything else that runs is removed; endpoints that could not
@@ -88,6 +106,17 @@ func (s *Server) Recover(ctx context.Context) error {
 		case StatusUpdating:
 			rec.Pending, rec.Desired, rec.Status = "", nil, StatusInService
 			rec.FailureReason = "An update was interrupted by a restart of mce; the endpoint kept its previous configuration."
+		}
+		if why := planOutOfBounds(rec.Plan); why != "" {
+			// A record of an older mce, which accepted any count: its
+			// containers are neither adopted nor launched (one per
+			// instance); those running go with Reconcile.
+			rec.Status, rec.FailureReason = StatusFailed, why
+			e := s.newEndpoint(rec)
+			s.reg.add(e)
+			s.save(e, func(r *EndpointRecord) { *r = rec })
+			s.log.Error().Str("endpoint", rec.Name).Msg("endpoint not recovered: " + why)
+			continue
 		}
 		e := s.newEndpoint(rec)
 		s.reg.add(e)
@@ -114,7 +143,7 @@ func (s *Server) Recover(ctx context.Context) error {
 		}
 		gen := rec.Generation + 1
 		s.save(e, func(r *EndpointRecord) { r.Status, r.Generation = from, gen })
-		s.background(func() { s.runLaunch(e, rec.Plan, gen, from) })
+		s.backgroundOr(func() { s.runLaunch(e, rec.Plan, gen, from) }, func(v any) { s.endpointPanicked(e, v) })
 	}
 	return s.recoverAsync()
 }

@@ -43,7 +43,8 @@ type Config struct {
 	// at once; nil skips the check. *artifact.Fetcher implements it, and
 	// enforces the same rule again when the files are read.
 	ModelData ModelDataChecker
-	// MaxContainers caps the containers of all endpoints together
+	// MaxContainers caps the containers of all endpoints and inference
+	// component copies (one container each) together
 	// (ResourceLimitExceeded beyond it); 0 means no cap.
 	MaxContainers int
 	// Authz authenticates callers and applies policies; nil allows all.
@@ -184,11 +185,7 @@ func New(cfg Config) *Server {
 		if every <= 0 {
 			every = DefaultUsageInterval
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			uc.run(s.ctx, every)
-		}()
+		s.background(func() { uc.run(s.ctx, every) })
 	}
 	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version), newComponentCollector(s))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{

@@ -112,7 +112,7 @@ naming the container and the cause.`,
 	fl.Int64Var(&f.pidsLimit, "pids-limit", 0, "the most processes and threads each model container may run; 0 for 4096 or 64 per CPU core, whichever is more; -1 for no limit")
 	fl.DurationVar(&f.drain, "drain", 30*time.Second, "how long shutdown waits for requests in flight")
 	fl.StringVar(&f.s3Endpoint, "s3-endpoint", "", "endpoint URL of an S3-compatible store for s3:// model data (e.g. http://127.0.0.1:9000)")
-	fl.IntVar(&f.maxContainers, "max-containers", 200, "the most containers all endpoints may run together (ResourceLimitExceeded beyond); 0 for no limit")
+	fl.IntVar(&f.maxContainers, "max-containers", 200, "the most containers all endpoints and inference component copies (one container each) may run together (ResourceLimitExceeded beyond); 0 for no limit")
 	fl.StringVar(&f.credentials, "credentials", "", "credentials file: access keys -> principals and their IAM policies (SigV4 is verified when set)")
 	fl.StringVar(&f.policies, "policies", "", "policies file: named IAM policies and their attachments")
 	fl.StringArrayVar(&f.rego, "rego", nil, "custom Rego module file or folder (package mce.custom); repeatable")

@@ -8,6 +8,20 @@ import (
 	"github.com/mce-run/mce/internal/wire"
 )
 
+// MaxInstances bounds the instances of one production variant:
+// InitialInstanceCount, ManagedInstanceScaling's MinInstanceCount and
+// MaxInstanceCount, and UpdateEndpointWeightsAndCapacities'
+// DesiredInstanceCount. SageMaker's API reference gives these members only a
+// minimum; what bounds them there is the account's quotas of instances for
+// endpoint usage (in the tens by default, raised on request), refused as
+// ResourceLimitExceeded. mce has no quotas to ask, so it takes one fixed
+// bound, far above what one machine runs and above SageMaker's default
+// quotas, and refuses more when the configuration is created: nothing
+// downstream (instances launched on Docker, nodes allowed on Kubernetes,
+// placement of inference-component copies) then sees a count it would
+// have to hold in memory.
+const MaxInstances = 100
+
 // Routing strategies of RoutingConfig.
 const (
 	RoutingLeastOutstanding = "LEAST_OUTSTANDING_REQUESTS"
@@ -89,7 +103,7 @@ func checkVariant(c *checker, p string, v *ProductionVariant) {
 	// ModelName is optional: a variant without one hosts inference
 	// components (checkComponentVariants).
 	c.str(p+".modelName", v.ModelName, maxNameLen, modelNameRe, modelNamePattern)
-	c.intRange(p+".initialInstanceCount", v.InitialInstanceCount, 1, -1)
+	c.intRange(p+".initialInstanceCount", v.InitialInstanceCount, 1, MaxInstances)
 	if v.InstanceType != "" && !instanceTypeRe.MatchString(v.InstanceType) {
 		c.fail(quote(v.InstanceType), p+".instanceType", "Member must satisfy enum value set: [local, local_gpu, ml.<family>.<size>]")
 	}
@@ -105,8 +119,8 @@ func checkVariant(c *checker, p string, v *ProductionVariant) {
 			c.fail("", p+".managedInstanceScaling", "Member must be an object {Status, MinInstanceCount, MaxInstanceCount}")
 		} else {
 			c.enum(p+".managedInstanceScaling.status", m.Status, ManagedScalingEnabled, ManagedScalingDisabled)
-			c.intRange(p+".managedInstanceScaling.minInstanceCount", m.MinInstanceCount, 0, -1)
-			c.intRange(p+".managedInstanceScaling.maxInstanceCount", m.MaxInstanceCount, 1, -1)
+			c.intRange(p+".managedInstanceScaling.minInstanceCount", m.MinInstanceCount, 0, MaxInstances)
+			c.intRange(p+".managedInstanceScaling.maxInstanceCount", m.MaxInstanceCount, 1, MaxInstances)
 			if m.MinInstanceCount != nil && m.MaxInstanceCount != nil && *m.MinInstanceCount > *m.MaxInstanceCount {
 				c.fail(quote(strconv.Itoa(int(*m.MinInstanceCount))), p+".managedInstanceScaling.minInstanceCount",
 					"Member must be less than or equal to MaxInstanceCount")
