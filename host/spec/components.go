@@ -343,9 +343,3 @@ func checkComponentVariants(s *semantic, c *CreateEndpointConfigInput) {
 		s.add("AsyncInferenceConfig is not supported by mce on an endpoint for inference components (production variants without ModelName).")
 	}
 }
-
-// HostsComponents reports whether the endpoint's variants host inference
-// components (they name no model and run no containers of their own).
-func (p EndpointPlan) HostsComponents() bool {
-	return len(p.Variants) > 0 && p.Variants[0].ModelName == "" && len(p.Variants[0].Containers) == 0
-}

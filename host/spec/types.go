@@ -52,18 +52,6 @@ type ContainerDefinition struct {
 	Resources *Resources `json:"Resources,omitempty"`
 }
 
-// Resources is mce-only: what the local container may use. Zero values mean
-// "no limit" (Cpus, MemoryMiB) and "decided by the variant's InstanceType"
-// (Gpus).
-type Resources struct {
-	// Gpus is "all", "none" or "0", a count such as "2", or device IDs:
-	// "device=1", "0,1", "GPU-<uuid>,GPU-<uuid>" (a lone number is a count;
-	// write "device=N" for a single index). It overrides the InstanceType.
-	Gpus      string  `json:"Gpus,omitempty"`
-	Cpus      float64 `json:"Cpus,omitempty"`      // CPU cores, e.g. 1.5
-	MemoryMiB int64   `json:"MemoryMiB,omitempty"` // memory limit in MiB
-}
-
 // ImageConfig says how SageMaker pulls an image; mce uses local images.
 type ImageConfig struct {
 	RepositoryAccessMode string                `json:"RepositoryAccessMode,omitempty"`
