@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -21,10 +20,10 @@ import (
 type Engine interface {
 	// Launch starts every container of the plan as generation gen and
 	// returns once all are ready, or fails having removed whatever it started.
-	Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error)
+	Launch(ctx context.Context, plan EndpointPlan, gen int) (Launched, error)
 	// Adopt takes over generation gen of the plan left running by an earlier
 	// run of mce, if it matches the plan and is healthy.
-	Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error)
+	Adopt(ctx context.Context, plan EndpointPlan, gen int) (Launched, error)
 	// Reconcile removes whatever runs that no Launched owns.
 	Reconcile(ctx context.Context) error
 }
@@ -44,7 +43,7 @@ type Launched interface {
 // starting, pulling or downloading anything, and reports every problem at
 // once. Launch runs after it only when it found none.
 type Preflighter interface {
-	Preflight(ctx context.Context, plan spec.EndpointPlan) []Problem
+	Preflight(ctx context.Context, plan EndpointPlan) []Problem
 }
 
 // Problem is one thing the pre-flight found that would keep an endpoint

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/semaphore"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -175,7 +176,7 @@ func (s *Server) dispatchLoop(q *asyncQueue) {
 func (s *Server) dispatch(q *asyncQueue, full bool) {
 	e := s.reg.get(q.name)
 	var route *pipeline.Route
-	var plan spec.EndpointPlan
+	var plan containers.EndpointPlan
 	if e != nil && !e.deleting.Load() {
 		route = e.route.Load()
 		plan = e.record().Plan

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/wire"
@@ -252,7 +253,7 @@ func validateAsyncHeaders(endpoint string, h http.Header) *APIError {
 }
 
 // asyncConfigOf shows an endpoint's async settings as DescribeEndpoint does.
-func asyncConfigOf(p *spec.AsyncPlan) *spec.AsyncInferenceConfig {
+func asyncConfigOf(p *containers.AsyncPlan) *spec.AsyncInferenceConfig {
 	if p == nil {
 		return nil
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -51,7 +51,7 @@ func newAsyncHarness(t *testing.T, cfg Config, perInstance int) *asyncHarness {
 	cfg.AsyncObjects = f
 	h := newHarness(t, cfg)
 	p := plan("ep", "Serial", map[string][]string{"AllTraffic": {"c:!"}})
-	p.Async = &spec.AsyncPlan{OutputPath: "s3://async/out", FailurePath: "s3://async/failed", MaxConcurrentPerInstance: perInstance}
+	p.Async = &containers.AsyncPlan{OutputPath: "s3://async/out", FailurePath: "s3://async/failed", MaxConcurrentPerInstance: perInstance}
 	if err := h.deploy(p); err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestAsyncS3Prefixes(t *testing.T) {
 
 	// An endpoint whose output path lies outside the output prefixes.
 	p := plan("elsewhere", "Serial", map[string][]string{"AllTraffic": {"c:!"}})
-	p.Async = &spec.AsyncPlan{OutputPath: "s3://victim/overwrite", FailurePath: "s3://async/failed", MaxConcurrentPerInstance: 1}
+	p.Async = &containers.AsyncPlan{OutputPath: "s3://victim/overwrite", FailurePath: "s3://async/failed", MaxConcurrentPerInstance: 1}
 	if err := a.deploy(p); err != nil {
 		t.Fatal(err)
 	}

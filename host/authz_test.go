@@ -24,7 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/authz"
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 )
 
 func exampleAuthz(t *testing.T) *authz.Authorizer {
@@ -318,7 +318,7 @@ Credentials:
 func TestAuthorizationAsync(t *testing.T) {
 	h := newHarness(t, Config{Authz: exampleAuthz(t)})
 	p := plan("my-mce", "Direct", map[string][]string{"AllTraffic": {"customIps1:A"}})
-	p.Async = &spec.AsyncPlan{OutputPath: "s3://b/out", FailurePath: "s3://b/failed", MaxConcurrentPerInstance: 1}
+	p.Async = &containers.AsyncPlan{OutputPath: "s3://b/out", FailurePath: "s3://b/failed", MaxConcurrentPerInstance: 1}
 	if err := h.deploy(p); err != nil {
 		t.Fatal(err)
 	}

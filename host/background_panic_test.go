@@ -10,14 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
 // panickyBackend panics launching an image named "-boom".
 type panickyBackend struct{ *capBackend }
 
-func (b panickyBackend) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (Launched, error) {
+func (b panickyBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
 	for _, v := range p.Variants {
 		for _, c := range v.Containers {
 			if c.Image == "-boom" {

@@ -71,7 +71,7 @@ type ComponentRecord struct {
 	// Template is what each copy runs: one variant, one instance, one
 	// container, resolved when the specification was given (a model
 	// deleted later does not change it).
-	Template      spec.VariantPlan
+	Template      containers.VariantPlan
 	Desired       int
 	Status        Status
 	FailureReason string `json:",omitempty"`
@@ -243,7 +243,7 @@ func memTotalMiB() int64 {
 
 // copyPlan is the plan the Backend launches for one copy of a component
 // on host, the endpoint's variant.
-func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host spec.VariantPlan) spec.EndpointPlan {
+func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host containers.VariantPlan) containers.EndpointPlan {
 	v := rec.Template
 	v.InstanceCount, v.Weight = 1, 1
 	v.CopyInstances = copyInstances(host)
@@ -254,7 +254,7 @@ func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host spec.V
 		c.GPUs = "device=" + strings.Join(cp.GPUs, ",")
 	}
 	n := needsOf(rec.Spec)
-	c.Resources = spec.Resources{Cpus: n.cpus, MemoryMiB: n.memoryMiB}
+	c.Resources = containers.Resources{Cpus: n.cpus, MemoryMiB: n.memoryMiB}
 	if r := rec.Spec.ComputeResourceRequirements; r != nil && r.MaxMemoryRequiredInMb != nil {
 		c.Resources.MemoryMiB = int64(*r.MaxMemoryRequiredInMb)
 	}
@@ -265,13 +265,13 @@ func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host spec.V
 		// Placed by the engine's scheduler: a count, never device IDs.
 		c.GPUs = strconv.Itoa(n.gpus)
 	}
-	return spec.EndpointPlan{Name: rec.EndpointName, ConfigName: configName, Mode: spec.ModeSerial, Variants: []spec.VariantPlan{v}}
+	return containers.EndpointPlan{Name: rec.EndpointName, ConfigName: configName, Mode: spec.ModeSerial, Variants: []containers.VariantPlan{v}}
 }
 
 // copyInstances is how many instances the copies on a variant may occupy
 // together: ManagedInstanceScaling's MaxInstanceCount when ENABLED, else
 // InitialInstanceCount.
-func copyInstances(v spec.VariantPlan) int {
+func copyInstances(v containers.VariantPlan) int {
 	if v.MaxInstanceCount > 0 {
 		return v.MaxInstanceCount
 	}
@@ -285,13 +285,13 @@ func (s *Server) copyScheduler() (containers.CopyScheduler, bool) {
 }
 
 // hostVariant is the endpoint's variant a component is placed on.
-func hostVariant(e *Endpoint, variant string) (spec.VariantPlan, bool) {
+func hostVariant(e *Endpoint, variant string) (containers.VariantPlan, bool) {
 	for _, v := range e.record().Plan.Variants {
 		if v.Name == variant {
 			return v, true
 		}
 	}
-	return spec.VariantPlan{}, false
+	return containers.VariantPlan{}, false
 }
 
 // reconcileCopies brings the component to its desired copies of its
@@ -665,7 +665,7 @@ func (s *Server) componentsGone(endpoint string) {
 
 // launchPlan launches an endpoint's generation: nothing for an endpoint
 // that hosts inference components (its components launch their copies).
-func (s *Server) launchPlan(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error) {
+func (s *Server) launchPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (Launched, error) {
 	if plan.HostsComponents() {
 		return noContainers{}, nil
 	}
@@ -674,7 +674,7 @@ func (s *Server) launchPlan(ctx context.Context, plan spec.EndpointPlan, gen int
 
 // adoptPlan is Backend.Adopt, or nothing to adopt for an endpoint that
 // hosts inference components.
-func (s *Server) adoptPlan(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error) {
+func (s *Server) adoptPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (Launched, error) {
 	if plan.HostsComponents() {
 		return noContainers{}, nil
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -17,7 +17,7 @@ import (
 // fake), as Docker's does for a copy whose container still runs.
 type adoptingBackend struct{ *capBackend }
 
-func (b adoptingBackend) Adopt(ctx context.Context, p spec.EndpointPlan, gen int) (Launched, error) {
+func (b adoptingBackend) Adopt(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
 	return b.capBackend.Launch(ctx, p, gen)
 }
 

@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/sdkhttp"
 )
 
@@ -30,7 +29,7 @@ type schedBackend struct {
 
 	mu    sync.Mutex
 	used  int
-	plans []spec.EndpointPlan
+	plans []containers.EndpointPlan
 }
 
 var _ containers.CopyScheduler = (*schedBackend)(nil)
@@ -42,7 +41,7 @@ func (b *schedBackend) CopyFits(_ context.Context, n containers.CopyNeeds) (stri
 	return "", nil
 }
 
-func (b *schedBackend) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (Launched, error) {
+func (b *schedBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
 	n, _ := strconv.Atoi(p.Variants[0].Containers[0].GPUs)
 	b.mu.Lock()
 	b.plans = append(b.plans, p)

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
@@ -31,17 +31,17 @@ import (
 type capBackend struct {
 	*fakeBackend
 	mu    sync.Mutex
-	plans map[int]spec.EndpointPlan // by generation (copy ID)
+	plans map[int]containers.EndpointPlan // by generation (copy ID)
 }
 
 func (b *capBackend) InstanceCapacity(context.Context) (InstanceCapacity, error) {
 	return InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
 }
 
-func (b *capBackend) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (Launched, error) {
+func (b *capBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
 	b.mu.Lock()
 	if b.plans == nil {
-		b.plans = map[int]spec.EndpointPlan{}
+		b.plans = map[int]containers.EndpointPlan{}
 	}
 	b.plans[gen] = p
 	b.mu.Unlock()

@@ -83,8 +83,8 @@ func (s *Server) getComponent(name string) (*component, error) {
 
 // template resolves what each copy of a component runs.
 // A relative file:// ArtifactUrl resolves against baseDir.
-func (s *Server) template(name string, sp spec.InferenceComponentSpecification, v spec.VariantPlan, baseDir string) (spec.VariantPlan, error) {
-	t := spec.VariantPlan{Name: v.Name, InstanceType: v.InstanceType, InstanceCount: 1, Weight: 1,
+func (s *Server) template(name string, sp spec.InferenceComponentSpecification, v containers.VariantPlan, baseDir string) (containers.VariantPlan, error) {
+	t := containers.VariantPlan{Name: v.Name, InstanceType: v.InstanceType, InstanceCount: 1, Weight: 1,
 		HealthCheckTimeout: v.HealthCheckTimeout, DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation,
 		RoutingStrategy: v.RoutingStrategy} // the variant's RoutingConfig picks among the copies
 	if st := sp.StartupParameters; st != nil {
@@ -95,7 +95,7 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 			t.DownloadTimeout = time.Duration(*st.ModelDataDownloadTimeoutInSeconds) * time.Second
 		}
 	}
-	c := spec.ContainerPlan{Hostname: name, Mode: spec.ModeSingleModel}
+	c := containers.ContainerPlan{Hostname: name, Mode: spec.ModeSingleModel}
 	if sp.ModelName != "" {
 		rec, err := s.getModel(sp.ModelName)
 		if err != nil {
@@ -144,13 +144,13 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 	// Every copy gets its component's folder of adapters, where the engine
 	// has them: adapters may come after the copies start.
 	c.Adapters = s.adapterStore() != nil
-	t.Containers = []spec.ContainerPlan{c}
+	t.Containers = []containers.ContainerPlan{c}
 	return t, nil
 }
 
 // fitsOneInstance refuses a specification of which not even one copy fits
 // an empty instance of the variant: no placement could ever succeed.
-func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v spec.VariantPlan) error {
+func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v containers.VariantPlan) error {
 	if cs, ok := s.copyScheduler(); ok {
 		// The cluster's nodes, where the engine can read them.
 		n := needsOf(sp)
@@ -489,7 +489,7 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 	if rec.isAdapter() || in.Specification.IsAdapter() {
 		return s.updateAdapter(c, in, baseDir, also)
 	}
-	var tpl spec.VariantPlan
+	var tpl containers.VariantPlan
 	if in.Specification != nil {
 		if err := spec.ValidateSpecification(in.Specification); err != nil {
 			return nil, err

@@ -7,14 +7,15 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 )
 
 // planFor resolves an endpoint on a stored configuration and its models.
-func (s *Server) planFor(in spec.CreateEndpointInput) (spec.EndpointPlan, error) {
+func (s *Server) planFor(in spec.CreateEndpointInput) (containers.EndpointPlan, error) {
 	cfg, err := s.getConfig(in.EndpointConfigName)
 	if err != nil {
-		return spec.EndpointPlan{}, err
+		return containers.EndpointPlan{}, err
 	}
 	lookup := func(name string) (spec.CreateModelInput, string, bool) {
 		rec, err := s.getModel(name)
@@ -232,7 +233,7 @@ func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeigh
 	}
 	targets := map[string]VariantTarget{}
 	for i, d := range in.DesiredWeightsAndCapacities {
-		var cur *spec.VariantPlan
+		var cur *containers.VariantPlan
 		for j := range current.Variants {
 			if current.Variants[j].Name == d.VariantName {
 				cur = &current.Variants[j]

@@ -12,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/internal/testenv"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -117,11 +117,11 @@ type cheapLaunched struct {
 func (cheapBackend) InstanceCapacity(context.Context) (InstanceCapacity, error) {
 	return InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
 }
-func (cheapBackend) Adopt(context.Context, spec.EndpointPlan, int) (Launched, error) {
+func (cheapBackend) Adopt(context.Context, containers.EndpointPlan, int) (Launched, error) {
 	return nil, errNotAdopted
 }
 func (cheapBackend) Reconcile(context.Context) error { return nil }
-func (cheapBackend) Launch(_ context.Context, p spec.EndpointPlan, _ int) (Launched, error) {
+func (cheapBackend) Launch(_ context.Context, p containers.EndpointPlan, _ int) (Launched, error) {
 	l := &cheapLaunched{copies: map[string][][]pipeline.Container{}}
 	for _, v := range p.Variants {
 		for range v.InstanceCount {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
@@ -97,7 +98,7 @@ func (s *Server) newEndpoint(rec EndpointRecord) *Endpoint {
 	return e
 }
 
-func planIsMultiModel(p spec.EndpointPlan) bool {
+func planIsMultiModel(p containers.EndpointPlan) bool {
 	for _, v := range p.Variants {
 		for _, c := range v.Containers {
 			if c.Mode == "MultiModel" {
@@ -110,7 +111,7 @@ func planIsMultiModel(p spec.EndpointPlan) bool {
 
 // startEndpoint registers a new endpoint (with its tags, if any) as Creating
 // and launches it in the background.
-func (s *Server) startEndpoint(plan spec.EndpointPlan, configName string, tags []spec.Tag) (*Endpoint, error) {
+func (s *Server) startEndpoint(plan containers.EndpointPlan, configName string, tags []spec.Tag) (*Endpoint, error) {
 	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func (s *Server) logPanic(v any, kv ...string) {
 
 // runLaunch launches generation gen of the plan and puts the endpoint in
 // service, or marks it Failed.
-func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from Status) {
+func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, from Status) {
 	e.ops.Lock()
 	defer e.ops.Unlock()
 	log := s.log.With().Str("endpoint", e.name).Logger()
@@ -237,7 +238,7 @@ func (s *Server) runLaunch(e *Endpoint, plan spec.EndpointPlan, gen int, from St
 // install makes a launched generation the endpoint's own (finishDelete
 // removes it) and points the route at it, unless the endpoint is being
 // deleted: then it reports false and leaves the route empty.
-func (s *Server) install(e *Endpoint, plan spec.EndpointPlan, l Launched) bool {
+func (s *Server) install(e *Endpoint, plan containers.EndpointPlan, l Launched) bool {
 	mode := pipeline.Serial
 	if plan.Mode == "Direct" {
 		mode = pipeline.Direct
@@ -314,7 +315,7 @@ func (s *Server) drainInstances(ctx context.Context, insts []*pipeline.Instance)
 // A Failed endpoint may be updated too (it runs nothing): it is Updating
 // while the new configuration launches, then InService, or Failed again
 // with the new reason.
-func (s *Server) updateEndpoint(e *Endpoint, plan spec.EndpointPlan, configName string) error {
+func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, configName string) error {
 	if st := e.Status(); st != StatusInService && st != StatusFailed {
 		return errInProgress(e)
 	}
@@ -452,7 +453,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 		e.mu.Lock()
 		deleting, l, route := e.deleting.Load(), e.launched, e.route.Load()
 		plan := e.rec.Plan
-		plan.Variants = append([]spec.VariantPlan(nil), plan.Variants...) // the record keeps its own until saved
+		plan.Variants = append([]containers.VariantPlan(nil), plan.Variants...) // the record keeps its own until saved
 		e.mu.Unlock()
 		if deleting || l == nil || route == nil {
 			if !deleting {

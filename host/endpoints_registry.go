@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 )
 
 // EndpointInfo is a snapshot of an endpoint for listings.
@@ -118,7 +118,7 @@ func (s *Server) WaitEndpoint(ctx context.Context, name string) error {
 	}
 }
 
-func planContainers(p spec.EndpointPlan) int {
+func planContainers(p containers.EndpointPlan) int {
 	n := 0
 	for _, v := range p.Variants {
 		n += v.InstanceCount * len(v.Containers)

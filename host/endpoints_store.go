@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -72,7 +73,7 @@ func updatable(rec EndpointRecord) error {
 // again: a variant of containers with more instances than
 // spec.MaxInstances. An endpoint for inference components runs nothing of
 // its own; its components fail instead (variantOutOfBounds).
-func planOutOfBounds(p spec.EndpointPlan) string {
+func planOutOfBounds(p containers.EndpointPlan) string {
 	if p.HostsComponents() {
 		return ""
 	}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -135,13 +134,13 @@ type fakeBackend struct {
 	onClose  func() error // when set, runs in each Launched.Close and is its result
 }
 
-func (b *fakeBackend) Adopt(context.Context, spec.EndpointPlan, int) (Launched, error) {
+func (b *fakeBackend) Adopt(context.Context, containers.EndpointPlan, int) (Launched, error) {
 	return nil, errors.New("fake containers do not outlive their test server")
 }
 
 func (b *fakeBackend) Reconcile(context.Context) error { return nil }
 
-func (b *fakeBackend) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (Launched, error) {
+func (b *fakeBackend) Launch(ctx context.Context, plan containers.EndpointPlan, gen int) (Launched, error) {
 	b.launches.Add(1)
 	if b.delay > 0 {
 		select {
@@ -183,7 +182,7 @@ func (b *fakeBackend) container(key string) *fakeContainer {
 
 type fakeLaunched struct {
 	b      *fakeBackend
-	plan   spec.EndpointPlan
+	plan   containers.EndpointPlan
 	mu     sync.Mutex
 	copies map[string][][]pipeline.Container
 }
@@ -223,13 +222,13 @@ func (l *fakeLaunched) Close(context.Context) error {
 
 // plan builds an endpoint plan: one variant per entry of variants, each a
 // chain of containers given as "hostname:tag".
-func plan(name, mode string, variants map[string][]string) spec.EndpointPlan {
-	p := spec.EndpointPlan{Name: name, ConfigName: name, Mode: mode}
+func plan(name, mode string, variants map[string][]string) containers.EndpointPlan {
+	p := containers.EndpointPlan{Name: name, ConfigName: name, Mode: mode}
 	for _, vname := range sortedKeys(variants) {
-		v := spec.VariantPlan{Name: vname, InstanceCount: 1, Weight: 1}
+		v := containers.VariantPlan{Name: vname, InstanceCount: 1, Weight: 1}
 		for _, hc := range variants[vname] {
 			h, tag, _ := strings.Cut(hc, ":")
-			v.Containers = append(v.Containers, spec.ContainerPlan{Hostname: h, Image: tag, Mode: "SingleModel"})
+			v.Containers = append(v.Containers, containers.ContainerPlan{Hostname: h, Image: tag, Mode: "SingleModel"})
 		}
 		p.Variants = append(p.Variants, v)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
 )
@@ -59,7 +59,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 }
 
 // deploy creates the endpoint from a plan and waits until its launch ends.
-func (h *harness) deploy(p spec.EndpointPlan) error {
+func (h *harness) deploy(p containers.EndpointPlan) error {
 	h.t.Helper()
 	if _, err := h.srv.startEndpoint(p, p.ConfigName, nil); err != nil {
 		return err
@@ -644,7 +644,7 @@ func TestEndpointsMode(t *testing.T) {
 	h := newHarness(t, Config{})
 	mme := plan("many", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})
 	mme.Variants[0].Containers[0].Mode = "MultiModel"
-	for _, p := range []spec.EndpointPlan{
+	for _, p := range []containers.EndpointPlan{
 		mme,
 		plan("chain", "Serial", map[string][]string{"AllTraffic": {"a:A", "b:B"}}),
 		plan("direct", "Direct", map[string][]string{"AllTraffic": {"a:A", "b:B"}}),

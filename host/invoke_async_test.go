@@ -10,8 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
-
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 )
 
 // An asynchronous endpoint answers InvokeEndpointAsync only: SageMaker
@@ -20,7 +19,7 @@ import (
 func TestSyncInvokeOnAsyncEndpointRefused(t *testing.T) {
 	h := newHarness(t, Config{ContainerTimeout: 5 * time.Second, Account: "123456789012"})
 	p := plan("aep", "Direct", map[string][]string{"AllTraffic": {"c1:one"}})
-	p.Async = &spec.AsyncPlan{OutputPath: "s3://b/out", FailurePath: "s3://b/out", MaxConcurrentPerInstance: 1}
+	p.Async = &containers.AsyncPlan{OutputPath: "s3://b/out", FailurePath: "s3://b/out", MaxConcurrentPerInstance: 1}
 	if err := h.deploy(p); err != nil {
 		t.Fatal(err)
 	}

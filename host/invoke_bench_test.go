@@ -11,7 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -25,10 +25,10 @@ func (c benchContainer) Ready() bool      { return true }
 
 type benchBackend struct{ url string }
 
-func (b benchBackend) Launch(context.Context, spec.EndpointPlan, int) (Launched, error) {
+func (b benchBackend) Launch(context.Context, containers.EndpointPlan, int) (Launched, error) {
 	return benchLaunched{b.url}, nil
 }
-func (b benchBackend) Adopt(context.Context, spec.EndpointPlan, int) (Launched, error) {
+func (b benchBackend) Adopt(context.Context, containers.EndpointPlan, int) (Launched, error) {
 	return benchLaunched{b.url}, nil
 }
 func (benchBackend) Reconcile(context.Context) error { return nil }

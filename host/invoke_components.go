@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"regexp"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -56,7 +56,7 @@ func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Heade
 // refuseComponentUpdate refuses UpdateEndpoint to or from an endpoint that
 // hosts inference components: mce does not move components between
 // endpoint configurations.
-func refuseComponentUpdate(e *Endpoint, plan spec.EndpointPlan) error {
+func refuseComponentUpdate(e *Endpoint, plan containers.EndpointPlan) error {
 	if e.record().Plan.HostsComponents() || plan.HostsComponents() {
 		return validationException("mce does not update an endpoint that hosts inference components, or to a configuration that does (endpoint %q): create a new endpoint and place the inference components there.", e.record().ARN)
 	}

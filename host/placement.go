@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -241,7 +242,7 @@ func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // variantOutOfBounds says why copies cannot be placed on a variant whose
 // recorded instances are out of spec.MaxInstances's bounds (a record of an
 // older mce, which accepted any count), or "".
-func variantOutOfBounds(v spec.VariantPlan) string {
+func variantOutOfBounds(v containers.VariantPlan) string {
 	if v.InstanceCount >= 1 && v.InstanceCount <= spec.MaxInstances && v.MaxInstanceCount <= spec.MaxInstances {
 		return ""
 	}

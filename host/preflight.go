@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 )
 
 // Preflight checks a plan as CreateEndpoint and UpdateEndpoint do before
 // they launch it; nil when the backend has no pre-flight or found nothing.
-func (s *Server) Preflight(ctx context.Context, plan spec.EndpointPlan) []Problem {
+func (s *Server) Preflight(ctx context.Context, plan containers.EndpointPlan) []Problem {
 	pf, ok := s.cfg.Backend.(Preflighter)
 	if !ok {
 		return nil
@@ -22,7 +22,7 @@ func (s *Server) Preflight(ctx context.Context, plan spec.EndpointPlan) []Proble
 
 // preflight runs the backend's pre-flight for a launch and logs every
 // problem at error level, one entry each.
-func (s *Server) preflight(ctx context.Context, e *Endpoint, plan spec.EndpointPlan) []Problem {
+func (s *Server) preflight(ctx context.Context, e *Endpoint, plan containers.EndpointPlan) []Problem {
 	if plan.HostsComponents() {
 		return nil // runs no container of its own
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -48,7 +49,7 @@ type EndpointRecord struct {
 	// Generation numbers the container sets: an update launches Generation+1.
 	Generation int
 	// Plan is what runs now, with the current weights and instance counts.
-	Plan spec.EndpointPlan
+	Plan containers.EndpointPlan
 	// Pending is the configuration an update in progress moves to.
 	Pending string `json:",omitempty"`
 	// Desired holds weights and counts an UpdateEndpointWeightsAndCapacities

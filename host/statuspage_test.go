@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -29,7 +29,7 @@ type detailBackend struct {
 	logs []string
 }
 
-func (b detailBackend) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (Launched, error) {
+func (b detailBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
 	l, err := b.fakeBackend.Launch(ctx, p, gen)
 	if err != nil {
 		return nil, err

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/mce-run/mce/containers"
 	kengine "github.com/mce-run/mce/containers/kubernetes"
-	"github.com/mce-run/mce/host/spec"
 )
 
 // TestParseModelVolumes: the --model-volume forms, and hostile values
@@ -107,9 +107,9 @@ func TestModelVolumeManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	plan := spec.EndpointPlan{Name: "ep", Mode: "Direct", Variants: []spec.VariantPlan{{
+	plan := containers.EndpointPlan{Name: "ep", Mode: "Direct", Variants: []containers.VariantPlan{{
 		Name: "AllTraffic", InstanceCount: 1, Weight: 1, HealthCheckTimeout: time.Second,
-		Containers: []spec.ContainerPlan{
+		Containers: []containers.ContainerPlan{
 			{Hostname: "plain", Image: "mce-example/probe:latest", Mode: "SingleModel"},
 			{Hostname: "model", Image: "mce-example/probe:latest", Mode: "SingleModel", ModelDataURL: "file:///models/weights/m.tar.gz"},
 		},

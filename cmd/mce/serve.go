@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
@@ -286,7 +287,7 @@ type serving struct {
 	f            serveFlags
 	log          zerolog.Logger
 	bundle       *spec.Bundle
-	plans        []spec.EndpointPlan // the files' endpoints, for the pre-flight
+	plans        []containers.EndpointPlan // the files' endpoints, for the pre-flight
 	fetcher      *artifact.Fetcher
 	az           *authz.Authorizer
 	loopbackOnly bool // the API listens on loopback only
@@ -627,7 +628,7 @@ func (s *serving) runUntilStopped(ctx context.Context) error {
 // preflightFiles runs the pre-flight on every endpoint of the files (their
 // plans, as validated at start-up) at once and lists every problem of every
 // endpoint; "" when there is none.
-func preflightFiles(ctx context.Context, srv *host.Server, plans []spec.EndpointPlan) string {
+func preflightFiles(ctx context.Context, srv *host.Server, plans []containers.EndpointPlan) string {
 	found := make([][]host.Problem, len(plans))
 	var wg sync.WaitGroup
 	for i, p := range plans {

@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
@@ -20,10 +20,10 @@ import (
 // an engine does when an image cannot be pulled.
 type failingEngine struct{}
 
-func (failingEngine) Launch(_ context.Context, p spec.EndpointPlan, _ int) (host.Launched, error) {
+func (failingEngine) Launch(_ context.Context, p containers.EndpointPlan, _ int) (host.Launched, error) {
 	return nil, errors.New("image " + p.Variants[0].Containers[0].Image + " not found")
 }
-func (failingEngine) Adopt(context.Context, spec.EndpointPlan, int) (host.Launched, error) {
+func (failingEngine) Adopt(context.Context, containers.EndpointPlan, int) (host.Launched, error) {
 	return nil, errors.New("nothing to adopt")
 }
 func (failingEngine) Reconcile(context.Context) error { return nil }

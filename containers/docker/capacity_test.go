@@ -18,10 +18,10 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/host"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
@@ -141,17 +141,17 @@ func TestInferenceComponentGPUPlacement(t *testing.T) {
 type recorder struct {
 	*docker.Engine
 	mu    sync.Mutex
-	saved []spec.EndpointPlan
+	saved []containers.EndpointPlan
 }
 
-func (r *recorder) Launch(ctx context.Context, p spec.EndpointPlan, gen int) (host.Launched, error) {
+func (r *recorder) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (host.Launched, error) {
 	r.mu.Lock()
 	r.saved = append(r.saved, p)
 	r.mu.Unlock()
 	return r.Engine.Launch(ctx, p, gen)
 }
 
-func (r *recorder) plans() []spec.EndpointPlan {
+func (r *recorder) plans() []containers.EndpointPlan {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.saved)

@@ -7,7 +7,6 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -28,7 +27,7 @@ var (
 )
 
 // Launch implements containers.Engine.
-func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
+func (e *Engine) Launch(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
 	es, err := SpecOf(plan)
 	if err != nil {
 		return nil, err
@@ -42,7 +41,7 @@ func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (c
 }
 
 // Adopt implements containers.Engine.
-func (e *Engine) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
+func (e *Engine) Adopt(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
 	es, err := SpecOf(plan)
 	if err != nil {
 		return nil, err
@@ -76,7 +75,7 @@ func (e *Engine) GPUUtilization(i int) (float64, float64, error) {
 
 // SpecOf translates a resolved SageMaker endpoint into what the Docker
 // runtime launches.
-func SpecOf(plan spec.EndpointPlan) (EndpointSpec, error) {
+func SpecOf(plan containers.EndpointPlan) (EndpointSpec, error) {
 	es := EndpointSpec{Name: plan.Name}
 	for _, v := range plan.Variants {
 		vs := VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout,

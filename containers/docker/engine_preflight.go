@@ -9,13 +9,12 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/gpu"
-	"github.com/mce-run/mce/host/spec"
 )
 
 // Preflight implements containers.Preflighter: the Docker runtime's checks, with GPU
 // problems told in the plan's words (which InstanceType or Resources.Gpus
 // asked for them).
-func (e *Engine) Preflight(ctx context.Context, plan spec.EndpointPlan) []containers.Problem {
+func (e *Engine) Preflight(ctx context.Context, plan containers.EndpointPlan) []containers.Problem {
 	es, err := SpecOf(plan)
 	if err != nil {
 		return []containers.Problem{{What: err.Error()}}
@@ -32,9 +31,9 @@ func (e *Engine) Preflight(ctx context.Context, plan spec.EndpointPlan) []contai
 }
 
 // gpuProblem says which setting asked for GPUs this host cannot give.
-func gpuProblem(plan spec.EndpointPlan, p Problem) (what, fix string) {
-	var v spec.VariantPlan
-	var c spec.ContainerPlan
+func gpuProblem(plan containers.EndpointPlan, p Problem) (what, fix string) {
+	var v containers.VariantPlan
+	var c containers.ContainerPlan
 	for _, vp := range plan.Variants {
 		if vp.Name != p.Variant {
 			continue

@@ -30,7 +30,6 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/kubetest"
 	"github.com/mce-run/mce/internal/testenv"
 	"github.com/mce-run/mce/pipeline"
@@ -184,9 +183,9 @@ func TestMultiModelOnCluster(t *testing.T) {
 		return obs
 	})
 
-	plan := spec.EndpointPlan{Name: "mme-ep", Mode: "Direct", Variants: []spec.VariantPlan{{
+	plan := containers.EndpointPlan{Name: "mme-ep", Mode: "Direct", Variants: []containers.VariantPlan{{
 		Name: "AllTraffic", InstanceCount: 1, Weight: 1, HealthCheckTimeout: time.Minute,
-		Containers: []spec.ContainerPlan{{Hostname: "models", Image: modelserverImage, Mode: "MultiModel",
+		Containers: []containers.ContainerPlan{{Hostname: "models", Image: modelserverImage, Mode: "MultiModel",
 			ModelDataURL: "file:///models/", ModelCacheSetting: "Enabled",
 			// Memory for two of the 10 MiB models: a third gets 507.
 			Environment: map[string]string{"MODELSERVER_MEMORY_BYTES": "25Mi"}}},

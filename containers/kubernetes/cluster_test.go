@@ -20,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/kubetest"
 )
 
@@ -74,9 +73,9 @@ func TestOnCluster(t *testing.T) {
 	}
 	defer e.Close()
 
-	plan := spec.EndpointPlan{Name: "direct-ep", Mode: "Direct", Variants: []spec.VariantPlan{{
+	plan := containers.EndpointPlan{Name: "direct-ep", Mode: "Direct", Variants: []containers.VariantPlan{{
 		Name: "AllTraffic", InstanceCount: 2, Weight: 1, HealthCheckTimeout: time.Minute,
-		Containers: []spec.ContainerPlan{
+		Containers: []containers.ContainerPlan{
 			{Hostname: "first", Image: probeImage, Environment: map[string]string{"PROBE_TAG": "-a"}, Mode: "SingleModel"},
 			{Hostname: "second", Image: probeImage, Environment: map[string]string{"PROBE_TAG": "-b"}, Mode: "SingleModel",
 				ModelDataURL: "file:///models/model.tar.gz"},
@@ -114,16 +113,16 @@ func TestOnCluster(t *testing.T) {
 	// Failures in SageMaker's words, leaving nothing behind.
 	missing := plan
 	missing.Name = "missing-image"
-	missing.Variants = []spec.VariantPlan{plan.Variants[0]}
-	missing.Variants[0].Containers = []spec.ContainerPlan{{Hostname: "m", Image: "mce-example/no-such-image:latest", Mode: "SingleModel"}}
+	missing.Variants = []containers.VariantPlan{plan.Variants[0]}
+	missing.Variants[0].Containers = []containers.ContainerPlan{{Hostname: "m", Image: "mce-example/no-such-image:latest", Mode: "SingleModel"}}
 	if _, err := e.Launch(ctx, missing, 1); err == nil || !strings.Contains(err.Error(), `image "mce-example/no-such-image:latest" of container "m" could not be pulled: ErrImageNeverPull`) {
 		t.Errorf("a missing image: %v", err)
 	}
 	gpus := plan
 	gpus.Name = "gpu-ep"
-	gpus.Variants = []spec.VariantPlan{plan.Variants[0]}
+	gpus.Variants = []containers.VariantPlan{plan.Variants[0]}
 	gpus.Variants[0].InstanceCount = 1
-	gpus.Variants[0].Containers = []spec.ContainerPlan{{Hostname: "g", Image: probeImage, Mode: "SingleModel", GPUs: "4"}}
+	gpus.Variants[0].Containers = []containers.ContainerPlan{{Hostname: "g", Image: probeImage, Mode: "SingleModel", GPUs: "4"}}
 	if _, err := e.Launch(ctx, gpus, 1); err == nil || !strings.Contains(err.Error(), `asks for nvidia.com/gpu: 4; no node has that many free`) {
 		t.Errorf("4 GPUs on a node with 2: %v", err)
 	}

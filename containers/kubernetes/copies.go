@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 )
 
 // Inference-component copies on a cluster: the scheduler places each copy
@@ -42,9 +41,9 @@ const NodeNameField = "metadata.name"
 
 // copyBound is the instance bound of a copy's plan; 0 for an endpoint's own
 // variants.
-func copyBound(plan spec.EndpointPlan) (spec.VariantPlan, int) {
+func copyBound(plan containers.EndpointPlan) (containers.VariantPlan, int) {
 	if len(plan.Variants) != 1 || plan.Variants[0].CopyInstances <= 0 {
-		return spec.VariantPlan{}, 0
+		return containers.VariantPlan{}, 0
 	}
 	return plan.Variants[0], plan.Variants[0].CopyInstances
 }
@@ -134,7 +133,7 @@ func resourceWords(name string) string {
 // Unschedulable is the scheduler's verdict on a copy's pod, in the
 // component's words; nil while the scheduler has not refused it. v is the
 // copy's plan (its CopyInstances is the variant's instance bound).
-func Unschedulable(p *corev1.Pod, v spec.VariantPlan) *containers.UnschedulableError {
+func Unschedulable(p *corev1.Pod, v containers.VariantPlan) *containers.UnschedulableError {
 	c := unschedulableCondition(p)
 	if c == nil {
 		return nil

@@ -16,16 +16,15 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 )
 
 // copyPlan is what host launches for one copy of an inference component:
 // one container with its resources, GPUs as a count, bound to instances.
-func copyPlan(bound int) spec.EndpointPlan {
-	return spec.EndpointPlan{Name: "shared", Mode: "Serial", Variants: []spec.VariantPlan{{
+func copyPlan(bound int) containers.EndpointPlan {
+	return containers.EndpointPlan{Name: "shared", Mode: "Serial", Variants: []containers.VariantPlan{{
 		Name: "AllTraffic", InstanceCount: 1, Weight: 1, HealthCheckTimeout: 60 * time.Second, CopyInstances: bound,
-		Containers: []spec.ContainerPlan{{Hostname: "lm", Image: "mce-example/probe:latest", Mode: "SingleModel",
-			Resources: spec.Resources{Cpus: 0.5, MemoryMiB: 512}, MemoryRequestMiB: 256, GPUs: "1"}},
+		Containers: []containers.ContainerPlan{{Hostname: "lm", Image: "mce-example/probe:latest", Mode: "SingleModel",
+			Resources: containers.Resources{Cpus: 0.5, MemoryMiB: 512}, MemoryRequestMiB: 256, GPUs: "1"}},
 	}}}
 }
 

@@ -26,7 +26,6 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/mme"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -162,7 +161,7 @@ func (e *Engine) wait() <-chan struct{} {
 
 // Launch implements containers.Engine: the owner ConfigMap, then a Deployment
 // per variant, then it waits for every instance to be Ready.
-func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
+func (e *Engine) Launch(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
 	if err := Check(plan); err != nil {
 		return nil, err
 	}
@@ -219,7 +218,7 @@ func (e *Engine) Launch(ctx context.Context, plan spec.EndpointPlan, gen int) (c
 
 // Adopt implements containers.Engine: the generation's owner and Deployments
 // must exist with the plan's fingerprints, and their pods become Ready.
-func (e *Engine) Adopt(ctx context.Context, plan spec.EndpointPlan, gen int) (containers.Launched, error) {
+func (e *Engine) Adopt(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
 	if err := Check(plan); err != nil {
 		return nil, err
 	}
@@ -335,7 +334,7 @@ func (e *Engine) Reconcile(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (e *Engine) newLaunched(plan spec.EndpointPlan, gen int, owner *corev1.ConfigMap) *Launched {
+func (e *Engine) newLaunched(plan containers.EndpointPlan, gen int, owner *corev1.ConfigMap) *Launched {
 	l := &Launched{e: e, plan: plan, gen: gen, owner: owner, variants: map[string]*variantCopies{}}
 	for _, v := range plan.Variants {
 		vc := &variantCopies{plan: v, deployment: deploymentName(e.opts.Manifest.Instance, plan.Name, gen, v.Name),
@@ -366,7 +365,7 @@ func (e *Engine) forget(l *Launched) {
 // [containers.Launched].
 type Launched struct {
 	e     *Engine
-	plan  spec.EndpointPlan
+	plan  containers.EndpointPlan
 	gen   int
 	owner *corev1.ConfigMap
 
@@ -378,7 +377,7 @@ var _ containers.Launched = (*Launched)(nil)
 
 // variantCopies are a variant's copies: slots that follow the pods.
 type variantCopies struct {
-	plan       spec.VariantPlan
+	plan       containers.VariantPlan
 	deployment string
 	selector   labels.Selector
 	want       int
@@ -576,10 +575,10 @@ func (l *Launched) waitPods(ctx context.Context, sel labels.Selector, n int) err
 
 // waitReady waits until n instances of the variant are Ready, failing
 // early with SageMaker's words when a pod cannot become Ready.
-func (l *Launched) waitReady(ctx context.Context, v spec.VariantPlan, n int) error {
+func (l *Launched) waitReady(ctx context.Context, v containers.VariantPlan, n int) error {
 	health := v.HealthCheckTimeout
 	if health <= 0 {
-		health = spec.DefaultHealthCheckTimeout
+		health = containers.DefaultHealthCheckTimeout
 	}
 	deadline := time.Now().Add(health + l.e.opts.LaunchSlack)
 	vc := l.variants[v.Name]

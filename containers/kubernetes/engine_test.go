@@ -21,7 +21,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 )
 
 // cluster stands in for the controllers the fake clientset lacks: tests
@@ -70,7 +69,7 @@ func newClient(gc bool) *fake.Clientset {
 
 // launchAsync starts e.Launch(plan, n) in the background; its error comes
 // on the channel once the test has made the pods it waits for.
-func launchAsync(e *Engine, plan spec.EndpointPlan, n int) <-chan error {
+func launchAsync(e *Engine, plan containers.EndpointPlan, n int) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		_, err := e.Launch(context.Background(), plan, n)

@@ -21,7 +21,6 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/containers/mme/agent"
-	"github.com/mce-run/mce/host/spec"
 )
 
 // Labels on every object the engine creates. Adopt and Reconcile select on
@@ -168,7 +167,7 @@ func Labels(instance, endpoint string, gen int, variant string) map[string]strin
 }
 
 // Check reports why the plan cannot run on this engine, or nil.
-func Check(plan spec.EndpointPlan) error {
+func Check(plan containers.EndpointPlan) error {
 	for _, v := range plan.Variants {
 		if v.NetworkIsolation {
 			return fmt.Errorf("variant %q: %w", v.Name, ErrNetworkIsolation)
@@ -211,7 +210,7 @@ func gpuCount(s string) (int, error) {
 
 // OwnerConfigMap is the per-generation object every other object of the
 // generation is owned by: deleting it deletes them all.
-func OwnerConfigMap(o ManifestOptions, plan spec.EndpointPlan, gen int, specHash string) *corev1.ConfigMap {
+func OwnerConfigMap(o ManifestOptions, plan containers.EndpointPlan, gen int, specHash string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -236,8 +235,8 @@ func ownerRef(owner *corev1.ConfigMap) []metav1.OwnerReference {
 // Deployment is a variant as a Deployment: a pod is an instance, replicas
 // the instance count. owner may be nil (the fingerprint is computed
 // without it).
-func Deployment(o ManifestOptions, plan spec.EndpointPlan, gen int, v spec.VariantPlan, owner *corev1.ConfigMap) (*appsv1.Deployment, error) {
-	if err := Check(spec.EndpointPlan{Variants: []spec.VariantPlan{v}}); err != nil {
+func Deployment(o ManifestOptions, plan containers.EndpointPlan, gen int, v containers.VariantPlan, owner *corev1.ConfigMap) (*appsv1.Deployment, error) {
+	if err := Check(containers.EndpointPlan{Variants: []containers.VariantPlan{v}}); err != nil {
 		return nil, err
 	}
 	sel := Labels(o.Instance, plan.Name, gen, v.Name)
@@ -302,7 +301,7 @@ func fingerprint(d *appsv1.Deployment) (string, error) {
 }
 
 // PlanHash fingerprints a whole generation: its variants' Deployments.
-func PlanHash(o ManifestOptions, plan spec.EndpointPlan, gen int) (string, error) {
+func PlanHash(o ManifestOptions, plan containers.EndpointPlan, gen int) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", plan.Name, plan.Mode)
 	for _, v := range plan.Variants {
@@ -315,7 +314,7 @@ func PlanHash(o ManifestOptions, plan spec.EndpointPlan, gen int) (string, error
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
 }
 
-func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
+func podSpec(o ManifestOptions, v containers.VariantPlan) (corev1.PodSpec, error) {
 	grace := o.StopGrace
 	if grace <= 0 {
 		grace = 30 * time.Second
@@ -330,7 +329,7 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 	}
 	health := v.HealthCheckTimeout
 	if health <= 0 {
-		health = spec.DefaultHealthCheckTimeout
+		health = containers.DefaultHealthCheckTimeout
 	}
 	ps := corev1.PodSpec{
 		// Model containers have no business with the cluster's API.
@@ -419,7 +418,7 @@ func podSpec(o ManifestOptions, v spec.VariantPlan) (corev1.PodSpec, error) {
 			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: vol,
 				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 			ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: containers.CodeDir, ReadOnly: true})
-			fc := fetchContainer(o, i, spec.ContainerPlan{ModelDataURL: codeURL}, vol)
+			fc := fetchContainer(o, i, containers.ContainerPlan{ModelDataURL: codeURL}, vol)
 			fc.Name = fetchCodePrefix + strconv.Itoa(i)
 			ps.InitContainers = append(ps.InitContainers, fc)
 		}
@@ -440,7 +439,7 @@ const fetchCodePrefix = "fetch-code-"
 
 // fetchContainer writes container i's model data into volume vol with
 // `mce fetch` (the same fetcher and safety limits as the Docker engine).
-func fetchContainer(o ManifestOptions, i int, c spec.ContainerPlan, vol string) corev1.Container {
+func fetchContainer(o ManifestOptions, i int, c containers.ContainerPlan, vol string) corev1.Container {
 	url := c.ModelDataURL
 	if p, ok := c.ModelDataPath(); ok {
 		url = "file://" + p
@@ -465,7 +464,7 @@ func fetchContainer(o ManifestOptions, i int, c spec.ContainerPlan, vol string) 
 // agentContainer is the model cache sidecar of MultiModel container c: it
 // owns volume vol (read-write at agent.ModelsDir) and fetches
 // <prefix><TargetModel> there when mce asks, with fetch's settings.
-func agentContainer(o ManifestOptions, c spec.ContainerPlan, vol string, period time.Duration) corev1.Container {
+func agentContainer(o ManifestOptions, c containers.ContainerPlan, vol string, period time.Duration) corev1.Container {
 	prefix := c.ModelDataURL
 	if p, ok := c.ModelDataPath(); ok {
 		prefix = "file://" + p

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 )
 
 func testOptions() ManifestOptions {
@@ -22,12 +21,12 @@ func testOptions() ManifestOptions {
 		FetchArgs: []string{"--s3-endpoint", "http://s3.local:9000"}}
 }
 
-func testPlan() spec.EndpointPlan {
-	return spec.EndpointPlan{Name: "Sentiment-EP", Mode: "Serial", Variants: []spec.VariantPlan{{
+func testPlan() containers.EndpointPlan {
+	return containers.EndpointPlan{Name: "Sentiment-EP", Mode: "Serial", Variants: []containers.VariantPlan{{
 		Name: "AllTraffic", InstanceCount: 2, Weight: 1, HealthCheckTimeout: 60 * time.Second,
-		Containers: []spec.ContainerPlan{
+		Containers: []containers.ContainerPlan{
 			{Hostname: "Pre", Image: "mce-example/pre:latest", Environment: map[string]string{"A": "1", "SAGEMAKER_BIND_TO_PORT": "9999"},
-				Mode: "SingleModel", Resources: spec.Resources{Cpus: 1.5, MemoryMiB: 512}},
+				Mode: "SingleModel", Resources: containers.Resources{Cpus: 1.5, MemoryMiB: 512}},
 			{Hostname: "model", Image: "mce-example/model:latest", ModelDataURL: "s3://bucket/model.tar.gz",
 				Mode: "SingleModel", GPUs: "2"},
 		},
@@ -115,15 +114,15 @@ func TestFingerprint(t *testing.T) {
 	o, plan := testOptions(), testPlan()
 	a, _ := Deployment(o, plan, 1, plan.Variants[0], nil)
 	scaled := plan
-	scaled.Variants = []spec.VariantPlan{plan.Variants[0]}
+	scaled.Variants = []containers.VariantPlan{plan.Variants[0]}
 	scaled.Variants[0].InstanceCount = 7
 	b, _ := Deployment(o, scaled, 1, scaled.Variants[0], nil)
 	if a.Annotations[AnnotationSpec] != b.Annotations[AnnotationSpec] {
 		t.Error("the instance count changes the fingerprint; scaling would stop adoption")
 	}
 	other := scaled
-	other.Variants = []spec.VariantPlan{scaled.Variants[0]}
-	other.Variants[0].Containers = append([]spec.ContainerPlan(nil), plan.Variants[0].Containers...)
+	other.Variants = []containers.VariantPlan{scaled.Variants[0]}
+	other.Variants[0].Containers = append([]containers.ContainerPlan(nil), plan.Variants[0].Containers...)
 	other.Variants[0].Containers[1].Image = "mce-example/model:v2"
 	c, _ := Deployment(o, other, 1, other.Variants[0], nil)
 	if a.Annotations[AnnotationSpec] == c.Annotations[AnnotationSpec] {

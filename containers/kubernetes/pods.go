@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -118,7 +117,7 @@ func podReady(p *corev1.Pod) bool {
 
 // snapshot takes what routing needs of a pod; containers are matched to the
 // plan by position (the pod's containers are in chain order).
-func snapshot(p *corev1.Pod, v spec.VariantPlan) *podState {
+func snapshot(p *corev1.Pod, v containers.VariantPlan) *podState {
 	s := &podState{uid: p.UID, name: p.Name, ip: p.Status.PodIP,
 		ready: make([]bool, len(v.Containers)), restarts: make([]int, len(v.Containers)), exit: make([]int, len(v.Containers))}
 	idx := map[string]int{}
@@ -152,11 +151,11 @@ var imageReasons = map[string]bool{
 // PodFailure is the FailureReason, in SageMaker's words, of a pod of
 // variant v that cannot become Ready; "" while it still may. It reads only
 // the pod; the engine adds what the kubelet's probes said (probeNotes).
-func PodFailure(p *corev1.Pod, v spec.VariantPlan) string { return podFailure(p, v, nil) }
+func PodFailure(p *corev1.Pod, v containers.VariantPlan) string { return podFailure(p, v, nil) }
 
 // podFailure is PodFailure with the probe notes of the pod's containers, by
 // container name (nil: none known).
-func podFailure(p *corev1.Pod, v spec.VariantPlan, probes map[string]probeNote) string {
+func podFailure(p *corev1.Pod, v containers.VariantPlan, probes map[string]probeNote) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable &&
 			strings.Contains(c.Message, "Insufficient "+string(ResourceGPU)) {
@@ -227,7 +226,7 @@ func lastLines(msg string) string {
 }
 
 // hostnameOf maps a pod's container name back to its ContainerHostname.
-func hostnameOf(p *corev1.Pod, v spec.VariantPlan, name string) string {
+func hostnameOf(p *corev1.Pod, v containers.VariantPlan, name string) string {
 	if name == AgentContainer {
 		return AgentContainer + " (the model cache sidecar)"
 	}
@@ -241,7 +240,7 @@ func hostnameOf(p *corev1.Pod, v spec.VariantPlan, name string) string {
 
 // hostnameOfFetch is the ContainerHostname the init container named name
 // (fetch-<index>) fetches for.
-func hostnameOfFetch(v spec.VariantPlan, name string) string {
+func hostnameOfFetch(v containers.VariantPlan, name string) string {
 	var idx int
 	if _, err := fmt.Sscanf(name, "fetch-%d", &idx); err == nil && idx >= 0 && idx < len(v.Containers) {
 		return v.Containers[idx].Hostname
@@ -250,7 +249,7 @@ func hostnameOfFetch(v spec.VariantPlan, name string) string {
 }
 
 // variantGPUs is how many GPUs one instance of the variant asks for.
-func variantGPUs(v spec.VariantPlan) int {
+func variantGPUs(v containers.VariantPlan) int {
 	n := 0
 	for _, c := range v.Containers {
 		k, _ := gpuCount(c.GPUs)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mce-run/mce/containers"
 )
 
 // ModelLookup finds a model by name for BuildPlan, returning the folder
@@ -30,16 +32,16 @@ func MapLookup(models map[string]CreateModelInput, baseDir string) ModelLookup {
 // models), and returns the plan with the warnings of all three. A missing
 // configuration or model is a *NotFoundError whose ARN uses region and
 // account; a broken shape a *ValidationError.
-func BuildPlan(region, account string, e CreateEndpointInput, c CreateEndpointConfigInput, models ModelLookup) (EndpointPlan, []string, error) {
+func BuildPlan(region, account string, e CreateEndpointInput, c CreateEndpointConfigInput, models ModelLookup) (containers.EndpointPlan, []string, error) {
 	if err := e.Validate(); err != nil {
-		return EndpointPlan{}, nil, err
+		return containers.EndpointPlan{}, nil, err
 	}
 	if !strings.EqualFold(e.EndpointConfigName, c.EndpointConfigName) {
-		return EndpointPlan{}, nil, &NotFoundError{Kind: KindEndpointConfig, Name: e.EndpointConfigName,
+		return containers.EndpointPlan{}, nil, &NotFoundError{Kind: KindEndpointConfig, Name: e.EndpointConfigName,
 			ARN: ARN(region, account, KindEndpointConfig, e.EndpointConfigName)}
 	}
 	if err := c.Validate(); err != nil {
-		return EndpointPlan{}, nil, err
+		return containers.EndpointPlan{}, nil, err
 	}
 	warns := append(e.Warnings(), c.Warnings()...)
 	checked := map[string]bool{}
@@ -59,17 +61,17 @@ func BuildPlan(region, account string, e CreateEndpointInput, c CreateEndpointCo
 	}
 	plan, pw, err := buildPlan(e, c, lookup)
 	if err != nil {
-		return EndpointPlan{}, nil, err
+		return containers.EndpointPlan{}, nil, err
 	}
 	return plan, append(warns, pw...), nil
 }
 
 // buildPlan resolves an endpoint whose endpoint and configuration are
 // valid; lookup must return valid models.
-func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(string) (CreateModelInput, string, error)) (EndpointPlan, []string, error) {
-	plan := EndpointPlan{Name: e.EndpointName, ConfigName: c.EndpointConfigName}
+func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(string) (CreateModelInput, string, error)) (containers.EndpointPlan, []string, error) {
+	plan := containers.EndpointPlan{Name: e.EndpointName, ConfigName: c.EndpointConfigName}
 	if a := c.AsyncInferenceConfig; a != nil && a.OutputConfig != nil {
-		ap := &AsyncPlan{OutputPath: strings.TrimRight(a.OutputConfig.S3OutputPath, "/"),
+		ap := &containers.AsyncPlan{OutputPath: strings.TrimRight(a.OutputConfig.S3OutputPath, "/"),
 			FailurePath: strings.TrimRight(a.OutputConfig.S3FailurePath, "/"), MaxConcurrentPerInstance: DefaultAsyncConcurrency}
 		if ap.FailurePath == "" {
 			ap.FailurePath = ap.OutputPath
@@ -90,13 +92,13 @@ func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(s
 		}
 		m, dir, err := lookup(v.ModelName)
 		if err != nil {
-			return EndpointPlan{}, nil, err
+			return containers.EndpointPlan{}, nil, err
 		}
 		mode := m.ExecutionMode()
 		if plan.Mode == "" {
 			plan.Mode, modeOf = mode, v.VariantName
 		} else if mode != plan.Mode {
-			return EndpointPlan{}, nil, &ValidationError{Messages: []string{
+			return containers.EndpointPlan{}, nil, &ValidationError{Messages: []string{
 				"All production variants of an endpoint must share one InferenceExecutionConfig Mode in mce; variant " +
 					strconv.Quote(modeOf) + " is " + plan.Mode + " and variant " + strconv.Quote(v.VariantName) + " is " + mode + ".",
 			}}
@@ -111,14 +113,14 @@ func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(s
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
-func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (VariantPlan, []string) {
-	vp := VariantPlan{
+func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (containers.VariantPlan, []string) {
+	vp := containers.VariantPlan{
 		Name:               v.VariantName,
 		ModelName:          v.ModelName,
 		InstanceType:       v.InstanceType,
 		InstanceCount:      1,
 		Weight:             1.0,
-		HealthCheckTimeout: DefaultHealthCheckTimeout,
+		HealthCheckTimeout: containers.DefaultHealthCheckTimeout,
 	}
 	if v.InitialInstanceCount != nil {
 		vp.InstanceCount = int(*v.InitialInstanceCount)
@@ -156,7 +158,7 @@ func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (VariantPl
 
 	defs, names := m.containers()
 	for i, d := range defs {
-		cp := ContainerPlan{
+		cp := containers.ContainerPlan{
 			Hostname:     names[i],
 			Image:        d.Image,
 			ModelDataURL: d.ModelData(),

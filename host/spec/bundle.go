@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/mce-run/mce/containers"
 )
 
 // Source says where a definition came from.
@@ -150,7 +152,7 @@ func located(err error, src Source) error {
 // (*NotFoundError), with ARNs built from region and account, and reports all
 // such problems at once as a joined error. Warnings name what is accepted
 // but ignored locally and definitions no endpoint uses.
-func (b *Bundle) Plans(region, account string) ([]EndpointPlan, []string, error) {
+func (b *Bundle) Plans(region, account string) ([]containers.EndpointPlan, []string, error) {
 	var errs []error
 	var warns []string
 	models := map[string]*Model{}
@@ -183,7 +185,7 @@ func (b *Bundle) Plans(region, account string) ([]EndpointPlan, []string, error)
 	}
 	endpoints := map[string]*Endpoint{}
 	usedModels, usedConfigs := map[string]bool{}, map[string]bool{}
-	var plans []EndpointPlan
+	var plans []containers.EndpointPlan
 	seenWarn := map[string]bool{}
 	for i := range b.Endpoints {
 		e := &b.Endpoints[i]

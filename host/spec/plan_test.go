@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mce-run/mce/containers"
 )
 
 const (
@@ -25,13 +27,13 @@ func absTestdata(t *testing.T, rel string) string {
 
 func TestPlansDirectAndSerial(t *testing.T) {
 	dir := absTestdata(t, ".")
-	direct := EndpointPlan{
+	direct := containers.EndpointPlan{
 		Name: "ab-test", ConfigName: "ab-config", Mode: ModeDirect,
-		Variants: []VariantPlan{
+		Variants: []containers.VariantPlan{
 			{
 				Name: "v1", ModelName: "ab-model", InstanceType: "ml.m5.large", InstanceCount: 1, Weight: 3,
 				HealthCheckTimeout: 240 * time.Second,
-				Containers: []ContainerPlan{
+				Containers: []containers.ContainerPlan{
 					{Hostname: "english", Image: "mce-example/sentiment:latest", Environment: map[string]string{"LANGUAGE": "en"},
 						ModelDataURL: "file://../models/sentiment-en.tar.gz", BaseDir: dir, Mode: ModeSingleModel},
 					{Hostname: "german", Image: "mce-example/sentiment:latest", Environment: map[string]string{"LANGUAGE": "de"},
@@ -41,24 +43,24 @@ func TestPlansDirectAndSerial(t *testing.T) {
 			{
 				Name: "v2", ModelName: "ab-model-v2", InstanceType: "ml.g5.12xlarge", InstanceCount: 2, Weight: 1,
 				HealthCheckTimeout: 600 * time.Second, RoutingStrategy: RoutingLeastOutstanding,
-				Containers: []ContainerPlan{
+				Containers: []containers.ContainerPlan{
 					{Hostname: "english", Image: "mce-example/sentiment:v2", Environment: map[string]string{"LANGUAGE": "en", "USE_GPU": "1"},
 						ModelDataURL: "s3://models/sentiment/en-v2.tar.gz", BaseDir: dir, Mode: ModeSingleModel, GPUs: "4"},
 					{Hostname: "german", Image: "mce-example/sentiment:v2", Environment: map[string]string{"LANGUAGE": "de", "USE_GPU": "1"},
 						ModelDataURL: "s3://models/sentiment/de-v2.tar.gz", BaseDir: dir, Mode: ModeSingleModel,
-						Resources: Resources{Gpus: "device=1", Cpus: 2, MemoryMiB: 4096}, GPUs: "device=1"},
+						Resources: containers.Resources{Gpus: "device=1", Cpus: 2, MemoryMiB: 4096}, GPUs: "device=1"},
 				},
 			},
 		},
 	}
 	featurizerEnv := map[string]string{"SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT": "text/csv"}
-	serial := EndpointPlan{
+	serial := containers.EndpointPlan{
 		Name: "pipeline", ConfigName: "pipeline-config", Mode: ModeSerial,
-		Variants: []VariantPlan{
+		Variants: []containers.VariantPlan{
 			{
 				Name: "current", ModelName: "pipeline-v1", InstanceType: "local", InstanceCount: 1, Weight: 0.9,
 				HealthCheckTimeout: 240 * time.Second,
-				Containers: []ContainerPlan{
+				Containers: []containers.ContainerPlan{
 					{Hostname: "container-1", Image: "mce-example/featurizer:latest", Environment: featurizerEnv, BaseDir: dir, Mode: ModeSingleModel},
 					{Hostname: "container-2", Image: "mce-example/classifier:latest", ModelDataURL: "file://models/classifier-v1.tar.gz", BaseDir: dir, Mode: ModeSingleModel},
 					{Hostname: "container-3", Image: "mce-example/postprocessor:latest", BaseDir: dir, Mode: ModeSingleModel},
@@ -67,7 +69,7 @@ func TestPlansDirectAndSerial(t *testing.T) {
 			{
 				Name: "candidate", ModelName: "pipeline-v2", InstanceType: "local_gpu", InstanceCount: 1, Weight: 0.1,
 				HealthCheckTimeout: 240 * time.Second, DownloadTimeout: 900 * time.Second,
-				Containers: []ContainerPlan{
+				Containers: []containers.ContainerPlan{
 					{Hostname: "container-1", Image: "mce-example/featurizer:latest", Environment: featurizerEnv, BaseDir: dir, Mode: ModeSingleModel, GPUs: "all"},
 					{Hostname: "container-2", Image: "mce-example/classifier:latest", Environment: map[string]string{"THRESHOLD": "0.7"},
 						ModelDataURL: "file:///srv/models/classifier-v2.tar.gz", BaseDir: dir, Mode: ModeSingleModel, GPUs: "all"},
@@ -76,12 +78,12 @@ func TestPlansDirectAndSerial(t *testing.T) {
 			},
 		},
 	}
-	mme := EndpointPlan{
+	mme := containers.EndpointPlan{
 		Name: "triton-mme", ConfigName: "triton-mme-config", Mode: ModeSerial,
-		Variants: []VariantPlan{{
+		Variants: []containers.VariantPlan{{
 			Name: "AllTraffic", ModelName: "triton-mme", InstanceType: "ml.g5.xlarge", InstanceCount: 1, Weight: 1,
 			HealthCheckTimeout: 240 * time.Second,
-			Containers: []ContainerPlan{{
+			Containers: []containers.ContainerPlan{{
 				Hostname: "primary", Image: "nvcr.io/nvidia/tritonserver:24.08-py3",
 				Environment:  map[string]string{"SAGEMAKER_TRITON_DEFAULT_MODEL_NAME": "resnet", "SAGEMAKER_TRITON_LOG_VERBOSE": "false"},
 				ModelDataURL: "file://models/", BaseDir: dir, Mode: ModeMultiModel, ModelCacheSetting: "Enabled", GPUs: "1",
@@ -91,17 +93,17 @@ func TestPlansDirectAndSerial(t *testing.T) {
 	tests := []struct {
 		name      string
 		files     []string
-		want      []EndpointPlan
+		want      []containers.EndpointPlan
 		wantWarns []string
 	}{
-		{"Direct endpoint, YAML", []string{"testdata/ab-test.yaml"}, []EndpointPlan{direct}, []string{
+		{"Direct endpoint, YAML", []string{"testdata/ab-test.yaml"}, []containers.EndpointPlan{direct}, []string{
 			`testdata/ab-test.yaml: model "ab-model": ExecutionRoleArn ignored locally`,
 		}},
-		{"Direct endpoint, JSON", []string{"testdata/ab-test.json"}, []EndpointPlan{direct}, []string{
+		{"Direct endpoint, JSON", []string{"testdata/ab-test.json"}, []containers.EndpointPlan{direct}, []string{
 			`testdata/ab-test.json: model "ab-model": ExecutionRoleArn ignored locally`,
 		}},
-		{"Serial endpoint", []string{"testdata/pipeline.yaml"}, []EndpointPlan{serial}, nil},
-		{"several files, file order", []string{"testdata/pipeline.yaml", "testdata/mme.yaml"}, []EndpointPlan{serial, mme}, nil},
+		{"Serial endpoint", []string{"testdata/pipeline.yaml"}, []containers.EndpointPlan{serial}, nil},
+		{"several files, file order", []string{"testdata/pipeline.yaml", "testdata/mme.yaml"}, []containers.EndpointPlan{serial, mme}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -224,7 +226,7 @@ func TestContainerGPUs(t *testing.T) {
 		t.Run(tt.instanceType+"/"+tt.gpus, func(t *testing.T) {
 			m := CreateModelInput{ModelName: "m", PrimaryContainer: &ContainerDefinition{Image: "i"}}
 			if tt.gpus != "" {
-				m.PrimaryContainer.Resources = &Resources{Gpus: tt.gpus}
+				m.PrimaryContainer.Resources = &containers.Resources{Gpus: tt.gpus}
 			}
 			c := oneVariantConfig()
 			c.ProductionVariants[0].ModelName = "m"
@@ -254,7 +256,7 @@ func TestModelDataPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			got, ok := ContainerPlan{ModelDataURL: tt.url, BaseDir: tt.base}.ModelDataPath()
+			got, ok := containers.ContainerPlan{ModelDataURL: tt.url, BaseDir: tt.base}.ModelDataPath()
 			if got != filepath.FromSlash(tt.want) || ok != tt.ok {
 				t.Errorf("ModelDataPath() = %q, %v; want %q, %v", got, ok, tt.want, tt.ok)
 			}

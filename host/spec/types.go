@@ -1,6 +1,10 @@
 package spec
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/mce-run/mce/containers"
+)
 
 // The request shapes below carry SageMaker's member names as JSON keys
 // (PascalCase, as boto3 sends them) so that the file format, awsJson1_1
@@ -49,7 +53,7 @@ type ContainerDefinition struct {
 
 	// Resources is an mce extension, not part of SageMaker's shape: local
 	// limits for the container. SageMaker clients ignore it in responses.
-	Resources *Resources `json:"Resources,omitempty"`
+	Resources *containers.Resources `json:"Resources,omitempty"`
 }
 
 // ImageConfig says how SageMaker pulls an image; mce uses local images.

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/mce-run/mce/containers"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -122,7 +124,7 @@ func TestCreateModelValidate(t *testing.T) {
 			m.Containers[0].Environment = map[string]string{"BIG": strings.Repeat("v", 1025), "OK": strings.Repeat("v", 1024)}
 		}, prefix1 + "Value 'BIG' at 'containers.1.member.environment' failed to satisfy constraint: Map value must satisfy constraint: [Member must have length less than or equal to 1024, Member must satisfy regular expression pattern: [\\S\\s]*]"},
 		{"mce resources", func(m *CreateModelInput) {
-			m.Containers[0].Resources = &Resources{Gpus: "lots", Cpus: -1, MemoryMiB: -5}
+			m.Containers[0].Resources = &containers.Resources{Gpus: "lots", Cpus: -1, MemoryMiB: -5}
 		}, "3 validation errors detected: " +
 			`Value 'lots' at 'containers.1.member.resources.gpus' failed to satisfy constraint: Member must be "all", "none", a GPU count, or GPU device IDs such as "device=0,1" (mce); ` +
 			"Value '-1.0' at 'containers.1.member.resources.cpus' failed to satisfy constraint: Member must have value greater than or equal to 0; " +

@@ -1,4 +1,4 @@
-package spec
+package containers
 
 import (
 	"path/filepath"
