@@ -390,6 +390,6 @@ func (r *run) prepareGPUs(ctx context.Context) error {
 	if err := gpu.Check(r.opts.GPUs, devs, nil, ri); err != nil {
 		return fmt.Errorf("%w — %s", err, docker.GPUFix(err))
 	}
-	r.gpuDevices = r.opts.GPUs.DeviceRequestsFor(ri.Mode(), devs)
+	r.gpuDevices = docker.DeviceRequestsFor(r.opts.GPUs, ri.Mode(), devs)
 	return nil
 }

@@ -125,7 +125,7 @@ func TestInferenceComponentGPUPlacement(t *testing.T) {
 			t.Fatal(err)
 		}
 		g := es.Variants[0].Containers[0].GPUs
-		reqs := g.DeviceRequests()
+		reqs := docker.DeviceRequestsFor(g, gpu.ModeRuntime, nil)
 		if len(g.DeviceIDs) != 1 || len(reqs) != 1 || !slices.Equal(reqs[0].DeviceIDs, g.DeviceIDs) {
 			t.Fatalf("copy GPUs %+v, device requests %+v", g, reqs)
 		}

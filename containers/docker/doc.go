@@ -2,7 +2,7 @@
 // definitions into running, reachable, observed containers on a Docker engine
 // and takes them down again leaving nothing behind. Engine is the engine as
 // host drives it (containers.Engine, beside kubernetes.Engine): it
-// translates a resolved SageMaker endpoint (spec.EndpointPlan) into an
+// translates a resolved SageMaker endpoint (containers.EndpointPlan) into an
 // EndpointSpec (SpecOf) that the Runtime launches, and offers host's
 // optional capabilities (containers.Preflighter, UsageSource,
 // MultiModelObservable). `mce serve --engine docker` builds it and hands it

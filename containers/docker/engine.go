@@ -12,7 +12,7 @@ import (
 
 // Engine is the Docker engine as host drives it (containers.Engine, as
 // kubernetes.Engine is for a cluster): it translates a resolved SageMaker
-// endpoint (spec.EndpointPlan) into an EndpointSpec (SpecOf) that its
+// endpoint (containers.EndpointPlan) into an EndpointSpec (SpecOf) that its
 // Runtime launches, adopts, scales and removes, and offers the optional
 // capabilities (containers.Preflighter, UsageSource, MultiModelObservable).
 type Engine struct {

@@ -40,13 +40,39 @@ func (rt *Runtime) gpuDeviceRequests(req gpu.Request) []container.DeviceRequest 
 	ri, inv := rt.rtInfo, rt.gpus
 	rt.mu.Unlock()
 	if ri == nil {
-		return req.DeviceRequests()
+		return DeviceRequestsFor(req, gpu.ModeRuntime, nil)
 	}
 	var devs []gpu.Device
 	if inv != nil && len(req.DeviceIDs) > 0 {
 		devs, _ = inv.Devices() // only to turn UUIDs into CDI indexes
 	}
-	return req.DeviceRequestsFor(ri.Mode(), devs)
+	return DeviceRequestsFor(req, ri.Mode(), devs)
+}
+
+// DeviceRequestsFor is the HostConfig.DeviceRequests of req on an engine
+// that hands GPUs over in mode: nil for the zero Request; for ModeCDI one
+// request for the "cdi" driver naming req's CDI devices
+// (gpu.Request.CDIDevices); otherwise (ModeRuntime, and ModeNone, where the
+// engine will refuse it) one request for the "nvidia" driver with the "gpu"
+// capability and Count -1 (all), Count N, or DeviceIDs, as `docker run
+// --gpus` sends.
+func DeviceRequestsFor(req gpu.Request, mode gpu.Mode, devs []gpu.Device) []container.DeviceRequest {
+	if req.IsZero() {
+		return nil
+	}
+	if mode == gpu.ModeCDI {
+		return []container.DeviceRequest{{Driver: "cdi", DeviceIDs: req.CDIDevices(devs)}}
+	}
+	dr := container.DeviceRequest{Driver: "nvidia", Capabilities: [][]string{{"gpu"}}}
+	switch {
+	case req.All:
+		dr.Count = -1
+	case len(req.DeviceIDs) > 0:
+		dr.DeviceIDs = append([]string(nil), req.DeviceIDs...)
+	default:
+		dr.Count = req.Count
+	}
+	return []container.DeviceRequest{dr}
 }
 
 // checkGPUs fails early, naming what is missing, when a spec asks for GPUs the

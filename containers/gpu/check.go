@@ -25,7 +25,7 @@ type RuntimeInfo struct {
 // ("nvidia", or a variant such as "nvidia-cdi" that nvidia-ctk registers).
 func (rt RuntimeInfo) hasNVIDIA() bool {
 	isNVIDIA := func(name string) bool {
-		return name == nvidiaDriver || strings.HasPrefix(name, nvidiaDriver+"-")
+		return name == "nvidia" || strings.HasPrefix(name, "nvidia-")
 	}
 	return isNVIDIA(rt.DefaultRuntime) || slices.ContainsFunc(rt.Runtimes, isNVIDIA)
 }

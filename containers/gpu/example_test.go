@@ -13,15 +13,14 @@ func ExampleParseRequest() {
 			fmt.Println(err)
 			continue
 		}
-		dr := req.DeviceRequests()[0]
-		fmt.Printf("%s: driver=%s count=%d ids=%v caps=%v\n", req, dr.Driver, dr.Count, dr.DeviceIDs, dr.Capabilities)
+		fmt.Printf("%s: all=%v count=%d ids=%v cdi=%v\n", req, req.All, req.Count, req.DeviceIDs, req.CDIDevices(nil))
 	}
 	_, err := gpu.ParseRequest("0")
 	fmt.Println(err)
 	// Output:
-	// all: driver=nvidia count=-1 ids=[] caps=[[gpu]]
-	// count=2: driver=nvidia count=2 ids=[] caps=[[gpu]]
-	// device=0,GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab: driver=nvidia count=0 ids=[0 GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab] caps=[[gpu]]
+	// all: all=true count=0 ids=[] cdi=[nvidia.com/gpu=all]
+	// count=2: all=false count=2 ids=[] cdi=[nvidia.com/gpu=0 nvidia.com/gpu=1]
+	// device=0,GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab: all=false count=0 ids=[0 GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab] cdi=[nvidia.com/gpu=0 nvidia.com/gpu=GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab]
 	// invalid GPU request "0": count must be at least 1 (for device 0 alone write "device=0")
 }
 

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/moby/moby/api/types/container"
 )
 
 // Mode is how a Docker engine hands GPUs to a container.
@@ -27,7 +25,6 @@ const (
 )
 
 const (
-	cdiDriver = "cdi"
 	// cdiKind is the CDI kind of NVIDIA GPUs in the specs nvidia-ctk writes.
 	cdiKind = "nvidia.com/gpu"
 	// cdiMinAPI is the first Engine API version whose /info reports
@@ -84,16 +81,12 @@ func (rt RuntimeInfo) Mode() Mode {
 	}
 }
 
-// DeviceRequestsFor returns the HostConfig.DeviceRequests for r in mode:
-// those of [Request.DeviceRequests] for ModeRuntime (and ModeNone, where the
-// engine will refuse them); for ModeCDI one "cdi" request naming
-// "nvidia.com/gpu=all", the first Count GPU indexes, or the requested
-// devices. A UUID is turned into its index when devs lists it (the specs
-// nvidia-ctk writes by default name GPUs by index), else passed as given.
-func (r Request) DeviceRequestsFor(mode Mode, devs []Device) []container.DeviceRequest {
-	if mode != ModeCDI || r.IsZero() {
-		return r.DeviceRequests()
-	}
+// CDIDevices names r's devices in CDI's fully qualified form, as a "cdi"
+// DeviceRequest lists them (ModeCDI): "nvidia.com/gpu=all", the first Count
+// GPU indexes, or the requested devices. A UUID is turned into its index
+// when devs lists it (the specs nvidia-ctk writes by default name GPUs by
+// index), else passed as given. The zero Request names none.
+func (r Request) CDIDevices(devs []Device) []string {
 	var ids []string
 	switch {
 	case r.All:
@@ -107,7 +100,7 @@ func (r Request) DeviceRequestsFor(mode Mode, devs []Device) []container.DeviceR
 			ids = append(ids, cdiKind+"="+strconv.Itoa(i))
 		}
 	}
-	return []container.DeviceRequest{{Driver: cdiDriver, DeviceIDs: ids}}
+	return ids
 }
 
 // indexOf is the index of the device whose UUID is id, or id itself.

@@ -3,8 +3,6 @@ package gpu
 import (
 	"reflect"
 	"testing"
-
-	"github.com/moby/moby/api/types/container"
 )
 
 func TestMode(t *testing.T) {
@@ -37,35 +35,26 @@ func TestMode(t *testing.T) {
 	}
 }
 
-func TestDeviceRequestsFor(t *testing.T) {
+func TestCDIDevices(t *testing.T) {
 	devs := []Device{{Index: 0, UUID: "GPU-aaaa-0000"}, {Index: 1, UUID: "GPU-bbbb-1111"}}
-	gpuCap := [][]string{{"gpu"}}
 	tests := []struct {
-		name string
 		req  string
-		mode Mode
-		want []container.DeviceRequest
+		want []string
 	}{
-		{"none, runtime", "", ModeRuntime, nil},
-		{"none, CDI", "", ModeCDI, nil},
-		{"all, runtime", "all", ModeRuntime, []container.DeviceRequest{{Driver: "nvidia", Count: -1, Capabilities: gpuCap}}},
-		{"count, runtime", "2", ModeRuntime, []container.DeviceRequest{{Driver: "nvidia", Count: 2, Capabilities: gpuCap}}},
-		{"ids, runtime", "1,GPU-aaaa-0000", ModeRuntime, []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: []string{"1", "GPU-aaaa-0000"}, Capabilities: gpuCap}}},
-		{"all, CDI", "all", ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=all"}}}},
-		{"count, CDI: the first indexes", "2", ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=0", "nvidia.com/gpu=1"}}}},
-		{"index, CDI", "device=1", ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=1"}}}},
-		{"UUID, CDI: its index", "GPU-BBBB-1111", ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=1"}}}},
-		{"unknown UUID, CDI: as given", "GPU-cccc", ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=GPU-cccc"}}}},
+		{"", nil},
+		{"all", []string{"nvidia.com/gpu=all"}},
+		{"2", []string{"nvidia.com/gpu=0", "nvidia.com/gpu=1"}}, // the first indexes
+		{"device=1", []string{"nvidia.com/gpu=1"}},
+		{"GPU-BBBB-1111", []string{"nvidia.com/gpu=1"}},   // a UUID: its index
+		{"GPU-cccc", []string{"nvidia.com/gpu=GPU-cccc"}}, // unknown: as given
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req, err := ParseRequest(tt.req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := req.DeviceRequestsFor(tt.mode, devs); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("DeviceRequestsFor(%q, %q) = %+v, want %+v", tt.req, tt.mode, got, tt.want)
-			}
-		})
+		req, err := ParseRequest(tt.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := req.CDIDevices(devs); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("CDIDevices(%q) = %q, want %q", tt.req, got, tt.want)
+		}
 	}
 }

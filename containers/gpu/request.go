@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/moby/moby/api/types/container"
 )
 
 // Request is what a container asks for in GPUs. At most one of All, Count and
@@ -21,10 +19,7 @@ type Request struct {
 	DeviceIDs []string
 }
 
-const (
-	nvidiaDriver = "nvidia"
-	uuidPrefix   = "GPU-"
-)
+const uuidPrefix = "GPU-"
 
 // ParseRequest parses a GPU request:
 //
@@ -132,28 +127,6 @@ func (r Request) String() string {
 	default:
 		return ""
 	}
-}
-
-// DeviceRequests returns the Docker HostConfig.DeviceRequests for r: nil for
-// the zero Request, otherwise one request for the "nvidia" driver with the
-// "gpu" capability and Count -1 (all), Count N, or DeviceIDs.
-func (r Request) DeviceRequests() []container.DeviceRequest {
-	if r.IsZero() {
-		return nil
-	}
-	dr := container.DeviceRequest{
-		Driver:       nvidiaDriver,
-		Capabilities: [][]string{{"gpu"}},
-	}
-	switch {
-	case r.All:
-		dr.Count = -1
-	case len(r.DeviceIDs) > 0:
-		dr.DeviceIDs = append([]string(nil), r.DeviceIDs...)
-	default:
-		dr.Count = r.Count
-	}
-	return []container.DeviceRequest{dr}
 }
 
 // validate reports requests not built by ParseRequest that set more than one

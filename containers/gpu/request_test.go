@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
-
-	"github.com/moby/moby/api/types/container"
 )
 
 const (
@@ -121,37 +119,6 @@ func TestRequestIsZeroAndString(t *testing.T) {
 	}
 }
 
-func TestDeviceRequests(t *testing.T) {
-	gpuCaps := [][]string{{"gpu"}}
-	tests := []struct {
-		name string
-		req  Request
-		want []container.DeviceRequest
-	}{
-		{"none", Request{}, nil},
-		{"all", Request{All: true}, []container.DeviceRequest{{Driver: "nvidia", Count: -1, Capabilities: gpuCaps}}},
-		{"count", Request{Count: 2}, []container.DeviceRequest{{Driver: "nvidia", Count: 2, Capabilities: gpuCaps}}},
-		{"ids", Request{DeviceIDs: []string{"0", uuidA}}, []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: []string{"0", uuidA}, Capabilities: gpuCaps}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := tt.req.DeviceRequests()
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("DeviceRequests() = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-
-	t.Run("ids are copied", func(t *testing.T) {
-		req := Request{DeviceIDs: []string{"0", "1"}}
-		drs := req.DeviceRequests()
-		drs[0].DeviceIDs[0] = "9"
-		if req.DeviceIDs[0] != "0" {
-			t.Errorf("changing the DeviceRequest changed the Request: %v", req.DeviceIDs)
-		}
-	})
-}
-
 func FuzzParseRequest(f *testing.F) {
 	for _, s := range []string{"", "all", "2", "count=2", "0,1", "device=0", uuidA + ",1", "-1", "0", "abc", "0,0", "0,,1", "GPU-"} {
 		f.Add(s)
@@ -171,12 +138,8 @@ func FuzzParseRequest(f *testing.F) {
 		if err != nil || !reflect.DeepEqual(again, r) {
 			t.Fatalf("ParseRequest(%q) = %+v, but its String %q parses to %+v, %v", s, r, r.String(), again, err)
 		}
-		drs := r.DeviceRequests()
-		if r.IsZero() != (len(drs) == 0) {
-			t.Fatalf("ParseRequest(%q) = %+v: IsZero %v but %d device requests", s, r, r.IsZero(), len(drs))
-		}
-		if len(drs) == 1 && (drs[0].Driver != "nvidia" || (drs[0].Count == 0) == (len(drs[0].DeviceIDs) == 0)) {
-			t.Fatalf("ParseRequest(%q): bad device request %+v", s, drs[0])
+		if ids := r.CDIDevices(nil); r.IsZero() != (len(ids) == 0) {
+			t.Fatalf("ParseRequest(%q) = %+v: IsZero %v but CDI devices %q", s, r, r.IsZero(), ids)
 		}
 	})
 }

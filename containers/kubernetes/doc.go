@@ -3,7 +3,7 @@
 // variant's container set) as one pod, and takes it down again leaving
 // nothing behind. Engine is the engine as host drives it (containers.Engine,
 // beside docker.Engine): it translates a resolved SageMaker endpoint
-// (spec.EndpointPlan) into objects, watches their pods, and offers
+// (containers.EndpointPlan) into objects, watches their pods, and offers
 // containers.MultiModelObservable. `mce serve --engine kubernetes` builds it
 // and hands it to host.New.
 //
