@@ -166,7 +166,7 @@ func (c *component) copyContainers() []pipeline.Container {
 // registerAdaptersOn registers every staged adapter of base with the
 // container of a new copy, before it takes calls. An adapter the copy
 // refuses is marked Failed (the other copies keep it).
-func (s *Server) registerAdaptersOn(base *component, l Launched) {
+func (s *Server) registerAdaptersOn(base *component, l containers.Launched) {
 	adapters := s.adaptersOf(base)
 	if len(adapters) == 0 {
 		return

@@ -17,7 +17,7 @@ import (
 // panickyBackend panics launching an image named "-boom".
 type panickyBackend struct{ *capBackend }
 
-func (b panickyBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
+func (b panickyBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (containers.Launched, error) {
 	for _, v := range p.Variants {
 		for _, c := range v.Containers {
 			if c.Image == "-boom" {

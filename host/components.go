@@ -52,15 +52,6 @@ import (
 // FailureReason as a copy that does not fit on Docker does. The copy's plan
 // carries how many instances (nodes) the variant's copies may occupy.
 
-// The engine contract's capacity for inference components (found by type
-// assertion on Backend).
-type (
-	// InstanceCapacity is what one instance of a variant offers copies.
-	InstanceCapacity = containers.InstanceCapacity
-	// CapacitySource is a Backend that knows its machine's capacity.
-	CapacitySource = containers.CapacitySource
-)
-
 // ComponentRecord is the durable state of one inference component.
 type ComponentRecord struct {
 	Name         string
@@ -115,8 +106,8 @@ type component struct {
 	ops      sync.Mutex // one lifecycle operation at a time
 	mu       sync.Mutex // guards rec and launched
 	rec      ComponentRecord
-	launched map[int]Launched           // running copies by ID
-	insts    map[int]*pipeline.Instance // their routing instances
+	launched map[int]containers.Launched // running copies by ID
+	insts    map[int]*pipeline.Instance  // their routing instances
 	route    atomic.Pointer[pipeline.Route]
 	deleting atomic.Bool
 	// launching is cancelled by a deletion: launches of copies in progress
@@ -212,15 +203,15 @@ func (c *component) currentCopies() int {
 
 // capacity is one instance's capacity: the backend's, else this machine's
 // cores and memory with no GPUs.
-func (s *Server) capacity(ctx context.Context) InstanceCapacity {
-	if cs, ok := s.cfg.Backend.(CapacitySource); ok {
+func (s *Server) capacity(ctx context.Context) containers.InstanceCapacity {
+	if cs, ok := s.cfg.Backend.(containers.CapacitySource); ok {
 		if c, err := cs.InstanceCapacity(ctx); err == nil {
 			return c
 		} else {
 			s.log.Warn().Err(err).Msg("reading the machine's capacity for inference components")
 		}
 	}
-	return InstanceCapacity{CPUs: float64(runtime.NumCPU()), MemoryMiB: memTotalMiB()}
+	return containers.InstanceCapacity{CPUs: float64(runtime.NumCPU()), MemoryMiB: memTotalMiB()}
 }
 
 // memTotalMiB reads MemTotal from /proc/meminfo; 0 (no limit known) elsewhere.
@@ -534,12 +525,12 @@ func (s *Server) componentPanicked(c *component, v any) {
 }
 
 // adoptCopy makes a running copy take calls.
-func (s *Server) adoptCopy(c *component, id int, l Launched) {
+func (s *Server) adoptCopy(c *component, id int, l containers.Launched) {
 	copies := l.Copies(c.rec.VariantName)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.launched == nil {
-		c.launched, c.insts = map[int]Launched{}, map[int]*pipeline.Instance{}
+		c.launched, c.insts = map[int]containers.Launched{}, map[int]*pipeline.Instance{}
 	}
 	c.launched[id] = l
 	if len(copies) > 0 {
@@ -555,7 +546,7 @@ func (s *Server) removeCopies(c *component, remove []CopyRecord) {
 		return
 	}
 	var drain []*pipeline.Instance
-	var stop []Launched
+	var stop []containers.Launched
 	c.mu.Lock()
 	for _, cp := range remove {
 		if in := c.insts[cp.ID]; in != nil {
@@ -665,7 +656,7 @@ func (s *Server) componentsGone(endpoint string) {
 
 // launchPlan launches an endpoint's generation: nothing for an endpoint
 // that hosts inference components (its components launch their copies).
-func (s *Server) launchPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (Launched, error) {
+func (s *Server) launchPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
 	if plan.HostsComponents() {
 		return noContainers{}, nil
 	}
@@ -674,7 +665,7 @@ func (s *Server) launchPlan(ctx context.Context, plan containers.EndpointPlan, g
 
 // adoptPlan is Backend.Adopt, or nothing to adopt for an endpoint that
 // hosts inference components.
-func (s *Server) adoptPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (Launched, error) {
+func (s *Server) adoptPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
 	if plan.HostsComponents() {
 		return noContainers{}, nil
 	}
@@ -772,8 +763,8 @@ func (s *Server) relaunchComponents(cs []*component) {
 // componentCopies takes every running copy out of routing and returns them
 // for Close to stop; the records keep them, and the next start adopts or
 // relaunches them.
-func (s *Server) componentCopies() []Launched {
-	var ls []Launched
+func (s *Server) componentCopies() []containers.Launched {
+	var ls []containers.Launched
 	for _, c := range s.ics.all() {
 		c.mu.Lock()
 		for _, l := range c.launched {
@@ -807,7 +798,7 @@ func (s *Server) componentCopySnapshots(endpoint, variant string, first int) []C
 			ids = append(ids, id)
 		}
 		sort.Ints(ids)
-		ls := make([]Launched, 0, len(ids))
+		ls := make([]containers.Launched, 0, len(ids))
 		for _, id := range ids {
 			ls = append(ls, c.launched[id])
 		}

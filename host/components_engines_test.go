@@ -17,7 +17,7 @@ import (
 // fake), as Docker's does for a copy whose container still runs.
 type adoptingBackend struct{ *capBackend }
 
-func (b adoptingBackend) Adopt(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
+func (b adoptingBackend) Adopt(ctx context.Context, p containers.EndpointPlan, gen int) (containers.Launched, error) {
 	return b.capBackend.Launch(ctx, p, gen)
 }
 

@@ -14,12 +14,13 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/store"
 )
 
 // newHarnessOn is a harness whose server runs on backend b (fake is the
 // fake backend inside it).
-func newHarnessOn(t *testing.T, b Backend, fake *fakeBackend, cfg Config) *harness {
+func newHarnessOn(t *testing.T, b containers.Engine, fake *fakeBackend, cfg Config) *harness {
 	t.Helper()
 	cfg.Backend, cfg.Logger, cfg.Store = b, zerolog.Nop(), openStore(t)
 	s := New(cfg)
@@ -41,7 +42,7 @@ type gatedCapacity struct {
 	gate atomic.Pointer[func()]
 }
 
-func (b *gatedCapacity) InstanceCapacity(ctx context.Context) (InstanceCapacity, error) {
+func (b *gatedCapacity) InstanceCapacity(ctx context.Context) (containers.InstanceCapacity, error) {
 	if g := b.gate.Swap(nil); g != nil {
 		(*g)()
 	}

@@ -41,7 +41,7 @@ func (b *schedBackend) CopyFits(_ context.Context, n containers.CopyNeeds) (stri
 	return "", nil
 }
 
-func (b *schedBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
+func (b *schedBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (containers.Launched, error) {
 	n, _ := strconv.Atoi(p.Variants[0].Containers[0].GPUs)
 	b.mu.Lock()
 	b.plans = append(b.plans, p)
@@ -60,7 +60,7 @@ func (b *schedBackend) Launch(ctx context.Context, p containers.EndpointPlan, ge
 }
 
 type schedLaunched struct {
-	Launched
+	containers.Launched
 	once sync.Once
 	free func()
 }

@@ -34,11 +34,11 @@ type capBackend struct {
 	plans map[int]containers.EndpointPlan // by generation (copy ID)
 }
 
-func (b *capBackend) InstanceCapacity(context.Context) (InstanceCapacity, error) {
-	return InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
+func (b *capBackend) InstanceCapacity(context.Context) (containers.InstanceCapacity, error) {
+	return containers.InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
 }
 
-func (b *capBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
+func (b *capBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (containers.Launched, error) {
 	b.mu.Lock()
 	if b.plans == nil {
 		b.plans = map[int]containers.EndpointPlan{}

@@ -114,14 +114,14 @@ type cheapLaunched struct {
 	copies map[string][][]pipeline.Container
 }
 
-func (cheapBackend) InstanceCapacity(context.Context) (InstanceCapacity, error) {
-	return InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
+func (cheapBackend) InstanceCapacity(context.Context) (containers.InstanceCapacity, error) {
+	return containers.InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
 }
-func (cheapBackend) Adopt(context.Context, containers.EndpointPlan, int) (Launched, error) {
+func (cheapBackend) Adopt(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
 	return nil, errNotAdopted
 }
 func (cheapBackend) Reconcile(context.Context) error { return nil }
-func (cheapBackend) Launch(_ context.Context, p containers.EndpointPlan, _ int) (Launched, error) {
+func (cheapBackend) Launch(_ context.Context, p containers.EndpointPlan, _ int) (containers.Launched, error) {
 	l := &cheapLaunched{copies: map[string][][]pipeline.Container{}}
 	for _, v := range p.Variants {
 		for range v.InstanceCount {

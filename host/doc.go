@@ -39,11 +39,12 @@
 // endpoint's generation at once through internal/parallel.Each, the one
 // helper for parallel teardown.
 //
-// host reaches containers only through pipeline (routing) and the Backend
-// interface (bringing endpoints up and down: containers.Engine, which host
-// names Backend); it imports no engine and never calls Docker or Kubernetes
+// host reaches containers only through pipeline (routing) and the engine
+// contract of package containers (containers.Engine, in Config.Backend,
+// brings endpoints up and down; host uses the contract's own names); it
+// imports no engine and never calls Docker or Kubernetes
 // itself. The engines are docker.Engine and kubernetes.Engine (under
-// containers/), which `mce serve` builds and passes in Config.Backend. What an engine offers beyond Backend is found by type
+// containers/), which `mce serve` builds and passes in Config.Backend. What an engine offers beyond containers.Engine is found by type
 // assertion on that interface value, never on a concrete type: Preflighter
 // (checks before a launch), UsageSource (CPU, memory, disk and GPU use for
 // the metrics), MultiModelObservable (multi-model events for the metrics),

@@ -51,7 +51,7 @@ type Endpoint struct {
 	ops      sync.Mutex // one lifecycle operation at a time
 	mu       sync.Mutex // guards rec, launched, cancelOp and the setting of deleting and route
 	rec      EndpointRecord
-	launched Launched
+	launched containers.Launched
 	cancelOp context.CancelFunc // cancels the launch in progress, for DeleteEndpoint
 }
 
@@ -238,7 +238,7 @@ func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, f
 // install makes a launched generation the endpoint's own (finishDelete
 // removes it) and points the route at it, unless the endpoint is being
 // deleted: then it reports false and leaves the route empty.
-func (s *Server) install(e *Endpoint, plan containers.EndpointPlan, l Launched) bool {
+func (s *Server) install(e *Endpoint, plan containers.EndpointPlan, l containers.Launched) bool {
 	mode := pipeline.Serial
 	if plan.Mode == "Direct" {
 		mode = pipeline.Direct
@@ -261,7 +261,7 @@ func (s *Server) install(e *Endpoint, plan containers.EndpointPlan, l Launched) 
 	return true
 }
 
-func instances(l Launched, variant string) []*pipeline.Instance {
+func instances(l containers.Launched, variant string) []*pipeline.Instance {
 	var out []*pipeline.Instance
 	for _, cp := range l.Copies(variant) {
 		out = append(out, pipeline.NewInstance(cp))

@@ -134,13 +134,13 @@ type fakeBackend struct {
 	onClose  func() error // when set, runs in each Launched.Close and is its result
 }
 
-func (b *fakeBackend) Adopt(context.Context, containers.EndpointPlan, int) (Launched, error) {
+func (b *fakeBackend) Adopt(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
 	return nil, errors.New("fake containers do not outlive their test server")
 }
 
 func (b *fakeBackend) Reconcile(context.Context) error { return nil }
 
-func (b *fakeBackend) Launch(ctx context.Context, plan containers.EndpointPlan, gen int) (Launched, error) {
+func (b *fakeBackend) Launch(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
 	b.launches.Add(1)
 	if b.delay > 0 {
 		select {

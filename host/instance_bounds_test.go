@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
@@ -19,7 +20,7 @@ import (
 
 // newICHarnessOn is newICHarnessWith on backend b (a capBackend or one
 // wrapping it) with log output to logs (nil: none).
-func newICHarnessOn(t testing.TB, st *store.Store, cfg Config, b Backend, logs *testenv.SyncBuffer) *harness {
+func newICHarnessOn(t testing.TB, st *store.Store, cfg Config, b containers.Engine, logs *testenv.SyncBuffer) *harness {
 	t.Helper()
 	if st == nil {
 		st = openStore(t)

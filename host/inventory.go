@@ -1,6 +1,10 @@
 package host
 
-import "time"
+import (
+	"time"
+
+	"github.com/mce-run/mce/containers"
+)
 
 // Inventory is a snapshot of everything the host runs: endpoints, their
 // variants, each copy's containers with health, restarts and recent output,
@@ -120,14 +124,14 @@ func (s *Server) Inventory() Inventory {
 
 func containerSnapshot(host, image string, ready bool, c any) ContainerSnapshot {
 	out := ContainerSnapshot{Hostname: host, Image: image, Ready: ready}
-	if d, ok := c.(ContainerDetail); ok {
+	if d, ok := c.(containers.ContainerDetail); ok {
 		out.ID, out.Restarts, out.LastExitCode = d.ID(), d.Restarts(), d.LastExitCode()
 		out.LogTail, out.Unavailable = d.LogTail(), d.Unavailable()
 	}
-	if m, ok := c.(MultiModelDetail); ok {
+	if m, ok := c.(containers.MultiModelDetail); ok {
 		mm := &MultiModelSnapshot{Loaded: m.LoadedModels()}
 		mm.CacheBytes, mm.CacheModels = m.CacheUsage()
-		if g, ok := c.(MultiModelGPUDetail); ok {
+		if g, ok := c.(containers.MultiModelGPUDetail); ok {
 			if r, ok := g.GPUMemory(); ok {
 				mm.GPU = &GPUMemorySnapshot{UsedBytes: int64(r.Used), TotalBytes: int64(r.Total), PerContainer: r.PerContainer,
 					UnreleasedBytes: int64(r.Unreleased), LeakyUnloads: r.LeakyUnloads, RestartRequested: r.RestartRequested}

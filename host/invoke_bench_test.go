@@ -25,10 +25,10 @@ func (c benchContainer) Ready() bool      { return true }
 
 type benchBackend struct{ url string }
 
-func (b benchBackend) Launch(context.Context, containers.EndpointPlan, int) (Launched, error) {
+func (b benchBackend) Launch(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
 	return benchLaunched{b.url}, nil
 }
-func (b benchBackend) Adopt(context.Context, containers.EndpointPlan, int) (Launched, error) {
+func (b benchBackend) Adopt(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
 	return benchLaunched{b.url}, nil
 }
 func (benchBackend) Reconcile(context.Context) error { return nil }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,7 +17,7 @@ import (
 // CloudWatch counts them in percent; Prometheus' base unit for a share is
 // the ratio, so each is the CloudWatch value divided by 100.
 type usageCollector struct {
-	src                         UsageSource
+	src                         containers.UsageSource
 	cpu, mem, disk, gpu, gpuMem *prometheus.Desc
 	mu                          sync.Mutex
 	cached                      []prometheus.Metric // the last sample
@@ -30,7 +31,7 @@ const DefaultUsageInterval = 5 * time.Second
 // usageSampleTimeout bounds one sample.
 const usageSampleTimeout = 30 * time.Second
 
-func newUsageCollector(src UsageSource) *usageCollector {
+func newUsageCollector(src containers.UsageSource) *usageCollector {
 	return &usageCollector{
 		src: src,
 		cpu: newDesc("container_cpu_utilization_ratio",

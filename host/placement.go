@@ -67,14 +67,14 @@ type placement struct {
 	empty     instanceLeft          // an instance without copies
 	free      []string
 	limited   bool // mem is known
-	machine   InstanceCapacity
+	machine   containers.InstanceCapacity
 	gpuType   int // GPUs per instance of the type
 	order     []int
 }
 
 // emptyPlacement is a variant of instances instances of instanceType, none
 // holding a copy yet, on machine m.
-func emptyPlacement(m InstanceCapacity, instances int, instanceType string) *placement {
+func emptyPlacement(m containers.InstanceCapacity, instances int, instanceType string) *placement {
 	perType, all := spec.InstanceGPUCount(instanceType)
 	if all {
 		perType = len(m.GPUs)

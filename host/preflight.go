@@ -12,8 +12,8 @@ import (
 
 // Preflight checks a plan as CreateEndpoint and UpdateEndpoint do before
 // they launch it; nil when the backend has no pre-flight or found nothing.
-func (s *Server) Preflight(ctx context.Context, plan containers.EndpointPlan) []Problem {
-	pf, ok := s.cfg.Backend.(Preflighter)
+func (s *Server) Preflight(ctx context.Context, plan containers.EndpointPlan) []containers.Problem {
+	pf, ok := s.cfg.Backend.(containers.Preflighter)
 	if !ok {
 		return nil
 	}
@@ -22,7 +22,7 @@ func (s *Server) Preflight(ctx context.Context, plan containers.EndpointPlan) []
 
 // preflight runs the backend's pre-flight for a launch and logs every
 // problem at error level, one entry each.
-func (s *Server) preflight(ctx context.Context, e *Endpoint, plan containers.EndpointPlan) []Problem {
+func (s *Server) preflight(ctx context.Context, e *Endpoint, plan containers.EndpointPlan) []containers.Problem {
 	if plan.HostsComponents() {
 		return nil // runs no container of its own
 	}
@@ -44,7 +44,7 @@ func (s *Server) preflight(ctx context.Context, e *Endpoint, plan containers.End
 // so what a short item leaves goes to the longer ones): an item that does
 // not fit its share loses its fix, then is cut, and a last sentence points
 // at the log, which has every problem in full.
-func preflightReason(prefix string, problems []Problem, limit int) string {
+func preflightReason(prefix string, problems []containers.Problem, limit int) string {
 	head := fmt.Sprintf("%sThe pre-flight found %d problem%s; no container was started.", prefix, len(problems), plural(len(problems)))
 	items := make([]string, len(problems))
 	item := func(i int, withFix bool) string {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/parallel"
 	"github.com/mce-run/mce/pipeline"
@@ -32,7 +33,7 @@ type Config struct {
 	// ContainerTimeout bounds each container call; default 60 s, SageMaker's
 	// limit (https://docs.aws.amazon.com/sagemaker/latest/dg/your-algorithms-inference-code.html).
 	ContainerTimeout time.Duration
-	Backend          Backend
+	Backend          containers.Engine
 	// Store holds models, endpoint configs and endpoints durably. Required.
 	Store *store.Store
 	// BaseDir is where relative file:// model data URLs of models created
@@ -175,10 +176,10 @@ func New(cfg Config) *Server {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
 	s.streams, s.endStreams = context.WithCancel(context.Background())
-	if b, ok := cfg.Backend.(MultiModelObservable); ok {
+	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
 		b.SetMultiModelObserver(s.MultiModelObserver)
 	}
-	if src, ok := cfg.Backend.(UsageSource); ok {
+	if src, ok := cfg.Backend.(containers.UsageSource); ok {
 		uc := newUsageCollector(src)
 		s.metrics.reg.MustRegister(uc)
 		every := cfg.UsageInterval
@@ -280,7 +281,7 @@ func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
 	s.endStreams()
 	s.wg.Wait()
-	var ls []Launched
+	var ls []containers.Launched
 	for _, e := range s.reg.all() {
 		e.route.Store(nil)
 		e.mu.Lock()
@@ -291,7 +292,7 @@ func (s *Server) Close(ctx context.Context) error {
 		e.mu.Unlock()
 	}
 	ls = append(ls, s.componentCopies()...) // inference components' copies (components.go)
-	err := parallel.Each(ls, func(l Launched) error { return l.Close(ctx) })
+	err := parallel.Each(ls, func(l containers.Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
 	s.asyncInvoker.Close()
 	return err

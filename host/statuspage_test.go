@@ -29,7 +29,7 @@ type detailBackend struct {
 	logs []string
 }
 
-func (b detailBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (Launched, error) {
+func (b detailBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (containers.Launched, error) {
 	l, err := b.fakeBackend.Launch(ctx, p, gen)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (b detailBackend) Launch(ctx context.Context, p containers.EndpointPlan, ge
 }
 
 type detailLaunched struct {
-	Launched
+	containers.Launched
 	logs []string
 }
 
@@ -68,7 +68,7 @@ func (c detailContainer) LastExitCode() int   { return 137 }
 func (c detailContainer) LogTail() []string   { return c.logs }
 func (c detailContainer) Unavailable() string { return "" }
 
-var _ ContainerDetail = detailContainer{}
+var _ containers.ContainerDetail = detailContainer{}
 
 // mmeContainer is a multi-model container holding 25 models, one with a
 // hostile name.
@@ -89,8 +89,8 @@ func (mmeContainer) GPUMemory() (mme.GPUReport, bool) {
 }
 
 var (
-	_ MultiModelDetail    = mmeContainer{}
-	_ MultiModelGPUDetail = mmeContainer{}
+	_ containers.MultiModelDetail    = mmeContainer{}
+	_ containers.MultiModelGPUDetail = mmeContainer{}
 )
 
 // hostileLogs are log lines as a container might print them.

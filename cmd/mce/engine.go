@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
 	kengine "github.com/mce-run/mce/containers/kubernetes"
@@ -44,7 +45,7 @@ func (k *kubeFlags) register(fl *pflag.FlagSet) {
 
 // engine is what serve needs of the engine endpoints run on.
 type engine struct {
-	backend         host.Backend
+	backend         containers.Engine
 	instanceDir     string // state.db lives here
 	onAddressChange func(func(baseURL string))
 	close           func()

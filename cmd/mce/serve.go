@@ -629,7 +629,7 @@ func (s *serving) runUntilStopped(ctx context.Context) error {
 // plans, as validated at start-up) at once and lists every problem of every
 // endpoint; "" when there is none.
 func preflightFiles(ctx context.Context, srv *host.Server, plans []containers.EndpointPlan) string {
-	found := make([][]host.Problem, len(plans))
+	found := make([][]containers.Problem, len(plans))
 	var wg sync.WaitGroup
 	for i, p := range plans {
 		wg.Add(1)

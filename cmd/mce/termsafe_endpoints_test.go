@@ -12,7 +12,6 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
@@ -20,10 +19,10 @@ import (
 // an engine does when an image cannot be pulled.
 type failingEngine struct{}
 
-func (failingEngine) Launch(_ context.Context, p containers.EndpointPlan, _ int) (host.Launched, error) {
+func (failingEngine) Launch(_ context.Context, p containers.EndpointPlan, _ int) (containers.Launched, error) {
 	return nil, errors.New("image " + p.Variants[0].Containers[0].Image + " not found")
 }
-func (failingEngine) Adopt(context.Context, containers.EndpointPlan, int) (host.Launched, error) {
+func (failingEngine) Adopt(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
 	return nil, errors.New("nothing to adopt")
 }
 func (failingEngine) Reconcile(context.Context) error { return nil }

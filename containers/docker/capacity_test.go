@@ -144,7 +144,7 @@ type recorder struct {
 	saved []containers.EndpointPlan
 }
 
-func (r *recorder) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (host.Launched, error) {
+func (r *recorder) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (containers.Launched, error) {
 	r.mu.Lock()
 	r.saved = append(r.saved, p)
 	r.mu.Unlock()

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
@@ -64,7 +65,7 @@ type Options struct {
 	// Backend is an engine other than Docker (a fake, Kubernetes): the
 	// fixture then starts no runtime, needs no Docker engine, and checks
 	// no leftovers.
-	Backend host.Backend
+	Backend containers.Engine
 
 	// Host adjusts the host's configuration after the fixture fills it:
 	// Backend, Store, Logger, ModelData (the fetcher), ContainerTimeout 5 s
