@@ -28,8 +28,7 @@ const (
 	// bodyChargeStep is the smallest slice of the budget a body takes at a
 	// time; a body takes more as it grows (doubling), never ahead of the
 	// bytes that arrived, so a stalled upload holds little.
-	bodyChargeStep     = 64 << 10
-	codeRequestTimeout = "RequestTimeout"
+	bodyChargeStep = 64 << 10
 )
 
 // bodyPool recycles request-body buffers between requests.

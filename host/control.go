@@ -22,16 +22,9 @@ import (
 // body; errors are HTTP 400 with __type and Message.
 
 const (
-	codeValidationException = "ValidationException"
-	codeResourceNotFound    = "ResourceNotFound"
-	codeResourceInUse       = "ResourceInUse"
-	jsonContentType         = "application/x-amz-json-1.1"
-	maxControlBody          = 1 << 20
+	jsonContentType = "application/x-amz-json-1.1"
+	maxControlBody  = 1 << 20
 )
-
-func validationException(format string, args ...any) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Code: codeValidationException, Message: fmt.Sprintf(format, args...)}
-}
 
 // operation is one control-plane operation. prepare decodes the body once
 // into the operation's typed input and returns the resource that input acts
