@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -64,23 +65,23 @@ func (s *Server) checkAdapterBase(in *spec.CreateInferenceComponentInput) (*comp
 	baseName := in.Specification.BaseInferenceComponentName
 	base := s.ics.get(baseName)
 	if base == nil {
-		return nil, validationException("Could not find base inference component %q.", s.arn(spec.KindInferenceComponent, baseName))
+		return nil, apierr.ValidationException("Could not find base inference component %q.", s.arn(spec.KindInferenceComponent, baseName))
 	}
 	brec := base.record()
 	switch {
 	case !strings.EqualFold(brec.EndpointName, in.EndpointName):
-		return nil, validationException("The base inference component %q is hosted by endpoint %q, not %q: an adapter inference component is created on its base's endpoint.",
+		return nil, apierr.ValidationException("The base inference component %q is hosted by endpoint %q, not %q: an adapter inference component is created on its base's endpoint.",
 			brec.ARN, brec.EndpointName, in.EndpointName)
 	case in.VariantName != "" && in.VariantName != brec.VariantName:
-		return nil, validationException("The base inference component %q is placed on variant %s, not %s: omit VariantName or give the base's.", brec.ARN, brec.VariantName, in.VariantName)
+		return nil, apierr.ValidationException("The base inference component %q is placed on variant %s, not %s: omit VariantName or give the base's.", brec.ARN, brec.VariantName, in.VariantName)
 	case brec.isAdapter():
-		return nil, validationException("Inference component %q is an adapter inference component: an adapter's base must host a model (an adapter of an adapter is not supported).", brec.ARN)
+		return nil, apierr.ValidationException("Inference component %q is an adapter inference component: an adapter's base must host a model (an adapter of an adapter is not supported).", brec.ARN)
 	case base.deleting.Load() || brec.Status == StatusDeleting:
-		return nil, validationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
+		return nil, apierr.ValidationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
 	case s.adapterStore() == nil:
-		return nil, validationException("Adapter inference components need mce's Docker engine, which gives the base's copies a folder of adapters; this engine has none.")
+		return nil, apierr.ValidationException("Adapter inference components need mce's Docker engine, which gives the base's copies a folder of adapters; this engine has none.")
 	case len(brec.Template.Containers) == 0 || !brec.Template.Containers[0].Adapters:
-		return nil, validationException("The base inference component %q was created by an mce without adapter support: update its Specification (UpdateInferenceComponent) so that its copies start again with a folder of adapters.", brec.ARN)
+		return nil, apierr.ValidationException("The base inference component %q was created by an mce without adapter support: update its Specification (UpdateInferenceComponent) so that its copies start again with a folder of adapters.", brec.ARN)
 	}
 	return base, nil
 }
@@ -106,7 +107,7 @@ func (s *Server) reconcileAdapter(c *component) {
 	rec := c.record()
 	fail := func(reason string) {
 		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Status, r.FailureReason = StatusFailed, truncate(reason, maxFailureReason)
+			r.Status, r.FailureReason = StatusFailed, apierr.Truncate(reason, maxFailureReason)
 		})
 		s.dropAdapter(c)
 	}
@@ -124,7 +125,7 @@ func (s *Server) reconcileAdapter(c *component) {
 	src, err := store.StageAdapter(ctx, rec.EndpointName, base.name, rec.Name, rec.Spec.Container.ArtifactURL, rec.BaseDir)
 	cancel()
 	if err != nil {
-		fail("The adapter's artifact could not be staged: " + redactPaths(err.Error()))
+		fail("The adapter's artifact could not be staged: " + apierr.RedactPaths(err.Error()))
 		return
 	}
 	s.saveComponent(c, func(r *ComponentRecord) { r.AdapterSource = src })
@@ -138,7 +139,7 @@ func (s *Server) reconcileAdapter(c *component) {
 		return
 	}
 	if err := errors.Join(errs...); err != nil {
-		fail("The adapter could not be registered with the base inference component's copies: " + redactPaths(err.Error()))
+		fail("The adapter could not be registered with the base inference component's copies: " + apierr.RedactPaths(err.Error()))
 		return
 	}
 	s.saveComponent(c, func(r *ComponentRecord) { r.Status, r.FailureReason = StatusInService, "" })
@@ -186,7 +187,7 @@ func (s *Server) registerAdaptersOn(base *component, l containers.Launched) {
 			if err := s.registerAdapter(ct, rec.Name, rec.AdapterSource); err != nil {
 				s.saveComponent(a, func(r *ComponentRecord) {
 					r.Status = StatusFailed
-					r.FailureReason = truncate("A new copy of the base inference component refused the adapter: "+redactPaths(err.Error()), maxFailureReason)
+					r.FailureReason = apierr.Truncate("A new copy of the base inference component refused the adapter: "+apierr.RedactPaths(err.Error()), maxFailureReason)
 				})
 				// Under the adapter's own lock (this runs under the base's).
 				s.background(func() {
@@ -253,7 +254,7 @@ func (e *adapterStatusError) Error() string {
 	if json.Unmarshal([]byte(msg), &j) == nil && (j.Error != "" || j.Message != "") {
 		msg = j.Error + j.Message
 	}
-	return fmt.Sprintf("container %s answered %d: %s", e.container, e.status, truncate(msg, 512))
+	return fmt.Sprintf("container %s answered %d: %s", e.container, e.status, apierr.Truncate(msg, 512))
 }
 
 func (s *Server) adapterCall(ct pipeline.Container, method, path string, body []byte) error {
@@ -322,16 +323,16 @@ func (s *Server) refuseBaseDeletion(c *component) error {
 	if len(names) == 0 {
 		return nil
 	}
-	return validationException("Cannot delete inference component %q: it is the base of the adapter inference components %s; delete them first.",
+	return apierr.ValidationException("Cannot delete inference component %q: it is the base of the adapter inference components %s; delete them first.",
 		c.record().ARN, strings.Join(names, ", "))
 }
 
 // adapterRoute is the route of an invocation of the adapter of record rec:
 // its base's copies.
-func (s *Server) adapterRoute(rec ComponentRecord) (*pipeline.Route, *APIError) {
+func (s *Server) adapterRoute(rec ComponentRecord) (*pipeline.Route, *apierr.Error) {
 	base := s.ics.get(rec.Spec.BaseInferenceComponentName)
 	if base == nil || base.deleting.Load() {
-		return nil, validationError("Inference Component %s is an adapter of inference component %s, which no longer exists.", rec.Name, rec.Spec.BaseInferenceComponentName)
+		return nil, apierr.Validation("Inference Component %s is an adapter of inference component %s, which no longer exists.", rec.Name, rec.Spec.BaseInferenceComponentName)
 	}
 	// Updating with an adapter registered before (a restart, a new
 	// artifact on its way) serves with what the copies hold.
@@ -341,11 +342,11 @@ func (s *Server) adapterRoute(rec ComponentRecord) (*pipeline.Route, *APIError) 
 		if rec.FailureReason != "" {
 			why = " " + rec.FailureReason
 		}
-		return nil, validationError("Adapter inference component %s is %s and cannot take calls.%s", rec.Name, rec.Status, why)
+		return nil, apierr.Validation("Adapter inference component %s is %s and cannot take calls.%s", rec.Name, rec.Status, why)
 	}
 	r := base.route.Load()
 	if r == nil || base.currentCopies() == 0 {
-		return nil, validationError("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
+		return nil, apierr.Validation("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
 	}
 	return r, nil
 }

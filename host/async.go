@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -200,7 +201,7 @@ func (s *Server) dispatch(q *asyncQueue, full bool) {
 	}
 	now := time.Now()
 	var start, settle []*asyncItem
-	var reasons []*APIError
+	var reasons []*apierr.Error
 	s.async.mu.Lock()
 	q.instances = instances
 	for _, it := range q.running {
@@ -221,7 +222,7 @@ func (s *Server) dispatch(q *asyncQueue, full bool) {
 		case e == nil || e.deleting.Load():
 			settle, reasons = append(settle, it), append(reasons, deletedFailure(it.rec))
 		case plan.Async == nil && route != nil:
-			settle, reasons = append(settle, it), append(reasons, validationError(
+			settle, reasons = append(settle, it), append(reasons, apierr.Validation(
 				"Endpoint %s is no longer an asynchronous endpoint (its configuration has no AsyncInferenceConfig); inference request %s did not run.", it.rec.Endpoint, it.rec.InferenceID))
 		case now.Sub(it.rec.Accepted) > it.rec.TTL:
 			settle, reasons = append(settle, it), append(reasons, expiredFailure(it.rec))
@@ -281,14 +282,14 @@ func pickAsyncVariant(variants []*pipeline.Variant, room map[string]int) string 
 
 // deletedFailure is the failure of a request whose endpoint was deleted
 // before it ran.
-func deletedFailure(r asyncRecord) *APIError {
-	return validationError("Endpoint %s was deleted before inference request %s ran.", r.Endpoint, r.InferenceID)
+func deletedFailure(r asyncRecord) *apierr.Error {
+	return apierr.Validation("Endpoint %s was deleted before inference request %s ran.", r.Endpoint, r.InferenceID)
 }
 
 // expiredFailure is the failure of a request that waited past its TTL: the
 // endpoint had no capacity for it in time.
-func expiredFailure(r asyncRecord) *APIError {
-	return &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: fmt.Sprintf(
+func expiredFailure(r asyncRecord) *apierr.Error {
+	return &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail, Message: fmt.Sprintf(
 		"Inference request %s expired: it waited longer than its RequestTTLSeconds (%d s) in the queue of endpoint %s without being processed.",
 		r.InferenceID, int(r.TTL/time.Second), r.Endpoint)}
 }
@@ -303,7 +304,7 @@ func (s *Server) done(q *asyncQueue, it *asyncItem) {
 }
 
 // settleFailure writes a request's failure without having run it.
-func (s *Server) settleFailure(q *asyncQueue, it *asyncItem, fail *APIError) {
+func (s *Server) settleFailure(q *asyncQueue, it *asyncItem, fail *apierr.Error) {
 	if it.recovered && s.alreadyAnswered(it) {
 		return
 	}
@@ -394,9 +395,9 @@ var errAsyncTimeout = errors.New("invocation timeout")
 
 // asyncFailure is what a failed invocation writes to the failure location:
 // the error InvokeEndpoint would have answered.
-func (s *Server) asyncFailure(rec asyncRecord, err error) *APIError {
+func (s *Server) asyncFailure(rec asyncRecord, err error) *apierr.Error {
 	if errors.Is(err, errAsyncTimeout) {
-		return &APIError{Status: http.StatusFailedDependency, Code: CodeModelError, Message: fmt.Sprintf(
+		return &apierr.Error{Status: http.StatusFailedDependency, Code: apierr.CodeModelError, Message: fmt.Sprintf(
 			"Inference request %s exceeded its InvocationTimeoutSeconds (%d s): endpoint %s did not answer in time.",
 			rec.InferenceID, int(rec.Timeout/time.Second), rec.Endpoint)}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/wire"
@@ -41,22 +42,22 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	name := c.Param("name")
 	h := r.Header
 	if api := validateAsyncHeaders(name, h); api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	resource := s.arn(spec.KindEndpoint, name)
 	keys := authz.InvokeContext(h)
 	authorized, api := s.preAuthorize(r.Context(), r, authz.ActionInvokeEndpointAsync, resource, keys)
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	// The newest API allows a small inline Body; mce reads InputLocation.
-	rb, api := s.readBody(w, r, 128000, func(n int64) *APIError {
-		return validationError("The inline request body of %d bytes exceeds the maximum of 128000 bytes.", n)
+	rb, api := s.readBody(w, r, 128000, func(n int64) *apierr.Error {
+		return apierr.Validation("The inline request body of %d bytes exceeds the maximum of 128000 bytes.", n)
 	})
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	defer rb.release()
@@ -68,47 +69,47 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		api = s.decide(r.Context(), r, principal, authz.ActionInvokeEndpointAsync, resource, keys)
 	}
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	input := header(h, hdrAsyncInputLocation)
 	switch {
 	case len(body) > 0:
-		writeError(w, validationError("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send "+wire.HeaderAsyncInputLocation+" instead of a body."))
+		apierr.Write(w, apierr.Validation("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send "+wire.HeaderAsyncInputLocation+" instead of a body."))
 		return nil
 	case input == "":
-		writeError(w, validationError("InputLocation is required: the S3 URI (s3://bucket/key) of the request payload."))
+		apierr.Write(w, apierr.Validation("InputLocation is required: the S3 URI (s3://bucket/key) of the request payload."))
 		return nil
 	}
 	e := s.reg.get(name)
 	if e == nil || e.deleting.Load() {
-		writeError(w, validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
+		apierr.Write(w, apierr.Validation("Endpoint %s of account %s not found.", name, s.cfg.Account))
 		return nil
 	}
 	plan := e.record().Plan
 	if plan.Async == nil {
-		writeError(w, validationError("Endpoint %s is not an asynchronous endpoint: its endpoint configuration has no AsyncInferenceConfig. Use InvokeEndpoint.", name))
+		apierr.Write(w, apierr.Validation("Endpoint %s is not an asynchronous endpoint: its endpoint configuration has no AsyncInferenceConfig. Use InvokeEndpoint.", name))
 		return nil
 	}
 	if st := e.Status(); st == StatusFailed {
-		writeError(w, validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, st))
+		apierr.Write(w, apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, st))
 		return nil
 	}
 	if s.cfg.AsyncObjects == nil {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail,
+		apierr.Write(w, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail,
 			Message: "mce has no S3 access for asynchronous inference."})
 		return nil
 	}
 	if !strings.HasPrefix(input, "s3://") {
-		writeError(w, validationError("mce reads InputLocation from s3:// URIs only; %q is not one.", truncate(input, 128)))
+		apierr.Write(w, apierr.Validation("mce reads InputLocation from s3:// URIs only; %q is not one.", apierr.Truncate(input, 128)))
 		return nil
 	}
 	if b, k, _ := strings.Cut(strings.TrimPrefix(input, "s3://"), "/"); b == "" || k == "" {
-		writeError(w, validationError("InputLocation %q needs a bucket and an object key (s3://bucket/key).", truncate(input, 128)))
+		apierr.Write(w, apierr.Validation("InputLocation %q needs a bucket and an object key (s3://bucket/key).", apierr.Truncate(input, 128)))
 		return nil
 	}
 	if dotSegment(input) {
-		writeError(w, validationError("InputLocation %q names an S3 key with an empty, . or .. path segment; mce refuses it.", truncate(input, 128)))
+		apierr.Write(w, apierr.Validation("InputLocation %q names an S3 key with an empty, . or .. path segment; mce refuses it.", apierr.Truncate(input, 128)))
 		return nil
 	}
 	// mce reads the input with its own S3 credentials, for whoever calls:
@@ -116,15 +117,15 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	// operator lets asynchronous inputs come from. Neither check looks at
 	// S3, so the answer says nothing of whether the object exists.
 	if api := s.asyncInputScope(input); api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	if api := s.decide(r.Context(), r, principal, actionS3GetObject, s3ObjectARN(input), nil); api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	if n, ok := s.reserveBacklog(); !ok {
-		writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: fmt.Sprintf(
+		apierr.Write(w, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail, Message: fmt.Sprintf(
 			"mce's asynchronous queue is full: %d requests are queued or running (mce serve --async-max-backlog). Try again later.", n)})
 		return nil
 	}
@@ -166,15 +167,15 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	}
 	for _, out := range []string{rec.Output, rec.Failure} {
 		if dotSegment(out) || !s.asyncOutputAllowed(out) {
-			writeError(w, validationError("The S3 output paths of endpoint %s (%s) are outside the S3 prefixes mce may write asynchronous results to (mce serve --async-output-prefix).",
-				e.name, truncate(out, 256)))
+			apierr.Write(w, apierr.Validation("The S3 output paths of endpoint %s (%s) are outside the S3 prefixes mce may write asynchronous results to (mce serve --async-output-prefix).",
+				e.name, apierr.Truncate(out, 256)))
 			return nil
 		}
 	}
 	// Durable before the answer: once the caller hears 202, the request
 	// survives anything short of losing the state directory.
 	if err := s.store.PutBatched(store.AsyncRequests, key, rec); err != nil {
-		writeError(w, s.internalError(reqID, err))
+		apierr.Write(w, s.internalError(reqID, err))
 		return nil
 	}
 	s.asyncMetrics.accepted.WithLabelValues(e.name).Inc()
@@ -201,7 +202,7 @@ var inputLocationPattern = regexp.MustCompile(inputLocationText)
 
 // validateAsyncHeaders checks InvokeEndpointAsync's headers, all problems at
 // once, in SageMaker's wording.
-func validateAsyncHeaders(endpoint string, h http.Header) *APIError {
+func validateAsyncHeaders(endpoint string, h http.Header) *apierr.Error {
 	if api := validateHeaderRules(endpoint, h, asyncRules); api != nil {
 		return api
 	}
@@ -219,7 +220,7 @@ func validateAsyncHeaders(endpoint string, h http.Header) *APIError {
 		}
 		for _, seg := range strings.Split(v, "/") {
 			if seg == "." || seg == ".." || seg == "" {
-				return validationError("%s %q names an S3 key with an empty, . or .. path segment; mce refuses it.", r.member, truncate(v, 128))
+				return apierr.Validation("%s %q names an S3 key with an empty, . or .. path segment; mce refuses it.", r.member, apierr.Truncate(v, 128))
 			}
 		}
 	}
@@ -237,16 +238,16 @@ func validateAsyncHeaders(endpoint string, h http.Header) *APIError {
 		n, err := strconv.Atoi(v)
 		switch {
 		case err != nil:
-			return validationError("1 validation error detected: %s", constraint(v, r.member, "Member must be an integer"))
+			return apierr.Validation("1 validation error detected: %s", constraint(v, r.member, "Member must be an integer"))
 		case n < r.lo:
-			return validationError("1 validation error detected: %s", constraint(v, r.member, fmt.Sprintf("Member must have value greater than or equal to %d", r.lo)))
+			return apierr.Validation("1 validation error detected: %s", constraint(v, r.member, fmt.Sprintf("Member must have value greater than or equal to %d", r.lo)))
 		case n > r.hi:
-			return validationError("1 validation error detected: %s", constraint(v, r.member, fmt.Sprintf("Member must have value less than or equal to %d", r.hi)))
+			return apierr.Validation("1 validation error detected: %s", constraint(v, r.member, fmt.Sprintf("Member must have value less than or equal to %d", r.hi)))
 		}
 	}
 	for _, hd := range []string{hdrTargetModel, hdrTargetVariant, hdrTargetContainer, hdrInferenceComp, hdrSessionID, hdrEnableExplain} {
 		if header(h, hd) != "" {
-			return validationError("InvokeEndpointAsync does not take the %s header.", hd)
+			return apierr.Validation("InvokeEndpointAsync does not take the %s header.", hd)
 		}
 	}
 	return nil

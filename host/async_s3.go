@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/internal/wire"
 )
 
@@ -34,19 +35,19 @@ type asyncInput struct {
 // reserving memory from the budget for it and for answers bodies of up to
 // the cap each (the answer's size is not known before it arrives); fail
 // says why it could not.
-func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, fail *APIError) {
+func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, fail *apierr.Error) {
 	rc, info, err := s.cfg.AsyncObjects.OpenObject(s.ctx, rec.Input)
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
-			return in, validationError("Could not read the input of inference request %s: there is no object at InputLocation %s.", rec.InferenceID, rec.Input)
+			return in, apierr.Validation("Could not read the input of inference request %s: there is no object at InputLocation %s.", rec.InferenceID, rec.Input)
 		}
-		return in, validationError("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
+		return in, apierr.Validation("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, apierr.RedactPaths(err.Error()))
 	}
 	defer rc.Close()
 	limit := s.cfg.AsyncMaxPayload
 	size := info.Size
 	if size > limit {
-		return in, validationError("The input of inference request %s at %s is %d bytes, more than mce's limit of %d bytes (mce serve --async-max-payload).",
+		return in, apierr.Validation("The input of inference request %s at %s is %d bytes, more than mce's limit of %d bytes (mce serve --async-max-payload).",
 			rec.InferenceID, rec.Input, size, limit)
 	}
 	want := size
@@ -57,7 +58,7 @@ func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, 
 	// budget, and then takes all of it.
 	want = min(want+answers*limit, s.cfg.AsyncMemory)
 	if err := s.async.memory.Acquire(s.ctx, want); err != nil {
-		return in, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, Message: "mce is stopping."}
+		return in, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail, Message: "mce is stopping."}
 	}
 	in.lease = asyncLease{sem: s.async.memory, n: want}
 	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
@@ -66,7 +67,7 @@ func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, 
 	}
 	if err != nil {
 		in.lease.release()
-		return asyncInput{}, validationError("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, redactPaths(err.Error()))
+		return asyncInput{}, apierr.Validation("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, apierr.RedactPaths(err.Error()))
 	}
 	s.async.hold(int64(cap(b)))
 	in.body, in.contentType = b, info.ContentType
@@ -80,11 +81,11 @@ func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, 
 // AsyncInferenceResponse with a JSONDeserializer — get its message. A
 // failed write leaves the request queued: it is tried again, in this run or
 // the next.
-func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, fail *APIError) {
+func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, fail *apierr.Error) {
 	rec := it.rec
 	url, outcome := rec.Output, "answered"
 	if fail != nil {
-		url, outcome, body, contentType = rec.Failure, "failed", errorJSON(fail), "application/json"
+		url, outcome, body, contentType = rec.Failure, "failed", apierr.JSON(fail), "application/json"
 	}
 	if !s.asyncOutputAllowed(url) {
 		// Accepted before a restart with narrower --async-output-prefix.
@@ -148,12 +149,12 @@ func dotSegment(url string) bool {
 }
 
 // asyncInputScope refuses an InputLocation outside Config.AsyncInputPrefixes.
-func (s *Server) asyncInputScope(url string) *APIError {
+func (s *Server) asyncInputScope(url string) *apierr.Error {
 	if inPrefixes(url, s.cfg.AsyncInputPrefixes) && !dotSegment(url) {
 		return nil
 	}
-	return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: fmt.Sprintf(
-		"InputLocation %s is outside the S3 prefixes mce reads asynchronous inputs from (mce serve --async-input-prefix).", truncate(url, 256))}
+	return &apierr.Error{Status: http.StatusForbidden, Code: apierr.CodeAccessDenied, Message: fmt.Sprintf(
+		"InputLocation %s is outside the S3 prefixes mce reads asynchronous inputs from (mce serve --async-input-prefix).", apierr.Truncate(url, 256))}
 }
 
 // asyncOutputAllowed reports whether url lies within

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -16,7 +17,7 @@ import (
 // given condition keys. A nil result means go ahead; otherwise the error to
 // write. With no authorizer, or one without policies, everything is allowed
 // (mce serve refuses that off loopback unless --insecure).
-func (s *Server) authorize(ctx context.Context, r *http.Request, body []byte, action, resource string, keys map[string]string) *APIError {
+func (s *Server) authorize(ctx context.Context, r *http.Request, body []byte, action, resource string, keys map[string]string) *apierr.Error {
 	p, api := s.authenticate(r, body)
 	if api != nil {
 		return api
@@ -26,7 +27,7 @@ func (s *Server) authorize(ctx context.Context, r *http.Request, body []byte, ac
 
 // authenticate verifies the request's signature over body and returns its
 // principal (anonymous when unsigned, or when no policies are in force).
-func (s *Server) authenticate(r *http.Request, body []byte) (authz.Principal, *APIError) {
+func (s *Server) authenticate(r *http.Request, body []byte) (authz.Principal, *apierr.Error) {
 	a := s.cfg.Authz
 	if a == nil || !a.Enabled() {
 		return authz.Principal{Anonymous: true}, nil
@@ -39,16 +40,16 @@ func (s *Server) authenticate(r *http.Request, body []byte) (authz.Principal, *A
 }
 
 // authError is the answer to a request whose authentication failed.
-func authError(err error) *APIError {
+func authError(err error) *apierr.Error {
 	if ae, ok := authz.IsAuthError(err); ok {
-		return &APIError{Status: ae.Status, Code: ae.Code, Message: ae.Message, err: err}
+		return &apierr.Error{Status: ae.Status, Code: ae.Code, Message: ae.Message, Cause: err}
 	}
-	return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: "The request could not be authenticated.", err: err}
+	return &apierr.Error{Status: http.StatusForbidden, Code: apierr.CodeAccessDenied, Message: "The request could not be authenticated.", Cause: err}
 }
 
 // decide asks the policies whether principal p may perform action on
 // resource; nil means go ahead.
-func (s *Server) decide(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys map[string]string) *APIError {
+func (s *Server) decide(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys map[string]string) *apierr.Error {
 	return s.decideWith(ctx, r, p, action, resource, requestKeys{single: keys})
 }
 
@@ -95,7 +96,7 @@ func addTagKeys(m map[string]string, prefix string, tags []spec.Tag) {
 // decideWith is decide with every kind of request key, on the resource an
 // operation acts on: a Create call's resource does not exist yet and has
 // no tags (one of that name that exists is refused by the operation).
-func (s *Server) decideWith(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys) *APIError {
+func (s *Server) decideWith(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys) *apierr.Error {
 	return s.decideOn(ctx, r, p, action, resource, keys, !strings.HasPrefix(action, "sagemaker:Create"))
 }
 
@@ -106,7 +107,7 @@ func (s *Server) decideWith(ctx context.Context, r *http.Request, p authz.Princi
 // sagemaker:ResourceTag/<key>. Every check of a second resource (the
 // endpoint a component is placed on, an adapter's base, the configuration
 // an endpoint is made from) is on an existing one, whatever the action.
-func (s *Server) decideOn(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys, existing bool) *APIError {
+func (s *Server) decideOn(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys, existing bool) *apierr.Error {
 	a := s.cfg.Authz
 	if a == nil || !a.Enabled() {
 		return nil
@@ -116,8 +117,8 @@ func (s *Server) decideOn(ctx context.Context, r *http.Request, p authz.Principa
 		if kind, name, ok := s.parseResourceARN(resource); ok {
 			tags, _, err := s.tagsOf(kind, name)
 			if err != nil { // fail closed: the decision may depend on them
-				return &APIError{Status: http.StatusInternalServerError, Code: CodeInternalFailure,
-					Message: "mce could not read the resource's tags to authorize the request.", err: err}
+				return &apierr.Error{Status: http.StatusInternalServerError, Code: apierr.CodeInternalFailure,
+					Message: "mce could not read the resource's tags to authorize the request.", Cause: err}
 			}
 			if len(tags) > 0 {
 				single = make(map[string]string, len(keys.single)+2*len(tags))
@@ -132,7 +133,7 @@ func (s *Server) decideOn(ctx context.Context, r *http.Request, p authz.Principa
 	in := authz.Input{Principal: p, Action: action, Resource: resource, Context: single, MultiContext: keys.multi, SourceIP: sourceIP(r), Time: time.Now()}
 	d, err := a.Authorize(ctx, in)
 	if err != nil || !d.Allowed {
-		return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: d.DeniedMessage(in), err: err}
+		return &apierr.Error{Status: http.StatusForbidden, Code: apierr.CodeAccessDenied, Message: d.DeniedMessage(in), Cause: err}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mce-run/mce/host/apierr"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -76,7 +77,7 @@ func (b *requestBody) free(pool bool) {
 // readBody reads r's body, at most limit bytes, within the body deadline and
 // the memory budget. tooLarge is the error for a body over limit. On
 // failure the body is already released.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, tooLarge func(n int64) *APIError) (requestBody, *APIError) {
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, tooLarge func(n int64) *apierr.Error) (requestBody, *apierr.Error) {
 	b := requestBody{buf: bodyPool.Get().(*[]byte), budget: s.bodyBudget}
 	if r.ContentLength == 0 {
 		return b, nil
@@ -107,16 +108,16 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int, too
 	case errors.Is(err, errBodyBudget):
 		s.log.Warn().Int64("budget_bytes", s.cfg.BodyMemory).Str("remote_addr", r.RemoteAddr).
 			Msg("request refused: the request bodies in memory reached --max-body-memory")
-		return requestBody{}, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail, err: err,
+		return requestBody{}, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail, Cause: err,
 			Message: "mce is holding as many request bodies as its memory budget allows; retry the request later."}
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
 		s.log.Info().Str("remote_addr", r.RemoteAddr).Dur("body_timeout_ms", s.cfg.BodyTimeout).
 			Msg("request body not received in time; connection cut")
-		return requestBody{}, &APIError{Status: http.StatusBadRequest, Code: codeRequestTimeout, err: err,
+		return requestBody{}, &apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeRequestTimeout, Cause: err,
 			Message: "The request body was not received within " + s.cfg.BodyTimeout.String() + "; send it faster, or ask the operator to raise --body-timeout."}
 	}
 	s.log.Debug().Err(err).Str("remote_addr", r.RemoteAddr).Msg("reading a request body failed")
-	return requestBody{}, &APIError{Status: http.StatusBadRequest, Code: CodeValidation, err: err,
+	return requestBody{}, &apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeValidation, Cause: err,
 		Message: "Could not read the request body: the connection ended before the body was complete."}
 }
 
@@ -156,10 +157,10 @@ func readLimited(r io.Reader, buf []byte, limit int, budget *semaphore.Weighted)
 	}
 }
 
-func payloadTooLarge(n int64) *APIError {
+func payloadTooLarge(n int64) *apierr.Error {
 	msg := "The request body exceeds the maximum of 6291456 bytes (6 MiB)."
 	if n > 0 {
 		msg = "The request body of " + strconv.FormatInt(n, 10) + " bytes exceeds the maximum of 6291456 bytes (6 MiB)."
 	}
-	return &APIError{Status: http.StatusRequestEntityTooLarge, Code: CodeValidation, Message: msg}
+	return &apierr.Error{Status: http.StatusRequestEntityTooLarge, Code: apierr.CodeValidation, Message: msg}
 }

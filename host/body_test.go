@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+	"github.com/mce-run/mce/host/apierr"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -190,12 +191,12 @@ func TestStalledUploads(t *testing.T) {
 			var cut, throttled int
 			for i, r := range results {
 				switch {
-				case r.status == 400 && r.code == codeRequestTimeout:
+				case r.status == 400 && r.code == apierr.CodeRequestTimeout:
 					cut++
 					if r.after < deadline-500*time.Millisecond || r.after > deadline+5*time.Second {
 						t.Errorf("upload %d cut after %s; the deadline is %s", i, r.after, deadline)
 					}
-				case r.status == 503 && r.code == CodeServiceUnavail:
+				case r.status == 503 && r.code == apierr.CodeServiceUnavail:
 					throttled++
 				default:
 					t.Errorf("upload %d: %+v, want 400 RequestTimeout or 503 ServiceUnavailable", i, r)

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -26,9 +27,9 @@ func TestCreateAfterTheCallerLeftCreatesNothing(t *testing.T) {
 	cancel()
 	wantEnded := func(what string, err error) {
 		t.Helper()
-		var api *APIError
-		if !errors.As(err, &api) || api.Status != 400 || api.Code != codeRequestTimeout || !strings.Contains(api.Message, "nothing was created") {
-			t.Fatalf("%s with a done context: err = %v, want a 400 %s saying nothing was created", what, err, codeRequestTimeout)
+		var api *apierr.Error
+		if !errors.As(err, &api) || api.Status != 400 || api.Code != apierr.CodeRequestTimeout || !strings.Contains(api.Message, "nothing was created") {
+			t.Fatalf("%s with a done context: err = %v, want a 400 %s saying nothing was created", what, err, apierr.CodeRequestTimeout)
 		}
 	}
 

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/internal/wire"
 )
 
@@ -74,8 +75,8 @@ type logsEvent struct {
 	size int
 }
 
-func logsError(status int, code, format string, args ...any) *APIError {
-	return &APIError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+func logsError(status int, code, format string, args ...any) *apierr.Error {
+	return &apierr.Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // logsOperations are the CloudWatch Logs operations mce answers, each
@@ -87,32 +88,32 @@ var logsOperations = []string{"FilterLogEvents", "GetLogEvents", "DescribeLogStr
 func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	r, w := c.Request(), c.Response()
 	if !slices.Contains(logsOperations, op) {
-		writeError(w, logsError(http.StatusBadRequest, CodeUnknownOperation,
+		apierr.Write(w, logsError(http.StatusBadRequest, apierr.CodeUnknownOperation,
 			"mce answers the CloudWatch Logs operations FilterLogEvents, GetLogEvents and DescribeLogStreams on endpoints' log groups, not %s.", logSafe(op)))
 		return nil
 	}
 	action := "logs:" + op
 	if _, api := s.preAuthorize(r.Context(), r, action, "", nil); api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
-	rb, api := s.readBody(w, r, maxControlBody, func(int64) *APIError {
+	rb, api := s.readBody(w, r, maxControlBody, func(int64) *apierr.Error {
 		return logsError(http.StatusBadRequest, codeInvalidParameter, "The request body exceeds %d bytes.", maxControlBody)
 	})
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	defer rb.release()
 	body := rb.bytes()
 	p, api := s.authenticate(r, body)
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	var in logsInput
 	if err := json.Unmarshal(body, &in); err != nil {
-		writeError(w, logsError(http.StatusBadRequest, "SerializationException", "The request body is not a JSON object of %s's input.", op))
+		apierr.Write(w, logsError(http.StatusBadRequest, "SerializationException", "The request body is not a JSON object of %s's input.", op))
 		return nil
 	}
 	group := ""
@@ -124,7 +125,7 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	}
 	endpoint, ok := strings.CutPrefix(group, logGroupPrefix)
 	if !ok || len(endpoint) > 63 || !wire.ValidName(endpoint) {
-		writeError(w, logsError(http.StatusBadRequest, codeLogsResourceNotFound,
+		apierr.Write(w, logsError(http.StatusBadRequest, codeLogsResourceNotFound,
 			"The specified log group does not exist (mce has the log groups %s<EndpointName> of its endpoints).", logGroupPrefix))
 		return nil
 	}
@@ -135,30 +136,30 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	resource := s.logGroupARN(endpoint)
 	if op == "GetLogEvents" {
 		if in.LogStreamName == nil || *in.LogStreamName == "" {
-			writeError(w, logsError(http.StatusBadRequest, codeInvalidParameter, "logStreamName is required."))
+			apierr.Write(w, logsError(http.StatusBadRequest, codeInvalidParameter, "logStreamName is required."))
 			return nil
 		}
 		resource = s.logStreamARN(endpoint) + ":log-stream:" + *in.LogStreamName
 	}
 	if api := s.decide(r.Context(), r, p, action, resource, nil); api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	if in.FilterPattern != nil && *in.FilterPattern != "" {
-		writeError(w, logsError(http.StatusBadRequest, codeInvalidParameter, "mce does not implement filterPattern; filter the events on your side."))
+		apierr.Write(w, logsError(http.StatusBadRequest, codeInvalidParameter, "mce does not implement filterPattern; filter the events on your side."))
 		return nil
 	}
 	limit := maxEventsLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > maxEventsLimit {
-			writeError(w, logsError(http.StatusBadRequest, codeInvalidParameter, "limit must be from 1 to %d.", maxEventsLimit))
+			apierr.Write(w, logsError(http.StatusBadRequest, codeInvalidParameter, "limit must be from 1 to %d.", maxEventsLimit))
 			return nil
 		}
 		limit = *in.Limit
 	}
 	streams, api := s.logStreams(ep, endpoint)
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	var out any
@@ -171,12 +172,12 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 		out, api = getLogEvents(r.Context(), streams, in, limit)
 	}
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		writeError(w, s.internalError(w.Header().Get(hdrRequestID), err))
+		apierr.Write(w, s.internalError(w.Header().Get(hdrRequestID), err))
 		return nil
 	}
 	w.Header().Set("Content-Type", jsonContentType)
@@ -193,7 +194,7 @@ type logStream struct {
 
 // logStreams lists an endpoint's log streams: none while it has no running
 // containers; ResourceNotFound for an unknown endpoint.
-func (s *Server) logStreams(e *Endpoint, endpoint string) ([]logStream, *APIError) {
+func (s *Server) logStreams(e *Endpoint, endpoint string) ([]logStream, *apierr.Error) {
 	if e == nil {
 		return nil, logsError(http.StatusBadRequest, codeLogsResourceNotFound, "The specified log group does not exist: mce has no endpoint %s.", endpoint)
 	}
@@ -216,7 +217,7 @@ func (s *Server) logStreams(e *Endpoint, endpoint string) ([]logStream, *APIErro
 	return out, nil
 }
 
-func (s *Server) describeLogStreams(e *Endpoint, endpoint string, streams []logStream, in logsInput, limit int) (any, *APIError) {
+func (s *Server) describeLogStreams(e *Endpoint, endpoint string, streams []logStream, in logsInput, limit int) (any, *apierr.Error) {
 	if in.OrderBy != nil && *in.OrderBy != "LogStreamName" {
 		return nil, logsError(http.StatusBadRequest, codeInvalidParameter, "mce orders log streams by LogStreamName only.")
 	}
@@ -361,7 +362,7 @@ func msTime(ms *int64) time.Time {
 	return time.UnixMilli(*ms)
 }
 
-func filterLogEvents(ctx context.Context, streams []logStream, in logsInput, limit int) (any, *APIError) {
+func filterLogEvents(ctx context.Context, streams []logStream, in logsInput, limit int) (any, *apierr.Error) {
 	if len(in.LogStreamNames) > 0 && in.LogStreamNamePrefix != nil {
 		return nil, logsError(http.StatusBadRequest, codeInvalidParameter, "logStreamNames and logStreamNamePrefix cannot both be given.")
 	}
@@ -426,7 +427,7 @@ func filterLogEvents(ctx context.Context, streams []logStream, in logsInput, lim
 // getLogEvents reads one stream: from the head (startFromHead, paging
 // forward with nextForwardToken; the token comes back unchanged at the end,
 // which is how clients know to stop) or the last limit events.
-func getLogEvents(ctx context.Context, streams []logStream, in logsInput, limit int) (any, *APIError) {
+func getLogEvents(ctx context.Context, streams []logStream, in logsInput, limit int) (any, *apierr.Error) {
 	i := slices.IndexFunc(streams, func(st logStream) bool { return st.name == *in.LogStreamName })
 	if i < 0 {
 		return nil, logsError(http.StatusBadRequest, codeLogsResourceNotFound, "The specified log stream does not exist.")

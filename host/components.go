@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
@@ -472,12 +473,12 @@ func (s *Server) reconcileCopies(c *component) {
 			reason += " The copies left could not be placed: " + unplaced.Message
 		}
 		if err := errors.Join(failures...); err != nil {
-			reason += " Copies failed to start: " + redactPaths(err.Error())
+			reason += " Copies failed to start: " + apierr.RedactPaths(err.Error())
 		}
 		if old := len(r.Copies) - running; old > 0 {
 			reason += fmt.Sprintf(" %d copies of the previous specification keep serving.", old)
 		}
-		r.Status, r.FailureReason = StatusFailed, truncate(reason, maxFailureReason)
+		r.Status, r.FailureReason = StatusFailed, apierr.Truncate(reason, maxFailureReason)
 	})
 	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/wire"
@@ -124,7 +125,7 @@ func (s *Server) controlPlane(c echo.Context) error {
 	service, opName, ok := strings.Cut(target, ".")
 	op := operations[opName]
 	if !ok || service != "SageMaker" || op == nil {
-		writeError(w, &APIError{Status: http.StatusBadRequest, Code: CodeUnknownOperation,
+		apierr.Write(w, &apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeUnknownOperation,
 			Message: fmt.Sprintf("mce does not implement the operation %q (X-Amz-Target).", target)})
 		return nil
 	}
@@ -132,17 +133,17 @@ func (s *Server) controlPlane(c echo.Context) error {
 	// The body names the resource: before reading it, only what the
 	// headers decide (authentication) is checked.
 	if _, api := s.preAuthorize(r.Context(), r, action, "", nil); api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
-	rb, api := s.readBody(w, r, maxControlBody, func(int64) *APIError {
-		return validationException("The request body exceeds %d bytes.", maxControlBody)
+	rb, api := s.readBody(w, r, maxControlBody, func(int64) *apierr.Error {
+		return apierr.ValidationException("The request body exceeds %d bytes.", maxControlBody)
 	})
 	if api != nil {
-		if api.Code == CodeValidation {
-			api.Code = codeValidationException // the control plane's name for it
+		if api.Code == apierr.CodeValidation {
+			api.Code = apierr.CodeValidationException // the control plane's name for it
 		}
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	defer rb.release()
@@ -151,18 +152,18 @@ func (s *Server) controlPlane(c echo.Context) error {
 	// unsigned or badly signed request learns nothing from the decoder.
 	p, api := s.authenticate(r, body)
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	// An operation that acts on a second, existing resource authorizes it
 	// too (alsoAuthorize), with that resource's tags.
-	ctx := context.WithValue(r.Context(), alsoAuthorizeKey{}, func(act, resource string, keys requestKeys) *APIError {
+	ctx := context.WithValue(r.Context(), alsoAuthorizeKey{}, func(act, resource string, keys requestKeys) *apierr.Error {
 		if !s.declaresAlso(opName, act, resource) {
 			return s.internalError(w.Header().Get(hdrRequestID), errUndeclaredCheck(opName, act, resource))
 		}
 		return s.decideOn(r.Context(), r, p, cmp.Or(act, action), resource, keys, true)
 	})
-	out, err := s.control(ctx, op, body, func(resource string, keys requestKeys) *APIError {
+	out, err := s.control(ctx, op, body, func(resource string, keys requestKeys) *apierr.Error {
 		if e := accessOf(c); e != nil {
 			e.Resource = resource
 		}
@@ -172,12 +173,12 @@ func (s *Server) controlPlane(c echo.Context) error {
 		return s.authorizeReads(r.Context(), r, p, keys.reads) // what the call makes mce read from S3
 	})
 	if err != nil {
-		writeError(w, s.controlError(w.Header().Get(hdrRequestID), err))
+		apierr.Write(w, s.controlError(w.Header().Get(hdrRequestID), err))
 		return nil
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		writeError(w, s.internalError(w.Header().Get(hdrRequestID), fmt.Errorf("encoding the answer of %s: %w", opName, err)))
+		apierr.Write(w, s.internalError(w.Header().Get(hdrRequestID), fmt.Errorf("encoding the answer of %s: %w", opName, err)))
 		return nil
 	}
 	w.Header().Set("Content-Type", jsonContentType)
@@ -191,7 +192,7 @@ func (s *Server) controlPlane(c echo.Context) error {
 // resource and the condition keys (request tags) of the decoded input are
 // authorized, and the operation runs on that same input. A body that does
 // not decode is refused without running anything.
-func (s *Server) control(ctx context.Context, o operation, body []byte, authorize func(resource string, keys requestKeys) *APIError) (any, error) {
+func (s *Server) control(ctx context.Context, o operation, body []byte, authorize func(resource string, keys requestKeys) *apierr.Error) (any, error) {
 	resource, keys, run, err := o.prepare(s, body)
 	if err != nil {
 		return nil, err
@@ -205,8 +206,8 @@ func (s *Server) control(ctx context.Context, o operation, body []byte, authoriz
 // controlError maps errors to the control plane's shapes: everything a
 // caller did wrong is a 400 with its code; SageMaker reports missing and
 // existing resources as ValidationException.
-func (s *Server) controlError(reqID string, err error) *APIError {
-	var api *APIError
+func (s *Server) controlError(reqID string, err error) *apierr.Error {
+	var api *apierr.Error
 	var vErr *spec.ValidationError
 	var dErr *spec.DecodeError
 	var nf *spec.NotFoundError
@@ -215,13 +216,13 @@ func (s *Server) controlError(reqID string, err error) *APIError {
 	case errors.As(err, &api):
 		return api
 	case errors.As(err, &vErr):
-		return validationException("%s", redactPaths(vErr.Message()))
+		return apierr.ValidationException("%s", apierr.RedactPaths(vErr.Message()))
 	case errors.As(err, &dErr):
-		return validationException("%s", redactPaths(dErr.Error()))
+		return apierr.ValidationException("%s", apierr.RedactPaths(dErr.Error()))
 	case errors.As(err, &nf):
-		return validationException("%s", nf.Message())
+		return apierr.ValidationException("%s", nf.Message())
 	case errors.As(err, &ae):
-		return validationException("%s", ae.Message())
+		return apierr.ValidationException("%s", ae.Message())
 	}
 	return s.internalError(reqID, err)
 }
@@ -244,10 +245,10 @@ func notFound(s *Server, kind spec.Kind, name string) error {
 // requireName checks a name member of Describe/Delete inputs.
 func requireName(member, v string) error {
 	if v == "" {
-		return validationException("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", member)
+		return apierr.ValidationException("1 validation error detected: Value null at '%s' failed to satisfy constraint: Member must not be null", member)
 	}
 	if len(v) > 63 || !namePattern.MatchString(v) {
-		return validationException("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", v, member, namePatternText)
+		return apierr.ValidationException("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", v, member, namePatternText)
 	}
 	return nil
 }
@@ -256,7 +257,7 @@ func requireName(member, v string) error {
 // cancelled or ran out of time before anything was created (nothing was).
 func ended(ctx context.Context, arn string) error {
 	if err := ctx.Err(); err != nil {
-		return &APIError{Status: http.StatusBadRequest, Code: codeRequestTimeout, err: err,
+		return &apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeRequestTimeout, Cause: err,
 			Message: fmt.Sprintf("The request ended (cancelled, or out of time) before %q was created; nothing was created.", arn)}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -63,7 +64,7 @@ func init() {
 // errNoComponentEndpoint is SageMaker's answer to a component placed on an
 // endpoint whose variants name a model.
 func errNoComponentEndpoint() error {
-	return validationException("Inference Components are not supported in this Endpoint. Please make sure this endpoint can deploy inference components.")
+	return apierr.ValidationException("Inference Components are not supported in this Endpoint. Please make sure this endpoint can deploy inference components.")
 }
 
 func (s *Server) componentNotFound(name string) error {
@@ -106,14 +107,14 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 			return t, err
 		}
 		if len(m.Containers) > 1 {
-			return t, validationException("Model %q has %d containers; an inference component runs a model of one container.", sp.ModelName, len(m.Containers))
+			return t, apierr.ValidationException("Model %q has %d containers; an inference component runs a model of one container.", sp.ModelName, len(m.Containers))
 		}
 		d := m.PrimaryContainer
 		if d == nil {
 			d = &m.Containers[0]
 		}
 		if d.Mode == spec.ModeMultiModel {
-			return t, validationException("Model %q is a multi-model (MultiModel mode) container, which mce does not run as an inference component.", sp.ModelName)
+			return t, apierr.ValidationException("Model %q is a multi-model (MultiModel mode) container, which mce does not run as an inference component.", sp.ModelName)
 		}
 		c.Image, c.ModelDataURL, c.BaseDir = d.Image, d.ModelData(), rec.BaseDir
 		if len(d.Environment) > 0 {
@@ -131,7 +132,7 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 		c.Image, c.ModelDataURL, c.BaseDir = k.Image, k.ArtifactURL, baseDir
 		if s.cfg.ModelData != nil {
 			if err := s.cfg.ModelData.CheckModelDataURL(k.ArtifactURL, baseDir); err != nil {
-				return t, validationException("%s", err.Error())
+				return t, apierr.ValidationException("%s", err.Error())
 			}
 		}
 		if len(k.Environment) > 0 {
@@ -159,14 +160,14 @@ func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v cont
 			s.log.Warn().Err(err).Msg("reading the cluster's capacity for inference components")
 		}
 		if short != "" {
-			return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
+			return &apierr.Error{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
 				v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
 		}
 		return nil
 	}
 	p := emptyPlacement(s.capacity(context.Background()), 1, v.InstanceType)
 	if inst, _, short := p.take(needsOf(sp), false); inst < 0 {
-		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
+		return &apierr.Error{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
 			v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
 	}
 	return nil
@@ -188,7 +189,7 @@ func alsoAuthorize(ctx context.Context, resource string, keys requestKeys) error
 // (DeleteEndpoint authorizes sagemaker:DeleteInferenceComponent on each of
 // its components).
 func alsoAuthorizeAs(ctx context.Context, action, resource string, keys requestKeys) error {
-	if f, ok := ctx.Value(alsoAuthorizeKey{}).(func(string, string, requestKeys) *APIError); ok {
+	if f, ok := ctx.Value(alsoAuthorizeKey{}).(func(string, string, requestKeys) *apierr.Error); ok {
 		if api := f(action, resource, keys); api != nil {
 			return api
 		}
@@ -230,7 +231,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	}
 	arn := s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
 	if s.ics.get(in.InferenceComponentName) != nil {
-		return "", nil, validationException("Cannot create already existing inference component %q.", arn)
+		return "", nil, apierr.ValidationException("Cannot create already existing inference component %q.", arn)
 	}
 	e := s.reg.get(in.EndpointName)
 	if e == nil {
@@ -241,14 +242,14 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 		return "", nil, errNoComponentEndpoint()
 	}
 	if e.deleting.Load() || erec.Status == StatusDeleting || erec.Status == StatusFailed {
-		return "", nil, validationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
+		return "", nil, apierr.ValidationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
 	}
 	if in.Specification.IsAdapter() {
 		return s.createAdapter(ctx, e, in, baseDir, applied)
 	}
 	v, ok := hostVariant(e, in.VariantName)
 	if !ok {
-		return "", nil, validationException("The variant name %s is not present in the endpoint %q.", in.VariantName, erec.ARN)
+		return "", nil, apierr.ValidationException("The variant name %s is not present in the endpoint %q.", in.VariantName, erec.ARN)
 	}
 	sp := *in.Specification
 	if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
@@ -292,7 +293,7 @@ func (s *Server) createAdapter(ctx context.Context, e *Endpoint, in *spec.Create
 	sp := *in.Specification
 	if s.cfg.ModelData != nil {
 		if err := s.cfg.ModelData.CheckModelDataURL(sp.Container.ArtifactURL, baseDir); err != nil {
-			return "", nil, validationException("%s", err.Error())
+			return "", nil, apierr.ValidationException("%s", err.Error())
 		}
 	}
 	if err := ended(ctx, arn); err != nil {
@@ -308,7 +309,7 @@ func (s *Server) createAdapter(ctx context.Context, e *Endpoint, in *spec.Create
 		// The base may have gone while this one was checked: an adapter
 		// is never left without one.
 		if base.deleting.Load() || s.ics.get(brec.Name) != base {
-			return validationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
+			return apierr.ValidationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
 		}
 		// Counted under the endpoint's lock, which every adapter of
 		// this base is registered under.
@@ -331,10 +332,10 @@ func (s *Server) registerComponent(e *Endpoint, c *component, check func() error
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.deleting.Load() || s.reg.get(e.name) != e {
-		return validationException("Cannot create inference component %q: endpoint %q is being deleted.", rec.ARN, s.arn(spec.KindEndpoint, e.name))
+		return apierr.ValidationException("Cannot create inference component %q: endpoint %q is being deleted.", rec.ARN, s.arn(spec.KindEndpoint, e.name))
 	}
 	if !s.ics.add(c) {
-		return validationException("Cannot create already existing inference component %q.", rec.ARN)
+		return apierr.ValidationException("Cannot create already existing inference component %q.", rec.ARN)
 	}
 	if check != nil {
 		if err := check(); err != nil {
@@ -427,7 +428,7 @@ func (s *Server) opDeleteComponent(ctx context.Context, in *componentNameInput) 
 		return nil, err
 	}
 	if c.deleting.Load() {
-		return nil, validationException("Inference component %q is already being deleted (DELETE_IN_PROGRESS).", c.record().ARN)
+		return nil, apierr.ValidationException("Inference component %q is already being deleted (DELETE_IN_PROGRESS).", c.record().ARN)
 	}
 	if err := s.refuseBaseDeletion(c); err != nil {
 		return nil, err
@@ -443,7 +444,7 @@ func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error 
 	var refused error
 	s.saveComponent(c, func(r *ComponentRecord) {
 		if c.deleting.Load() || (r.Status != StatusInService && r.Status != StatusFailed) {
-			refused = validationException("Cannot update in-progress inference component %q: its status is %s.", r.ARN, r.Status)
+			refused = apierr.ValidationException("Cannot update in-progress inference component %q: its status is %s.", r.ARN, r.Status)
 			return
 		}
 		change(r)
@@ -472,10 +473,10 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 		return nil, err
 	}
 	if len(in.Specifications) > 0 && string(in.Specifications) != "null" {
-		return nil, validationException("Specifications (one specification per instance type) is not supported by mce: its variants have one instance type. Give Specification instead.")
+		return nil, apierr.ValidationException("Specifications (one specification per instance type) is not supported by mce: its variants have one instance type. Give Specification instead.")
 	}
 	if in.Specification == nil && in.RuntimeConfig == nil {
-		return nil, validationException("UpdateInferenceComponent needs Specification or RuntimeConfig (or both).")
+		return nil, apierr.ValidationException("UpdateInferenceComponent needs Specification or RuntimeConfig (or both).")
 	}
 	if in.RuntimeConfig != nil {
 		if err := spec.CheckCopyCount("runtimeConfig.copyCount", in.RuntimeConfig.CopyCount); err != nil {
@@ -500,7 +501,7 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 		}
 		v, ok := hostVariant(e, rec.VariantName)
 		if !ok {
-			return nil, validationException("The variant name %s is not present in the endpoint %q.", rec.VariantName, e.record().ARN)
+			return nil, apierr.ValidationException("The variant name %s is not present in the endpoint %q.", rec.VariantName, e.record().ARN)
 		}
 		if err := s.fitsOneInstance(*in.Specification, v); err != nil {
 			return nil, err
@@ -561,7 +562,7 @@ func (s *Server) tooManyAdapters(base, c *component) error {
 		}
 	}
 	if n >= MaxAdaptersPerBase {
-		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
+		return &apierr.Error{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
 			"Inference component %q has %d adapter inference components, the most mce allows on one base inference component; delete one first.",
 			base.record().ARN, n)}
 	}
@@ -570,7 +571,7 @@ func (s *Server) tooManyAdapters(base, c *component) error {
 
 // errAdapterCopies refuses a copy count for an adapter.
 func errAdapterCopies(rec ComponentRecord) error {
-	return validationException("Inference component %q is an adapter inference component: it has no copies of its own; scale its base inference component %s.",
+	return apierr.ValidationException("Inference component %q is an adapter inference component: it has no copies of its own; scale its base inference component %s.",
 		rec.ARN, rec.Spec.BaseInferenceComponentName)
 }
 
@@ -580,28 +581,28 @@ func errAdapterCopies(rec ComponentRecord) error {
 func (s *Server) updateAdapter(c *component, in *updateComponentInput, baseDir string, also func(*ComponentRecord)) (any, error) {
 	rec := c.record()
 	if !rec.isAdapter() {
-		return nil, validationException("Inference component %q hosts a model: it cannot become an adapter inference component (BaseInferenceComponentName); create an adapter instead.", rec.ARN)
+		return nil, apierr.ValidationException("Inference component %q hosts a model: it cannot become an adapter inference component (BaseInferenceComponentName); create an adapter instead.", rec.ARN)
 	}
 	if in.RuntimeConfig != nil {
 		return nil, errAdapterCopies(rec)
 	}
 	if in.Specification == nil {
-		return nil, validationException("UpdateInferenceComponent of an adapter inference component needs its Specification.")
+		return nil, apierr.ValidationException("UpdateInferenceComponent of an adapter inference component needs its Specification.")
 	}
 	sp := *in.Specification
 	if !sp.IsAdapter() {
-		return nil, validationException("Inference component %q is an adapter inference component: its Specification keeps BaseInferenceComponentName %s.", rec.ARN, rec.Spec.BaseInferenceComponentName)
+		return nil, apierr.ValidationException("Inference component %q is an adapter inference component: its Specification keeps BaseInferenceComponentName %s.", rec.ARN, rec.Spec.BaseInferenceComponentName)
 	}
 	if err := spec.ValidateSpecification(&sp); err != nil {
 		return nil, err
 	}
 	if !strings.EqualFold(sp.BaseInferenceComponentName, rec.Spec.BaseInferenceComponentName) {
-		return nil, validationException("The base of adapter inference component %q is %s: an adapter cannot move to another base (%s); create a new adapter.",
+		return nil, apierr.ValidationException("The base of adapter inference component %q is %s: an adapter cannot move to another base (%s); create a new adapter.",
 			rec.ARN, rec.Spec.BaseInferenceComponentName, sp.BaseInferenceComponentName)
 	}
 	if s.cfg.ModelData != nil {
 		if err := s.cfg.ModelData.CheckModelDataURL(sp.Container.ArtifactURL, baseDir); err != nil {
-			return nil, validationException("%s", err.Error())
+			return nil, apierr.ValidationException("%s", err.Error())
 		}
 	}
 	if err := s.startUpdate(c, func(r *ComponentRecord) {
@@ -621,7 +622,7 @@ func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponent
 		return nil, err
 	}
 	if in.DesiredRuntimeConfig == nil {
-		return nil, validationException("1 validation error detected: Value null at 'desiredRuntimeConfig' failed to satisfy constraint: Member must not be null")
+		return nil, apierr.ValidationException("1 validation error detected: Value null at 'desiredRuntimeConfig' failed to satisfy constraint: Member must not be null")
 	}
 	if err := spec.CheckCopyCount("desiredRuntimeConfig.copyCount", in.DesiredRuntimeConfig.CopyCount); err != nil {
 		return nil, err
@@ -646,10 +647,10 @@ var componentStatuses = []string{"InService", "Creating", "Updating", "Failed", 
 
 func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (any, error) {
 	if in.StatusEquals != "" && !slices.Contains(componentStatuses, in.StatusEquals) {
-		return nil, validationException("1 validation error detected: Value '%s' at 'statusEquals' failed to satisfy constraint: Member must satisfy enum value set: [%s]", in.StatusEquals, strings.Join(componentStatuses, ", "))
+		return nil, apierr.ValidationException("1 validation error detected: Value '%s' at 'statusEquals' failed to satisfy constraint: Member must satisfy enum value set: [%s]", in.StatusEquals, strings.Join(componentStatuses, ", "))
 	}
 	if in.NameContains != "" && (len(in.NameContains) > 63 || !nameContainsRe.MatchString(in.NameContains)) {
-		return nil, validationException("1 validation error detected: Value '%s' at 'nameContains' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9-]+", in.NameContains)
+		return nil, apierr.ValidationException("1 validation error detected: Value '%s' at 'nameContains' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9-]+", in.NameContains)
 	}
 	for _, f := range []struct{ member, v string }{{"endpointNameEquals", in.EndpointNameEquals}, {"variantNameEquals", in.VariantNameEquals}} {
 		if f.v != "" {
@@ -713,7 +714,7 @@ const MaxComponentCopies = 1000
 
 func tooManyCopies(n int) error {
 	if n > MaxComponentCopies {
-		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
+		return &apierr.Error{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
 			"The inference component asks for %d copies; mce runs at most %d copies of one inference component.", n, MaxComponentCopies)}
 	}
 	return nil

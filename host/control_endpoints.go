@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -225,7 +226,7 @@ func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeigh
 		return nil, err
 	}
 	if len(in.DesiredWeightsAndCapacities) == 0 {
-		return nil, validationException("1 validation error detected: Value '[]' at 'desiredWeightsAndCapacities' failed to satisfy constraint: Member must have length greater than or equal to 1")
+		return nil, apierr.ValidationException("1 validation error detected: Value '[]' at 'desiredWeightsAndCapacities' failed to satisfy constraint: Member must have length greater than or equal to 1")
 	}
 	current := e.record().Plan
 	if current.HostsComponents() {
@@ -240,21 +241,21 @@ func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeigh
 			}
 		}
 		if cur == nil {
-			return nil, validationException("The variant name(s) [%s] is/are not present in the endpoint %q.", d.VariantName, e.record().ARN)
+			return nil, apierr.ValidationException("The variant name(s) [%s] is/are not present in the endpoint %q.", d.VariantName, e.record().ARN)
 		}
 		t := VariantTarget{Weight: cur.Weight, Count: cur.InstanceCount}
 		if d.DesiredWeight != nil {
 			if *d.DesiredWeight < 0 {
-				return nil, validationException("1 validation error detected: Value '%v' at 'desiredWeightsAndCapacities.%d.member.desiredWeight' failed to satisfy constraint: Member must have value greater than or equal to 0", *d.DesiredWeight, i+1)
+				return nil, apierr.ValidationException("1 validation error detected: Value '%v' at 'desiredWeightsAndCapacities.%d.member.desiredWeight' failed to satisfy constraint: Member must have value greater than or equal to 0", *d.DesiredWeight, i+1)
 			}
 			t.Weight = *d.DesiredWeight
 		}
 		if d.DesiredInstanceCount != nil {
 			if *d.DesiredInstanceCount < 1 {
-				return nil, validationException("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.%d.member.desiredInstanceCount' failed to satisfy constraint: Member must have value greater than or equal to 1", *d.DesiredInstanceCount, i+1)
+				return nil, apierr.ValidationException("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.%d.member.desiredInstanceCount' failed to satisfy constraint: Member must have value greater than or equal to 1", *d.DesiredInstanceCount, i+1)
 			}
 			if *d.DesiredInstanceCount > spec.MaxInstances {
-				return nil, validationException("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.%d.member.desiredInstanceCount' failed to satisfy constraint: Member must have value less than or equal to %d", *d.DesiredInstanceCount, i+1, spec.MaxInstances)
+				return nil, apierr.ValidationException("1 validation error detected: Value '%d' at 'desiredWeightsAndCapacities.%d.member.desiredInstanceCount' failed to satisfy constraint: Member must have value less than or equal to %d", *d.DesiredInstanceCount, i+1, spec.MaxInstances)
 			}
 			t.Count = *d.DesiredInstanceCount
 		}
@@ -290,7 +291,7 @@ func (s *Server) opDeleteEndpoint(ctx context.Context, in *endpointInput) (any, 
 			return struct{}{}, nil
 		}
 		if try == 10 {
-			return nil, &APIError{Status: 400, Code: codeResourceInUse, Message: fmt.Sprintf(
+			return nil, &apierr.Error{Status: 400, Code: apierr.CodeResourceInUse, Message: fmt.Sprintf(
 				"Cannot delete endpoint %q: its inference components keep changing; try again.", e.record().ARN)}
 		}
 	}

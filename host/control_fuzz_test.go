@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -176,10 +177,10 @@ func FuzzControlResource(f *testing.F) {
 		s := controlFixture(t)
 		before := controlState(t, s)
 		var authorized []string
-		out, err := s.control(context.Background(), operations[name], body, func(resource string, _ requestKeys) *APIError {
+		out, err := s.control(context.Background(), operations[name], body, func(resource string, _ requestKeys) *apierr.Error {
 			authorized = append(authorized, resource)
 			if victims[resource] {
-				return &APIError{Status: http.StatusForbidden, Code: CodeAccessDenied, Message: "denied"}
+				return &apierr.Error{Status: http.StatusForbidden, Code: apierr.CodeAccessDenied, Message: "denied"}
 			}
 			return nil
 		})

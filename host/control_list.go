@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // listInput is the common part of the List* operations.
@@ -36,18 +38,18 @@ func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, e
 		in.SortBy = "CreationTime"
 	}
 	if !contains(sortKeys, in.SortBy) {
-		return nil, "", validationException("1 validation error detected: Value '%s' at 'sortBy' failed to satisfy constraint: Member must satisfy enum value set: [%s]", in.SortBy, strings.Join(sortKeys, ", "))
+		return nil, "", apierr.ValidationException("1 validation error detected: Value '%s' at 'sortBy' failed to satisfy constraint: Member must satisfy enum value set: [%s]", in.SortBy, strings.Join(sortKeys, ", "))
 	}
 	if in.SortOrder == "" {
 		in.SortOrder = "Descending"
 	}
 	if in.SortOrder != "Ascending" && in.SortOrder != "Descending" {
-		return nil, "", validationException("1 validation error detected: Value '%s' at 'sortOrder' failed to satisfy constraint: Member must satisfy enum value set: [Ascending, Descending]", in.SortOrder)
+		return nil, "", apierr.ValidationException("1 validation error detected: Value '%s' at 'sortOrder' failed to satisfy constraint: Member must satisfy enum value set: [Ascending, Descending]", in.SortOrder)
 	}
 	max := 10
 	if in.MaxResults != nil {
 		if *in.MaxResults < 1 || *in.MaxResults > 100 {
-			return nil, "", validationException("1 validation error detected: Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 100", *in.MaxResults)
+			return nil, "", apierr.ValidationException("1 validation error detected: Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 1 and 100", *in.MaxResults)
 		}
 		max = *in.MaxResults
 	}
@@ -84,7 +86,7 @@ func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, e
 		raw, err := base64.RawURLEncoding.DecodeString(in.NextToken)
 		n, err2 := strconv.Atoi(string(raw))
 		if err != nil || err2 != nil || n < 0 || n > len(kept) {
-			return nil, "", validationException("The NextToken is not valid.")
+			return nil, "", apierr.ValidationException("The NextToken is not valid.")
 		}
 		start = n
 	}

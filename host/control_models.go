@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -43,7 +44,7 @@ func (s *Server) checkModelData(in spec.CreateModelInput, baseDir string) error 
 	}
 	for _, d := range defs {
 		if err := s.cfg.ModelData.CheckModelDataURL(d.ModelData(), baseDir); err != nil {
-			return validationException("%s", err.Error())
+			return apierr.ValidationException("%s", err.Error())
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/internal/testenv"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -153,7 +154,7 @@ func (l *cheapLaunched) Scale(_ context.Context, v string, n int) error {
 
 func (l *cheapLaunched) Close(context.Context) error { return nil }
 
-var errNotAdopted = &APIError{Status: 500, Code: "NotAdopted", Message: "values do not outlive their server"}
+var errNotAdopted = &apierr.Error{Status: 500, Code: "NotAdopted", Message: "values do not outlive their server"}
 
 // numbersFixture is a server on cheapBackend (no container limit) holding
 // model "m" on endpoint "ep", components endpoints "ic" (with component

@@ -13,6 +13,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/smithy-go"
+	"github.com/mce-run/mce/host/apierr"
 )
 
 func (h *harness) sm() *sagemaker.Client {
@@ -358,10 +359,10 @@ func TestControlErrorHidesInternals(t *testing.T) {
 	s := New(Config{Store: openStore(t)})
 	defer s.Close(context.Background())
 	api := s.controlError("req-1", fmt.Errorf("persist: %w", errors.New("open /var/lib/mce/state/models.db: permission denied")))
-	if api.Status != 500 || api.Code != CodeInternalFailure || strings.Contains(api.Message, "/var/lib") || strings.Contains(api.Message, "permission") {
+	if api.Status != 500 || api.Code != apierr.CodeInternalFailure || strings.Contains(api.Message, "/var/lib") || strings.Contains(api.Message, "permission") {
 		t.Errorf("internal failure: %d %s %q", api.Status, api.Code, api.Message)
 	}
-	if api := s.controlError("req-2", notFound(s, "endpoint", "x")); api.Status != 400 || api.Code != codeValidationException {
+	if api := s.controlError("req-2", notFound(s, "endpoint", "x")); api.Status != 400 || api.Code != apierr.CodeValidationException {
 		t.Errorf("not found: %d %s %q", api.Status, api.Code, api.Message)
 	}
 }

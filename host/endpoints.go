@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
@@ -72,13 +73,13 @@ func (s *Server) opContext(e *Endpoint) (context.Context, context.CancelFunc) {
 // errInProgress is SageMaker's answer to a change of an endpoint that is
 // being created, updated or deleted.
 func errInProgress(e *Endpoint) error {
-	return validationException("Cannot update in-progress endpoint %q.", e.record().ARN)
+	return apierr.ValidationException("Cannot update in-progress endpoint %q.", e.record().ARN)
 }
 
 // errFailedScale answers UpdateEndpointWeightsAndCapacities on a Failed
 // endpoint: nothing runs to re-weight or scale.
 func errFailedScale(arn string) error {
-	return validationException("Cannot update the weights and capacities of endpoint %q: it is Failed (see FailureReason in DescribeEndpoint) and runs nothing. Update it with UpdateEndpoint to a working endpoint configuration, or delete it.", arn)
+	return apierr.ValidationException("Cannot update the weights and capacities of endpoint %q: it is Failed (see FailureReason in DescribeEndpoint) and runs nothing. Update it with UpdateEndpoint to a working endpoint configuration, or delete it.", arn)
 }
 
 // Status is the endpoint's current state.
@@ -219,7 +220,7 @@ func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, f
 		}
 		log.Error().Err(err).Msg("endpoint failed")
 		s.save(e, func(r *EndpointRecord) {
-			r.Status, r.FailureReason = StatusFailed, truncate(redactPaths(err.Error()), 1024)
+			r.Status, r.FailureReason = StatusFailed, apierr.Truncate(apierr.RedactPaths(err.Error()), 1024)
 		})
 		return
 	}
@@ -347,11 +348,11 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 			s.save(e, func(r *EndpointRecord) {
 				r.Pending = ""
 				if wasFailed {
-					r.Status, r.ConfigName, r.Plan, r.FailureReason = StatusFailed, configName, plan, truncate(reason, maxFailureReason)
+					r.Status, r.ConfigName, r.Plan, r.FailureReason = StatusFailed, configName, plan, apierr.Truncate(reason, maxFailureReason)
 					return
 				}
 				r.Status = StatusInService
-				r.FailureReason = truncate("Update to endpoint configuration "+configName+" failed: "+reason, maxFailureReason)
+				r.FailureReason = apierr.Truncate("Update to endpoint configuration "+configName+" failed: "+reason, maxFailureReason)
 			})
 		}
 		if problems := s.preflight(ctx, e, plan); len(problems) > 0 {
@@ -383,7 +384,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 			} else {
 				log.Error().Err(err).Msg("update failed; the endpoint keeps its previous configuration")
 			}
-			failed(redactPaths(err.Error()))
+			failed(apierr.RedactPaths(err.Error()))
 			return
 		}
 		oldRoute := e.route.Load()
@@ -438,7 +439,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 			return err
 		}
 		if r.Generation != rec.Generation {
-			return validationException("Cannot update in-progress endpoint %q.", r.ARN)
+			return apierr.ValidationException("Cannot update in-progress endpoint %q.", r.ARN)
 		}
 		return nil
 	}, func(r *EndpointRecord) { r.Status, r.Desired = StatusUpdating, targets }); err != nil {
@@ -505,7 +506,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 		s.save(e, func(r *EndpointRecord) {
 			r.Status, r.Plan, r.Desired = StatusInService, plan, nil
 			if err := errors.Join(errs...); err != nil {
-				r.FailureReason = truncate("Updating weights and capacities failed: "+redactPaths(err.Error()), 1024)
+				r.FailureReason = apierr.Truncate("Updating weights and capacities failed: "+apierr.RedactPaths(err.Error()), 1024)
 			}
 		})
 	}, func(v any) { s.endpointPanicked(e, v) })

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // EndpointInfo is a snapshot of an endpoint for listings.
@@ -163,7 +164,7 @@ func (s *Server) checkCapacity(delta int, except *Endpoint) error {
 	}
 	used := s.containersInUse(except)
 	if used+delta > s.cfg.MaxContainers {
-		return &APIError{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
+		return &apierr.Error{Status: 400, Code: "ResourceLimitExceeded", Message: fmt.Sprintf(
 			"The account-level service limit 'total containers across all endpoints' is %d Containers, with current utilization of %d Containers and a request delta of %d Containers. Start mce with a higher --max-containers to raise it.",
 			s.cfg.MaxContainers, used, delta)}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -26,7 +27,7 @@ func (s *Server) saveIf(e *Endpoint, ok func(EndpointRecord) error, change func(
 	if ok != nil {
 		err := ok(e.rec)
 		if err == nil && e.deleting.Load() {
-			err = validationException("Cannot update in-progress endpoint %q.", e.rec.ARN)
+			err = apierr.ValidationException("Cannot update in-progress endpoint %q.", e.rec.ARN)
 		}
 		if err != nil {
 			e.mu.Unlock()
@@ -55,7 +56,7 @@ func inService(rec EndpointRecord) error {
 		return errFailedScale(rec.ARN)
 	}
 	if rec.Status != StatusInService {
-		return validationException("Cannot update in-progress endpoint %q.", rec.ARN)
+		return apierr.ValidationException("Cannot update in-progress endpoint %q.", rec.ARN)
 	}
 	return nil
 }
@@ -64,7 +65,7 @@ func inService(rec EndpointRecord) error {
 // Failed (saveIf's ok).
 func updatable(rec EndpointRecord) error {
 	if rec.Status != StatusInService && rec.Status != StatusFailed {
-		return validationException("Cannot update in-progress endpoint %q.", rec.ARN)
+		return apierr.ValidationException("Cannot update in-progress endpoint %q.", rec.ARN)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // Failed invocations are logged at info, one line each, at most
@@ -45,7 +47,7 @@ func (l *failLimiter) allow(now time.Time) (bool, int) {
 // logFailedInvocation writes the info line of a failed InvokeEndpoint:
 // request ID, endpoint, variant and container when known, status, error
 // code and message, and the latency with its unit.
-func (s *Server) logFailedInvocation(reqID, endpoint, variant, container string, api *APIError, latency time.Duration) {
+func (s *Server) logFailedInvocation(reqID, endpoint, variant, container string, api *apierr.Error, latency time.Duration) {
 	if !s.log.Info().Enabled() {
 		return
 	}

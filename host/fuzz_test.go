@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // FuzzValidateInvokeHeaders feeds arbitrary endpoint names and header values
@@ -32,7 +34,7 @@ func FuzzValidateInvokeHeaders(f *testing.F) {
 		if valid && err != nil {
 			t.Fatalf("valid input refused: %v", err)
 		}
-		if err != nil && !utf8.ValidString(truncate(err.Message, maxMessageLen)) {
+		if err != nil && !utf8.ValidString(apierr.Truncate(err.Message, apierr.MaxMessageLen)) {
 			t.Fatalf("message not valid UTF-8: %q", err.Message)
 		}
 	})

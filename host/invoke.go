@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -24,9 +25,9 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	name := c.Param("name")
 	h := r.Header
 	variant, container := header(h, hdrTargetVariant), header(h, hdrTargetContainer)
-	fail := func(api *APIError) {
+	fail := func(api *apierr.Error) {
 		s.logFailedInvocation(reqID, name, variant, container, api, time.Since(start))
-		writeError(w, api)
+		apierr.Write(w, api)
 	}
 
 	adm, api := s.admitInvocation(w, r, name, h, authz.ActionInvokeEndpoint)
@@ -39,7 +40,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	body := adm.rb.bytes()
 	if tm := header(h, hdrTargetModel); tm != "" {
 		if !e.multiModel.Load() {
-			fail(validationError("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
+			fail(apierr.Validation("Endpoint %s is not a multi-model endpoint and does not support target model header.", name))
 			return nil
 		}
 		if api := validateTargetModel(tm); api != nil {
@@ -114,7 +115,7 @@ type admission struct {
 	adapter string
 }
 
-func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name string, h http.Header, action string) (admission, *APIError) {
+func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name string, h http.Header, action string) (admission, *apierr.Error) {
 	if api := validateInvokeHeaders(name, h); api != nil {
 		return admission{}, api
 	}
@@ -136,7 +137,7 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if api != nil {
 		return admission{}, api
 	}
-	refuse := func(api *APIError) (admission, *APIError) {
+	refuse := func(api *apierr.Error) (admission, *apierr.Error) {
 		rb.release()
 		return admission{}, api
 	}
@@ -147,19 +148,19 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	}
 	e := s.reg.get(name)
 	if e == nil {
-		return refuse(validationError("Endpoint %s of account %s not found.", name, s.cfg.Account))
+		return refuse(apierr.Validation("Endpoint %s of account %s not found.", name, s.cfg.Account))
 	}
 	// An asynchronous endpoint takes InvokeEndpointAsync only: SageMaker
 	// refuses a synchronous call to it with a ValidationError (its exact
 	// wording is not published; this one says what to do instead).
 	if e.async.Load() {
-		return refuse(validationError("Endpoint %s of account %s is an asynchronous endpoint (its endpoint configuration has AsyncInferenceConfig): invoke it with InvokeEndpointAsync.", name, s.cfg.Account))
+		return refuse(apierr.Validation("Endpoint %s of account %s is an asynchronous endpoint (its endpoint configuration has AsyncInferenceConfig): invoke it with InvokeEndpointAsync.", name, s.cfg.Account))
 	}
 	// An endpoint serves while it has a route: InService, and also while an
 	// update brings up its next generation (as SageMaker keeps serving).
 	route := e.route.Load()
 	if route == nil {
-		return refuse(validationError("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
+		return refuse(apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 	}
 	route, adapter, api := s.componentRoute(e, route, h) // inference components (invoke_components.go)
 	if api != nil {
@@ -204,12 +205,12 @@ func failedIn(err error) (variant, container string) {
 
 // unsupportedHeaders refuses InvokeEndpoint features mce does not have, rather
 // than silently ignoring them.
-func unsupportedHeaders(h http.Header) *APIError {
+func unsupportedHeaders(h http.Header) *apierr.Error {
 	switch {
 	case header(h, hdrSessionID) != "":
-		return validationError("Stateful sessions (SessionId) are not supported by mce.")
+		return apierr.Validation("Stateful sessions (SessionId) are not supported by mce.")
 	case header(h, hdrEnableExplain) != "":
-		return validationError("EnableExplanations needs a SageMaker Clarify explainer, which mce does not run.")
+		return apierr.Validation("EnableExplanations needs a SageMaker Clarify explainer, which mce does not run.")
 	}
 	return nil
 }

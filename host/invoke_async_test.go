@@ -11,6 +11,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // An asynchronous endpoint answers InvokeEndpointAsync only: SageMaker
@@ -29,12 +30,12 @@ func TestSyncInvokeOnAsyncEndpointRefused(t *testing.T) {
 
 	_, err := h.client.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
 		EndpointName: aws.String("aep"), Body: body("x"), ContentType: aws.String("text/plain")})
-	wantAPIError(t, err, CodeValidation, want)
+	wantAPIError(t, err, apierr.CodeValidation, want)
 	wantStatus(t, err, http.StatusBadRequest)
 
 	_, err = h.client.InvokeEndpointWithResponseStream(ctx, &sagemakerruntime.InvokeEndpointWithResponseStreamInput{
 		EndpointName: aws.String("aep"), Body: body("x"), ContentType: aws.String("text/plain")})
-	wantAPIError(t, err, CodeValidation, want)
+	wantAPIError(t, err, apierr.CodeValidation, want)
 	wantStatus(t, err, http.StatusBadRequest)
 
 	if n := h.backend.container("aep/AllTraffic/c1").calls.Load(); n != 0 {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -19,36 +20,36 @@ var componentHeaderRe = regexp.MustCompile(`^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-
 // componentRoute is the route an invocation of e takes: e's own, or for an
 // endpoint that hosts inference components, the named component's; and
 // the adapter component the call names, if it names one.
-func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Header) (*pipeline.Route, string, *APIError) {
+func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Header) (*pipeline.Route, string, *apierr.Error) {
 	name := header(h, hdrInferenceComp)
 	if !e.record().Plan.HostsComponents() {
 		if name != "" {
-			return nil, "", validationError("Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components. Please remove the Inference Component Name header and try again.")
+			return nil, "", apierr.Validation("Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components. Please remove the Inference Component Name header and try again.")
 		}
 		return route, "", nil
 	}
 	if name == "" {
-		api := validationError("Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models.")
+		api := apierr.Validation("Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models.")
 		api.ErrorCode = "INFERENCE_COMPONENT_NAME_MISSING" // as SageMaker's body carries it
 		return nil, "", api
 	}
 	if len(name) > 63 || !componentHeaderRe.MatchString(name) {
-		return nil, "", validationError("1 validation error detected: Value '%s' at 'inferenceComponentName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$", name)
+		return nil, "", apierr.Validation("1 validation error detected: Value '%s' at 'inferenceComponentName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$", name)
 	}
 	c := s.ics.get(name)
 	if c == nil || c.endpoint != e.name {
-		return nil, "", validationError("Inference Component %s of endpoint %s of account %s not found.", name, e.name, s.cfg.Account)
+		return nil, "", apierr.Validation("Inference Component %s of endpoint %s of account %s not found.", name, e.name, s.cfg.Account)
 	}
 	if rec := c.record(); rec.isAdapter() {
 		if c.deleting.Load() {
-			return nil, "", validationError("Inference Component %s of endpoint %s of account %s is being deleted.", name, e.name, s.cfg.Account)
+			return nil, "", apierr.Validation("Inference Component %s of endpoint %s of account %s is being deleted.", name, e.name, s.cfg.Account)
 		}
 		r, api := s.adapterRoute(rec) // its base's copies, with the adapter's headers (adapters.go)
 		return r, c.name, api
 	}
 	r := c.route.Load()
 	if r == nil || c.deleting.Load() || c.currentCopies() == 0 {
-		return nil, "", validationError("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
+		return nil, "", apierr.Validation("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
 	}
 	return r, "", nil
 }
@@ -58,7 +59,7 @@ func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Heade
 // endpoint configurations.
 func refuseComponentUpdate(e *Endpoint, plan containers.EndpointPlan) error {
 	if e.record().Plan.HostsComponents() || plan.HostsComponents() {
-		return validationException("mce does not update an endpoint that hosts inference components, or to a configuration that does (endpoint %q): create a new endpoint and place the inference components there.", e.record().ARN)
+		return apierr.ValidationException("mce does not update an endpoint that hosts inference components, or to a configuration that does (endpoint %q): create a new endpoint and place the inference components there.", e.record().ARN)
 	}
 	return nil
 }
@@ -66,5 +67,5 @@ func refuseComponentUpdate(e *Endpoint, plan containers.EndpointPlan) error {
 // errComponentEndpointScale answers UpdateEndpointWeightsAndCapacities on
 // an endpoint that hosts inference components.
 func errComponentEndpointScale(e *Endpoint) error {
-	return validationException("Endpoint %q hosts inference components: scale them with UpdateInferenceComponentRuntimeConfig; mce does not change its instance count.", e.record().ARN)
+	return apierr.ValidationException("Endpoint %q hosts inference components: scale them with UpdateInferenceComponentRuntimeConfig; mce does not change its instance count.", e.record().ARN)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // hostPath matches text that looks like a host path in an error body.
@@ -148,7 +149,7 @@ func TestInternalErrorsAreGeneric(t *testing.T) {
 	h := newHarness(t, Config{})
 	err := fmt.Errorf("launch: %w", errors.New("open /var/lib/mce/instances/default/cache/abc: file name too long"))
 	api := h.srv.toAPIError("ep", "req-1", err)
-	if api.Status != 500 || api.Code != CodeInternalFailure {
+	if api.Status != 500 || api.Code != apierr.CodeInternalFailure {
 		t.Fatalf("%d %s, want 500 InternalFailure", api.Status, api.Code)
 	}
 	if strings.Contains(api.Message, "/var") || strings.Contains(api.Message, "too long") || !strings.Contains(api.Message, "req-1") {
@@ -178,7 +179,7 @@ func TestRedactPaths(t *testing.T) {
 		`unsafe archive entry "a\"/b": bad, unsafe archive entry "/c": bad /d`:                                        `unsafe archive entry "a\"/b": bad, unsafe archive entry "/c": bad <path>`,
 		`unsafe archive entry "/unterminated`:                                                                         `unsafe archive entry "<path>`,
 	} {
-		if got := redactPaths(in); got != want {
+		if got := apierr.RedactPaths(in); got != want {
 			t.Errorf("redactPaths(%q) = %q, want %q", in, got, want)
 		}
 	}
@@ -192,7 +193,7 @@ func TestFailureReasonShowsRefusedEntry(t *testing.T) {
 		Reason: `could not get its model data from "file:///srv/models/m.tar.gz"`,
 		Err: fmt.Errorf("model data %q: %w", "file:///srv/models/m.tar.gz",
 			&artifact.UnsafeEntryError{Name: "/../\x1b]evil\n", Reason: `".." path components are not allowed`})}
-	got := redactPaths(launch.Error())
+	got := apierr.RedactPaths(launch.Error())
 	want := `container "c" (variant "v") of endpoint "e" could not get its model data from "file://<path>": ` +
 		`model data "file://<path>": unsafe archive entry "/../\x1b]evil\n": ".." path components are not allowed`
 	if got != want {

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/wire"
 )
@@ -121,19 +122,19 @@ func (s *Server) containerLogs(c echo.Context) error {
 	follow := false
 	switch {
 	case len(name) > 63 || !wire.ValidName(name):
-		writeError(w, validationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, logSafe(name))))
+		apierr.Write(w, apierr.ValidationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, logSafe(name))))
 		return nil
 	case host != "" && (len(host) > 63 || !wire.ValidName(host)):
-		writeError(w, validationException("container %q: want a ContainerHostname (letters, digits and dashes, at most 63).", logSafe(host)))
+		apierr.Write(w, apierr.ValidationException("container %q: want a ContainerHostname (letters, digits and dashes, at most 63).", logSafe(host)))
 		return nil
 	case variant != "" && (len(variant) > 63 || !wire.ValidName(variant)):
-		writeError(w, validationException("variant %q: want a VariantName (letters, digits and dashes, at most 63).", logSafe(variant)))
+		apierr.Write(w, apierr.ValidationException("variant %q: want a VariantName (letters, digits and dashes, at most 63).", logSafe(variant)))
 		return nil
 	}
 	if v := q.Get("tail"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > containers.MaxLogTail {
-			writeError(w, validationException("tail %q: want a number of lines from 0 to %d.", logSafe(v), containers.MaxLogTail))
+			apierr.Write(w, apierr.ValidationException("tail %q: want a number of lines from 0 to %d.", logSafe(v), containers.MaxLogTail))
 			return nil
 		}
 		tail = n
@@ -141,14 +142,14 @@ func (s *Server) containerLogs(c echo.Context) error {
 	if v := q.Get("follow"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			writeError(w, validationException("follow %q: want true or false.", logSafe(v)))
+			apierr.Write(w, apierr.ValidationException("follow %q: want true or false.", logSafe(v)))
 			return nil
 		}
 		follow = b
 	}
 	ep, name := s.logEndpoint(name)
 	if api := s.authorize(r.Context(), r, nil, ActionLogs, s.logGroupARN(name), nil); api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	if e := accessOf(c); e != nil {
@@ -156,7 +157,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 	}
 	targets, api := s.logTargets(ep, name, variant, host)
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 
@@ -175,7 +176,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 	if follow {
 		if s.followers.Add(1) > maxFollowers {
 			s.followers.Add(-1)
-			writeError(w, &APIError{Status: http.StatusServiceUnavailable, Code: CodeServiceUnavail,
+			apierr.Write(w, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail,
 				Message: fmt.Sprintf("mce already serves %d log follows, its most; try again when one ends.", maxFollowers)})
 			return nil
 		}
@@ -210,7 +211,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 			// recreated); say so in the stream and go on.
 			s.log.Debug().Err(err).Str("endpoint", name).Str("container", t.host).Msg("reading container logs")
 			if send(LogEvent{Variant: t.variant, Copy: t.copy, Container: t.host, Stream: "mce", History: true,
-				Message: "mce could not read this container's earlier output: " + redactPaths(err.Error())}) != nil {
+				Message: "mce could not read this container's earlier output: " + apierr.RedactPaths(err.Error())}) != nil {
 				return nil
 			}
 		}
@@ -302,16 +303,16 @@ func (s *Server) containerLogs(c echo.Context) error {
 
 // logTargets lists the containers of an endpoint whose logs are asked for,
 // in variant, copy and chain order.
-func (s *Server) logTargets(e *Endpoint, name, variant, host string) ([]logTarget, *APIError) {
+func (s *Server) logTargets(e *Endpoint, name, variant, host string) ([]logTarget, *apierr.Error) {
 	if e == nil {
-		return nil, validationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, name))
+		return nil, apierr.ValidationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, name))
 	}
 	e.mu.Lock()
 	rec, launched := e.rec, e.launched
 	e.mu.Unlock()
 	if launched == nil {
 		status, _ := e.shown(rec)
-		return nil, validationException("Endpoint %s has no running containers (its status is %s): container logs are read from running containers.", name, status)
+		return nil, apierr.ValidationException("Endpoint %s has no running containers (its status is %s): container logs are read from running containers.", name, status)
 	}
 	var out []logTarget
 	knownVariant, knownHost := variant == "", host == ""
@@ -334,13 +335,13 @@ func (s *Server) logTargets(e *Endpoint, name, variant, host string) ([]logTarge
 	}
 	switch {
 	case !knownVariant:
-		return nil, validationException("Endpoint %s has no variant %s.", name, variant)
+		return nil, apierr.ValidationException("Endpoint %s has no variant %s.", name, variant)
 	case !knownHost && variant != "":
-		return nil, validationException("Variant %s of endpoint %s has no container %s.", variant, name, host)
+		return nil, apierr.ValidationException("Variant %s of endpoint %s has no container %s.", variant, name, host)
 	case !knownHost:
-		return nil, validationException("Endpoint %s has no container %s.", name, host)
+		return nil, apierr.ValidationException("Endpoint %s has no container %s.", name, host)
 	case len(out) == 0:
-		return nil, validationException("The containers of endpoint %s keep no logs mce can read.", name)
+		return nil, apierr.ValidationException("The containers of endpoint %s keep no logs mce can read.", name)
 	}
 	return out, nil
 }

@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"net/http"
+
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // preAuthorize refuses, before its body is read, a request that cannot be
@@ -12,7 +14,7 @@ import (
 // whose resource the path names), one the policies deny. done reports that
 // authorization is complete: the request may go ahead without authorize.
 // An empty resource means the body names it: only authentication is checked.
-func (s *Server) preAuthorize(ctx context.Context, r *http.Request, action, resource string, keys map[string]string) (done bool, api *APIError) {
+func (s *Server) preAuthorize(ctx context.Context, r *http.Request, action, resource string, keys map[string]string) (done bool, api *apierr.Error) {
 	a := s.cfg.Authz
 	if a == nil || !a.Enabled() {
 		return true, nil

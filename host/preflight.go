@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // Preflight checks a plan as CreateEndpoint and UpdateEndpoint do before
@@ -59,7 +60,7 @@ func preflightReason(prefix string, problems []containers.Problem, limit int) st
 			b.WriteString(" — " + p.Fix)
 		}
 		b.WriteString(".")
-		return redactPaths(b.String())
+		return apierr.RedactPaths(b.String())
 	}
 	full := head
 	for i := range problems {
@@ -81,12 +82,12 @@ func preflightReason(prefix string, problems []containers.Problem, limit int) st
 		if len(items[i]) > share {
 			items[i] = item(i, false)
 			if len(items[i]) > share {
-				items[i] = truncate(items[i], max(share-len("…"), 0)) + "…"
+				items[i] = apierr.Truncate(items[i], max(share-len("…"), 0)) + "…"
 			}
 		}
 		room -= len(items[i])
 	}
-	return truncate(head+strings.Join(items, "")+tail, limit)
+	return apierr.Truncate(head+strings.Join(items, "")+tail, limit)
 }
 
 func plural(n int) string {

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/store"
 )
 
 // callOp runs a control-plane operation in-process, allowed.
 func callOp(s *Server, op, body string) error {
-	_, err := s.control(context.Background(), operations[op], []byte(body), func(string, requestKeys) *APIError { return nil })
+	_, err := s.control(context.Background(), operations[op], []byte(body), func(string, requestKeys) *apierr.Error { return nil })
 	return err
 }
 
@@ -84,7 +85,7 @@ func TestUpdateRacesDelete(t *testing.T) {
 		}
 		if updErr == nil {
 			accepted++
-		} else if api := s.controlError("", updErr); api.Code != codeValidationException {
+		} else if api := s.controlError("", updErr); api.Code != apierr.CodeValidationException {
 			t.Fatalf("round %d: UpdateEndpointWeightsAndCapacities: %v", i, updErr)
 		}
 		if e := s.reg.get(name); e != nil && e.Status() != StatusDeleting {

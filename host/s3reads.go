@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -84,11 +85,11 @@ func s3ReadsOf(in any) []s3Read {
 // authorizeReads authorizes principal p's reads (see above); nil means go
 // ahead. A location with a key mce refuses is a ValidationException, before
 // any decision.
-func (s *Server) authorizeReads(ctx context.Context, r *http.Request, p authz.Principal, reads []s3Read) *APIError {
+func (s *Server) authorizeReads(ctx context.Context, r *http.Request, p authz.Principal, reads []s3Read) *apierr.Error {
 	a := s.cfg.Authz
 	for _, rd := range reads {
 		if msg := spec.S3KeyProblem(rd.member, rd.url); msg != "" {
-			return validationException("%s", msg)
+			return apierr.ValidationException("%s", msg)
 		}
 		if a == nil || !a.Enabled() {
 			continue

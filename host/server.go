@@ -17,6 +17,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/parallel"
 	"github.com/mce-run/mce/pipeline"
@@ -240,7 +241,7 @@ func New(cfg Config) *Server {
 	e.GET("/mce/endpoints", func(c echo.Context) error {
 		// The same information as ListEndpoints, so the same permission.
 		if api := s.authorize(c.Request().Context(), c.Request(), nil, "sagemaker:ListEndpoints", "*", nil); api != nil {
-			writeError(c.Response(), api)
+			apierr.Write(c.Response(), api)
 			return nil
 		}
 		return c.JSON(http.StatusOK, s.Endpoints())
@@ -310,20 +311,20 @@ func (s *Server) echoError(err error, c echo.Context) {
 		c.Response().Header().Set(hdrRequestID, reqID)
 	}
 	var he *echo.HTTPError
-	var api *APIError
+	var api *apierr.Error
 	switch {
 	case errors.As(err, &he) && he.Code == http.StatusNotFound:
-		api = &APIError{Status: http.StatusNotFound, Code: CodeUnknownOperation,
+		api = &apierr.Error{Status: http.StatusNotFound, Code: apierr.CodeUnknownOperation,
 			Message: "mce has no operation at " + c.Request().Method + " " + c.Request().URL.Path}
 	case errors.As(err, &he) && he.Code == http.StatusMethodNotAllowed:
-		api = &APIError{Status: http.StatusMethodNotAllowed, Code: CodeUnknownOperation,
+		api = &apierr.Error{Status: http.StatusMethodNotAllowed, Code: apierr.CodeUnknownOperation,
 			Message: "method " + c.Request().Method + " is not allowed on " + c.Request().URL.Path}
 	case errors.As(err, &he) && he.Code >= 400 && he.Code < 500:
-		api = &APIError{Status: he.Code, Code: CodeValidation, Message: http.StatusText(he.Code) + "."}
+		api = &apierr.Error{Status: he.Code, Code: apierr.CodeValidation, Message: http.StatusText(he.Code) + "."}
 	default:
 		api = s.internalError(reqID, err)
 	}
-	writeError(c.Response(), api)
+	apierr.Write(c.Response(), api)
 }
 
 // recoverPanics turns a panic in a handler into an InternalFailure with the
@@ -346,7 +347,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) unsupported(op string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		c.Response().Header().Set(hdrRequestID, s.ids.next())
-		writeError(c.Response(), validationError("%s is not supported by mce; use InvokeEndpoint.", op))
+		apierr.Write(c.Response(), apierr.Validation("%s is not supported by mce; use InvokeEndpoint.", op))
 		return nil
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/internal/wire"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -52,7 +53,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	}
 	adm, api := s.admitInvocation(w, r, name, h, authz.ActionInvokeEndpointWithResponseStream)
 	if api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 	e, route, rb := adm.e, adm.route, adm.rb
@@ -61,15 +62,15 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	// TargetModel is not a member of the operation (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpointWithResponseStream.html):
 	// a multi-model endpoint has no model to stream from.
 	if header(h, hdrTargetModel) != "" {
-		writeError(w, validationError("TargetModel is not a parameter of InvokeEndpointWithResponseStream."))
+		apierr.Write(w, apierr.Validation("TargetModel is not a parameter of InvokeEndpointWithResponseStream."))
 		return nil
 	}
 	if e.multiModel.Load() {
-		writeError(w, validationError("Endpoint %s is a multi-model endpoint: InvokeEndpointWithResponseStream has no TargetModel to choose a model with. Use InvokeEndpoint.", name))
+		apierr.Write(w, apierr.Validation("Endpoint %s is a multi-model endpoint: InvokeEndpointWithResponseStream has no TargetModel to choose a model with. Use InvokeEndpoint.", name))
 		return nil
 	}
 	if api := unsupportedHeaders(h); api != nil {
-		writeError(w, api)
+		apierr.Write(w, api)
 		return nil
 	}
 
@@ -123,7 +124,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).
 		AnErr("cause", errors.Unwrap(err)).Msg("invocation failed (detail)")
 	s.logFailedInvocation(reqID, name, variant, container, api, time.Since(start))
-	writeError(w, api)
+	apierr.Write(w, api)
 	return nil
 }
 
@@ -243,7 +244,7 @@ func (k *eventSink) exceptionEvent(typ, msg, code string) error {
 	payload, err := json.Marshal(struct {
 		Message   string
 		ErrorCode string `json:",omitempty"`
-	}{truncate(msg, maxMessageLen), code})
+	}{apierr.Truncate(msg, apierr.MaxMessageLen), code})
 	if err != nil {
 		return err
 	}

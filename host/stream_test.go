@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/apierr"
 )
 
 // TestResponseStreamAuthorization: streaming is its own IAM action. A caller
@@ -65,7 +66,7 @@ Credentials:
 		t.Helper()
 		_, err := c.InvokeEndpointWithResponseStream(context.Background(), in(host))
 		var ae smithy.APIError
-		if !errors.As(err, &ae) || ae.ErrorCode() != CodeAccessDenied ||
+		if !errors.As(err, &ae) || ae.ErrorCode() != apierr.CodeAccessDenied ||
 			!strings.Contains(ae.ErrorMessage(), "is not authorized to perform: sagemaker:InvokeEndpointWithResponseStream on resource: arn:aws:sagemaker:us-east-1:123456789012:endpoint/ab") {
 			t.Errorf("%s → %s: err = %v, want AccessDeniedException for the streaming action", who, host, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -97,20 +98,20 @@ func (s *Server) tagResource(arn string) string {
 // checkResourceARN validates ResourceArn as SageMaker does.
 func (s *Server) checkResourceARN(arn string) (spec.Kind, string, error) {
 	if arn == "" {
-		return "", "", validationException("1 validation error detected: Value null at 'resourceArn' failed to satisfy constraint: Member must not be null")
+		return "", "", apierr.ValidationException("1 validation error detected: Value null at 'resourceArn' failed to satisfy constraint: Member must not be null")
 	}
 	if len(arn) > maxResourceARNLen {
-		return "", "", validationException("1 validation error detected: Value '%s' at 'resourceArn' failed to satisfy constraint: Member must have length less than or equal to %d", arn, maxResourceARNLen)
+		return "", "", apierr.ValidationException("1 validation error detected: Value '%s' at 'resourceArn' failed to satisfy constraint: Member must have length less than or equal to %d", arn, maxResourceARNLen)
 	}
 	kind, name, ok := s.parseResourceARN(arn)
 	if !ok {
-		return "", "", validationException("Resource %q is not a model, endpoint configuration or endpoint of this host (region %s, account %s): not found.", arn, s.cfg.Region, s.cfg.Account)
+		return "", "", apierr.ValidationException("Resource %q is not a model, endpoint configuration or endpoint of this host (region %s, account %s): not found.", arn, s.cfg.Region, s.cfg.Account)
 	}
 	return kind, name, nil
 }
 
 func resourceNotFound(arn string) error {
-	return validationException("Resource %s not found.", arn)
+	return apierr.ValidationException("Resource %s not found.", arn)
 }
 
 // tagList is tags as stored: never nil, so that "no tags" differs from a
@@ -222,7 +223,7 @@ func (s *Server) opAddTags(_ context.Context, in *addTagsInput) (any, error) {
 		return nil, err
 	}
 	if in.Tags == nil {
-		return nil, validationException("1 validation error detected: Value null at 'tags' failed to satisfy constraint: Member must not be null")
+		return nil, apierr.ValidationException("1 validation error detected: Value null at 'tags' failed to satisfy constraint: Member must not be null")
 	}
 	if err := spec.CheckTags("tags", in.Tags); err != nil {
 		return nil, err
@@ -238,7 +239,7 @@ func (s *Server) opAddTags(_ context.Context, in *addTagsInput) (any, error) {
 			}
 		}
 		if len(tags) > spec.MaxTags {
-			return nil, validationException("Resource %s would have %d tags; a resource can have at most %d.", arn, len(tags), spec.MaxTags)
+			return nil, apierr.ValidationException("Resource %s would have %d tags; a resource can have at most %d.", arn, len(tags), spec.MaxTags)
 		}
 		return tags, nil
 	})
@@ -259,7 +260,7 @@ func (s *Server) opListTags(_ context.Context, in *listTagsInput) (any, error) {
 	max := 50
 	if in.MaxResults != nil {
 		if *in.MaxResults < 50 || *in.MaxResults > 100 {
-			return nil, validationException("1 validation error detected: Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 50 and 100", *in.MaxResults)
+			return nil, apierr.ValidationException("1 validation error detected: Value '%d' at 'maxResults' failed to satisfy constraint: Member must have value between 50 and 100", *in.MaxResults)
 		}
 		max = *in.MaxResults
 	}
@@ -275,7 +276,7 @@ func (s *Server) opListTags(_ context.Context, in *listTagsInput) (any, error) {
 		raw, err := base64.RawURLEncoding.DecodeString(in.NextToken)
 		n, err2 := strconv.Atoi(string(raw))
 		if err != nil || err2 != nil || n < 0 || n > len(tags) {
-			return nil, validationException("The NextToken is not valid.")
+			return nil, apierr.ValidationException("The NextToken is not valid.")
 		}
 		start = n
 	}
@@ -293,7 +294,7 @@ func (s *Server) opDeleteTags(_ context.Context, in *deleteTagsInput) (any, erro
 		return nil, err
 	}
 	if in.TagKeys == nil {
-		return nil, validationException("1 validation error detected: Value null at 'tagKeys' failed to satisfy constraint: Member must not be null")
+		return nil, apierr.ValidationException("1 validation error detected: Value null at 'tagKeys' failed to satisfy constraint: Member must not be null")
 	}
 	if err := spec.CheckTagKeys("tagKeys", in.TagKeys); err != nil {
 		return nil, err

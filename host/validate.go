@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mce-run/mce/containers/mme"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/internal/wire"
 )
 
@@ -110,12 +111,12 @@ var invokeRules = []headerRule{
 
 // validateInvokeHeaders checks every InvokeEndpoint header that is present and
 // reports all violations at once, in SageMaker's wording.
-func validateInvokeHeaders(endpoint string, h http.Header) *APIError {
+func validateInvokeHeaders(endpoint string, h http.Header) *apierr.Error {
 	return validateHeaderRules(endpoint, h, invokeRules)
 }
 
 // validateHeaderRules checks the endpoint name and the headers of rules.
-func validateHeaderRules(endpoint string, h http.Header, rules []headerRule) *APIError {
+func validateHeaderRules(endpoint string, h http.Header, rules []headerRule) *apierr.Error {
 	var problems []string
 	if len(endpoint) > 63 {
 		problems = append(problems, constraint(endpoint, "endpointName", "Member must have length less than or equal to 63"))
@@ -146,14 +147,14 @@ func validateHeaderRules(endpoint string, h http.Header, rules []headerRule) *AP
 	if len(problems) > 1 {
 		noun = "errors"
 	}
-	return validationError("%d validation %s detected: %s", len(problems), noun, strings.Join(problems, "; "))
+	return apierr.Validation("%d validation %s detected: %s", len(problems), noun, strings.Join(problems, "; "))
 }
 
 func constraint(value, member, rule string) string {
 	const maxShown = 128
 	value = strings.ToValidUTF8(value, "\uFFFD") // the value is echoed into a JSON message
 	if len(value) > maxShown {
-		value = truncate(value, maxShown) + "..."
+		value = apierr.Truncate(value, maxShown) + "..."
 	}
 	return fmt.Sprintf("Value '%s' at '%s' failed to satisfy constraint: %s", value, member, rule)
 }
@@ -176,18 +177,18 @@ const maxTargetModelSegment = 255
 // service model's pattern, before anything reaches the artifact store or
 // the cache: a relative path below the ModelDataUrl prefix (no leading '/',
 // no empty, "." or ".." segment) whose segments fit in a file name.
-func validateTargetModel(v string) *APIError {
+func validateTargetModel(v string) *apierr.Error {
 	if err := mme.ValidTargetModel(v); err != nil {
 		why := err.Error() // "invalid TargetModel "…": why", the value quoted
 		if i := strings.LastIndex(why, ": "); i >= 0 {
 			why = why[i+2:]
 		}
-		return validationError("1 validation error detected: %s", constraint(v, "targetModel",
+		return apierr.Validation("1 validation error detected: %s", constraint(v, "targetModel",
 			"Member must be a relative path below the ModelDataUrl prefix: "+why))
 	}
 	for seg := range strings.SplitSeq(v, "/") {
 		if len(seg) > maxTargetModelSegment {
-			return validationError("1 validation error detected: %s", constraint(v, "targetModel",
+			return apierr.Validation("1 validation error detected: %s", constraint(v, "targetModel",
 				fmt.Sprintf("Each '/'-separated part of the TargetModel must have length less than or equal to %d", maxTargetModelSegment)))
 		}
 	}

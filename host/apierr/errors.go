@@ -1,4 +1,4 @@
-package host
+package apierr
 
 import (
 	"encoding/json"
@@ -22,16 +22,16 @@ const (
 	CodeUnknownOperation = "UnknownOperationException"
 	CodeAccessDenied     = "AccessDeniedException"
 	// The control plane's codes (awsJson1_1).
-	codeValidationException = "ValidationException"
-	codeResourceNotFound    = "ResourceNotFound"
-	codeResourceInUse       = "ResourceInUse"
-	codeRequestTimeout      = "RequestTimeout"
-	maxMessageLen           = 2048 // the Message shape's max length
+	CodeValidationException = "ValidationException"
+	CodeResourceNotFound    = "ResourceNotFound"
+	CodeResourceInUse       = "ResourceInUse"
+	CodeRequestTimeout      = "RequestTimeout"
+	MaxMessageLen           = 2048 // the Message shape's max length
 	maxOriginalMessageLen   = 2048
 )
 
-// APIError is an error as a SageMaker client receives it.
-type APIError struct {
+// Error is an error as a SageMaker client receives it.
+type Error struct {
 	Status  int
 	Code    string
 	Message string
@@ -42,20 +42,20 @@ type APIError struct {
 	// ErrorCode is the runtime's finer code where SageMaker sends one
 	// (INFERENCE_COMPONENT_NAME_MISSING).
 	ErrorCode string
-	err       error
+	Cause     error // what caused it, for the log and errors.Is/As; never shown
 }
 
-func (e *APIError) Error() string { return e.Code + ": " + e.Message }
-func (e *APIError) Unwrap() error { return e.err }
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Unwrap() error { return e.Cause }
 
-// validationError is a 400 ValidationError.
-func validationError(format string, args ...any) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Code: CodeValidation, Message: fmt.Sprintf(format, args...)}
+// Validation is a 400 ValidationError.
+func Validation(format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeValidation, Message: fmt.Sprintf(format, args...)}
 }
 
-// validationException is the control plane's 400 ValidationException.
-func validationException(format string, args ...any) *APIError {
-	return &APIError{Status: http.StatusBadRequest, Code: codeValidationException, Message: fmt.Sprintf(format, args...)}
+// ValidationException is the control plane's 400 ValidationException.
+func ValidationException(format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeValidationException, Message: fmt.Sprintf(format, args...)}
 }
 
 // errorBody is the JSON body of every error. Message is capitalised: older Go
@@ -70,9 +70,9 @@ type errorBody struct {
 	ErrorCode          string `json:"ErrorCode,omitempty"`
 }
 
-// writeError is the one place an error reaches the wire.
-func writeError(w http.ResponseWriter, e *APIError) {
-	body := errorJSON(e)
+// Write is the one place an error reaches the wire.
+func Write(w http.ResponseWriter, e *Error) {
+	body := JSON(e)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set(wire.HeaderErrorType, e.Code)
@@ -81,14 +81,14 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	w.Write(body)
 }
 
-// errorJSON is e's JSON body, as writeError sends it (and as asynchronous
+// JSON is e's JSON body, as Write sends it (and as asynchronous
 // inference writes it to a FailureLocation).
-func errorJSON(e *APIError) []byte {
+func JSON(e *Error) []byte {
 	body, err := json.Marshal(errorBody{
 		Type:               e.Code,
-		Message:            truncate(e.Message, maxMessageLen),
+		Message:            Truncate(e.Message, MaxMessageLen),
 		OriginalStatusCode: e.OriginalStatusCode,
-		OriginalMessage:    truncate(e.OriginalMessage, maxOriginalMessageLen),
+		OriginalMessage:    Truncate(e.OriginalMessage, maxOriginalMessageLen),
 		LogStreamArn:       e.LogStreamArn,
 		ErrorCode:          e.ErrorCode,
 	})
@@ -98,8 +98,8 @@ func errorJSON(e *APIError) []byte {
 	return body
 }
 
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
@@ -110,14 +110,14 @@ func truncate(s string, n int) string {
 	return s[:cut]
 }
 
-// redactPaths replaces the absolute host paths in s (a lower layer's error
+// RedactPaths replaces the absolute host paths in s (a lower layer's error
 // text shown to a caller) with "<path>": callers learn that a file was
 // missing or unusable, never where mce keeps things. URLs other than
 // file:// are kept ("s3://bucket/key"); file:// paths are redacted too.
 // The quoted name after artifact.UnsafeEntryPrefix is an archive entry's
 // name (archive content, escaped and bounded by the artifact package, never a
 // host path) and is kept, so that users see which entry was refused.
-func redactPaths(s string) string {
+func RedactPaths(s string) string {
 	i := strings.Index(s, artifact.UnsafeEntryPrefix+`"`)
 	if i < 0 {
 		return redactHostPaths(s)
@@ -128,7 +128,7 @@ func redactPaths(s string) string {
 		return redactHostPaths(s)
 	}
 	end := start + len(name)
-	return redactHostPaths(s[:start]) + name + redactPaths(s[end:])
+	return redactHostPaths(s[:start]) + name + RedactPaths(s[end:])
 }
 
 func redactHostPaths(s string) string {
