@@ -76,7 +76,7 @@ func (s *Server) checkAdapterBase(in *spec.CreateInferenceComponentInput) (*comp
 		return nil, apierr.ValidationException("The base inference component %q is placed on variant %s, not %s: omit VariantName or give the base's.", brec.ARN, brec.VariantName, in.VariantName)
 	case brec.isAdapter():
 		return nil, apierr.ValidationException("Inference component %q is an adapter inference component: an adapter's base must host a model (an adapter of an adapter is not supported).", brec.ARN)
-	case base.deleting.Load() || brec.Status == StatusDeleting:
+	case base.deleting.Load() || brec.Status == spec.StatusDeleting:
 		return nil, apierr.ValidationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
 	case s.adapterStore() == nil:
 		return nil, apierr.ValidationException("Adapter inference components need mce's Docker engine, which gives the base's copies a folder of adapters; this engine has none.")
@@ -107,7 +107,7 @@ func (s *Server) reconcileAdapter(c *component) {
 	rec := c.record()
 	fail := func(reason string) {
 		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Status, r.FailureReason = StatusFailed, apierr.Truncate(reason, maxFailureReason)
+			r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, maxFailureReason)
 		})
 		s.dropAdapter(c)
 	}
@@ -142,7 +142,7 @@ func (s *Server) reconcileAdapter(c *component) {
 		fail("The adapter could not be registered with the base inference component's copies: " + apierr.RedactPaths(err.Error()))
 		return
 	}
-	s.saveComponent(c, func(r *ComponentRecord) { r.Status, r.FailureReason = StatusInService, "" })
+	s.saveComponent(c, func(r *ComponentRecord) { r.Status, r.FailureReason = spec.StatusInService, "" })
 	s.log.Info().Str("inference_component", rec.Name).Str("base", base.name).Msg("adapter inference component registered")
 }
 
@@ -186,14 +186,14 @@ func (s *Server) registerAdaptersOn(base *component, l containers.Launched) {
 		for _, ct := range cts {
 			if err := s.registerAdapter(ct, rec.Name, rec.AdapterSource); err != nil {
 				s.saveComponent(a, func(r *ComponentRecord) {
-					r.Status = StatusFailed
+					r.Status = spec.StatusFailed
 					r.FailureReason = apierr.Truncate("A new copy of the base inference component refused the adapter: "+apierr.RedactPaths(err.Error()), maxFailureReason)
 				})
 				// Under the adapter's own lock (this runs under the base's).
 				s.background(func() {
 					a.ops.Lock()
 					defer a.ops.Unlock()
-					if r := a.record(); r.Status == StatusFailed && !a.deleting.Load() {
+					if r := a.record(); r.Status == spec.StatusFailed && !a.deleting.Load() {
 						s.dropAdapter(a)
 					}
 				})
@@ -336,7 +336,7 @@ func (s *Server) adapterRoute(rec ComponentRecord) (*pipeline.Route, *apierr.Err
 	}
 	// Updating with an adapter registered before (a restart, a new
 	// artifact on its way) serves with what the copies hold.
-	serving := rec.Status == StatusInService || (rec.Status == StatusUpdating && rec.AdapterSource != "" && rec.FailureReason == "")
+	serving := rec.Status == spec.StatusInService || (rec.Status == spec.StatusUpdating && rec.AdapterSource != "" && rec.FailureReason == "")
 	if !serving {
 		why := ""
 		if rec.FailureReason != "" {

@@ -58,7 +58,7 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 	for _, ep := range b.Endpoints {
 		names = append(names, ep.EndpointName)
 		e := s.reg.get(ep.EndpointName)
-		if e != nil && e.Status() == StatusFailed {
+		if e != nil && e.Status() == spec.StatusFailed {
 			if err := s.DeleteEndpoint(ctx, ep.EndpointName); err != nil {
 				return nil, err
 			}
@@ -97,7 +97,7 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 			}
 			log.Info().Str("from_config", rec.ConfigName).Str("to_config", ep.EndpointConfigName).
 				Msg("updating the endpoint to the file's definition: " + why)
-			if err := s.WaitEndpoint(ctx, ep.EndpointName); err != nil && e.Status() != StatusInService {
+			if err := s.WaitEndpoint(ctx, ep.EndpointName); err != nil && e.Status() != spec.StatusInService {
 				return nil, err
 			}
 			if err := s.updateEndpoint(e, plan, ep.EndpointConfigName); err != nil {
@@ -147,7 +147,7 @@ func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent,
 	if err != nil {
 		return err
 	}
-	if rec.Applied != "" && rec.Applied == digest && rec.Status != StatusFailed {
+	if rec.Applied != "" && rec.Applied == digest && rec.Status != spec.StatusFailed {
 		log.Info().Msg("keeping the inference component as the API left it (copy count, specification): its definition in the file is unchanged since it was last applied; change the file to apply it again")
 		return nil
 	}
@@ -170,7 +170,7 @@ func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent,
 func settledComponent(ctx context.Context, c *component) (ComponentRecord, error) {
 	for {
 		rec := c.record()
-		if rec.Status != StatusCreating && rec.Status != StatusUpdating {
+		if rec.Status != spec.StatusCreating && rec.Status != spec.StatusUpdating {
 			return rec, nil
 		}
 		select {

@@ -83,10 +83,10 @@ func TestApplyInferenceComponents(t *testing.T) {
 		for time.Now().Before(deadline) {
 			if c := s.ics.get(name); c != nil {
 				rec := c.record()
-				if rec.Status == StatusInService && c.currentCopies() == rec.Desired {
+				if rec.Status == spec.StatusInService && c.currentCopies() == rec.Desired {
 					return rec.Desired
 				}
-				if rec.Status == StatusFailed {
+				if rec.Status == spec.StatusFailed {
 					t.Fatalf("component %s Failed: %s", name, rec.FailureReason)
 				}
 			}

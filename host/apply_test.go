@@ -145,7 +145,7 @@ func waitSettled(t *testing.T, s *Server, name string) {
 	for time.Now().Before(deadline) {
 		if e := s.reg.get(name); e != nil {
 			rec := e.record()
-			if rec.Status == StatusInService && rec.Pending == "" && len(rec.Desired) == 0 {
+			if rec.Status == spec.StatusInService && rec.Pending == "" && len(rec.Desired) == 0 {
 				return
 			}
 		}

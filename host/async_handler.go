@@ -91,7 +91,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		apierr.Write(w, apierr.Validation("Endpoint %s is not an asynchronous endpoint: its endpoint configuration has no AsyncInferenceConfig. Use InvokeEndpoint.", name))
 		return nil
 	}
-	if st := e.Status(); st == StatusFailed {
+	if st := e.Status(); st == spec.StatusFailed {
 		apierr.Write(w, apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, st))
 		return nil
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/spec"
 )
 
 func exampleAuthz(t *testing.T) *authz.Authorizer {
@@ -238,7 +239,7 @@ func TestControlPlaneAuthorizesWhatItDecodes(t *testing.T) {
 				if status < 400 || status >= 500 || code != b.want {
 					t.Errorf("%s %q: %d %s %s; want %s", op, b.body, status, code, body, b.want)
 				}
-				if e := h.srv.reg.get("victim"); e == nil || e.Status() != StatusInService {
+				if e := h.srv.reg.get("victim"); e == nil || e.Status() != spec.StatusInService {
 					t.Fatalf("the victim endpoint was touched by %s %q", op, b.body)
 				}
 			})

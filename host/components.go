@@ -65,7 +65,7 @@ type ComponentRecord struct {
 	// deleted later does not change it).
 	Template      containers.VariantPlan
 	Desired       int
-	Status        Status
+	Status        spec.Status
 	FailureReason string `json:",omitempty"`
 	Created       time.Time
 	Modified      time.Time
@@ -161,7 +161,7 @@ func (s *Server) saveComponent(c *component, change func(*ComponentRecord)) {
 	defer c.mu.Unlock()
 	change(&c.rec)
 	if c.deleting.Load() {
-		c.rec.Status = StatusDeleting
+		c.rec.Status = spec.StatusDeleting
 	}
 	c.rec.Modified = time.Now()
 	if err := s.store.Put(store.InferenceComponents, c.rec.Name, c.rec); err != nil {
@@ -300,14 +300,14 @@ func (s *Server) reconcileCopies(c *component) {
 	e := s.reg.get(rec.EndpointName)
 	if e == nil {
 		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Status, r.FailureReason = StatusFailed, "Endpoint "+rec.EndpointName+" does not exist."
+			r.Status, r.FailureReason = spec.StatusFailed, "Endpoint "+rec.EndpointName+" does not exist."
 		})
 		return
 	}
 	v, ok := hostVariant(e, rec.VariantName)
 	if !ok {
 		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Status, r.FailureReason = StatusFailed, "Variant "+rec.VariantName+" is not part of endpoint "+rec.EndpointName+"."
+			r.Status, r.FailureReason = spec.StatusFailed, "Variant "+rec.VariantName+" is not part of endpoint "+rec.EndpointName+"."
 		})
 		return
 	}
@@ -322,7 +322,7 @@ func (s *Server) reconcileCopies(c *component) {
 		// Only a record of an older mce has such a variant (the API
 		// refuses it): the component fails, the rest of mce serves.
 		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Status, r.FailureReason = StatusFailed, fmt.Sprintf("%d of %d copies of the inference component are running. %s", current, r.Desired, why)
+			r.Status, r.FailureReason = spec.StatusFailed, fmt.Sprintf("%d of %d copies of the inference component are running. %s", current, r.Desired, why)
 		})
 		log.Error().Int("instances", v.InstanceCount).Int("max_instances", v.MaxInstanceCount).Msg("inference component not placed: its variant's recorded instance count is out of bounds")
 		return
@@ -461,7 +461,7 @@ func (s *Server) reconcileCopies(c *component) {
 	}
 	s.saveComponent(c, func(r *ComponentRecord) {
 		if running >= r.Desired {
-			r.Status, r.FailureReason = StatusInService, ""
+			r.Status, r.FailureReason = spec.StatusInService, ""
 			return
 		}
 		reason := fmt.Sprintf("%d of %d copies of the inference component are running.", running, r.Desired)
@@ -478,7 +478,7 @@ func (s *Server) reconcileCopies(c *component) {
 		if old := len(r.Copies) - running; old > 0 {
 			reason += fmt.Sprintf(" %d copies of the previous specification keep serving.", old)
 		}
-		r.Status, r.FailureReason = StatusFailed, apierr.Truncate(reason, maxFailureReason)
+		r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, maxFailureReason)
 	})
 	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
 }
@@ -521,7 +521,7 @@ func (s *Server) reconcileLater(c *component) {
 func (s *Server) componentPanicked(c *component, v any) {
 	s.logPanic(v, "inference_component", c.name)
 	s.saveComponent(c, func(r *ComponentRecord) {
-		r.Status, r.FailureReason = StatusFailed, "mce met an internal error while placing or launching the copies of this inference component (its log has the details); the other inference components and endpoints are not affected. Update the inference component to try again."
+		r.Status, r.FailureReason = spec.StatusFailed, "mce met an internal error while placing or launching the copies of this inference component (its log has the details); the other inference components and endpoints are not affected. Update the inference component to try again."
 	})
 }
 
@@ -615,7 +615,7 @@ func (s *Server) deleteComponent(c *component) (wait <-chan struct{}) {
 		close(done)
 		return done
 	}
-	s.saveComponent(c, func(r *ComponentRecord) { r.Status = StatusDeleting })
+	s.saveComponent(c, func(r *ComponentRecord) { r.Status = spec.StatusDeleting })
 	s.launchContext(c)
 	c.mu.Lock()
 	c.stopLaunch() // launches in progress stop
@@ -695,7 +695,7 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 	_, scheduled := s.copyScheduler()
 	var again []*component
 	for _, rec := range recs {
-		if rec.Status == StatusDeleting || s.reg.get(rec.EndpointName) == nil {
+		if rec.Status == spec.StatusDeleting || s.reg.get(rec.EndpointName) == nil {
 			s.store.Delete(store.InferenceComponents, rec.Name) // its copies go with Reconcile
 			continue
 		}
@@ -744,19 +744,19 @@ func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled b
 	c.setRoute()
 	s.saveComponent(c, func(r *ComponentRecord) {
 		r.Copies = kept
-		if r.Status == StatusCreating || r.Status == StatusUpdating {
-			r.Status = StatusUpdating
+		if r.Status == spec.StatusCreating || r.Status == spec.StatusUpdating {
+			r.Status = spec.StatusUpdating
 		}
 	})
 	// An adapter is staged and registered again.
-	return rec.isAdapter() || len(kept) < rec.Desired || rec.Status != StatusInService
+	return rec.isAdapter() || len(kept) < rec.Desired || rec.Status != spec.StatusInService
 }
 
 // relaunchComponents places and launches the copies recoverComponents
 // could not adopt.
 func (s *Server) relaunchComponents(cs []*component) {
 	for _, c := range cs {
-		s.saveComponent(c, func(r *ComponentRecord) { r.Status = StatusUpdating })
+		s.saveComponent(c, func(r *ComponentRecord) { r.Status = spec.StatusUpdating })
 		s.reconcileLater(c)
 	}
 }

@@ -241,7 +241,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	if !erec.Plan.HostsComponents() {
 		return "", nil, errNoComponentEndpoint()
 	}
-	if e.deleting.Load() || erec.Status == StatusDeleting || erec.Status == StatusFailed {
+	if e.deleting.Load() || erec.Status == spec.StatusDeleting || erec.Status == spec.StatusFailed {
 		return "", nil, apierr.ValidationException("Cannot create inference component %q: endpoint %q is %s.", arn, erec.ARN, erec.Status)
 	}
 	if in.Specification.IsAdapter() {
@@ -270,7 +270,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	}
 	now := time.Now()
 	rec := ComponentRecord{Name: in.InferenceComponentName, ARN: arn, EndpointName: erec.Name, VariantName: v.Name,
-		Spec: sp, Template: tpl, Desired: int(*in.RuntimeConfig.CopyCount), Status: StatusCreating,
+		Spec: sp, Template: tpl, Desired: int(*in.RuntimeConfig.CopyCount), Status: spec.StatusCreating,
 		Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1, Applied: applied}
 	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
 	if err := s.registerComponent(e, c, nil); err != nil {
@@ -302,7 +302,7 @@ func (s *Server) createAdapter(ctx context.Context, e *Endpoint, in *spec.Create
 	brec := base.record()
 	now := time.Now()
 	rec := ComponentRecord{Name: in.InferenceComponentName, ARN: arn, EndpointName: brec.EndpointName, VariantName: brec.VariantName,
-		Spec: sp, Status: StatusCreating, Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1,
+		Spec: sp, Status: spec.StatusCreating, Created: now, Modified: now, Tags: tagList(in.Tags), SpecVersion: 1,
 		Applied: applied, BaseDir: baseDir}
 	c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
 	if err := s.registerComponent(e, c, func() error {
@@ -382,9 +382,9 @@ type describeComponentOutput struct {
 	FailureReason            string                     `json:"FailureReason,omitempty"`
 	Specification            componentSpecSummary       `json:"Specification"`
 	RuntimeConfig            *componentRuntimeConfigOut `json:"RuntimeConfig,omitempty"` // none for an adapter
-	CreationTime             epoch                      `json:"CreationTime"`
-	LastModifiedTime         epoch                      `json:"LastModifiedTime"`
-	InferenceComponentStatus Status                     `json:"InferenceComponentStatus"`
+	CreationTime             spec.Epoch                 `json:"CreationTime"`
+	LastModifiedTime         spec.Epoch                 `json:"LastModifiedTime"`
+	InferenceComponentStatus spec.Status                `json:"InferenceComponentStatus"`
 }
 
 func (s *Server) describeComponent(c *component) describeComponentOutput {
@@ -395,7 +395,7 @@ func (s *Server) describeComponent(c *component) describeComponentOutput {
 	if k := sp.Container; k != nil {
 		sum.Container = &componentContainerSummary{ArtifactURL: k.ArtifactURL, Environment: k.Environment, ContainerMetricsConfig: k.ContainerMetricsConfig}
 		if k.Image != "" {
-			sum.Container.DeployedImage = &deployedImage{SpecifiedImage: k.Image, ResolvedImage: k.Image, ResolutionTime: epoch(rec.Modified)}
+			sum.Container.DeployedImage = &deployedImage{SpecifiedImage: k.Image, ResolvedImage: k.Image, ResolutionTime: spec.Epoch(rec.Modified)}
 		}
 	}
 	var rc *componentRuntimeConfigOut
@@ -407,7 +407,7 @@ func (s *Server) describeComponent(c *component) describeComponentOutput {
 		EndpointName: rec.EndpointName, EndpointArn: s.arn(spec.KindEndpoint, rec.EndpointName), VariantName: rec.VariantName,
 		FailureReason: rec.FailureReason, Specification: sum,
 		RuntimeConfig: rc,
-		CreationTime:  epoch(rec.Created), LastModifiedTime: epoch(rec.Modified), InferenceComponentStatus: rec.Status,
+		CreationTime:  spec.Epoch(rec.Created), LastModifiedTime: spec.Epoch(rec.Modified), InferenceComponentStatus: rec.Status,
 	}
 }
 
@@ -443,12 +443,12 @@ func (s *Server) startUpdate(c *component, change func(*ComponentRecord)) error 
 	// Checked and set in one step: of two updates at once, one is refused.
 	var refused error
 	s.saveComponent(c, func(r *ComponentRecord) {
-		if c.deleting.Load() || (r.Status != StatusInService && r.Status != StatusFailed) {
+		if c.deleting.Load() || (r.Status != spec.StatusInService && r.Status != spec.StatusFailed) {
 			refused = apierr.ValidationException("Cannot update in-progress inference component %q: its status is %s.", r.ARN, r.Status)
 			return
 		}
 		change(r)
-		r.Status = StatusUpdating
+		r.Status = spec.StatusUpdating
 	})
 	if refused != nil {
 		return refused
@@ -673,7 +673,7 @@ func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (a
 				out: map[string]any{"InferenceComponentName": rec.Name, "InferenceComponentArn": rec.ARN,
 					"EndpointName": rec.EndpointName, "EndpointArn": s.arn(spec.KindEndpoint, rec.EndpointName),
 					"VariantName": rec.VariantName, "InferenceComponentStatus": string(rec.Status),
-					"CreationTime": epoch(rec.Created), "LastModifiedTime": epoch(rec.Modified)}})
+					"CreationTime": spec.Epoch(rec.Created), "LastModifiedTime": spec.Epoch(rec.Modified)}})
 		}
 		return items, nil
 	})

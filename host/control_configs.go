@@ -58,9 +58,9 @@ func (s *Server) opDescribeEndpointConfig(_ context.Context, in *configNameInput
 	}
 	out := struct {
 		spec.CreateEndpointConfigInput
-		EndpointConfigArn string `json:"EndpointConfigArn"`
-		CreationTime      epoch  `json:"CreationTime"`
-	}{rec.Input, rec.ARN, epoch(rec.Created)}
+		EndpointConfigArn string     `json:"EndpointConfigArn"`
+		CreationTime      spec.Epoch `json:"CreationTime"`
+	}{rec.Input, rec.ARN, spec.Epoch(rec.Created)}
 	out.Tags = nil
 	return out, nil
 }
@@ -77,7 +77,7 @@ func (s *Server) opListEndpointConfigs(_ context.Context, in *listInput) (any, e
 		var items []listItem
 		err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {
 			items = append(items, listItem{name: r.Input.EndpointConfigName, created: r.Created, modified: r.Created,
-				out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": epoch(r.Created)}})
+				out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": spec.Epoch(r.Created)}})
 			return nil
 		})
 		return items, err

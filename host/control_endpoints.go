@@ -78,9 +78,9 @@ func (s *Server) getEndpoint(name string) (*Endpoint, error) {
 }
 
 type deployedImage struct {
-	SpecifiedImage string `json:"SpecifiedImage"`
-	ResolvedImage  string `json:"ResolvedImage,omitempty"`
-	ResolutionTime epoch  `json:"ResolutionTime"`
+	SpecifiedImage string     `json:"SpecifiedImage"`
+	ResolvedImage  string     `json:"ResolvedImage,omitempty"`
+	ResolutionTime spec.Epoch `json:"ResolutionTime"`
 }
 
 type variantSummary struct {
@@ -97,10 +97,10 @@ type describeEndpointOutput struct {
 	EndpointArn        string           `json:"EndpointArn"`
 	EndpointConfigName string           `json:"EndpointConfigName"`
 	ProductionVariants []variantSummary `json:"ProductionVariants,omitempty"`
-	EndpointStatus     Status           `json:"EndpointStatus"`
+	EndpointStatus     spec.Status      `json:"EndpointStatus"`
 	FailureReason      string           `json:"FailureReason,omitempty"`
-	CreationTime       epoch            `json:"CreationTime"`
-	LastModifiedTime   epoch            `json:"LastModifiedTime"`
+	CreationTime       spec.Epoch       `json:"CreationTime"`
+	LastModifiedTime   spec.Epoch       `json:"LastModifiedTime"`
 	// AsyncInferenceConfig is the queue settings of an asynchronous
 	// endpoint, as its configuration gave them.
 	AsyncInferenceConfig *spec.AsyncInferenceConfig `json:"AsyncInferenceConfig,omitempty"`
@@ -113,11 +113,11 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 	out := describeEndpointOutput{
 		EndpointName: rec.Name, EndpointArn: rec.ARN, EndpointConfigName: rec.ConfigName,
 		EndpointStatus: status, FailureReason: reason,
-		CreationTime: epoch(rec.Created), LastModifiedTime: epoch(rec.Modified),
+		CreationTime: spec.Epoch(rec.Created), LastModifiedTime: spec.Epoch(rec.Modified),
 		AsyncInferenceConfig: asyncConfigOf(rec.Plan.Async),
 	}
-	if out.EndpointStatus == StatusCreating || out.EndpointStatus == StatusFailed ||
-		(out.EndpointStatus == StatusUpdating && e.route.Load() == nil) {
+	if out.EndpointStatus == spec.StatusCreating || out.EndpointStatus == spec.StatusFailed ||
+		(out.EndpointStatus == spec.StatusUpdating && e.route.Load() == nil) {
 		return out // no variants run (yet): a Failed endpoint being updated runs nothing
 	}
 	for _, v := range rec.Plan.Variants {
@@ -127,7 +127,7 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 			vs.DesiredWeight, vs.DesiredInstanceCount = t.Weight, t.Count
 		}
 		for _, c := range v.Containers {
-			vs.DeployedImages = append(vs.DeployedImages, deployedImage{SpecifiedImage: c.Image, ResolvedImage: c.Image, ResolutionTime: epoch(rec.Modified)})
+			vs.DeployedImages = append(vs.DeployedImages, deployedImage{SpecifiedImage: c.Image, ResolvedImage: c.Image, ResolutionTime: spec.Epoch(rec.Modified)})
 		}
 		out.ProductionVariants = append(out.ProductionVariants, vs)
 	}
@@ -150,8 +150,8 @@ func (s *Server) opListEndpoints(_ context.Context, in *listInput) (any, error) 
 			shown, _ := e.shown(rec)
 			st := string(shown)
 			items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: st,
-				out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": epoch(rec.Created),
-					"LastModifiedTime": epoch(rec.Modified), "EndpointStatus": st}})
+				out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": spec.Epoch(rec.Created),
+					"LastModifiedTime": spec.Epoch(rec.Modified), "EndpointStatus": st}})
 		}
 		return items, nil
 	})

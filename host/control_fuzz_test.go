@@ -46,7 +46,7 @@ func controlFixture(t *testing.T) *Server {
 		if _, err := s.CreateEndpoint(t.Context(), spec.CreateEndpointInput{EndpointName: name, EndpointConfigName: name}); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); s.reg.get(name).Status() != StatusInService; {
+		for deadline := time.Now().Add(10 * time.Second); s.reg.get(name).Status() != spec.StatusInService; {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: %s", name, s.reg.get(name).Status())
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/spec"
 )
 
 // listInput is the common part of the List* operations.
@@ -17,10 +18,10 @@ type listInput struct {
 	NextToken              string
 	MaxResults             *int
 	NameContains           string
-	CreationTimeBefore     *epoch
-	CreationTimeAfter      *epoch
-	LastModifiedTimeBefore *epoch
-	LastModifiedTimeAfter  *epoch
+	CreationTimeBefore     *spec.Epoch
+	CreationTimeAfter      *spec.Epoch
+	LastModifiedTimeBefore *spec.Epoch
+	LastModifiedTimeAfter  *spec.Epoch
 	StatusEquals           string
 }
 

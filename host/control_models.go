@@ -60,8 +60,8 @@ func (s *Server) opCreateModel(ctx context.Context, in *spec.CreateModelInput) (
 
 type describeModelOutput struct {
 	spec.CreateModelInput
-	ModelArn     string `json:"ModelArn"`
-	CreationTime epoch  `json:"CreationTime"`
+	ModelArn     string     `json:"ModelArn"`
+	CreationTime spec.Epoch `json:"CreationTime"`
 }
 
 func (s *Server) getModel(name string) (ModelRecord, error) {
@@ -76,7 +76,7 @@ func (s *Server) opDescribeModel(_ context.Context, in *modelNameInput) (any, er
 	if err != nil {
 		return nil, err
 	}
-	out := describeModelOutput{CreateModelInput: rec.Input, ModelArn: rec.ARN, CreationTime: epoch(rec.Created)}
+	out := describeModelOutput{CreateModelInput: rec.Input, ModelArn: rec.ARN, CreationTime: spec.Epoch(rec.Created)}
 	out.Tags = nil // Tags are not part of DescribeModel's output
 	return out, nil
 }
@@ -93,7 +93,7 @@ func (s *Server) opListModels(_ context.Context, in *listInput) (any, error) {
 		var items []listItem
 		err := store.List(s.store, store.Models, func(r ModelRecord) error {
 			items = append(items, listItem{name: r.Input.ModelName, created: r.Created, modified: r.Created,
-				out: map[string]any{"ModelName": r.Input.ModelName, "ModelArn": r.ARN, "CreationTime": epoch(r.Created)}})
+				out: map[string]any{"ModelName": r.Input.ModelName, "ModelArn": r.ARN, "CreationTime": spec.Epoch(r.Created)}})
 			return nil
 		})
 		return items, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/testenv"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -204,13 +205,13 @@ func settle(t *testing.T, s *Server) {
 		busy := ""
 		for _, e := range s.reg.all() {
 			switch st := e.Status(); st {
-			case StatusCreating, StatusUpdating, StatusSystemUpdating, StatusDeleting:
+			case spec.StatusCreating, spec.StatusUpdating, spec.StatusSystemUpdating, spec.StatusDeleting:
 				busy = "endpoint " + e.name + " " + string(st)
 			}
 		}
 		for _, c := range s.ics.all() {
 			switch st := c.record().Status; st {
-			case StatusCreating, StatusUpdating, StatusDeleting:
+			case spec.StatusCreating, spec.StatusUpdating, spec.StatusDeleting:
 				busy = "inference component " + c.name + " " + string(st)
 			}
 		}

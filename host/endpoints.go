@@ -17,19 +17,6 @@ import (
 	"github.com/mce-run/mce/pipeline"
 )
 
-// Status is an endpoint's lifecycle state, with SageMaker's names
-// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeEndpoint.html).
-type Status string
-
-const (
-	StatusCreating       Status = "Creating"
-	StatusInService      Status = "InService"
-	StatusUpdating       Status = "Updating"
-	StatusSystemUpdating Status = "SystemUpdating" // relaunching after a restart of mce
-	StatusFailed         Status = "Failed"
-	StatusDeleting       Status = "Deleting"
-)
-
 // Endpoint is one endpoint known to the host. Invocations read its status
 // and route without locks; lifecycle operations run one at a time (ops) in
 // the background and publish their outcome to the durable record.
@@ -83,7 +70,7 @@ func errFailedScale(arn string) error {
 }
 
 // Status is the endpoint's current state.
-func (e *Endpoint) Status() Status { return e.status.Load().(Status) }
+func (e *Endpoint) Status() spec.Status { return e.status.Load().(spec.Status) }
 
 func (e *Endpoint) record() EndpointRecord {
 	e.mu.Lock()
@@ -119,7 +106,7 @@ func (s *Server) startEndpoint(plan containers.EndpointPlan, configName string, 
 	now := time.Now()
 	rec := EndpointRecord{
 		Name: plan.Name, ARN: spec.ARN(s.cfg.Region, s.cfg.Account, spec.KindEndpoint, plan.Name),
-		ConfigName: configName, Status: StatusCreating, Created: now, Modified: now, Generation: 1, Plan: plan,
+		ConfigName: configName, Status: spec.StatusCreating, Created: now, Modified: now, Generation: 1, Plan: plan,
 		Tags: slices.Clone(tags),
 	}
 	e := s.newEndpoint(rec)
@@ -130,7 +117,7 @@ func (s *Server) startEndpoint(plan containers.EndpointPlan, configName string, 
 		s.reg.remove(e)
 		return nil, err
 	}
-	s.backgroundOr(func() { s.runLaunch(e, rec.Plan, rec.Generation, StatusCreating) }, func(v any) { s.endpointPanicked(e, v) })
+	s.backgroundOr(func() { s.runLaunch(e, rec.Plan, rec.Generation, spec.StatusCreating) }, func(v any) { s.endpointPanicked(e, v) })
 	return e, nil
 }
 
@@ -173,9 +160,9 @@ func (s *Server) endpointPanicked(e *Endpoint, v any) {
 	serving := e.route.Load() != nil
 	s.save(e, func(r *EndpointRecord) {
 		r.Pending, r.Desired = "", nil
-		r.Status, r.FailureReason = StatusFailed, "mce met an internal error while changing this endpoint (its log has the details)."
+		r.Status, r.FailureReason = spec.StatusFailed, "mce met an internal error while changing this endpoint (its log has the details)."
 		if serving {
-			r.Status, r.FailureReason = StatusInService, "mce met an internal error while changing this endpoint (its log has the details); what ran before keeps serving."
+			r.Status, r.FailureReason = spec.StatusInService, "mce met an internal error while changing this endpoint (its log has the details); what ran before keeps serving."
 		}
 	})
 }
@@ -192,7 +179,7 @@ func (s *Server) logPanic(v any, kv ...string) {
 
 // runLaunch launches generation gen of the plan and puts the endpoint in
 // service, or marks it Failed.
-func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, from Status) {
+func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, from spec.Status) {
 	e.ops.Lock()
 	defer e.ops.Unlock()
 	log := s.log.With().Str("endpoint", e.name).Logger()
@@ -209,7 +196,7 @@ func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, f
 		}
 		log.Error().Int("problems", len(problems)).Msg("endpoint failed its pre-flight; no container was started")
 		s.save(e, func(r *EndpointRecord) {
-			r.Status, r.FailureReason = StatusFailed, preflightReason("", problems, maxFailureReason)
+			r.Status, r.FailureReason = spec.StatusFailed, preflightReason("", problems, maxFailureReason)
 		})
 		return
 	}
@@ -220,7 +207,7 @@ func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, f
 		}
 		log.Error().Err(err).Msg("endpoint failed")
 		s.save(e, func(r *EndpointRecord) {
-			r.Status, r.FailureReason = StatusFailed, apierr.Truncate(apierr.RedactPaths(err.Error()), 1024)
+			r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(apierr.RedactPaths(err.Error()), 1024)
 		})
 		return
 	}
@@ -228,8 +215,8 @@ func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, f
 		return // being deleted: finishDelete removes l
 	}
 	s.save(e, func(r *EndpointRecord) {
-		r.Status, r.Generation, r.Plan = StatusInService, gen, plan
-		if from != StatusSystemUpdating {
+		r.Status, r.Generation, r.Plan = spec.StatusInService, gen, plan
+		if from != spec.StatusSystemUpdating {
 			r.FailureReason = ""
 		}
 	})
@@ -317,7 +304,7 @@ func (s *Server) drainInstances(ctx context.Context, insts []*pipeline.Instance)
 // while the new configuration launches, then InService, or Failed again
 // with the new reason.
 func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, configName string) error {
-	if st := e.Status(); st != StatusInService && st != StatusFailed {
+	if st := e.Status(); st != spec.StatusInService && st != spec.StatusFailed {
 		return errInProgress(e)
 	}
 	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
@@ -325,9 +312,9 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 	}
 	var wasFailed bool
 	if err := s.saveIf(e, func(r EndpointRecord) error {
-		wasFailed = r.Status == StatusFailed
+		wasFailed = r.Status == spec.StatusFailed
 		return updatable(r)
-	}, func(r *EndpointRecord) { r.Status, r.Pending = StatusUpdating, configName }); err != nil {
+	}, func(r *EndpointRecord) { r.Status, r.Pending = spec.StatusUpdating, configName }); err != nil {
 		return err
 	}
 	s.backgroundOr(func() {
@@ -348,10 +335,10 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 			s.save(e, func(r *EndpointRecord) {
 				r.Pending = ""
 				if wasFailed {
-					r.Status, r.ConfigName, r.Plan, r.FailureReason = StatusFailed, configName, plan, apierr.Truncate(reason, maxFailureReason)
+					r.Status, r.ConfigName, r.Plan, r.FailureReason = spec.StatusFailed, configName, plan, apierr.Truncate(reason, maxFailureReason)
 					return
 				}
-				r.Status = StatusInService
+				r.Status = spec.StatusInService
 				r.FailureReason = apierr.Truncate("Update to endpoint configuration "+configName+" failed: "+reason, maxFailureReason)
 			})
 		}
@@ -367,9 +354,9 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 			reason := preflightReason(prefix, problems, maxFailureReason)
 			s.save(e, func(r *EndpointRecord) {
 				r.Pending, r.FailureReason = "", reason
-				r.Status = StatusInService
+				r.Status = spec.StatusInService
 				if wasFailed {
-					r.Status, r.ConfigName, r.Plan = StatusFailed, configName, plan
+					r.Status, r.ConfigName, r.Plan = spec.StatusFailed, configName, plan
 				}
 			})
 			return
@@ -400,7 +387,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 			return
 		}
 		s.save(e, func(r *EndpointRecord) {
-			r.Status, r.Generation, r.Plan, r.ConfigName, r.Pending, r.FailureReason = StatusInService, gen, plan, configName, "", ""
+			r.Status, r.Generation, r.Plan, r.ConfigName, r.Pending, r.FailureReason = spec.StatusInService, gen, plan, configName, "", ""
 		})
 		s.drain(s.ctx, oldRoute)
 		if old != nil {
@@ -417,9 +404,9 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 // instance counts by scaling (new copies ready before they take traffic;
 // surplus copies out of routing before they stop).
 func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]VariantTarget) error {
-	if st := e.Status(); st == StatusFailed {
+	if st := e.Status(); st == spec.StatusFailed {
 		return errFailedScale(e.record().ARN)
-	} else if st != StatusInService {
+	} else if st != spec.StatusInService {
 		return errInProgress(e)
 	}
 	rec := e.record()
@@ -442,7 +429,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 			return apierr.ValidationException("Cannot update in-progress endpoint %q.", r.ARN)
 		}
 		return nil
-	}, func(r *EndpointRecord) { r.Status, r.Desired = StatusUpdating, targets }); err != nil {
+	}, func(r *EndpointRecord) { r.Status, r.Desired = spec.StatusUpdating, targets }); err != nil {
 		return err
 	}
 	s.backgroundOr(func() {
@@ -459,7 +446,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 		if deleting || l == nil || route == nil {
 			if !deleting {
 				s.log.Error().Str("endpoint", e.name).Msg("updating weights and capacities: the endpoint has no running generation")
-				s.save(e, func(r *EndpointRecord) { r.Status, r.Desired = StatusInService, nil })
+				s.save(e, func(r *EndpointRecord) { r.Status, r.Desired = spec.StatusInService, nil })
 			}
 			return
 		}
@@ -504,7 +491,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 			plan.Variants[i].InstanceCount = len(l.Copies(v.Name))
 		}
 		s.save(e, func(r *EndpointRecord) {
-			r.Status, r.Plan, r.Desired = StatusInService, plan, nil
+			r.Status, r.Plan, r.Desired = spec.StatusInService, plan, nil
 			if err := errors.Join(errs...); err != nil {
 				r.FailureReason = apierr.Truncate("Updating weights and capacities failed: "+apierr.RedactPaths(err.Error()), 1024)
 			}
@@ -539,7 +526,7 @@ func (s *Server) deleteEndpointIf(e *Endpoint, ok func() bool) bool {
 		e.cancelOp() // a launch in progress stops and removes what it started
 	}
 	e.mu.Unlock()
-	s.save(e, func(r *EndpointRecord) { r.Status = StatusDeleting })
+	s.save(e, func(r *EndpointRecord) { r.Status = spec.StatusDeleting })
 	s.background(func() { s.finishDelete(e, route) })
 	return true
 }

@@ -10,15 +10,16 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/spec"
 )
 
 // EndpointInfo is a snapshot of an endpoint for listings.
 type EndpointInfo struct {
-	Name          string `json:"EndpointName"`
-	Status        Status `json:"EndpointStatus"`
-	FailureReason string `json:"FailureReason,omitempty"`
-	Mode          string `json:"Mode"`
-	Variants      int    `json:"Variants"`
+	Name          string      `json:"EndpointName"`
+	Status        spec.Status `json:"EndpointStatus"`
+	FailureReason string      `json:"FailureReason,omitempty"`
+	Mode          string      `json:"Mode"`
+	Variants      int         `json:"Variants"`
 }
 
 // named is what byName holds: a pointer whose name it is kept under.
@@ -106,9 +107,9 @@ func (s *Server) WaitEndpoint(ctx context.Context, name string) error {
 			return fmt.Errorf("endpoint %q does not exist", name)
 		}
 		switch e.Status() {
-		case StatusInService:
+		case spec.StatusInService:
 			return nil
-		case StatusFailed:
+		case spec.StatusFailed:
 			return fmt.Errorf("endpoint %q failed: %s", name, e.record().FailureReason)
 		}
 		select {
@@ -134,7 +135,7 @@ func planContainers(p containers.EndpointPlan) int {
 func (s *Server) containersInUse(except *Endpoint) int {
 	used := 0
 	for _, e := range s.reg.all() {
-		if e != except && e.Status() != StatusFailed {
+		if e != except && e.Status() != spec.StatusFailed {
 			used += planContainers(e.record().Plan)
 		}
 	}

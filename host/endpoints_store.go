@@ -36,7 +36,7 @@ func (s *Server) saveIf(e *Endpoint, ok func(EndpointRecord) error, change func(
 	}
 	change(&e.rec)
 	if e.deleting.Load() {
-		e.rec.Status = StatusDeleting
+		e.rec.Status = spec.StatusDeleting
 	}
 	e.rec.Modified = time.Now()
 	rec := e.rec
@@ -52,10 +52,10 @@ func (s *Server) saveIf(e *Endpoint, ok func(EndpointRecord) error, change func(
 
 // inService accepts an endpoint that is InService (saveIf's ok).
 func inService(rec EndpointRecord) error {
-	if rec.Status == StatusFailed {
+	if rec.Status == spec.StatusFailed {
 		return errFailedScale(rec.ARN)
 	}
-	if rec.Status != StatusInService {
+	if rec.Status != spec.StatusInService {
 		return apierr.ValidationException("Cannot update in-progress endpoint %q.", rec.ARN)
 	}
 	return nil
@@ -64,7 +64,7 @@ func inService(rec EndpointRecord) error {
 // updatable accepts an endpoint UpdateEndpoint may change: InService, or
 // Failed (saveIf's ok).
 func updatable(rec EndpointRecord) error {
-	if rec.Status != StatusInService && rec.Status != StatusFailed {
+	if rec.Status != spec.StatusInService && rec.Status != spec.StatusFailed {
 		return apierr.ValidationException("Cannot update in-progress endpoint %q.", rec.ARN)
 	}
 	return nil
@@ -99,21 +99,21 @@ func (s *Server) Recover(ctx context.Context) error {
 	var relaunch []*Endpoint
 	for _, rec := range recs {
 		switch rec.Status {
-		case StatusDeleting:
+		case spec.StatusDeleting:
 			s.store.Delete(store.Endpoints, rec.Name) // its containers go with Reconcile
 			continue
-		case StatusFailed:
+		case spec.StatusFailed:
 			s.reg.add(s.newEndpoint(rec))
 			continue
-		case StatusUpdating:
-			rec.Pending, rec.Desired, rec.Status = "", nil, StatusInService
+		case spec.StatusUpdating:
+			rec.Pending, rec.Desired, rec.Status = "", nil, spec.StatusInService
 			rec.FailureReason = "An update was interrupted by a restart of mce; the endpoint kept its previous configuration."
 		}
 		if why := planOutOfBounds(rec.Plan); why != "" {
 			// A record of an older mce, which accepted any count: its
 			// containers are neither adopted nor launched (one per
 			// instance); those running go with Reconcile.
-			rec.Status, rec.FailureReason = StatusFailed, why
+			rec.Status, rec.FailureReason = spec.StatusFailed, why
 			e := s.newEndpoint(rec)
 			s.reg.add(e)
 			s.save(e, func(r *EndpointRecord) { *r = rec })
@@ -125,7 +125,7 @@ func (s *Server) Recover(ctx context.Context) error {
 		l, err := s.adoptPlan(ctx, rec.Plan, rec.Generation)
 		if err == nil {
 			s.install(e, rec.Plan, l)
-			s.save(e, func(r *EndpointRecord) { *r = rec; r.Status = StatusInService })
+			s.save(e, func(r *EndpointRecord) { *r = rec; r.Status = spec.StatusInService })
 			s.log.Info().Str("endpoint", rec.Name).Msg("endpoint recovered: its running containers were adopted")
 			continue
 		}
@@ -139,9 +139,9 @@ func (s *Server) Recover(ctx context.Context) error {
 	s.relaunchComponents(components)
 	for _, e := range relaunch {
 		rec := e.record()
-		from := StatusSystemUpdating
-		if rec.Status == StatusCreating {
-			from = StatusCreating
+		from := spec.StatusSystemUpdating
+		if rec.Status == spec.StatusCreating {
+			from = spec.StatusCreating
 		}
 		gen := rec.Generation + 1
 		s.save(e, func(r *EndpointRecord) { r.Status, r.Generation = from, gen })

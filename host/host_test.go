@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
 )
@@ -275,7 +276,7 @@ func TestEndpointStates(t *testing.T) {
 				got = &infos[i]
 			}
 		}
-		if got == nil || got.Status != StatusFailed || got.FailureReason != "image missing" {
+		if got == nil || got.Status != spec.StatusFailed || got.FailureReason != "image missing" {
 			t.Fatalf("endpoint info = %+v", got)
 		}
 		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("broken"), Body: body("x")})
@@ -533,7 +534,7 @@ func TestStateMetrics(t *testing.T) {
 	m := scrape()
 	for _, st := range endpointStatuses {
 		want := 0
-		if st == StatusFailed {
+		if st == spec.StatusFailed {
 			want = 1
 		}
 		if line := fmt.Sprintf(`mce_endpoint_status{endpoint="broken",status="%s"} %d`, st, want); !strings.Contains(m, line) {
@@ -567,7 +568,7 @@ func TestCloseStopsContainersKeepsEndpoints(t *testing.T) {
 	}
 	var recs []EndpointRecord
 	store.List(st, store.Endpoints, func(r EndpointRecord) error { recs = append(recs, r); return nil })
-	if len(recs) != 2 || recs[0].Status != StatusInService {
+	if len(recs) != 2 || recs[0].Status != spec.StatusInService {
 		t.Errorf("records after Close: %+v", recs)
 	}
 }

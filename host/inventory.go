@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/spec"
 )
 
 // Inventory is a snapshot of everything the host runs: endpoints, their
@@ -19,7 +20,7 @@ type Inventory struct {
 // EndpointSnapshot is one endpoint in an Inventory.
 type EndpointSnapshot struct {
 	Name          string            `json:"EndpointName"`
-	Status        Status            `json:"EndpointStatus"`
+	Status        spec.Status       `json:"EndpointStatus"`
 	FailureReason string            `json:"FailureReason,omitempty"`
 	ConfigName    string            `json:"EndpointConfigName"`
 	Mode          string            `json:"Mode"` // Serial, Direct or MultiModel

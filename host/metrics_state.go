@@ -3,14 +3,15 @@ package host
 import (
 	"runtime/debug"
 
+	"github.com/mce-run/mce/host/spec"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // endpointStatuses are the values mce_endpoint_status enumerates: every
 // EndpointStatus mce reports (SageMaker's RollingBack and
 // UpdateRollbackFailed never occur here).
-var endpointStatuses = []Status{StatusCreating, StatusInService, StatusUpdating, StatusSystemUpdating,
-	StatusFailed, StatusDeleting, StatusOutOfService}
+var endpointStatuses = []spec.Status{spec.StatusCreating, spec.StatusInService, spec.StatusUpdating, spec.StatusSystemUpdating,
+	spec.StatusFailed, spec.StatusDeleting, StatusOutOfService}
 
 // stateCollector reports what the host runs now, read from Inventory and the
 // endpoints' routes at scrape time: no bookkeeping on the invocation path,

@@ -122,7 +122,7 @@ func TestPoisonedStateAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	bomb.Name, bomb.ARN, bomb.EndpointName = "bomb", strings.Replace(bomb.ARN, "/good", "/bomb", 1), "poisoned"
-	bomb.Status, bomb.Copies, bomb.LastCopyID, bomb.Desired = StatusCreating, nil, 0, 2
+	bomb.Status, bomb.Copies, bomb.LastCopyID, bomb.Desired = spec.StatusCreating, nil, 0, 2
 	if err := st.Put(store.InferenceComponents, "bomb", bomb); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -88,7 +89,7 @@ func TestUpdateRacesDelete(t *testing.T) {
 		} else if api := s.controlError("", updErr); api.Code != apierr.CodeValidationException {
 			t.Fatalf("round %d: UpdateEndpointWeightsAndCapacities: %v", i, updErr)
 		}
-		if e := s.reg.get(name); e != nil && e.Status() != StatusDeleting {
+		if e := s.reg.get(name); e != nil && e.Status() != spec.StatusDeleting {
 			t.Fatalf("round %d: status %s after DeleteEndpoint", i, e.Status())
 		}
 		waitGone(t, s, name)
@@ -137,7 +138,7 @@ func TestUpdateEndpointRacesDelete(t *testing.T) {
 		}()
 		close(start)
 		wg.Wait()
-		if e := s.reg.get(name); e != nil && (e.Status() != StatusDeleting || e.route.Load() != nil) {
+		if e := s.reg.get(name); e != nil && (e.Status() != spec.StatusDeleting || e.route.Load() != nil) {
 			t.Fatalf("round %d: status %s, route %v after DeleteEndpoint", i, e.Status(), e.route.Load() != nil)
 		}
 		waitGone(t, s, name)

@@ -1,11 +1,7 @@
 package host
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"math"
-	"strconv"
 	"time"
 
 	"github.com/mce-run/mce/containers"
@@ -42,7 +38,7 @@ type EndpointRecord struct {
 	Name          string
 	ARN           string
 	ConfigName    string
-	Status        Status
+	Status        spec.Status
 	FailureReason string
 	Created       time.Time
 	Modified      time.Time
@@ -110,23 +106,4 @@ var (
 type VariantTarget struct {
 	Weight float64
 	Count  int
-}
-
-// epoch is a timestamp as awsJson1_1 encodes it: seconds since the epoch, a
-// JSON number with millisecond precision (https://smithy.io/2.0/aws/protocols/aws-json-1_1-protocol.html).
-type epoch time.Time
-
-func (t epoch) MarshalJSON() ([]byte, error) {
-	ms := time.Time(t).UnixMilli()
-	return []byte(strconv.FormatFloat(float64(ms)/1000, 'f', 3, 64)), nil
-}
-
-func (t *epoch) UnmarshalJSON(b []byte) error {
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil || math.IsInf(f, 0) || math.Abs(f) > 1e11 {
-		return fmt.Errorf("expected a timestamp (seconds since the epoch), got %s", b)
-	}
-	sec, frac := math.Modf(f)
-	*t = epoch(time.Unix(int64(sec), int64(frac*1e9)))
-	return nil
 }

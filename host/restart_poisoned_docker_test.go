@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 
 	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/testenv"
 )
@@ -92,7 +93,7 @@ func TestDockerRestartOnPoisonedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	bomb.Name, bomb.ARN, bomb.EndpointName = "bomb", strings.Replace(bomb.ARN, "/good", "/bomb", 1), "poisoned"
-	bomb.Status, bomb.Copies, bomb.LastCopyID, bomb.FailureReason = host.StatusCreating, nil, 0, ""
+	bomb.Status, bomb.Copies, bomb.LastCopyID, bomb.FailureReason = spec.StatusCreating, nil, 0, ""
 	for kind, rec := range map[string]any{store.Endpoints: ep, store.EndpointConfigs: cfg, store.InferenceComponents: bomb} {
 		name := "poisoned"
 		if kind == store.InferenceComponents {

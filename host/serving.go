@@ -3,6 +3,7 @@ package host
 import (
 	"strings"
 
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -15,7 +16,7 @@ import (
 // ServiceUnavailable (503) from the router, which skips containers that are
 // not ready. Lifecycle operations (update, delete) stay allowed: the
 // endpoint's own state is still InService.
-const StatusOutOfService Status = "OutOfService"
+const StatusOutOfService spec.Status = "OutOfService"
 
 // maxFailureReason is FailureReason's length limit (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeEndpoint.html).
 const maxFailureReason = 1024
@@ -27,9 +28,9 @@ type unavailable interface{ Unavailable() string }
 // shown is the status and FailureReason that DescribeEndpoint and the
 // listings show: the lifecycle status, except that an InService endpoint
 // that cannot serve shows as OutOfService with the reason.
-func (e *Endpoint) shown(rec EndpointRecord) (Status, string) {
+func (e *Endpoint) shown(rec EndpointRecord) (spec.Status, string) {
 	st := e.Status()
-	if st != StatusInService {
+	if st != spec.StatusInService {
 		return st, rec.FailureReason
 	}
 	r := e.route.Load()
