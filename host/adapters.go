@@ -190,7 +190,7 @@ func (s *Server) registerAdaptersOn(base *component, l containers.Launched) {
 					r.FailureReason = apierr.Truncate("A new copy of the base inference component refused the adapter: "+apierr.RedactPaths(err.Error()), maxFailureReason)
 				})
 				// Under the adapter's own lock (this runs under the base's).
-				s.background(func() {
+				s.bg.Go(func() {
 					a.ops.Lock()
 					defer a.ops.Unlock()
 					if r := a.record(); r.Status == spec.StatusFailed && !a.deleting.Load() {

@@ -135,7 +135,7 @@ func (s *Server) enqueueItem(it *asyncItem, reserved bool) {
 	if q == nil {
 		q = &asyncQueue{name: it.rec.Endpoint, wake: make(chan struct{}, 1), running: map[string]*asyncItem{}}
 		s.async.queues[k] = q
-		s.background(func() { s.dispatchLoop(q) })
+		s.bg.Go(func() { s.dispatchLoop(q) })
 	}
 	q.pending = append(q.pending, it)
 	s.async.mu.Unlock()
@@ -247,10 +247,10 @@ func (s *Server) dispatch(q *asyncQueue, full bool) {
 	}
 	s.async.mu.Unlock()
 	for i, it := range settle {
-		s.background(func() { s.settleFailure(q, it, reasons[i]) })
+		s.bg.Go(func() { s.settleFailure(q, it, reasons[i]) })
 	}
 	for _, it := range start {
-		s.background(func() { s.runAsync(q, it, route) })
+		s.bg.Go(func() { s.runAsync(q, it, route) })
 	}
 }
 

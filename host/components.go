@@ -386,7 +386,7 @@ func (s *Server) reconcileCopies(c *component) {
 				// A panic (in the engine, or registering adapters) fails
 				// this copy, not mce: what it started goes.
 				if v := recover(); v != nil {
-					s.logPanic(v, "inference_component", c.name)
+					s.bg.LogPanic(v, "inference_component", c.name)
 					failMu.Lock()
 					failures = append(failures, errCopyPanicked)
 					failMu.Unlock()
@@ -509,7 +509,7 @@ var errCopyPanicked = errors.New("mce met an internal error while launching a co
 // reconcileLater reconciles c in the background, under c.ops. A panic
 // there leaves c Failed (componentPanicked), never mce down.
 func (s *Server) reconcileLater(c *component) {
-	s.backgroundOr(func() {
+	s.bg.GoOr(func() {
 		c.ops.Lock()
 		defer c.ops.Unlock()
 		s.reconcile(c)
@@ -519,7 +519,7 @@ func (s *Server) reconcileLater(c *component) {
 // componentPanicked reports a panic met while working on c: logged with
 // its stack, and c Failed with a reason that shows nothing of the inside.
 func (s *Server) componentPanicked(c *component, v any) {
-	s.logPanic(v, "inference_component", c.name)
+	s.bg.LogPanic(v, "inference_component", c.name)
 	s.saveComponent(c, func(r *ComponentRecord) {
 		r.Status, r.FailureReason = spec.StatusFailed, "mce met an internal error while placing or launching the copies of this inference component (its log has the details); the other inference components and endpoints are not affected. Update the inference component to try again."
 	})
@@ -563,7 +563,7 @@ func (s *Server) removeCopies(c *component, remove []CopyRecord) {
 		c.setRouteLocked()
 	}
 	c.mu.Unlock()
-	s.drainInstances(s.ctx, drain)
+	pipeline.Drain(s.ctx, drain, s.cfg.ContainerTimeout)
 	for _, l := range stop {
 		if err := l.Close(context.WithoutCancel(s.ctx)); err != nil {
 			s.log.Warn().Err(err).Str("inference_component", c.name).Msg("removing a copy")
@@ -620,7 +620,7 @@ func (s *Server) deleteComponent(c *component) (wait <-chan struct{}) {
 	c.mu.Lock()
 	c.stopLaunch() // launches in progress stop
 	c.mu.Unlock()
-	s.background(func() {
+	s.bg.Go(func() {
 		defer close(done)
 		c.ops.Lock()
 		defer c.ops.Unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -117,46 +116,15 @@ func (s *Server) startEndpoint(plan containers.EndpointPlan, configName string, 
 		s.reg.remove(e)
 		return nil, err
 	}
-	s.backgroundOr(func() { s.runLaunch(e, rec.Plan, rec.Generation, spec.StatusCreating) }, func(v any) { s.endpointPanicked(e, v) })
+	s.bg.GoOr(func() { s.runLaunch(e, rec.Plan, rec.Generation, spec.StatusCreating) }, func(v any) { s.endpointPanicked(e, v) })
 	return e, nil
-}
-
-// background runs fn as part of the server's lifetime (Close waits for it).
-// A panic in fn is recovered and logged with its stack: one operation that
-// goes wrong never takes mce, and every endpoint it serves, down.
-func (s *Server) background(fn func()) { s.backgroundOr(fn, nil) }
-
-// backgroundOr is background that also hands a panic's value to failed
-// (when not nil), to report it on what fn worked on.
-func (s *Server) backgroundOr(fn func(), failed func(v any)) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer func() {
-			v := recover()
-			if v == nil {
-				return
-			}
-			if failed == nil {
-				s.logPanic(v)
-				return
-			}
-			defer func() {
-				if v := recover(); v != nil { // reporting it went wrong too
-					s.logPanic(v)
-				}
-			}()
-			failed(v)
-		}()
-		fn()
-	}()
 }
 
 // endpointPanicked reports a panic met while working on e: logged with its
 // stack; e goes on serving what it ran before, with a FailureReason, or is
 // Failed when it runs nothing.
 func (s *Server) endpointPanicked(e *Endpoint, v any) {
-	s.logPanic(v, "endpoint", e.name)
+	s.bg.LogPanic(v, "endpoint", e.name)
 	serving := e.route.Load() != nil
 	s.save(e, func(r *EndpointRecord) {
 		r.Pending, r.Desired = "", nil
@@ -165,16 +133,6 @@ func (s *Server) endpointPanicked(e *Endpoint, v any) {
 			r.Status, r.FailureReason = spec.StatusInService, "mce met an internal error while changing this endpoint (its log has the details); what ran before keeps serving."
 		}
 	})
-}
-
-// logPanic logs a recovered panic's value and stack at error level, with
-// the resource it hit (key, value pairs).
-func (s *Server) logPanic(v any, kv ...string) {
-	ev := s.log.Error().Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack()))
-	for i := 0; i+1 < len(kv); i += 2 {
-		ev = ev.Str(kv[i], kv[i+1])
-	}
-	ev.Msg("internal error recovered in background work; mce keeps serving")
 }
 
 // runLaunch launches generation gen of the plan and puts the endpoint in
@@ -271,29 +229,7 @@ func (s *Server) drain(ctx context.Context, r *pipeline.Route) {
 	for _, v := range r.Variants() {
 		insts = append(insts, v.Instances()...)
 	}
-	s.drainInstances(ctx, insts)
-}
-
-func (s *Server) drainInstances(ctx context.Context, insts []*pipeline.Instance) {
-	t := time.NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	deadline := time.Now().Add(s.cfg.ContainerTimeout)
-	for time.Now().Before(deadline) {
-		busy := false
-		for _, in := range insts {
-			if in.Outstanding() > 0 {
-				busy = true
-			}
-		}
-		if !busy {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	pipeline.Drain(ctx, insts, s.cfg.ContainerTimeout)
 }
 
 // updateEndpoint moves an InService endpoint to a new configuration: the new
@@ -317,7 +253,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 	}, func(r *EndpointRecord) { r.Status, r.Pending = spec.StatusUpdating, configName }); err != nil {
 		return err
 	}
-	s.backgroundOr(func() {
+	s.bg.GoOr(func() {
 		e.ops.Lock()
 		defer e.ops.Unlock()
 		if e.deleting.Load() {
@@ -432,7 +368,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 	}, func(r *EndpointRecord) { r.Status, r.Desired = spec.StatusUpdating, targets }); err != nil {
 		return err
 	}
-	s.backgroundOr(func() {
+	s.bg.GoOr(func() {
 		e.ops.Lock()
 		defer e.ops.Unlock()
 		// What to scale, read in one step with the deletion flag: a
@@ -482,7 +418,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 			case t.Count < v.InstanceCount:
 				current := pv.Instances()
 				pv.SetInstances(current[:t.Count])
-				s.drainInstances(s.ctx, current[t.Count:])
+				pipeline.Drain(s.ctx, current[t.Count:], s.cfg.ContainerTimeout)
 				if err := l.Scale(s.ctx, v.Name, t.Count); err != nil {
 					errs = append(errs, err)
 					continue
@@ -527,7 +463,7 @@ func (s *Server) deleteEndpointIf(e *Endpoint, ok func() bool) bool {
 	}
 	e.mu.Unlock()
 	s.save(e, func(r *EndpointRecord) { r.Status = spec.StatusDeleting })
-	s.background(func() { s.finishDelete(e, route) })
+	s.bg.Go(func() { s.finishDelete(e, route) })
 	return true
 }
 

@@ -145,7 +145,7 @@ func (s *Server) Recover(ctx context.Context) error {
 		}
 		gen := rec.Generation + 1
 		s.save(e, func(r *EndpointRecord) { r.Status, r.Generation = from, gen })
-		s.backgroundOr(func() { s.runLaunch(e, rec.Plan, gen, from) }, func(v any) { s.endpointPanicked(e, v) })
+		s.bg.GoOr(func() { s.runLaunch(e, rec.Plan, gen, from) }, func(v any) { s.endpointPanicked(e, v) })
 	}
 	return s.recoverAsync()
 }

@@ -127,7 +127,7 @@ func (s *Server) asyncEndpointGone(name string) {
 	}
 	s.async.mu.Unlock()
 	for _, it := range pending {
-		s.background(func() { s.settleFailure(q, it, deletedFailure(it.rec)) })
+		s.bg.Go(func() { s.settleFailure(q, it, deletedFailure(it.rec)) })
 	}
 	s.asyncMetrics.accepted.DeleteLabelValues(name)
 	s.asyncMetrics.completed.DeletePartialMatch(prometheus.Labels{"endpoint": name})

@@ -94,7 +94,7 @@ func TestUpdateRacesDelete(t *testing.T) {
 		}
 		waitGone(t, s, name)
 	}
-	s.wg.Wait()
+	s.bg.Wait()
 	if l, c := h.backend.launches.Load(), h.backend.closed.Load(); l != c {
 		t.Errorf("%d generations launched, %d removed", l, c)
 	}
@@ -145,7 +145,7 @@ func TestUpdateEndpointRacesDelete(t *testing.T) {
 	}
 	callOp(s, "DeleteEndpoint", `{"EndpointName":"cfg"}`)
 	waitGone(t, s, "cfg")
-	s.wg.Wait()
+	s.bg.Wait()
 	if l, c := h.backend.launches.Load(), h.backend.closed.Load(); l != c {
 		t.Errorf("%d generations launched, %d removed", l, c)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -134,14 +134,16 @@ type Server struct {
 	asyncInvoker *pipeline.Invoker
 	asyncMetrics *asyncMetrics
 
-	ctx    context.Context // cancelled by Close: aborts launches in progress
-	cancel context.CancelFunc
+	// bg runs the work that outlives requests (launches, updates,
+	// reconciles, dispatch loops); Close stops it. ctx is its lifetime,
+	// cancelled by Close: it aborts launches in progress.
+	bg  *background.Group
+	ctx context.Context
 	// streams is cancelled by EndStreams (and Close): it ends the
 	// followers of container logs.
 	streams    context.Context
 	endStreams context.CancelFunc
 	followers  atomic.Int32 // log follows in progress
-	wg         sync.WaitGroup
 }
 
 // New builds the server and its routes.
@@ -174,7 +176,8 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store,
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.bg = background.New(context.Background(), cfg.Logger)
+	s.ctx = s.bg.Context()
 	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
@@ -187,7 +190,7 @@ func New(cfg Config) *Server {
 		if every <= 0 {
 			every = DefaultUsageInterval
 		}
-		s.background(func() { uc.run(s.ctx, every) })
+		s.bg.Go(func() { uc.run(s.ctx, every) })
 	}
 	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version), newComponentCollector(s))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
@@ -279,9 +282,9 @@ func (s *Server) ForgetAddress(baseURL string) {
 // keeping the endpoints' records: the next start relaunches them. Stop the
 // HTTP server first (http.Server.Shutdown drains requests in flight).
 func (s *Server) Close(ctx context.Context) error {
-	s.cancel()
+	s.bg.Cancel()
 	s.endStreams()
-	s.wg.Wait()
+	s.bg.Wait()
 	var ls []containers.Launched
 	for _, e := range s.reg.all() {
 		e.route.Store(nil)
