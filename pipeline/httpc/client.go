@@ -23,7 +23,19 @@ type Options struct {
 	// MaxBody caps a 2xx body read into memory; a longer one is not read
 	// (Outcome TooBig). A streamed body has no cap.
 	MaxBody int
+	// StaleCheckAfter: a pooled connection idle for longer than this is
+	// checked (a non-blocking peek, one system call) before it carries a
+	// request, so that one the container closed in the meantime (its
+	// keep-alive timeout) is dropped rather than written to. 0 means
+	// DefaultStaleCheckAfter; a negative value checks every reused
+	// connection.
+	StaleCheckAfter time.Duration
 }
+
+// DefaultStaleCheckAfter is Options.StaleCheckAfter's default: a connection
+// reused within a second is not checked (the hot path makes no extra
+// system call), one idle for longer is.
+const DefaultStaleCheckAfter = time.Second
 
 // Client calls containers over HTTP/1.1, with a pool of keep-alive
 // connections per container base URL. It is safe for concurrent use.
@@ -31,16 +43,20 @@ type Client struct {
 	timeout     time.Duration
 	dialTimeout time.Duration
 	maxBody     int
+	staleCheck  time.Duration
 	targets     sync.Map // base URL → *target
 }
 
-// New returns a Client configured by o. It panics when a field of o is not
-// above zero: that is a programming error.
+// New returns a Client configured by o. It panics when Timeout, DialTimeout
+// or MaxBody is not above zero: that is a programming error.
 func New(o Options) *Client {
 	if o.Timeout <= 0 || o.DialTimeout <= 0 || o.MaxBody <= 0 {
 		panic(fmt.Sprintf("httpc: invalid options %+v", o))
 	}
-	return &Client{timeout: o.Timeout, dialTimeout: o.DialTimeout, maxBody: o.MaxBody}
+	if o.StaleCheckAfter == 0 {
+		o.StaleCheckAfter = DefaultStaleCheckAfter
+	}
+	return &Client{timeout: o.Timeout, dialTimeout: o.DialTimeout, maxBody: o.MaxBody, staleCheck: max(o.StaleCheckAfter, 0)}
 }
 
 // syncWriteMax: a request up to this size (head and body) is written with

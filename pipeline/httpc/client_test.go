@@ -217,10 +217,6 @@ func TestStaleConnectionRetried(t *testing.T) {
 			name = "dropped by the idle check"
 		}
 		t.Run(name, func(t *testing.T) {
-			if check {
-				defer func(d time.Duration) { staleCheckAfter = d }(staleCheckAfter)
-				staleCheckAfter = 0
-			}
 			// Each connection serves one request, keep-alive, then
 			// closes shortly after (as an idle timeout would).
 			srv := startRaw(t, func(rs *rawServer, c net.Conn, br *bufio.Reader) {
@@ -231,6 +227,10 @@ func TestStaleConnectionRetried(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			})
 			cl := newClient(t)
+			if check {
+				cl = New(Options{Timeout: time.Minute, DialTimeout: time.Second, MaxBody: testMaxBody, StaleCheckAfter: -1})
+				t.Cleanup(cl.Close)
+			}
 			for i := range 3 {
 				if res := post(cl, context.Background(), srv.url, "x"); res.Outcome != OK {
 					t.Fatalf("call %d: outcome %v, %v", i, res.Outcome, res.Err)

@@ -22,12 +22,6 @@ const (
 	keepAlivePeriod = 30 * time.Second
 )
 
-// staleCheckAfter: a pooled connection idle for longer than this is checked
-// (a non-blocking peek, one system call) before it carries a request, so
-// that one the container closed in the meantime (its keep-alive timeout) is
-// dropped rather than written to. A variable for tests.
-var staleCheckAfter = time.Second
-
 // target is the way to one container: where to dial, what to put in the
 // request line and Host, and a pool of idle keep-alive connections of its
 // own, so that one slow or dead container cannot starve the others.
@@ -36,6 +30,7 @@ type target struct {
 	host        string // the Host header
 	prefix      string // path of the base URL without a trailing "/"
 	dialTimeout time.Duration
+	staleCheck  time.Duration // Options.StaleCheckAfter
 
 	mu      sync.Mutex
 	idle    []*conn // LIFO: the most recently used last; idleAt ascends
@@ -97,6 +92,7 @@ func (cl *Client) target(base string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.staleCheck = cl.staleCheck
 	if prev, loaded := cl.targets.LoadOrStore(base, t); loaded {
 		return prev.(*target), nil // t never dialled: nothing to close
 	}
@@ -118,7 +114,7 @@ func (t *target) dial(ctx context.Context, deadline time.Time) (*conn, error) {
 
 // get takes the most recently used idle connection, or returns nil when
 // there is none. Connections idle for longer than idleTimeout are closed,
-// and one idle for longer than staleCheckAfter is checked first.
+// and one idle for longer than Options.StaleCheckAfter is checked first.
 func (t *target) get(now time.Time) *conn {
 	for {
 		t.mu.Lock()
@@ -146,7 +142,7 @@ func (t *target) get(now time.Time) *conn {
 			}
 			return nil
 		}
-		if idle > staleCheckAfter && !alive(c.nc) {
+		if idle > t.staleCheck && !alive(c.nc) {
 			c.nc.Close()
 			continue
 		}
