@@ -1,4 +1,5 @@
-# mce — SageMaker-style multi-container endpoints on your own Docker engine.
+# mce — SageMaker-style multi-container endpoints, multi-model endpoints and inference components on your own
+# Docker engine (containers/docker) or Kubernetes cluster (containers/kubernetes).
 #
 #   make demo    a real endpoint with the example containers, invoked, printed, cleaned up
 #   make test    every test: unit, Docker integration, real AWS clients (Go SDK, boto3, aws CLI), a real
