@@ -358,3 +358,74 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestNothingLostSilently: calls recording from many goroutines while the
+// configuration changes and the writer closes; every record offered is
+// either written or counted as dropped, and every record written is in a
+// file exactly once.
+func TestNothingLostSilently(t *testing.T) {
+	store := newMemStore()
+	w, err := New(Options{Store: store, MaxBufferBytes: 256 << 10, FlushBytes: 16 << 10, TickInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustCapturer(t, w, "ep", config(100, "s3://b/one"))
+	var offered atomic.Int64
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if tk := c.Sample(); tk.Active() {
+					offered.Add(1)
+					tk.Record(csvCall(fmt.Sprintf("v%d", g%2), time.Time{}, fmt.Sprintf("%d-%d", g, i)))
+				}
+			}
+		}()
+	}
+	for i := range 20 {
+		cfg := config(int32(50+i), fmt.Sprintf("s3://b/dest-%d", i%3))
+		if err := c.Update(cfg); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil { // the calls go on while it closes
+		t.Fatalf("Close: %v", err)
+	}
+	close(stop)
+	wg.Wait()
+
+	var written, drops float64
+	for _, v := range []string{"v0", "v1"} {
+		written += testutil.ToFloat64(w.metrics.written.WithLabelValues("ep", v))
+		for _, r := range reasonNames {
+			drops += dropped(w, "ep", v, r)
+		}
+	}
+	if written+drops != float64(offered.Load()) || written == 0 {
+		t.Errorf("offered %d, written %v, dropped %v", offered.Load(), written, drops)
+	}
+	seen := map[string]bool{}
+	for _, r := range store.records(t) {
+		if seen[r.CaptureData.EndpointInput.Data] {
+			t.Errorf("record %s written twice", r.CaptureData.EndpointInput.Data)
+		}
+		seen[r.CaptureData.EndpointInput.Data] = true
+	}
+	if float64(len(seen)) != written {
+		t.Errorf("%d records in files, %v counted written", len(seen), written)
+	}
+	if w.used.Load() != 0 {
+		t.Errorf("%d bytes still counted as buffered", w.used.Load())
+	}
+}
