@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -181,13 +180,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-func hasSuffixAny(s string, suffixes ...string) bool {
-	for _, x := range suffixes {
-		if strings.HasSuffix(s, x) {
-			return true
-		}
-	}
-	return false
 }
