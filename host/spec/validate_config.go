@@ -47,6 +47,7 @@ func (c *CreateEndpointConfigInput) Validate() error {
 	ck.str("kmsKeyId", c.KMSKeyID, maxKMSKeyIDLen, nil, "")
 	ck.roleARN("executionRoleArn", c.ExecutionRoleARN)
 	checkAsync(&ck, c.AsyncInferenceConfig)
+	checkDataCapture(&ck, c.DataCaptureConfig)
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		field string
 		why   string
 	}{
-		{present(c.DataCaptureConfig), "DataCaptureConfig", "data capture writes to S3 from SageMaker's front end"},
+		{c.DataCaptureConfig != nil, "DataCaptureConfig", "data capture writes to S3 from SageMaker's front end"},
 		{present(c.ExplainerConfig), "ExplainerConfig", "online explainability needs SageMaker Clarify"},
 		{len(c.ShadowProductionVariants) > 0, "ShadowProductionVariants", "shadow testing is not emulated"},
 	} {
@@ -65,6 +66,7 @@ func (c *CreateEndpointConfigInput) Validate() error {
 			s.add(r.field + " is not supported by mce: " + r.why + ".")
 		}
 	}
+	checkDataCaptureSemantics(&s, c.DataCaptureConfig)
 	if a := c.AsyncInferenceConfig; a != nil { // checkAsync made sure OutputConfig is set
 		if present(a.OutputConfig.NotificationConfig) {
 			s.add("NotificationConfig is not supported by mce: it publishes to no SNS topic. Poll the OutputLocation (or FailureLocation) that InvokeEndpointAsync returns.")
@@ -145,6 +147,7 @@ func (c *CreateEndpointConfigInput) Warnings() []string {
 	w.ifSet(c.VpcConfig != nil, "VpcConfig")
 	w.ifSet(c.MetricsConfig != nil, "MetricsConfig")
 	w.ifSet(c.AsyncInferenceConfig != nil && c.AsyncInferenceConfig.OutputConfig != nil && c.AsyncInferenceConfig.OutputConfig.KMSKeyID != "", "AsyncInferenceConfig.OutputConfig.KmsKeyId")
+	w.ifSet(c.DataCaptureConfig != nil && c.DataCaptureConfig.KMSKeyID != "", "DataCaptureConfig.KmsKeyId")
 	for _, v := range c.ProductionVariants {
 		in := " (production variant " + strconv.Quote(v.VariantName) + ")"
 		w.ifSet(v.VolumeSizeInGB != nil, "VolumeSizeInGB"+in)

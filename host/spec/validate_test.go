@@ -387,7 +387,8 @@ func TestCreateEndpointConfigValidate(t *testing.T) {
 		}, "NotificationConfig is not supported by mce: it publishes to no SNS topic. Poll the OutputLocation (or FailureLocation) that InvokeEndpointAsync returns. " +
 			`mce writes asynchronous results to s3:// locations only; "https://b.s3.amazonaws.com/out" is an https:// URL.`},
 		{"capture, explainer and shadows are refused", func(c *CreateEndpointConfigInput) {
-			c.DataCaptureConfig = json.RawMessage(`{"EnableCapture":true}`)
+			c.DataCaptureConfig = &DataCaptureConfig{InitialSamplingPercentage: ptr[int32](100), DestinationS3URI: "s3://b/capture",
+				CaptureOptions: []CaptureOption{{CaptureMode: CaptureInputAndOutput}}}
 			c.ExplainerConfig = json.RawMessage(`{}`)
 			c.ShadowProductionVariants = c.ProductionVariants
 		}, "DataCaptureConfig is not supported by mce: data capture writes to S3 from SageMaker's front end. " +
@@ -453,6 +454,8 @@ func TestWarnings(t *testing.T) {
 	c.ProductionVariants[0].VolumeSizeInGB = ptr[int32](30)
 	c.ProductionVariants[0].ManagedInstanceScaling = json.RawMessage(`{"Status":"ENABLED"}`)
 	c.ProductionVariants[0].EnableSSMAccess = ptr(false) // false asks for nothing
+	c.DataCaptureConfig = &DataCaptureConfig{InitialSamplingPercentage: ptr[int32](20), DestinationS3URI: "s3://b/capture",
+		CaptureOptions: []CaptureOption{{CaptureMode: CaptureInput}}, KMSKeyID: "alias/capture"}
 
 	plain := directModel()
 
@@ -475,6 +478,7 @@ func TestWarnings(t *testing.T) {
 		{"endpoint configuration", c.Warnings(), []string{
 			`endpoint configuration "ab-config": KmsKeyId ignored locally`,
 			`endpoint configuration "ab-config": MetricsConfig ignored locally`,
+			`endpoint configuration "ab-config": DataCaptureConfig.KmsKeyId ignored locally`,
 			`endpoint configuration "ab-config": VolumeSizeInGB (production variant "AllTraffic") ignored locally`,
 			`endpoint configuration "ab-config": ManagedInstanceScaling (production variant "AllTraffic") ignored locally`,
 		}},
