@@ -132,14 +132,6 @@ func sanitizeMeta(s string) string {
 	}, s)
 }
 
-// actionS3GetObject is the IAM action a caller needs on an input object.
-const actionS3GetObject = "s3:GetObject"
-
-// s3ObjectARN is the ARN of the object at s3://bucket/key.
-func s3ObjectARN(url string) string {
-	return "arn:aws:s3:::" + strings.TrimPrefix(url, "s3://")
-}
-
 // dotSegment reports whether the key of s3://bucket/key has a ., .. or
 // empty segment (wire.S3KeyRefused): S3 takes such keys literally, but a
 // file-backed S3 server may resolve them, stepping out of a prefix or
