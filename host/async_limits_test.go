@@ -202,11 +202,11 @@ func TestAsyncAnswersWithinMemoryBudget(t *testing.T) {
 	if got := a.ctr.maxInside.Load(); got > 2 {
 		t.Errorf("%d requests ran at once; the budget has room for 2 (input + a 1 MiB answer each)", got)
 	}
-	if peak := a.srv.async.peak.Load(); peak > a.srv.cfg.AsyncMemory || peak < 1000000 {
+	if _, peak := a.srv.async.Memory(); peak > a.srv.cfg.AsyncMemory || peak < 1000000 {
 		t.Errorf("peak bytes held by async requests %d; want an answer's worth, within the budget %d", peak, a.srv.cfg.AsyncMemory)
 	}
 	a.srv.Close(context.Background()) // waits for the requests' last steps
-	if held := a.srv.async.held.Load(); held != 0 {
+	if held, _ := a.srv.async.Memory(); held != 0 {
 		t.Errorf("%d bytes still counted as held after every request ended", held)
 	}
 }
@@ -250,7 +250,7 @@ func TestAsyncBacklogExactUnderConcurrency(t *testing.T) {
 	if accepted != limit || refused != callers-limit || len(other) > 0 {
 		t.Errorf("accepted %d, refused %d, other errors %v; want %d and %d", accepted, refused, other, limit, callers-limit)
 	}
-	if n, ok := a.srv.reserveBacklog(); ok || n != limit {
+	if n, ok := a.srv.async.Reserve(); ok || n != limit {
 		t.Errorf("backlog after the burst: %d (room: %v); want %d, full", n, ok, limit)
 	}
 }

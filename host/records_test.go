@@ -31,7 +31,7 @@ func TestDamagedRecordsDoNotStopMce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st.Put(store.AsyncRequests, "empty", asyncRecord{})   // no endpoint, no locations
+	st.Put(store.AsyncRequests, "empty", Record{})        // no endpoint, no locations
 	st.Put(store.Endpoints, "nameless", EndpointRecord{}) // no name
 
 	// A fresh server on the same state, as after a restart.

@@ -76,14 +76,14 @@ type Config struct {
 	// InvokeEndpointAsync; nil refuses it (ServiceUnavailable).
 	AsyncObjects ObjectStore
 	// AsyncMaxPayload caps an asynchronous input and its answer, each held
-	// in memory while the request runs; default DefaultAsyncPayload, at
-	// most MaxAsyncPayload.
+	// in memory while the request runs; default DefaultPayload, at
+	// most PayloadLimit.
 	AsyncMaxPayload int64
 	// AsyncMemory is the most bytes of asynchronous inputs and answers held
 	// in memory together: a request reserves its input's size plus
 	// AsyncMaxPayload for its answer (twice that in a chain of containers)
 	// before it runs, and keeps only its answer's size once the answer is
-	// in. Default DefaultAsyncMemory, and never less than twice
+	// in. Default DefaultMemory, and never less than twice
 	// AsyncMaxPayload (one input and its answer at the cap).
 	AsyncMemory int64
 	// AsyncInputPrefixes, when not empty, are the only S3 locations
@@ -97,7 +97,7 @@ type Config struct {
 	AsyncOutputPrefixes []string
 	// AsyncMaxBacklog is the most asynchronous requests queued or running,
 	// all endpoints together; beyond it InvokeEndpointAsync answers 503
-	// ServiceUnavailable. Default DefaultAsyncBacklog.
+	// ServiceUnavailable. Default DefaultBacklog.
 	AsyncMaxBacklog int
 	// UsageInterval is how often a Backend that is a UsageSource is asked
 	// for its containers' resource use, in the background (scrapes read
@@ -128,11 +128,8 @@ type Server struct {
 	bodyBudget *semaphore.Weighted
 	// series feeds the status page's charts.
 	series *seriesRecorder
-	// async is the InvokeEndpointAsync queues, served by asyncInvoker
-	// (its own per-request deadlines and payload cap).
-	async        asyncQueues
-	asyncInvoker *pipeline.Invoker
-	asyncMetrics *asyncMetrics
+	// async is the InvokeEndpointAsync queues.
+	async *Queue
 
 	// bg runs the work that outlives requests (launches, updates,
 	// reconciles, dispatch loops); Close stops it. ctx is its lifetime,
@@ -163,17 +160,6 @@ func New(cfg Config) *Server {
 	if cfg.BodyMemory <= 0 {
 		cfg.BodyMemory = DefaultBodyMemory
 	}
-	if cfg.AsyncMaxPayload <= 0 {
-		cfg.AsyncMaxPayload = DefaultAsyncPayload
-	}
-	cfg.AsyncMaxPayload = min(cfg.AsyncMaxPayload, MaxAsyncPayload)
-	if cfg.AsyncMemory <= 0 {
-		cfg.AsyncMemory = DefaultAsyncMemory
-	}
-	cfg.AsyncMemory = max(cfg.AsyncMemory, 2*cfg.AsyncMaxPayload) // one input and its answer always fit
-	if cfg.AsyncMaxBacklog <= 0 {
-		cfg.AsyncMaxBacklog = DefaultAsyncBacklog
-	}
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store,
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.bg = background.New(context.Background(), cfg.Logger)
@@ -198,7 +184,7 @@ func New(cfg Config) *Server {
 		MaxPayload: MaxPayload,
 		Observer:   s.metrics,
 	})
-	s.asyncInit()
+	s.async = newAsyncQueue(s)
 
 	e := echo.New()
 	e.HideBanner = true
@@ -275,7 +261,7 @@ func (s *Server) Invoker() *pipeline.Invoker { return s.invoker }
 // moved, in every invoker of the server.
 func (s *Server) ForgetAddress(baseURL string) {
 	s.invoker.Forget(baseURL)
-	s.asyncInvoker.Forget(baseURL)
+	s.async.Forget(baseURL)
 }
 
 // Close aborts launches in progress and stops every endpoint's containers,
@@ -298,7 +284,7 @@ func (s *Server) Close(ctx context.Context) error {
 	ls = append(ls, s.componentCopies()...) // inference components' copies (components.go)
 	err := parallel.Each(ls, func(l containers.Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
-	s.asyncInvoker.Close()
+	s.async.Close()
 	return err
 }
 
