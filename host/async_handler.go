@@ -14,6 +14,7 @@ import (
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/wire"
 	"github.com/mce-run/mce/pipeline"
@@ -135,7 +136,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 			s.async.Release()
 		}
 	}()
-	ttl, timeout := DefaultTTL, DefaultTimeout
+	ttl, timeout := async.DefaultTTL, async.DefaultTimeout
 	if v := header(h, hdrAsyncTTL); v != "" {
 		n, _ := strconv.Atoi(v) // validated
 		ttl = time.Duration(n) * time.Second
@@ -157,7 +158,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	if fn := header(h, hdrAsyncFilename); fn != "" {
 		outName = fn
 	}
-	rec := Record{
+	rec := async.Record{
 		Key: key, Endpoint: e.name, InferenceID: id, Input: input,
 		Output:      plan.Async.OutputPath + dir + "/" + outName,
 		Failure:     plan.Async.FailurePath + dir + "/" + id + "-error.out",
@@ -265,9 +266,9 @@ func asyncConfigOf(p *containers.AsyncPlan) *spec.AsyncInferenceConfig {
 
 // newAsyncQueue makes the server's asynchronous queue from its
 // configuration; the queue reaches the server only through asyncPeer.
-func newAsyncQueue(s *Server) *Queue {
+func newAsyncQueue(s *Server) *async.Queue {
 	cfg := s.cfg
-	return NewQueue(Options{
+	return async.NewQueue(async.Options{
 		Store: cfg.Store, Objects: cfg.AsyncObjects, Endpoints: asyncPeer{s}, Outcomes: asyncPeer{s}, Observer: s.metrics,
 		MaxPayload: cfg.AsyncMaxPayload, Memory: cfg.AsyncMemory, MaxBacklog: cfg.AsyncMaxBacklog,
 		InputPrefixes: cfg.AsyncInputPrefixes, OutputPrefixes: cfg.AsyncOutputPrefixes,
@@ -276,23 +277,23 @@ func newAsyncQueue(s *Server) *Queue {
 }
 
 // asyncPeer is what the asynchronous queue sees of the server: its
-// endpoints (Endpoints), its metrics and error mapping (Outcomes).
+// endpoints (async.Endpoints), its metrics and error mapping (async.Outcomes).
 type asyncPeer struct{ s *Server }
 
 var (
-	_ Endpoints = asyncPeer{}
-	_ Outcomes  = asyncPeer{}
+	_ async.Endpoints = asyncPeer{}
+	_ async.Outcomes  = asyncPeer{}
 )
 
-func (p asyncPeer) AsyncTarget(name string) (Target, bool) {
+func (p asyncPeer) AsyncTarget(name string) (async.Target, bool) {
 	e := p.s.reg.get(name)
 	if e == nil {
-		return Target{}, false
+		return async.Target{}, false
 	}
 	if e.deleting.Load() {
-		return Target{Deleting: true}, true
+		return async.Target{Deleting: true}, true
 	}
-	return Target{Route: e.route.Load(), Plan: e.record().Plan.Async}, true
+	return async.Target{Route: e.route.Load(), Plan: e.record().Plan.Async}, true
 }
 
 // Invoked counts an asynchronous invocation as InvokeEndpoint's are

@@ -22,6 +22,7 @@ import (
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -331,7 +332,7 @@ func TestAsyncInputAuthorizedForCaller(t *testing.T) {
 // TestAsyncS3Prefixes (issue 18, item 4): --async-input-prefix and
 // --async-output-prefix confine what mce reads and writes for callers.
 func TestAsyncS3Prefixes(t *testing.T) {
-	in, err := NormalizeS3Prefix("s3://async/in")
+	in, err := async.NormalizeS3Prefix("s3://async/in")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,11 +376,11 @@ func TestAsyncS3Prefixes(t *testing.T) {
 	}
 
 	for _, bad := range []string{"data", "s3://", "s3:///k", "s3://b/a/../k"} {
-		if _, err := NormalizeS3Prefix(bad); err == nil {
+		if _, err := async.NormalizeS3Prefix(bad); err == nil {
 			t.Errorf("NormalizeS3Prefix(%q) accepted", bad)
 		}
 	}
-	if got, _ := NormalizeS3Prefix("s3://data"); got != "s3://data/" {
+	if got, _ := async.NormalizeS3Prefix("s3://data"); got != "s3://data/" {
 		t.Errorf("NormalizeS3Prefix(s3://data) = %q", got)
 	}
 }

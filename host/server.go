@@ -17,6 +17,7 @@ import (
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
@@ -74,20 +75,20 @@ type Config struct {
 	Logger    zerolog.Logger
 	// AsyncObjects reads the inputs and writes the answers of
 	// InvokeEndpointAsync; nil refuses it (ServiceUnavailable).
-	AsyncObjects ObjectStore
+	AsyncObjects async.ObjectStore
 	// AsyncMaxPayload caps an asynchronous input and its answer, each held
-	// in memory while the request runs; default DefaultPayload, at
-	// most PayloadLimit.
+	// in memory while the request runs; default async.DefaultPayload, at
+	// most async.PayloadLimit.
 	AsyncMaxPayload int64
 	// AsyncMemory is the most bytes of asynchronous inputs and answers held
 	// in memory together: a request reserves its input's size plus
 	// AsyncMaxPayload for its answer (twice that in a chain of containers)
 	// before it runs, and keeps only its answer's size once the answer is
-	// in. Default DefaultMemory, and never less than twice
+	// in. Default async.DefaultMemory, and never less than twice
 	// AsyncMaxPayload (one input and its answer at the cap).
 	AsyncMemory int64
 	// AsyncInputPrefixes, when not empty, are the only S3 locations
-	// (s3://bucket/ or s3://bucket/prefix, see NormalizeS3Prefix) an
+	// (s3://bucket/ or s3://bucket/prefix, see async.NormalizeS3Prefix) an
 	// InputLocation may name; others are refused with AccessDeniedException.
 	AsyncInputPrefixes []string
 	// AsyncOutputPrefixes, when not empty, are the only S3 locations
@@ -97,7 +98,7 @@ type Config struct {
 	AsyncOutputPrefixes []string
 	// AsyncMaxBacklog is the most asynchronous requests queued or running,
 	// all endpoints together; beyond it InvokeEndpointAsync answers 503
-	// ServiceUnavailable. Default DefaultBacklog.
+	// ServiceUnavailable. Default async.DefaultBacklog.
 	AsyncMaxBacklog int
 	// UsageInterval is how often a Backend that is a UsageSource is asked
 	// for its containers' resource use, in the background (scrapes read
@@ -129,7 +130,7 @@ type Server struct {
 	// series feeds the status page's charts.
 	series *seriesRecorder
 	// async is the InvokeEndpointAsync queues.
-	async *Queue
+	async *async.Queue
 
 	// bg runs the work that outlives requests (launches, updates,
 	// reconciles, dispatch loops); Close stops it. ctx is its lifetime,
