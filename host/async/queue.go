@@ -106,8 +106,8 @@ type Options struct {
 	// the queue's lifetime: once it is cancelled, requests in flight stop
 	// and stay queued for the next start.
 	Background *background.Group
-	// Registerer gets the queue's metrics (metrics_async.go); nil: they
-	// are kept but not registered.
+	// Registerer gets the queue's metrics (metrics.go); nil: they are
+	// kept but not registered.
 	Registerer prometheus.Registerer
 	Logger     zerolog.Logger
 }
