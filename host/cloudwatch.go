@@ -89,7 +89,7 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	r, w := c.Request(), c.Response()
 	if !slices.Contains(logsOperations, op) {
 		apierr.Write(w, logsError(http.StatusBadRequest, apierr.CodeUnknownOperation,
-			"mce answers the CloudWatch Logs operations FilterLogEvents, GetLogEvents and DescribeLogStreams on endpoints' log groups, not %s.", logSafe(op)))
+			"mce answers the CloudWatch Logs operations FilterLogEvents, GetLogEvents and DescribeLogStreams on endpoints' log groups, not %s.", apierr.Printable(op)))
 		return nil
 	}
 	action := "logs:" + op

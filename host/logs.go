@@ -122,19 +122,19 @@ func (s *Server) containerLogs(c echo.Context) error {
 	follow := false
 	switch {
 	case len(name) > 63 || !wire.ValidName(name):
-		apierr.Write(w, apierr.ValidationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, logSafe(name))))
+		apierr.Write(w, apierr.ValidationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, apierr.Printable(name))))
 		return nil
 	case host != "" && (len(host) > 63 || !wire.ValidName(host)):
-		apierr.Write(w, apierr.ValidationException("container %q: want a ContainerHostname (letters, digits and dashes, at most 63).", logSafe(host)))
+		apierr.Write(w, apierr.ValidationException("container %q: want a ContainerHostname (letters, digits and dashes, at most 63).", apierr.Printable(host)))
 		return nil
 	case variant != "" && (len(variant) > 63 || !wire.ValidName(variant)):
-		apierr.Write(w, apierr.ValidationException("variant %q: want a VariantName (letters, digits and dashes, at most 63).", logSafe(variant)))
+		apierr.Write(w, apierr.ValidationException("variant %q: want a VariantName (letters, digits and dashes, at most 63).", apierr.Printable(variant)))
 		return nil
 	}
 	if v := q.Get("tail"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > containers.MaxLogTail {
-			apierr.Write(w, apierr.ValidationException("tail %q: want a number of lines from 0 to %d.", logSafe(v), containers.MaxLogTail))
+			apierr.Write(w, apierr.ValidationException("tail %q: want a number of lines from 0 to %d.", apierr.Printable(v), containers.MaxLogTail))
 			return nil
 		}
 		tail = n
@@ -142,7 +142,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 	if v := q.Get("follow"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			apierr.Write(w, apierr.ValidationException("follow %q: want true or false.", logSafe(v)))
+			apierr.Write(w, apierr.ValidationException("follow %q: want true or false.", apierr.Printable(v)))
 			return nil
 		}
 		follow = b
