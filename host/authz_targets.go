@@ -72,7 +72,7 @@ func (s *Server) otherTargets() authz.Targets {
 		ActionLogs:                                   {logs},
 		"sagemaker:ListEndpoints":                    {authz.ResourceNone}, // GET /mce/endpoints
 	}
-	for _, op := range logsOperations {
+	for _, op := range Operations() {
 		t["logs:"+op] = []string{logs}
 	}
 	return t

@@ -10,7 +10,7 @@ import (
 // The fake container keeps what print gives it as its output, so the logs
 // calls (GET /mce/endpoints/NAME/logs, CloudWatch Logs) run without Docker.
 
-var _ logSource = (*fakeContainer)(nil)
+var _ Source = (*fakeContainer)(nil)
 
 // print adds lines to the container's output, stamped at.
 func (f *fakeContainer) print(at time.Time, texts ...string) {

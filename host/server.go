@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -141,7 +140,8 @@ type Server struct {
 	// followers of container logs.
 	streams    context.Context
 	endStreams context.CancelFunc
-	followers  atomic.Int32 // log follows in progress
+	// logs answers the calls that read containers' output.
+	logs *Service
 }
 
 // New builds the server and its routes.
@@ -167,6 +167,7 @@ func New(cfg Config) *Server {
 	s.ctx = s.bg.Context()
 	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
 	s.streams, s.endStreams = context.WithCancel(context.Background())
+	s.logs = newLogService(s)
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
 		b.SetMultiModelObserver(s.MultiModelObserver)
 	}
