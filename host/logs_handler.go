@@ -6,6 +6,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/cloudwatchlogs"
 )
 
 // The logs API's front: the routes (GET /mce/endpoints/{name}/logs, and
@@ -15,8 +16,8 @@ import (
 
 // newLogService makes the server's logs API; it sees the server's
 // endpoints only through logGroups.
-func newLogService(s *Server) *Service {
-	return NewService(Options{Groups: logGroups{s}, Region: s.cfg.Region, Account: s.cfg.Account,
+func newLogService(s *Server) *cloudwatchlogs.Service {
+	return cloudwatchlogs.NewService(cloudwatchlogs.Options{Groups: logGroups{s}, Region: s.cfg.Region, Account: s.cfg.Account,
 		Streams: s.streams, Logger: s.cfg.Logger})
 }
 
@@ -26,7 +27,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 	w.Header().Set(hdrRequestID, s.ids.next())
 	access := accessOf(c)
 	if access != nil {
-		access.Operation = ActionLogs
+		access.Operation = cloudwatchlogs.ActionLogs
 	}
 	endpoint := s.logs.Tail(w, r, c.Param("name"), func(ctx context.Context, action, resource string) *apierr.Error {
 		return s.authorize(ctx, r, nil, action, resource, nil)
@@ -42,7 +43,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 // Service answer it.
 func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	r, w := c.Request(), c.Response()
-	action, api := Action(op)
+	action, api := cloudwatchlogs.Action(op)
 	if api != nil {
 		apierr.Write(w, api)
 		return nil
@@ -51,7 +52,7 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 		apierr.Write(w, api)
 		return nil
 	}
-	rb, api := s.readBody(w, r, maxControlBody, func(int64) *apierr.Error { return BodyTooLarge(maxControlBody) })
+	rb, api := s.readBody(w, r, maxControlBody, func(int64) *apierr.Error { return cloudwatchlogs.BodyTooLarge(maxControlBody) })
 	if api != nil {
 		apierr.Write(w, api)
 		return nil
@@ -78,9 +79,9 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 // logGroups is what the logs API sees of the server's endpoints.
 type logGroups struct{ s *Server }
 
-var _ Groups = logGroups{}
+var _ cloudwatchlogs.Groups = logGroups{}
 
-func (g logGroups) Group(name string) Group {
+func (g logGroups) Group(name string) cloudwatchlogs.Group {
 	e := g.s.reg.get(name)
 	if e == nil {
 		return nil
@@ -95,12 +96,12 @@ func (g logGroup) Name() string { return g.e.name }
 
 // Containers lists the containers of the endpoint's serving generation, in
 // the plan's variant order, by copy, in chain order.
-func (g logGroup) Containers() Containers {
+func (g logGroup) Containers() cloudwatchlogs.Containers {
 	e := g.e
 	e.mu.Lock()
 	rec, launched := e.rec, e.launched
 	e.mu.Unlock()
-	out := Containers{Running: launched != nil, Created: rec.Created}
+	out := cloudwatchlogs.Containers{Running: launched != nil, Created: rec.Created}
 	if launched == nil {
 		status, _ := e.shown(rec)
 		out.Status = string(status)
@@ -110,8 +111,8 @@ func (g logGroup) Containers() Containers {
 		out.Variants = append(out.Variants, v.Name)
 		for i, cp := range launched.Copies(v.Name) {
 			for _, c := range cp {
-				src, _ := c.(Source)
-				out.List = append(out.List, Container{Variant: v.Name, Copy: i, Host: c.Hostname(), Source: src})
+				src, _ := c.(cloudwatchlogs.Source)
+				out.List = append(out.List, cloudwatchlogs.Container{Variant: v.Name, Copy: i, Host: c.Hostname(), Source: src})
 			}
 		}
 	}

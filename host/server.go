@@ -17,6 +17,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/async"
+	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
@@ -141,7 +142,7 @@ type Server struct {
 	streams    context.Context
 	endStreams context.CancelFunc
 	// logs answers the calls that read containers' output.
-	logs *Service
+	logs *cloudwatchlogs.Service
 }
 
 // New builds the server and its routes.
