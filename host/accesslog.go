@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/internal/wire"
 )
 
@@ -142,9 +143,9 @@ func (b *countingBody) Read(p []byte) (int, error) {
 func (s *Server) accessLogger(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		e := &accessEntry{Time: time.Now().UTC(), Remote: r.RemoteAddr, Method: r.Method, Path: logSafe(r.URL.Path)}
+		e := &accessEntry{Time: time.Now().UTC(), Remote: r.RemoteAddr, Method: r.Method, Path: apierr.Printable(r.URL.Path)}
 		if t := r.Header.Get(wire.HeaderAmzTarget); t != "" {
-			e.Operation = logSafe(t)
+			e.Operation = apierr.Printable(t)
 		}
 		body := &countingBody{ReadCloser: r.Body}
 		if r.Body != nil && r.Body != http.NoBody {
@@ -174,7 +175,7 @@ func (s *Server) accessLogger(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}
 		if e.Endpoint == "" && strings.HasPrefix(r.URL.Path, "/endpoints/") {
-			e.Endpoint = logSafe(c.Param("name"))
+			e.Endpoint = apierr.Printable(c.Param("name"))
 		}
 		b, merr := json.Marshal(e)
 		if merr == nil {

@@ -82,17 +82,3 @@ func TestFailLimiter(t *testing.T) {
 		t.Errorf("next period: allow = %v, suppressed %d; want true, 5", ok, s)
 	}
 }
-
-func TestLogSafe(t *testing.T) {
-	for in, want := range map[string]string{
-		"ab-test":                   "ab-test",
-		"a\x1b[31mred":              "a?[31mred",
-		"bad\xffutf8":               "bad?utf8",
-		strings.Repeat("x", 200):    strings.Repeat("x", 128) + "…",
-		"tab\there\nnewline\u2028x": "tab?here?newline?x",
-	} {
-		if got := logSafe(in); got != want {
-			t.Errorf("logSafe(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

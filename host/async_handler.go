@@ -14,9 +14,10 @@ import (
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/spec"
-	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/wire"
+	"github.com/mce-run/mce/pipeline"
 )
 
 // Async request headers, in the canonical form the header map holds.
@@ -108,7 +109,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		apierr.Write(w, apierr.Validation("InputLocation %q needs a bucket and an object key (s3://bucket/key).", apierr.Truncate(input, 128)))
 		return nil
 	}
-	if dotSegment(input) {
+	if wire.S3KeyRefused(input) != "" {
 		apierr.Write(w, apierr.Validation("InputLocation %q names an S3 key with an empty, . or .. path segment; mce refuses it.", apierr.Truncate(input, 128)))
 		return nil
 	}
@@ -116,7 +117,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	// the caller must be allowed to read it, and it must lie where the
 	// operator lets asynchronous inputs come from. Neither check looks at
 	// S3, so the answer says nothing of whether the object exists.
-	if api := s.asyncInputScope(input); api != nil {
+	if api := s.async.InputScope(input); api != nil {
 		apierr.Write(w, api)
 		return nil
 	}
@@ -124,7 +125,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		apierr.Write(w, api)
 		return nil
 	}
-	if n, ok := s.reserveBacklog(); !ok {
+	if n, ok := s.async.Reserve(); !ok {
 		apierr.Write(w, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail, Message: fmt.Sprintf(
 			"mce's asynchronous queue is full: %d requests are queued or running (mce serve --async-max-backlog). Try again later.", n)})
 		return nil
@@ -132,10 +133,10 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	queued := false
 	defer func() {
 		if !queued {
-			s.releaseBacklog()
+			s.async.Release()
 		}
 	}()
-	ttl, timeout := DefaultAsyncTTL, DefaultAsyncTimeout
+	ttl, timeout := async.DefaultTTL, async.DefaultTimeout
 	if v := header(h, hdrAsyncTTL); v != "" {
 		n, _ := strconv.Atoi(v) // validated
 		ttl = time.Duration(n) * time.Second
@@ -157,7 +158,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	if fn := header(h, hdrAsyncFilename); fn != "" {
 		outName = fn
 	}
-	rec := asyncRecord{
+	rec := async.Record{
 		Key: key, Endpoint: e.name, InferenceID: id, Input: input,
 		Output:      plan.Async.OutputPath + dir + "/" + outName,
 		Failure:     plan.Async.FailurePath + dir + "/" + id + "-error.out",
@@ -166,7 +167,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		Accepted:         time.Now(), TTL: ttl, Timeout: timeout,
 	}
 	for _, out := range []string{rec.Output, rec.Failure} {
-		if dotSegment(out) || !s.asyncOutputAllowed(out) {
+		if wire.S3KeyRefused(out) != "" || !s.async.OutputAllowed(out) {
 			apierr.Write(w, apierr.Validation("The S3 output paths of endpoint %s (%s) are outside the S3 prefixes mce may write asynchronous results to (mce serve --async-output-prefix).",
 				e.name, apierr.Truncate(out, 256)))
 			return nil
@@ -174,12 +175,10 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	}
 	// Durable before the answer: once the caller hears 202, the request
 	// survives anything short of losing the state directory.
-	if err := s.store.PutBatched(store.AsyncRequests, key, rec); err != nil {
+	if err := s.async.Accept(rec); err != nil {
 		apierr.Write(w, s.internalError(reqID, err))
 		return nil
 	}
-	s.asyncMetrics.accepted.WithLabelValues(e.name).Inc()
-	s.enqueueItem(&asyncItem{rec: rec}, true)
 	queued = true
 	w.Header().Set(hdrAsyncOutputLocation, rec.Output)
 	w.Header().Set(hdrAsyncFailure, rec.Failure)
@@ -263,4 +262,54 @@ func asyncConfigOf(p *containers.AsyncPlan) *spec.AsyncInferenceConfig {
 		ClientConfig: &spec.AsyncInferenceClientConfig{MaxConcurrentInvocationsPerInstance: &n},
 		OutputConfig: &spec.AsyncInferenceOutputConfig{S3OutputPath: p.OutputPath, S3FailurePath: p.FailurePath},
 	}
+}
+
+// newAsyncQueue makes the server's asynchronous queue from its
+// configuration; the queue reaches the server only through asyncPeer.
+func newAsyncQueue(s *Server) *async.Queue {
+	cfg := s.cfg
+	return async.NewQueue(async.Options{
+		Store: cfg.Store, Objects: cfg.AsyncObjects, Endpoints: asyncPeer{s}, Outcomes: asyncPeer{s}, Observer: s.metrics,
+		MaxPayload: cfg.AsyncMaxPayload, Memory: cfg.AsyncMemory, MaxBacklog: cfg.AsyncMaxBacklog,
+		InputPrefixes: cfg.AsyncInputPrefixes, OutputPrefixes: cfg.AsyncOutputPrefixes,
+		Background: s.bg, Registerer: s.metrics.reg, Logger: cfg.Logger,
+	})
+}
+
+// asyncPeer is what the asynchronous queue sees of the server: its
+// endpoints (async.Endpoints), its metrics and error mapping (async.Outcomes).
+type asyncPeer struct{ s *Server }
+
+var (
+	_ async.Endpoints = asyncPeer{}
+	_ async.Outcomes  = asyncPeer{}
+)
+
+func (p asyncPeer) AsyncTarget(name string) (async.Target, bool) {
+	e := p.s.reg.get(name)
+	if e == nil {
+		return async.Target{}, false
+	}
+	if e.deleting.Load() {
+		return async.Target{Deleting: true}, true
+	}
+	return async.Target{Route: e.route.Load(), Plan: e.record().Plan.Async}, true
+}
+
+// Invoked counts an asynchronous invocation as InvokeEndpoint's are
+// counted: a failure only once a variant was picked, the status page's
+// series only for answers.
+func (p asyncPeer) Invoked(endpoint string, start time.Time, resp *pipeline.Response, err error) {
+	if err != nil {
+		if variant, _ := failedIn(err); variant != "" {
+			p.s.metrics.observeInvocation(endpoint, variant, time.Since(start), 0, err)
+		}
+		return
+	}
+	p.s.metrics.observeInvocation(endpoint, resp.Variant, time.Since(start), resp.ModelLatency, nil)
+	p.s.series.record(endpoint, resp.Variant, start, true)
+}
+
+func (p asyncPeer) Failure(endpoint, key string, err error) *apierr.Error {
+	return p.s.toAPIError(endpoint, key, err)
 }

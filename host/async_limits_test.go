@@ -22,6 +22,7 @@ import (
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
@@ -202,11 +203,11 @@ func TestAsyncAnswersWithinMemoryBudget(t *testing.T) {
 	if got := a.ctr.maxInside.Load(); got > 2 {
 		t.Errorf("%d requests ran at once; the budget has room for 2 (input + a 1 MiB answer each)", got)
 	}
-	if peak := a.srv.async.peak.Load(); peak > a.srv.cfg.AsyncMemory || peak < 1000000 {
+	if _, peak := a.srv.async.Memory(); peak > a.srv.cfg.AsyncMemory || peak < 1000000 {
 		t.Errorf("peak bytes held by async requests %d; want an answer's worth, within the budget %d", peak, a.srv.cfg.AsyncMemory)
 	}
 	a.srv.Close(context.Background()) // waits for the requests' last steps
-	if held := a.srv.async.held.Load(); held != 0 {
+	if held, _ := a.srv.async.Memory(); held != 0 {
 		t.Errorf("%d bytes still counted as held after every request ended", held)
 	}
 }
@@ -250,7 +251,7 @@ func TestAsyncBacklogExactUnderConcurrency(t *testing.T) {
 	if accepted != limit || refused != callers-limit || len(other) > 0 {
 		t.Errorf("accepted %d, refused %d, other errors %v; want %d and %d", accepted, refused, other, limit, callers-limit)
 	}
-	if n, ok := a.srv.reserveBacklog(); ok || n != limit {
+	if n, ok := a.srv.async.Reserve(); ok || n != limit {
 		t.Errorf("backlog after the burst: %d (room: %v); want %d, full", n, ok, limit)
 	}
 }
@@ -331,7 +332,7 @@ func TestAsyncInputAuthorizedForCaller(t *testing.T) {
 // TestAsyncS3Prefixes (issue 18, item 4): --async-input-prefix and
 // --async-output-prefix confine what mce reads and writes for callers.
 func TestAsyncS3Prefixes(t *testing.T) {
-	in, err := NormalizeS3Prefix("s3://async/in")
+	in, err := async.NormalizeS3Prefix("s3://async/in")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,11 +376,11 @@ func TestAsyncS3Prefixes(t *testing.T) {
 	}
 
 	for _, bad := range []string{"data", "s3://", "s3:///k", "s3://b/a/../k"} {
-		if _, err := NormalizeS3Prefix(bad); err == nil {
+		if _, err := async.NormalizeS3Prefix(bad); err == nil {
 			t.Errorf("NormalizeS3Prefix(%q) accepted", bad)
 		}
 	}
-	if got, _ := NormalizeS3Prefix("s3://data"); got != "s3://data/" {
+	if got, _ := async.NormalizeS3Prefix("s3://data"); got != "s3://data/" {
 		t.Errorf("NormalizeS3Prefix(s3://data) = %q", got)
 	}
 }

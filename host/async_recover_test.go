@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers/artifact"
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/testenv"
 )
@@ -35,21 +36,21 @@ func TestAsyncRecoveryFindsItsAnswer(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	now := time.Now()
-	answered := asyncRecord{Key: "k-answered", Endpoint: "gone", InferenceID: "answered", Input: "s3://async/in",
+	answered := async.Record{Key: "k-answered", Endpoint: "gone", InferenceID: "answered", Input: "s3://async/in",
 		Output: "s3://async/out/answered.out", Failure: "s3://async/failed/answered-error.out", Accepted: now, TTL: time.Hour, Timeout: time.Minute}
-	other := asyncRecord{Key: "k-other", Endpoint: "gone", InferenceID: "other", Input: "s3://async/in",
+	other := async.Record{Key: "k-other", Endpoint: "gone", InferenceID: "other", Input: "s3://async/in",
 		Output: "s3://async/out/other.out", Failure: "s3://async/failed/other-error.out", Accepted: now, TTL: time.Hour, Timeout: time.Minute}
-	for _, r := range []asyncRecord{answered, other} {
+	for _, r := range []async.Record{answered, other} {
 		if err := st.Put(store.AsyncRequests, r.Key, r); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// The first request's answer is in S3; the second's output location
 	// holds an object written for some other request.
-	if err := fetcher.PutObject(ctx, answered.Output, []byte("the answer"), "text/plain", map[string]string{metaRequest: "k-answered"}); err != nil {
+	if err := fetcher.PutObject(ctx, answered.Output, []byte("the answer"), "text/plain", map[string]string{async.MetaRequest: "k-answered"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fetcher.PutObject(ctx, other.Output, []byte("not mine"), "text/plain", map[string]string{metaRequest: "k-someone-else"}); err != nil {
+	if err := fetcher.PutObject(ctx, other.Output, []byte("not mine"), "text/plain", map[string]string{async.MetaRequest: "k-someone-else"}); err != nil {
 		t.Fatal(err)
 	}
 	s := New(Config{Backend: &fakeBackend{t: t}, Store: st, AsyncObjects: fetcher, Logger: zerolog.Nop()})
@@ -77,11 +78,11 @@ func TestAsyncRecoveryFindsItsAnswer(t *testing.T) {
 		t.Errorf("the answer was rewritten: %q", got)
 	}
 	var left []string
-	store.List(st, store.AsyncRequests, func(r asyncRecord) error { left = append(left, r.Key); return nil })
+	store.List(st, store.AsyncRequests, func(r async.Record) error { left = append(left, r.Key); return nil })
 	if len(left) != 0 {
 		t.Errorf("requests left in the store: %v", left)
 	}
-	if err := st.Get(store.AsyncRequests, "k-answered", &asyncRecord{}); !errors.Is(err, store.ErrNotFound) {
+	if err := st.Get(store.AsyncRequests, "k-answered", &async.Record{}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("the answered request is still queued: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -69,10 +70,10 @@ func (s *Server) otherTargets() authz.Targets {
 		authz.ActionInvokeEndpointAsync:              {endpoint},
 		actionS3GetObject:                            {s3ObjectARN("s3://**")},
 		actionS3ListBucket:                           {"arn:aws:s3:::*"}, // a folder of model data (s3reads.go)
-		ActionLogs:                                   {logs},
+		cloudwatchlogs.ActionLogs:                    {logs},
 		"sagemaker:ListEndpoints":                    {authz.ResourceNone}, // GET /mce/endpoints
 	}
-	for _, op := range logsOperations {
+	for _, op := range cloudwatchlogs.Operations() {
 		t["logs:"+op] = []string{logs}
 	}
 	return t

@@ -7,10 +7,13 @@
 // SageMaker's error shapes, the Prometheus metrics endpoint, and the
 // operator's status page (statuspage.go, fed by the bounded recorder in
 // series.go), and asynchronous inference (InvokeEndpointAsync in
-// async_handler.go; its durable queue in the state store and the dispatch
-// in async.go; inputs and answers in S3 through an ObjectStore in
-// async_s3.go; re-queueing after a restart in async_recover.go; its metrics
-// in metrics_async.go).
+// async_handler.go: its headers, authorization and object names; the
+// durable queue, its dispatch, S3 input and output, recovery and metrics
+// are package host/async, which async_handler.go builds from the server's
+// configuration and reaches the server through asyncPeer). What containers
+// print is read by package host/cloudwatchlogs (mce logs and the CloudWatch
+// Logs operations); logs_handler.go keeps its routes, lets each call in and
+// shows it the endpoints through logGroups.
 //
 // Every error a client sees is written in exactly one place (writeError): an
 // *APIError with SageMaker's code, HTTP status, X-Amzn-ErrorType header and a

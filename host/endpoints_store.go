@@ -147,5 +147,5 @@ func (s *Server) Recover(ctx context.Context) error {
 		s.save(e, func(r *EndpointRecord) { r.Status, r.Generation = from, gen })
 		s.bg.GoOr(func() { s.runLaunch(e, rec.Plan, gen, from) }, func(v any) { s.endpointPanicked(e, v) })
 	}
-	return s.recoverAsync()
+	return s.async.Recover()
 }

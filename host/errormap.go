@@ -3,12 +3,12 @@ package host
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -80,5 +80,5 @@ func (s *Server) internalError(reqID string, err error) *apierr.Error {
 // logStreamARN points at the endpoint's log group in SageMaker's form; in mce
 // the logs are mce's own output, labelled with the endpoint.
 func (s *Server) logStreamARN(endpoint string) string {
-	return fmt.Sprintf("arn:aws:logs:%s:%s:log-group:/aws/sagemaker/Endpoints/%s", s.cfg.Region, s.cfg.Account, endpoint)
+	return cloudwatchlogs.GroupARN(s.cfg.Region, s.cfg.Account, endpoint)
 }

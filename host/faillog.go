@@ -1,10 +1,8 @@
 package host
 
 import (
-	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/mce-run/mce/host/apierr"
 )
@@ -56,12 +54,12 @@ func (s *Server) logFailedInvocation(reqID, endpoint, variant, container string,
 		return
 	}
 	ev := s.log.Info().Str("event", "invocation_failed").Str("request_id", reqID).
-		Str("endpoint", logSafe(endpoint))
+		Str("endpoint", apierr.Printable(endpoint))
 	if variant != "" {
-		ev = ev.Str("variant", logSafe(variant))
+		ev = ev.Str("variant", apierr.Printable(variant))
 	}
 	if container != "" {
-		ev = ev.Str("container", logSafe(container))
+		ev = ev.Str("container", apierr.Printable(container))
 	}
 	ev = ev.Int("status", api.Status).Str("code", api.Code)
 	if api.OriginalStatusCode != nil {
@@ -81,25 +79,4 @@ func latencyString(d time.Duration) string {
 		return d.Round(time.Microsecond).String()
 	}
 	return d.Round(time.Millisecond).String()
-}
-
-// logSafe bounds a caller-supplied value for a log line: at most 128 bytes,
-// control and other non-printable characters replaced (a terminal reading
-// the console log must not receive escape sequences).
-func logSafe(v string) string {
-	const maxLen = 128
-	cut := false
-	if len(v) > maxLen {
-		v, cut = v[:maxLen], true
-	}
-	v = strings.Map(func(r rune) rune {
-		if !unicode.IsPrint(r) {
-			return '?'
-		}
-		return r
-	}, strings.ToValidUTF8(v, "?"))
-	if cut {
-		v += "…"
-	}
-	return v
 }

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/cloudwatchlogs"
 )
 
 // The fake container keeps what print gives it as its output, so the logs
 // calls (GET /mce/endpoints/NAME/logs, CloudWatch Logs) run without Docker.
 
-var _ logSource = (*fakeContainer)(nil)
+var _ cloudwatchlogs.Source = (*fakeContainer)(nil)
 
 // print adds lines to the container's output, stamped at.
 func (f *fakeContainer) print(at time.Time, texts ...string) {

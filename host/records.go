@@ -87,19 +87,10 @@ func (r *EndpointRecord) CheckRecord() error {
 	return nil
 }
 
-// CheckRecord implements store.Checker (see ModelRecord.CheckRecord).
-func (r *asyncRecord) CheckRecord() error {
-	if r.Key == "" || r.Endpoint == "" || r.Input == "" || r.Output == "" {
-		return errors.New("the async request record lacks its Key, Endpoint, Input or Output")
-	}
-	return nil
-}
-
 var (
 	_ store.Checker = (*ModelRecord)(nil)
 	_ store.Checker = (*ConfigRecord)(nil)
 	_ store.Checker = (*EndpointRecord)(nil)
-	_ store.Checker = (*asyncRecord)(nil)
 )
 
 // VariantTarget is a variant's desired weight and instance count.

@@ -9,6 +9,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -31,7 +32,7 @@ func TestDamagedRecordsDoNotStopMce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	st.Put(store.AsyncRequests, "empty", asyncRecord{})   // no endpoint, no locations
+	st.Put(store.AsyncRequests, "empty", async.Record{})  // no endpoint, no locations
 	st.Put(store.Endpoints, "nameless", EndpointRecord{}) // no name
 
 	// A fresh server on the same state, as after a restart.

@@ -38,6 +38,15 @@ import (
 
 const actionS3ListBucket = "s3:ListBucket"
 
+// actionS3GetObject is the IAM action a caller needs on an object mce reads
+// for it (an asynchronous input, model data).
+const actionS3GetObject = "s3:GetObject"
+
+// s3ObjectARN is the ARN of the object at s3://bucket/key.
+func s3ObjectARN(url string) string {
+	return "arn:aws:s3:::" + strings.TrimPrefix(url, "s3://")
+}
+
 // s3Read is one S3 location a call makes mce read.
 type s3Read struct {
 	member string // what the call names it, for messages

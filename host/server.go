@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,6 +16,8 @@ import (
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/async"
+	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
@@ -74,20 +75,20 @@ type Config struct {
 	Logger    zerolog.Logger
 	// AsyncObjects reads the inputs and writes the answers of
 	// InvokeEndpointAsync; nil refuses it (ServiceUnavailable).
-	AsyncObjects ObjectStore
+	AsyncObjects async.ObjectStore
 	// AsyncMaxPayload caps an asynchronous input and its answer, each held
-	// in memory while the request runs; default DefaultAsyncPayload, at
-	// most MaxAsyncPayload.
+	// in memory while the request runs; default async.DefaultPayload, at
+	// most async.PayloadLimit.
 	AsyncMaxPayload int64
 	// AsyncMemory is the most bytes of asynchronous inputs and answers held
 	// in memory together: a request reserves its input's size plus
 	// AsyncMaxPayload for its answer (twice that in a chain of containers)
 	// before it runs, and keeps only its answer's size once the answer is
-	// in. Default DefaultAsyncMemory, and never less than twice
+	// in. Default async.DefaultMemory, and never less than twice
 	// AsyncMaxPayload (one input and its answer at the cap).
 	AsyncMemory int64
 	// AsyncInputPrefixes, when not empty, are the only S3 locations
-	// (s3://bucket/ or s3://bucket/prefix, see NormalizeS3Prefix) an
+	// (s3://bucket/ or s3://bucket/prefix, see async.NormalizeS3Prefix) an
 	// InputLocation may name; others are refused with AccessDeniedException.
 	AsyncInputPrefixes []string
 	// AsyncOutputPrefixes, when not empty, are the only S3 locations
@@ -97,7 +98,7 @@ type Config struct {
 	AsyncOutputPrefixes []string
 	// AsyncMaxBacklog is the most asynchronous requests queued or running,
 	// all endpoints together; beyond it InvokeEndpointAsync answers 503
-	// ServiceUnavailable. Default DefaultAsyncBacklog.
+	// ServiceUnavailable. Default async.DefaultBacklog.
 	AsyncMaxBacklog int
 	// UsageInterval is how often a Backend that is a UsageSource is asked
 	// for its containers' resource use, in the background (scrapes read
@@ -128,11 +129,8 @@ type Server struct {
 	bodyBudget *semaphore.Weighted
 	// series feeds the status page's charts.
 	series *seriesRecorder
-	// async is the InvokeEndpointAsync queues, served by asyncInvoker
-	// (its own per-request deadlines and payload cap).
-	async        asyncQueues
-	asyncInvoker *pipeline.Invoker
-	asyncMetrics *asyncMetrics
+	// async is the InvokeEndpointAsync queues.
+	async *async.Queue
 
 	// bg runs the work that outlives requests (launches, updates,
 	// reconciles, dispatch loops); Close stops it. ctx is its lifetime,
@@ -143,7 +141,8 @@ type Server struct {
 	// followers of container logs.
 	streams    context.Context
 	endStreams context.CancelFunc
-	followers  atomic.Int32 // log follows in progress
+	// logs answers the calls that read containers' output.
+	logs *cloudwatchlogs.Service
 }
 
 // New builds the server and its routes.
@@ -163,23 +162,13 @@ func New(cfg Config) *Server {
 	if cfg.BodyMemory <= 0 {
 		cfg.BodyMemory = DefaultBodyMemory
 	}
-	if cfg.AsyncMaxPayload <= 0 {
-		cfg.AsyncMaxPayload = DefaultAsyncPayload
-	}
-	cfg.AsyncMaxPayload = min(cfg.AsyncMaxPayload, MaxAsyncPayload)
-	if cfg.AsyncMemory <= 0 {
-		cfg.AsyncMemory = DefaultAsyncMemory
-	}
-	cfg.AsyncMemory = max(cfg.AsyncMemory, 2*cfg.AsyncMaxPayload) // one input and its answer always fit
-	if cfg.AsyncMaxBacklog <= 0 {
-		cfg.AsyncMaxBacklog = DefaultAsyncBacklog
-	}
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store,
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.bg = background.New(context.Background(), cfg.Logger)
 	s.ctx = s.bg.Context()
 	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
 	s.streams, s.endStreams = context.WithCancel(context.Background())
+	s.logs = newLogService(s)
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
 		b.SetMultiModelObserver(s.MultiModelObserver)
 	}
@@ -198,7 +187,7 @@ func New(cfg Config) *Server {
 		MaxPayload: MaxPayload,
 		Observer:   s.metrics,
 	})
-	s.asyncInit()
+	s.async = newAsyncQueue(s)
 
 	e := echo.New()
 	e.HideBanner = true
@@ -275,7 +264,7 @@ func (s *Server) Invoker() *pipeline.Invoker { return s.invoker }
 // moved, in every invoker of the server.
 func (s *Server) ForgetAddress(baseURL string) {
 	s.invoker.Forget(baseURL)
-	s.asyncInvoker.Forget(baseURL)
+	s.async.Forget(baseURL)
 }
 
 // Close aborts launches in progress and stops every endpoint's containers,
@@ -298,7 +287,7 @@ func (s *Server) Close(ctx context.Context) error {
 	ls = append(ls, s.componentCopies()...) // inference components' copies (components.go)
 	err := parallel.Each(ls, func(l containers.Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
-	s.asyncInvoker.Close()
+	s.async.Close()
 	return err
 }
 

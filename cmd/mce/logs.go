@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/cloudwatchlogs"
 )
 
 type logsFlags struct {
@@ -109,11 +109,11 @@ func showLogs(ctx context.Context, f logsFlags, endpoint string, stdout, stderr 
 	}
 	// mce says how many containers the answer covers: with more than
 	// one, each line is prefixed with whose it is.
-	prefix := resp.Header.Get(host.HeaderLogContainers) != "1"
+	prefix := resp.Header.Get(cloudwatchlogs.HeaderLogContainers) != "1"
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		var ev host.LogEvent
+		var ev cloudwatchlogs.LogEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return fmt.Errorf("reading the logs from mce: %w", err)
 		}

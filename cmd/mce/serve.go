@@ -24,6 +24,7 @@ import (
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -123,12 +124,12 @@ naming the container and the cause.`,
 	f.bodyMemory = host.DefaultBodyMemory
 	fl.Var(&f.bodyMemory, "max-body-memory", "the most bytes of request bodies held in memory at once, all requests together (ServiceUnavailable beyond), e.g. 256MiB")
 	fl.StringVar(&f.accessLog, "access-log", "", "write one JSON line per API request (time, request_id, remote, operation, endpoint, status, bytes_in, bytes_out, duration_ms) to this file (created 0640, appended to), or - for stdout; off when empty")
-	f.asyncMaxPayload, f.asyncMemory = host.DefaultAsyncPayload, host.DefaultAsyncMemory
+	f.asyncMaxPayload, f.asyncMemory = async.DefaultPayload, async.DefaultMemory
 	fl.Var(&f.asyncMaxPayload, "async-max-payload", "the largest InvokeEndpointAsync input (and answer) mce handles, each held in memory while it runs; at most 1GiB, SageMaker's limit")
 	fl.Var(&f.asyncMemory, "async-memory", "the most bytes of InvokeEndpointAsync inputs and answers held in memory at once, all requests together: each running request reserves its input's size plus --async-max-payload for its answer (at least twice --async-max-payload)")
 	fl.StringArrayVar(&f.asyncInPrefixes, "async-input-prefix", nil, "S3 location (s3://bucket or s3://bucket/prefix) InvokeEndpointAsync may read InputLocation from; repeatable; none: any location the caller may s3:GetObject")
 	fl.StringArrayVar(&f.asyncOutPrefixes, "async-output-prefix", nil, "S3 location (s3://bucket or s3://bucket/prefix) asynchronous answers and failures may be written to (the endpoints' S3OutputPath and S3FailurePath); repeatable; none: anywhere mce's S3 credentials reach")
-	fl.IntVar(&f.asyncMaxBacklog, "async-max-backlog", host.DefaultAsyncBacklog, "the most InvokeEndpointAsync requests queued or running, all endpoints together (ServiceUnavailable beyond)")
+	fl.IntVar(&f.asyncMaxBacklog, "async-max-backlog", async.DefaultBacklog, "the most InvokeEndpointAsync requests queued or running, all endpoints together (ServiceUnavailable beyond)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
 	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from, besides the folders of the -f files; repeatable (/ and system folders are refused)")
@@ -470,7 +471,7 @@ func (s *serving) newHost(context.Context) (func(), error) {
 	var asyncPrefixes [2][]string
 	for i, list := range [][]string{f.asyncInPrefixes, f.asyncOutPrefixes} {
 		for _, p := range list {
-			n, err := host.NormalizeS3Prefix(p)
+			n, err := async.NormalizeS3Prefix(p)
 			if err != nil {
 				return nil, &exitError{code: 2, msg: "--async-" + [2]string{"input", "output"}[i] + "-prefix: " + err.Error()}
 			}

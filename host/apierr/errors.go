@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/internal/wire"
@@ -96,6 +97,28 @@ func JSON(e *Error) []byte {
 		body = []byte(`{"__type":"InternalFailure","Message":"error encoding failed"}`)
 	}
 	return body
+}
+
+// Printable bounds a caller-supplied value for a message or a log line: at
+// most 128 bytes, control and other non-printable characters replaced (a
+// terminal showing the message or reading the console log must not receive
+// escape sequences).
+func Printable(v string) string {
+	const maxLen = 128
+	cut := false
+	if len(v) > maxLen {
+		v, cut = v[:maxLen], true
+	}
+	v = strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(v, "?"))
+	if cut {
+		v += "…"
+	}
+	return v
 }
 
 // Truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

@@ -1,4 +1,4 @@
-package host
+package async
 
 import (
 	"context"
@@ -23,20 +23,20 @@ type ObjectStore interface {
 	ObjectMetadata(ctx context.Context, url string) (map[string]string, error)
 }
 
-// asyncInput is a request's input, read whole, and the memory lease that
+// input is a request's input, read whole, and the memory lease that
 // covers it and the answers still to come.
-type asyncInput struct {
+type input struct {
 	body        []byte
 	contentType string // the object's
-	lease       asyncLease
+	lease       lease
 }
 
-// readAsyncInput reads the input object whole, within the size cap, after
+// readInput reads the input object whole, within the size cap, after
 // reserving memory from the budget for it and for answers bodies of up to
 // the cap each (the answer's size is not known before it arrives); fail
 // says why it could not.
-func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, fail *apierr.Error) {
-	rc, info, err := s.cfg.AsyncObjects.OpenObject(s.ctx, rec.Input)
+func (q *Queue) readInput(rec Record, answers int64) (in input, fail *apierr.Error) {
+	rc, info, err := q.o.Objects.OpenObject(q.ctx, rec.Input)
 	if err != nil {
 		if errors.Is(err, artifact.ErrNotFound) {
 			return in, apierr.Validation("Could not read the input of inference request %s: there is no object at InputLocation %s.", rec.InferenceID, rec.Input)
@@ -44,7 +44,7 @@ func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, 
 		return in, apierr.Validation("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, apierr.RedactPaths(err.Error()))
 	}
 	defer rc.Close()
-	limit := s.cfg.AsyncMaxPayload
+	limit := q.o.MaxPayload
 	size := info.Size
 	if size > limit {
 		return in, apierr.Validation("The input of inference request %s at %s is %d bytes, more than mce's limit of %d bytes (mce serve --async-max-payload).",
@@ -56,65 +56,65 @@ func (s *Server) readAsyncInput(rec asyncRecord, answers int64) (in asyncInput, 
 	}
 	// One request always fits: a chain's reservation may exceed the
 	// budget, and then takes all of it.
-	want = min(want+answers*limit, s.cfg.AsyncMemory)
-	if err := s.async.memory.Acquire(s.ctx, want); err != nil {
+	want = min(want+answers*limit, q.o.Memory)
+	if err := q.memory.Acquire(q.ctx, want); err != nil {
 		return in, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail, Message: "mce is stopping."}
 	}
-	in.lease = asyncLease{sem: s.async.memory, n: want}
+	in.lease = lease{sem: q.memory, n: want}
 	b, err := io.ReadAll(io.LimitReader(rc, limit+1))
 	if err == nil && int64(len(b)) > limit {
 		err = fmt.Errorf("more than %d bytes", limit)
 	}
 	if err != nil {
 		in.lease.release()
-		return asyncInput{}, apierr.Validation("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, apierr.RedactPaths(err.Error()))
+		return input{}, apierr.Validation("Could not read the input of inference request %s from InputLocation %s: %s", rec.InferenceID, rec.Input, apierr.RedactPaths(err.Error()))
 	}
-	s.async.hold(int64(cap(b)))
+	q.hold(int64(cap(b)))
 	in.body, in.contentType = b, info.ContentType
 	return in, nil
 }
 
-// finishAsync writes the answer (fail == nil) or the failure, then marks the
+// finish writes the answer (fail == nil) or the failure, then marks the
 // request done. A failure is written as the JSON error body InvokeEndpoint
 // would have answered ({"__type": …, "Message": …}, application/json), so
 // that clients that deserialize it as JSON — the SageMaker Python SDK's
 // AsyncInferenceResponse with a JSONDeserializer — get its message. A
 // failed write leaves the request queued: it is tried again, in this run or
 // the next.
-func (s *Server) finishAsync(it *asyncItem, contentType string, body []byte, fail *apierr.Error) {
+func (q *Queue) finish(it *item, contentType string, body []byte, fail *apierr.Error) {
 	rec := it.rec
 	url, outcome := rec.Output, "answered"
 	if fail != nil {
 		url, outcome, body, contentType = rec.Failure, "failed", apierr.JSON(fail), "application/json"
 	}
-	if !s.asyncOutputAllowed(url) {
+	if !q.OutputAllowed(url) {
 		// Accepted before a restart with narrower --async-output-prefix.
-		s.log.Error().Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
+		q.log.Error().Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
 			Msg("async result not written: its location is outside --async-output-prefix; the request is dropped")
-		s.forget(it)
-		s.asyncMetrics.completed.WithLabelValues(rec.Endpoint, "dropped").Inc()
+		q.forget(it)
+		q.metrics.completed.WithLabelValues(rec.Endpoint, "dropped").Inc()
 		return
 	}
-	meta := map[string]string{metaRequest: rec.Key, "inference-id": sanitizeMeta(rec.InferenceID)}
-	err := s.cfg.AsyncObjects.PutObject(s.ctx, url, body, contentType, meta)
+	meta := map[string]string{MetaRequest: rec.Key, "inference-id": sanitizeMeta(rec.InferenceID)}
+	err := q.o.Objects.PutObject(q.ctx, url, body, contentType, meta)
 	if err != nil {
-		if s.ctx.Err() != nil {
+		if q.ctx.Err() != nil {
 			return
 		}
-		s.log.Error().Err(err).Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
+		q.log.Error().Err(err).Str("endpoint", rec.Endpoint).Str("request", rec.Key).Str("location", url).
 			Msg("could not write the async result; the request stays queued and runs again")
-		s.asyncMetrics.writeErrors.WithLabelValues(rec.Endpoint).Inc()
+		q.metrics.writeErrors.WithLabelValues(rec.Endpoint).Inc()
 		select { // do not spin on a store that is down; Close does not wait for it
 		case <-time.After(time.Second):
-		case <-s.ctx.Done():
+		case <-q.ctx.Done():
 			return // the request stays queued for the next start
 		}
-		s.enqueue(&asyncItem{rec: rec, recovered: true})
+		q.enqueue(&item{rec: rec, recovered: true})
 		return
 	}
-	s.forget(it)
-	s.asyncMetrics.completed.WithLabelValues(rec.Endpoint, outcome).Inc()
-	ev := s.log.Info()
+	q.forget(it)
+	q.metrics.completed.WithLabelValues(rec.Endpoint, outcome).Inc()
+	ev := q.log.Info()
 	if fail != nil {
 		ev = ev.Str("why", fail.Message)
 	}
@@ -132,14 +132,6 @@ func sanitizeMeta(s string) string {
 	}, s)
 }
 
-// actionS3GetObject is the IAM action a caller needs on an input object.
-const actionS3GetObject = "s3:GetObject"
-
-// s3ObjectARN is the ARN of the object at s3://bucket/key.
-func s3ObjectARN(url string) string {
-	return "arn:aws:s3:::" + strings.TrimPrefix(url, "s3://")
-}
-
 // dotSegment reports whether the key of s3://bucket/key has a ., .. or
 // empty segment (wire.S3KeyRefused): S3 takes such keys literally, but a
 // file-backed S3 server may resolve them, stepping out of a prefix or
@@ -148,19 +140,19 @@ func dotSegment(url string) bool {
 	return wire.S3KeyRefused(url) != ""
 }
 
-// asyncInputScope refuses an InputLocation outside Config.AsyncInputPrefixes.
-func (s *Server) asyncInputScope(url string) *apierr.Error {
-	if inPrefixes(url, s.cfg.AsyncInputPrefixes) && !dotSegment(url) {
+// InputScope refuses an InputLocation outside Options.InputPrefixes, or
+// one whose key has an empty, . or .. segment.
+func (q *Queue) InputScope(url string) *apierr.Error {
+	if inPrefixes(url, q.o.InputPrefixes) && !dotSegment(url) {
 		return nil
 	}
 	return &apierr.Error{Status: http.StatusForbidden, Code: apierr.CodeAccessDenied, Message: fmt.Sprintf(
 		"InputLocation %s is outside the S3 prefixes mce reads asynchronous inputs from (mce serve --async-input-prefix).", apierr.Truncate(url, 256))}
 }
 
-// asyncOutputAllowed reports whether url lies within
-// Config.AsyncOutputPrefixes.
-func (s *Server) asyncOutputAllowed(url string) bool {
-	return inPrefixes(url, s.cfg.AsyncOutputPrefixes)
+// OutputAllowed reports whether url lies within Options.OutputPrefixes.
+func (q *Queue) OutputAllowed(url string) bool {
+	return inPrefixes(url, q.o.OutputPrefixes)
 }
 
 // inPrefixes reports whether url starts with one of prefixes; every url

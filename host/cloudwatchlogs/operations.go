@@ -1,4 +1,4 @@
-package host
+package cloudwatchlogs
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
@@ -45,6 +43,8 @@ const (
 	// CloudWatch Logs error codes.
 	codeLogsResourceNotFound = "ResourceNotFoundException"
 	codeInvalidParameter     = "InvalidParameterException"
+	// amzJSON11 is the Content-Type of awsJson1_1 answers.
+	amzJSON11 = "application/x-amz-json-1.1"
 )
 
 // logsInput holds the members mce reads of the three operations' inputs.
@@ -75,46 +75,39 @@ type logsEvent struct {
 	size int
 }
 
-func logsError(status int, code, format string, args ...any) *apierr.Error {
-	return &apierr.Error{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// logsOperations are the CloudWatch Logs operations mce answers, each
-// authorized as logs:<operation> on the endpoint's log group or stream.
+// logsOperations are Operations.
 var logsOperations = []string{"FilterLogEvents", "GetLogEvents", "DescribeLogStreams"}
 
-// cloudWatchLogs answers one CloudWatch Logs call (controlPlane routes the
-// Logs_20140328 targets here; the request ID is set).
-func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
-	r, w := c.Request(), c.Response()
+// Operations are the CloudWatch Logs operations mce answers, each
+// authorized as logs:<operation> on the endpoint's log group or stream.
+func Operations() []string { return slices.Clone(logsOperations) }
+
+// Action is the IAM action of the CloudWatch Logs operation op
+// (logs:<op>), or the error for an operation mce does not answer.
+func Action(op string) (string, *apierr.Error) {
 	if !slices.Contains(logsOperations, op) {
-		apierr.Write(w, logsError(http.StatusBadRequest, apierr.CodeUnknownOperation,
-			"mce answers the CloudWatch Logs operations FilterLogEvents, GetLogEvents and DescribeLogStreams on endpoints' log groups, not %s.", logSafe(op)))
-		return nil
+		return "", logsError(http.StatusBadRequest, apierr.CodeUnknownOperation,
+			"mce answers the CloudWatch Logs operations FilterLogEvents, GetLogEvents and DescribeLogStreams on endpoints' log groups, not %s.", apierr.Printable(op))
 	}
-	action := "logs:" + op
-	if _, api := s.preAuthorize(r.Context(), r, action, "", nil); api != nil {
-		apierr.Write(w, api)
-		return nil
-	}
-	rb, api := s.readBody(w, r, maxControlBody, func(int64) *apierr.Error {
-		return logsError(http.StatusBadRequest, codeInvalidParameter, "The request body exceeds %d bytes.", maxControlBody)
-	})
+	return "logs:" + op, nil
+}
+
+// Call answers one CloudWatch Logs call: op is the X-Amz-Target after
+// Logs_20140328., body the request's body, which the host read and whose
+// signature it checked, and decide the caller's decisions (the host has
+// set the request ID). endpoint is the endpoint whose log group the call
+// names, once known, for the host's access log; err is a failure of mce's
+// own, not yet written (the host answers it as an internal error).
+func (s *Service) Call(w http.ResponseWriter, r *http.Request, op string, body []byte, decide Decide) (endpoint string, err error) {
+	action, api := Action(op)
 	if api != nil {
 		apierr.Write(w, api)
-		return nil
-	}
-	defer rb.release()
-	body := rb.bytes()
-	p, api := s.authenticate(r, body)
-	if api != nil {
-		apierr.Write(w, api)
-		return nil
+		return "", nil
 	}
 	var in logsInput
 	if err := json.Unmarshal(body, &in); err != nil {
 		apierr.Write(w, logsError(http.StatusBadRequest, "SerializationException", "The request body is not a JSON object of %s's input.", op))
-		return nil
+		return "", nil
 	}
 	group := ""
 	switch {
@@ -127,45 +120,42 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	if !ok || len(endpoint) > 63 || !wire.ValidName(endpoint) {
 		apierr.Write(w, logsError(http.StatusBadRequest, codeLogsResourceNotFound,
 			"The specified log group does not exist (mce has the log groups %s<EndpointName> of its endpoints).", logGroupPrefix))
-		return nil
+		return "", nil
 	}
-	ep, endpoint := s.logEndpoint(endpoint)
-	if e := accessOf(c); e != nil {
-		e.Endpoint = endpoint
-	}
-	resource := s.logGroupARN(endpoint)
+	g, endpoint := s.group(endpoint)
+	resource := s.groupARN(endpoint)
 	if op == "GetLogEvents" {
 		if in.LogStreamName == nil || *in.LogStreamName == "" {
 			apierr.Write(w, logsError(http.StatusBadRequest, codeInvalidParameter, "logStreamName is required."))
-			return nil
+			return endpoint, nil
 		}
-		resource = s.logStreamARN(endpoint) + ":log-stream:" + *in.LogStreamName
+		resource = s.streamARN(endpoint, *in.LogStreamName)
 	}
-	if api := s.decide(r.Context(), r, p, action, resource, nil); api != nil {
+	if api := decide(r.Context(), action, resource); api != nil {
 		apierr.Write(w, api)
-		return nil
+		return endpoint, nil
 	}
 	if in.FilterPattern != nil && *in.FilterPattern != "" {
 		apierr.Write(w, logsError(http.StatusBadRequest, codeInvalidParameter, "mce does not implement filterPattern; filter the events on your side."))
-		return nil
+		return endpoint, nil
 	}
 	limit := maxEventsLimit
 	if in.Limit != nil {
 		if *in.Limit < 1 || *in.Limit > maxEventsLimit {
 			apierr.Write(w, logsError(http.StatusBadRequest, codeInvalidParameter, "limit must be from 1 to %d.", maxEventsLimit))
-			return nil
+			return endpoint, nil
 		}
 		limit = *in.Limit
 	}
-	streams, api := s.logStreams(ep, endpoint)
+	streams, created, api := s.logStreams(g, endpoint)
 	if api != nil {
 		apierr.Write(w, api)
-		return nil
+		return endpoint, nil
 	}
 	var out any
 	switch op {
 	case "DescribeLogStreams":
-		out, api = s.describeLogStreams(ep, endpoint, streams, in, limit)
+		out, api = s.describeLogStreams(endpoint, streams, created, in, limit)
 	case "FilterLogEvents":
 		out, api = filterLogEvents(r.Context(), streams, in, limit)
 	case "GetLogEvents":
@@ -173,51 +163,42 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	}
 	if api != nil {
 		apierr.Write(w, api)
-		return nil
+		return endpoint, nil
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		apierr.Write(w, s.internalError(w.Header().Get(hdrRequestID), err))
-		return nil
+		return endpoint, err
 	}
-	w.Header().Set("Content-Type", jsonContentType)
+	w.Header().Set("Content-Type", amzJSON11)
 	w.WriteHeader(http.StatusOK)
 	w.Write(b)
-	return nil
+	return endpoint, nil
 }
 
 // logStream is one container as a CloudWatch log stream.
 type logStream struct {
 	name string
-	src  logSource
+	src  Source
 }
 
-// logStreams lists an endpoint's log streams: none while it has no running
-// containers; ResourceNotFound for an unknown endpoint.
-func (s *Server) logStreams(e *Endpoint, endpoint string) ([]logStream, *apierr.Error) {
-	if e == nil {
-		return nil, logsError(http.StatusBadRequest, codeLogsResourceNotFound, "The specified log group does not exist: mce has no endpoint %s.", endpoint)
+// logStreams lists an endpoint's log streams, and says when they were
+// created (with the endpoint): none while it has no running containers;
+// ResourceNotFound for an unknown endpoint.
+func (s *Service) logStreams(g Group, endpoint string) ([]logStream, time.Time, *apierr.Error) {
+	if g == nil {
+		return nil, time.Time{}, logsError(http.StatusBadRequest, codeLogsResourceNotFound, "The specified log group does not exist: mce has no endpoint %s.", endpoint)
 	}
-	e.mu.Lock()
-	rec, launched := e.rec, e.launched
-	e.mu.Unlock()
+	cs := g.Containers()
 	var out []logStream
-	if launched == nil {
-		return out, nil
-	}
-	for _, v := range rec.Plan.Variants {
-		for i, cp := range launched.Copies(v.Name) {
-			for _, c := range cp {
-				if src, ok := c.(logSource); ok {
-					out = append(out, logStream{name: fmt.Sprintf("%s/%d/%s", v.Name, i, c.Hostname()), src: src})
-				}
-			}
+	for _, c := range cs.List {
+		if c.Source != nil {
+			out = append(out, logStream{name: fmt.Sprintf("%s/%d/%s", c.Variant, c.Copy, c.Host), src: c.Source})
 		}
 	}
-	return out, nil
+	return out, cs.Created, nil
 }
 
-func (s *Server) describeLogStreams(e *Endpoint, endpoint string, streams []logStream, in logsInput, limit int) (any, *apierr.Error) {
+func (s *Service) describeLogStreams(endpoint string, streams []logStream, created time.Time, in logsInput, limit int) (any, *apierr.Error) {
 	if in.OrderBy != nil && *in.OrderBy != "LogStreamName" {
 		return nil, logsError(http.StatusBadRequest, codeInvalidParameter, "mce orders log streams by LogStreamName only.")
 	}
@@ -226,18 +207,12 @@ func (s *Server) describeLogStreams(e *Endpoint, endpoint string, streams []logS
 		Arn          string `json:"arn"`
 		CreationTime int64  `json:"creationTime"`
 	}
-	created := int64(0)
-	if e != nil {
-		e.mu.Lock()
-		created = e.rec.Created.UnixMilli()
-		e.mu.Unlock()
-	}
 	var list []stream
 	for _, st := range streams {
 		if in.LogStreamNamePrefix != nil && !strings.HasPrefix(st.name, *in.LogStreamNamePrefix) {
 			continue
 		}
-		list = append(list, stream{Name: st.name, Arn: s.logStreamARN(endpoint) + ":log-stream:" + st.name, CreationTime: created})
+		list = append(list, stream{Name: st.name, Arn: s.streamARN(endpoint, st.name), CreationTime: created.UnixMilli()})
 	}
 	slices.SortFunc(list, func(a, b stream) int { return strings.Compare(a.Name, b.Name) })
 	if in.Descending != nil && *in.Descending {

@@ -1,4 +1,4 @@
-package host
+package cloudwatchlogs
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
@@ -74,99 +72,66 @@ const (
 	logWriteTimeout = 30 * time.Second
 )
 
-// logSource is what the Docker engine's containers offer for logs.
-type logSource interface {
-	Follow(buffer int) (lines <-chan containers.LogLine, done <-chan struct{}, stop func())
-	Logs(ctx context.Context, n int, fn func(containers.LogLine) error) error
-	LogsBetween(ctx context.Context, since, until time.Time, fn func(containers.LogLine) error) error
-}
-
 type logTarget struct {
 	variant, host string
 	copy          int
-	src           logSource
+	src           Source
 }
 
-// logGroupARN is the ARN of an endpoint's CloudWatch log group, as IAM
-// policies name it.
-func (s *Server) logGroupARN(endpoint string) string {
-	return s.logStreamARN(endpoint) + ":*"
-}
-
-// logEndpoint finds the endpoint a logs call names and the name its log
-// group has: SageMaker names the group after the EndpointName as created,
-// while mce finds endpoints whatever the case of the name asked for. The
-// ARN authorized must be built from that canonical name, never from the
-// name as typed (a Deny on …/Endpoints/my-mce would miss MY-MCE). An
-// unknown endpoint keeps the name as typed (the call then fails as not
-// found).
-func (s *Server) logEndpoint(name string) (*Endpoint, string) {
-	e := s.reg.get(name)
-	if e == nil {
-		return nil, name
-	}
-	return e, e.name
-}
-
-func (s *Server) containerLogs(c echo.Context) error {
-	r, w := c.Request(), c.Response()
-	reqID := s.ids.next()
-	w.Header().Set(hdrRequestID, reqID)
-	if e := accessOf(c); e != nil {
-		e.Operation = ActionLogs
-	}
-	name := c.Param("name")
+// Tail serves GET /mce/endpoints/{name}/logs, deciding with decide (the
+// host has set the request ID). endpoint is the endpoint's name as
+// created once the call is authorized, for the host's access log; "" before.
+func (s *Service) Tail(w http.ResponseWriter, r *http.Request, name string, decide Decide) (endpoint string) {
 	q := r.URL.Query()
 	host, variant := q.Get("container"), q.Get("variant")
 	tail := defaultLogTail
 	follow := false
 	switch {
 	case len(name) > 63 || !wire.ValidName(name):
-		apierr.Write(w, apierr.ValidationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, logSafe(name))))
-		return nil
+		apierr.Write(w, apierr.ValidationException("Could not find endpoint %q.", spec.ARN(s.o.Region, s.o.Account, spec.KindEndpoint, apierr.Printable(name))))
+		return ""
 	case host != "" && (len(host) > 63 || !wire.ValidName(host)):
-		apierr.Write(w, apierr.ValidationException("container %q: want a ContainerHostname (letters, digits and dashes, at most 63).", logSafe(host)))
-		return nil
+		apierr.Write(w, apierr.ValidationException("container %q: want a ContainerHostname (letters, digits and dashes, at most 63).", apierr.Printable(host)))
+		return ""
 	case variant != "" && (len(variant) > 63 || !wire.ValidName(variant)):
-		apierr.Write(w, apierr.ValidationException("variant %q: want a VariantName (letters, digits and dashes, at most 63).", logSafe(variant)))
-		return nil
+		apierr.Write(w, apierr.ValidationException("variant %q: want a VariantName (letters, digits and dashes, at most 63).", apierr.Printable(variant)))
+		return ""
 	}
 	if v := q.Get("tail"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > containers.MaxLogTail {
-			apierr.Write(w, apierr.ValidationException("tail %q: want a number of lines from 0 to %d.", logSafe(v), containers.MaxLogTail))
-			return nil
+			apierr.Write(w, apierr.ValidationException("tail %q: want a number of lines from 0 to %d.", apierr.Printable(v), containers.MaxLogTail))
+			return ""
 		}
 		tail = n
 	}
 	if v := q.Get("follow"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			apierr.Write(w, apierr.ValidationException("follow %q: want true or false.", logSafe(v)))
-			return nil
+			apierr.Write(w, apierr.ValidationException("follow %q: want true or false.", apierr.Printable(v)))
+			return ""
 		}
 		follow = b
 	}
-	ep, name := s.logEndpoint(name)
-	if api := s.authorize(r.Context(), r, nil, ActionLogs, s.logGroupARN(name), nil); api != nil {
+	g, name := s.group(name)
+	if api := decide(r.Context(), ActionLogs, s.groupARN(name)); api != nil {
 		apierr.Write(w, api)
-		return nil
+		return ""
 	}
-	if e := accessOf(c); e != nil {
-		e.Endpoint = name
-	}
-	targets, api := s.logTargets(ep, name, variant, host)
+	targets, api := s.logTargets(g, name, variant, host)
 	if api != nil {
 		apierr.Write(w, api)
-		return nil
+		return name
 	}
 
 	// Followers subscribe before the history is read: a line printed in
 	// between may show twice, but none is lost.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	stop := context.AfterFunc(s.streams, cancel)
-	defer stop()
+	if s.o.Streams != nil {
+		stop := context.AfterFunc(s.o.Streams, cancel)
+		defer stop()
+	}
 	type followed struct {
 		t     logTarget
 		lines <-chan containers.LogLine
@@ -178,7 +143,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 			s.followers.Add(-1)
 			apierr.Write(w, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail,
 				Message: fmt.Sprintf("mce already serves %d log follows, its most; try again when one ends.", maxFollowers)})
-			return nil
+			return name
 		}
 		defer s.followers.Add(-1)
 		for _, t := range targets {
@@ -205,20 +170,20 @@ func (s *Server) containerLogs(c echo.Context) error {
 		})
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return name
 			}
 			// The engine's history is missing (the container is being
 			// recreated); say so in the stream and go on.
 			s.log.Debug().Err(err).Str("endpoint", name).Str("container", t.host).Msg("reading container logs")
 			if send(LogEvent{Variant: t.variant, Copy: t.copy, Container: t.host, Stream: "mce", History: true,
 				Message: "mce could not read this container's earlier output: " + apierr.RedactPaths(err.Error())}) != nil {
-				return nil
+				return name
 			}
 		}
 	}
 	rc.Flush()
 	if !follow {
-		return nil
+		return name
 	}
 
 	// One forwarder per container into a small merged queue; a forwarder
@@ -274,27 +239,27 @@ func (s *Server) containerLogs(c echo.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return name
 		case <-allDone:
 			// Every container followed is gone; what was queued still goes out.
 			for {
 				select {
 				case ev := <-merged:
 					if send(ev) != nil {
-						return nil
+						return name
 					}
 				default:
 					rc.Flush()
-					return nil
+					return name
 				}
 			}
 		case ev := <-merged:
 			if err := send(ev); err != nil {
-				return nil
+				return name
 			}
 			if len(merged) == 0 {
 				if rc.Flush() != nil {
-					return nil
+					return name
 				}
 			}
 		}
@@ -303,34 +268,28 @@ func (s *Server) containerLogs(c echo.Context) error {
 
 // logTargets lists the containers of an endpoint whose logs are asked for,
 // in variant, copy and chain order.
-func (s *Server) logTargets(e *Endpoint, name, variant, host string) ([]logTarget, *apierr.Error) {
-	if e == nil {
-		return nil, apierr.ValidationException("Could not find endpoint %q.", s.arn(spec.KindEndpoint, name))
+func (s *Service) logTargets(g Group, name, variant, host string) ([]logTarget, *apierr.Error) {
+	if g == nil {
+		return nil, apierr.ValidationException("Could not find endpoint %q.", spec.ARN(s.o.Region, s.o.Account, spec.KindEndpoint, name))
 	}
-	e.mu.Lock()
-	rec, launched := e.rec, e.launched
-	e.mu.Unlock()
-	if launched == nil {
-		status, _ := e.shown(rec)
-		return nil, apierr.ValidationException("Endpoint %s has no running containers (its status is %s): container logs are read from running containers.", name, status)
+	cs := g.Containers()
+	if !cs.Running {
+		return nil, apierr.ValidationException("Endpoint %s has no running containers (its status is %s): container logs are read from running containers.", name, cs.Status)
 	}
 	var out []logTarget
 	knownVariant, knownHost := variant == "", host == ""
-	for _, v := range rec.Plan.Variants {
-		if variant != "" && v.Name != variant {
+	for _, v := range cs.Variants {
+		if variant != "" && v == variant {
+			knownVariant = true
+		}
+	}
+	for _, c := range cs.List {
+		if variant != "" && c.Variant != variant || host != "" && c.Host != host {
 			continue
 		}
-		knownVariant = true
-		for i, cp := range launched.Copies(v.Name) {
-			for _, c := range cp {
-				if host != "" && c.Hostname() != host {
-					continue
-				}
-				knownHost = true
-				if src, ok := c.(logSource); ok {
-					out = append(out, logTarget{variant: v.Name, copy: i, host: c.Hostname(), src: src})
-				}
-			}
+		knownHost = true
+		if c.Source != nil {
+			out = append(out, logTarget{variant: c.Variant, copy: c.Copy, host: c.Host, src: c.Source})
 		}
 	}
 	switch {

@@ -1,7 +1,6 @@
-package host
+package async
 
 import (
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +19,7 @@ import (
 // gauges are read from the queues at scrape time, so a deleted endpoint's
 // series go with its queue. No async series exists until an endpoint has
 // had an asynchronous request.
-type asyncMetrics struct {
+type queueMetrics struct {
 	accepted    *prometheus.CounterVec
 	completed   *prometheus.CounterVec
 	writeErrors *prometheus.CounterVec
@@ -37,8 +36,8 @@ var (
 		"1 when the endpoint has a backlog and no running instance to serve it, else 0 (CloudWatch HasBacklogWithoutCapacity).", []string{"endpoint"}, nil)
 )
 
-func newAsyncMetrics(reg *prometheus.Registry, s *Server) *asyncMetrics {
-	m := &asyncMetrics{
+func newQueueMetrics(reg prometheus.Registerer, q *Queue) *queueMetrics {
+	m := &queueMetrics{
 		accepted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_requests_accepted_total",
 			Help: "InvokeEndpointAsync requests accepted (persisted and answered 202)."}, []string{"endpoint"}),
 		completed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_requests_completed_total",
@@ -46,22 +45,31 @@ func newAsyncMetrics(reg *prometheus.Registry, s *Server) *asyncMetrics {
 		writeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mce_async_result_write_errors_total",
 			Help: "Failed writes of asynchronous results to S3; the request stays queued and is tried again."}, []string{"endpoint"}),
 	}
-	reg.MustRegister(m.accepted, m.completed, m.writeErrors, asyncCollector{s})
+	if reg != nil {
+		reg.MustRegister(m.accepted, m.completed, m.writeErrors, collector{q})
+	}
 	return m
 }
 
-// asyncCollector reads the queues at scrape time.
-type asyncCollector struct{ s *Server }
+// forget drops the series of a deleted endpoint.
+func (m *queueMetrics) forget(endpoint string) {
+	m.accepted.DeleteLabelValues(endpoint)
+	m.completed.DeletePartialMatch(prometheus.Labels{"endpoint": endpoint})
+	m.writeErrors.DeleteLabelValues(endpoint)
+}
 
-func (c asyncCollector) Describe(ch chan<- *prometheus.Desc) {
+// collector reads the queues at scrape time.
+type collector struct{ q *Queue }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBacklog
 	ch <- descBacklogPerInstance
 	ch <- descOldest
 	ch <- descNoCapacity
 }
 
-func (c asyncCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, st := range c.s.asyncStats(time.Now()) {
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.q.stats(time.Now()) {
 		perInstance := float64(st.backlog)
 		if st.instances > 0 {
 			perInstance /= float64(st.instances)
@@ -77,27 +85,27 @@ func (c asyncCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// asyncStat is one endpoint's queue, as the metrics show it.
-type asyncStat struct {
+// queueStat is one endpoint's queue, as the metrics show it.
+type queueStat struct {
 	endpoint  string
 	backlog   int
 	instances int
 	oldest    time.Duration
 }
 
-func (s *Server) asyncStats(now time.Time) []asyncStat {
-	s.async.mu.Lock()
-	defer s.async.mu.Unlock()
-	var out []asyncStat
-	for _, q := range s.async.queues {
-		st := asyncStat{endpoint: q.name, backlog: len(q.pending) + len(q.running), instances: q.instances}
+func (q *Queue) stats(now time.Time) []queueStat {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []queueStat
+	for _, eq := range q.queues {
+		st := queueStat{endpoint: eq.name, backlog: len(eq.pending) + len(eq.running), instances: eq.instances}
 		var first time.Time
-		for _, it := range q.pending {
+		for _, it := range eq.pending {
 			if first.IsZero() || it.rec.Accepted.Before(first) {
 				first = it.rec.Accepted
 			}
 		}
-		for _, it := range q.running {
+		for _, it := range eq.running {
 			if first.IsZero() || it.rec.Accepted.Before(first) {
 				first = it.rec.Accepted
 			}
@@ -108,28 +116,4 @@ func (s *Server) asyncStats(now time.Time) []asyncStat {
 		out = append(out, st)
 	}
 	return out
-}
-
-// asyncEndpointGone settles the queued requests of a deleted endpoint at
-// their failure locations and drops its queue (requests in flight finish on
-// their own).
-func (s *Server) asyncEndpointGone(name string) {
-	k := strings.ToLower(name)
-	s.async.mu.Lock()
-	q := s.async.queues[k]
-	var pending []*asyncItem
-	if q != nil {
-		pending = q.pending
-		q.pending = nil
-		if len(q.running) == 0 {
-			delete(s.async.queues, k)
-		}
-	}
-	s.async.mu.Unlock()
-	for _, it := range pending {
-		s.bg.Go(func() { s.settleFailure(q, it, deletedFailure(it.rec)) })
-	}
-	s.asyncMetrics.accepted.DeleteLabelValues(name)
-	s.asyncMetrics.completed.DeletePartialMatch(prometheus.Labels{"endpoint": name})
-	s.asyncMetrics.writeErrors.DeleteLabelValues(name)
 }
