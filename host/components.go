@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -200,37 +199,6 @@ func (c *component) currentCopies() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.insts)
-}
-
-// capacity is one instance's capacity: the backend's, else this machine's
-// cores and memory with no GPUs.
-func (s *Server) capacity(ctx context.Context) containers.InstanceCapacity {
-	if cs, ok := s.cfg.Backend.(containers.CapacitySource); ok {
-		if c, err := cs.InstanceCapacity(ctx); err == nil {
-			return c
-		} else {
-			s.log.Warn().Err(err).Msg("reading the machine's capacity for inference components")
-		}
-	}
-	return containers.InstanceCapacity{CPUs: float64(runtime.NumCPU()), MemoryMiB: memTotalMiB()}
-}
-
-// memTotalMiB reads MemTotal from /proc/meminfo; 0 (no limit known) elsewhere.
-func memTotalMiB() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb >> 10
-			}
-		}
-	}
-	return 0
 }
 
 // copyPlan is the plan the Backend launches for one copy of a component
@@ -655,34 +623,6 @@ func (s *Server) componentsGone(endpoint string) {
 	}
 }
 
-// launchPlan launches an endpoint's generation: nothing for an endpoint
-// that hosts inference components (its components launch their copies).
-func (s *Server) launchPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
-	if plan.HostsComponents() {
-		return noContainers{}, nil
-	}
-	return s.cfg.Backend.Launch(ctx, plan, gen)
-}
-
-// adoptPlan is Backend.Adopt, or nothing to adopt for an endpoint that
-// hosts inference components.
-func (s *Server) adoptPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
-	if plan.HostsComponents() {
-		return noContainers{}, nil
-	}
-	return s.cfg.Backend.Adopt(ctx, plan, gen)
-}
-
-// noContainers is the Launched of an endpoint that hosts inference
-// components: it runs nothing itself.
-type noContainers struct{}
-
-func (noContainers) Copies(string) [][]pipeline.Container { return nil }
-func (noContainers) Scale(context.Context, string, int) error {
-	return errors.New("an endpoint for inference components has no copies of its own: scale its inference components")
-}
-func (noContainers) Close(context.Context) error { return nil }
-
 // recoverComponents brings back the components of the durable state after
 // a restart, adopting each copy that still runs; it returns those with
 // copies to launch again, for relaunchComponents once Reconcile ran.
@@ -815,4 +755,40 @@ func (s *Server) componentCopySnapshots(endpoint, variant string, first int) []C
 		}
 	}
 	return out
+}
+
+// maxCopyGPUs bounds the GPUs a copy asks for in placement: the API takes
+// any whole number (a float), far more than any machine has, and one that
+// does not fit an int must not turn negative.
+const maxCopyGPUs = 1 << 20
+
+func needsOf(sp spec.InferenceComponentSpecification) needs {
+	var n needs
+	if r := sp.ComputeResourceRequirements; r != nil {
+		if r.NumberOfCpuCoresRequired != nil {
+			n.cpus = *r.NumberOfCpuCoresRequired
+		}
+		if r.MinMemoryRequiredInMb != nil {
+			n.memoryMiB = int64(*r.MinMemoryRequiredInMb)
+		}
+		if g := r.NumberOfAcceleratorDevicesRequired; g != nil && *g > 0 && !math.IsNaN(*g) {
+			n.gpus = int(min(*g, maxCopyGPUs))
+		}
+	}
+	return n
+}
+
+// variantOutOfBounds says why copies cannot be placed on a variant whose
+// recorded instances are out of spec.MaxInstances's bounds (a record of an
+// older mce, which accepted any count), or "".
+func variantOutOfBounds(v containers.VariantPlan) string {
+	if v.InstanceCount >= 1 && v.InstanceCount <= spec.MaxInstances && v.MaxInstanceCount <= spec.MaxInstances {
+		return ""
+	}
+	n := v.InstanceCount
+	if v.MaxInstanceCount > spec.MaxInstances {
+		n = v.MaxInstanceCount
+	}
+	return fmt.Sprintf("Variant %s of the endpoint has %d instances in its recorded configuration; mce runs 1 to %d instances per variant. Update the endpoint to a configuration within that limit, then update the inference component.",
+		v.Name, n, spec.MaxInstances)
 }

@@ -318,3 +318,19 @@ func (s *Server) DeleteEndpoint(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// refuseComponentUpdate refuses UpdateEndpoint to or from an endpoint that
+// hosts inference components: mce does not move components between
+// endpoint configurations.
+func refuseComponentUpdate(e *Endpoint, plan containers.EndpointPlan) error {
+	if e.record().Plan.HostsComponents() || plan.HostsComponents() {
+		return apierr.ValidationException("mce does not update an endpoint that hosts inference components, or to a configuration that does (endpoint %q): create a new endpoint and place the inference components there.", e.record().ARN)
+	}
+	return nil
+}
+
+// errComponentEndpointScale answers UpdateEndpointWeightsAndCapacities on
+// an endpoint that hosts inference components.
+func errComponentEndpointScale(e *Endpoint) error {
+	return apierr.ValidationException("Endpoint %q hosts inference components: scale them with UpdateInferenceComponentRuntimeConfig; mce does not change its instance count.", e.record().ARN)
+}

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"regexp"
 
-	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -52,20 +51,4 @@ func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Heade
 		return nil, "", apierr.Validation("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
 	}
 	return r, "", nil
-}
-
-// refuseComponentUpdate refuses UpdateEndpoint to or from an endpoint that
-// hosts inference components: mce does not move components between
-// endpoint configurations.
-func refuseComponentUpdate(e *Endpoint, plan containers.EndpointPlan) error {
-	if e.record().Plan.HostsComponents() || plan.HostsComponents() {
-		return apierr.ValidationException("mce does not update an endpoint that hosts inference components, or to a configuration that does (endpoint %q): create a new endpoint and place the inference components there.", e.record().ARN)
-	}
-	return nil
-}
-
-// errComponentEndpointScale answers UpdateEndpointWeightsAndCapacities on
-// an endpoint that hosts inference components.
-func errComponentEndpointScale(e *Endpoint) error {
-	return apierr.ValidationException("Endpoint %q hosts inference components: scale them with UpdateInferenceComponentRuntimeConfig; mce does not change its instance count.", e.record().ARN)
 }

@@ -3,7 +3,8 @@ package host
 import (
 	"context"
 	"fmt"
-	"math"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,27 +28,6 @@ type needs struct {
 	cpus      float64
 	memoryMiB int64
 	gpus      int
-}
-
-// maxCopyGPUs bounds the GPUs a copy asks for in placement: the API takes
-// any whole number (a float), far more than any machine has, and one that
-// does not fit an int must not turn negative.
-const maxCopyGPUs = 1 << 20
-
-func needsOf(sp spec.InferenceComponentSpecification) needs {
-	var n needs
-	if r := sp.ComputeResourceRequirements; r != nil {
-		if r.NumberOfCpuCoresRequired != nil {
-			n.cpus = *r.NumberOfCpuCoresRequired
-		}
-		if r.MinMemoryRequiredInMb != nil {
-			n.memoryMiB = int64(*r.MinMemoryRequiredInMb)
-		}
-		if g := r.NumberOfAcceleratorDevicesRequired; g != nil && *g > 0 && !math.IsNaN(*g) {
-			n.gpus = int(min(*g, maxCopyGPUs))
-		}
-	}
-	return n
 }
 
 // instanceLeft is what one instance of a variant has left, and how many
@@ -239,17 +219,33 @@ func (p *placement) shortage(n needs) string {
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// variantOutOfBounds says why copies cannot be placed on a variant whose
-// recorded instances are out of spec.MaxInstances's bounds (a record of an
-// older mce, which accepted any count), or "".
-func variantOutOfBounds(v containers.VariantPlan) string {
-	if v.InstanceCount >= 1 && v.InstanceCount <= spec.MaxInstances && v.MaxInstanceCount <= spec.MaxInstances {
-		return ""
+// capacity is one instance's capacity: the backend's, else this machine's
+// cores and memory with no GPUs.
+func (s *Server) capacity(ctx context.Context) containers.InstanceCapacity {
+	if cs, ok := s.cfg.Backend.(containers.CapacitySource); ok {
+		if c, err := cs.InstanceCapacity(ctx); err == nil {
+			return c
+		} else {
+			s.log.Warn().Err(err).Msg("reading the machine's capacity for inference components")
+		}
 	}
-	n := v.InstanceCount
-	if v.MaxInstanceCount > spec.MaxInstances {
-		n = v.MaxInstanceCount
+	return containers.InstanceCapacity{CPUs: float64(runtime.NumCPU()), MemoryMiB: memTotalMiB()}
+}
+
+// memTotalMiB reads MemTotal from /proc/meminfo; 0 (no limit known) elsewhere.
+func memTotalMiB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
 	}
-	return fmt.Sprintf("Variant %s of the endpoint has %d instances in its recorded configuration; mce runs 1 to %d instances per variant. Update the endpoint to a configuration within that limit, then update the inference component.",
-		v.Name, n, spec.MaxInstances)
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb >> 10
+			}
+		}
+	}
+	return 0
 }
