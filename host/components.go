@@ -34,23 +34,17 @@ import (
 // those no record owns. An endpoint that hosts components launches nothing
 // itself, so its generation numbers are the copies' alone.
 //
-// Placement is mce's: each variant has InitialInstanceCount instances, each
-// with this machine's CPU cores and memory (Backend's CapacitySource, else
-// what the operating system reports) and the instance type's GPUs; a copy
-// takes NumberOfCpuCoresRequired cores and MinMemoryRequiredInMb memory of
-// one instance, and NumberOfAcceleratorDevicesRequired whole GPUs that no
-// other copy on the machine holds (pinned by device ID). Copies spread over
-// the instances (the one with fewest copies of the component first). A
-// copy that does not fit is never dropped: the component reports it
-// (Failed, FailureReason naming what is short, CurrentCopyCount below
-// DesiredCopyCount) and keeps serving with the copies it has.
-//
-// On an engine whose cluster's scheduler places copies (a CopyScheduler:
-// Kubernetes) mce packs nothing: each copy is launched with its resources
-// (no device IDs), the scheduler picks its node, and a copy it finds no room
-// for fails its launch with an UnschedulableError, which becomes the
-// FailureReason as a copy that does not fit on Docker does. The copy's plan
-// carries how many instances (nodes) the variant's copies may occupy.
+// Placement is the engine's (containers.CopyPlacer): the Docker engine
+// packs the copies on its machine's instances and pins GPUs by device ID;
+// the Kubernetes engine leaves them to its cluster's scheduler (instance
+// -1: each copy is launched with its resources, and one the scheduler finds
+// no room for fails its launch with an UnschedulableError). mce keeps the
+// copies' numbers, how many run against how many are desired, and the
+// component's status. A copy that does not fit is never dropped: the
+// component reports it (Failed, FailureReason naming what is short,
+// CurrentCopyCount below DesiredCopyCount) and keeps serving with the
+// copies it has. The copy's plan carries how many instances the variant's
+// copies may occupy.
 
 // ComponentRecord is the durable state of one inference component.
 type ComponentRecord struct {
@@ -92,8 +86,8 @@ type ComponentRecord struct {
 // CopyRecord is one placed copy.
 type CopyRecord struct {
 	ID int // the generation the Backend knows it by
-	// Instance is the variant's instance it is placed on; -1 where the
-	// engine's scheduler placed it (a CopyScheduler).
+	// Instance is the variant's instance it is placed on; -1 where its
+	// launch decided (the engine's scheduler placed it).
 	Instance    int
 	GPUs        []string `json:",omitempty"`
 	SpecVersion int
@@ -214,16 +208,16 @@ func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host contai
 		c.GPUs = "device=" + strings.Join(cp.GPUs, ",")
 	}
 	n := needsOf(rec.Spec)
-	c.Resources = containers.Resources{Cpus: n.cpus, MemoryMiB: n.memoryMiB}
+	c.Resources = containers.Resources{Cpus: n.CPUs, MemoryMiB: n.MemoryMiB}
 	if r := rec.Spec.ComputeResourceRequirements; r != nil && r.MaxMemoryRequiredInMb != nil {
 		c.Resources.MemoryMiB = int64(*r.MaxMemoryRequiredInMb)
 	}
-	if n.memoryMiB < c.Resources.MemoryMiB {
-		c.MemoryRequestMiB = n.memoryMiB
+	if n.MemoryMiB < c.Resources.MemoryMiB {
+		c.MemoryRequestMiB = n.MemoryMiB
 	}
-	if n.gpus > 0 && cp.Instance < 0 {
-		// Placed by the engine's scheduler: a count, never device IDs.
-		c.GPUs = strconv.Itoa(n.gpus)
+	if n.GPUs > 0 && cp.Instance < 0 {
+		// Placed where its launch decides: a count, never device IDs.
+		c.GPUs = strconv.Itoa(n.GPUs)
 	}
 	return containers.EndpointPlan{Name: rec.EndpointName, ConfigName: configName, Mode: spec.ModeSerial, Variants: []containers.VariantPlan{v}}
 }
@@ -238,10 +232,40 @@ func copyInstances(v containers.VariantPlan) int {
 	return max(v.InstanceCount, 1)
 }
 
-// copyScheduler is the Backend when its scheduler places copies.
-func (s *Server) copyScheduler() (containers.CopyScheduler, bool) {
-	cs, ok := s.cfg.Backend.(containers.CopyScheduler)
-	return cs, ok
+// placer is the engine's placement of copies: the engine itself when it
+// is a CopyPlacer, else mce packs them on the engine's capacity
+// (CapacitySource), else on this machine's cores and memory.
+func (s *Server) placer() containers.CopyPlacer {
+	switch e := s.cfg.Backend.(type) {
+	case containers.CopyPlacer:
+		return e
+	case containers.CapacitySource:
+		return Packer{Capacity: e.InstanceCapacity, Log: s.log}
+	}
+	return Packer{Log: s.log}
+}
+
+// copyVariant is variant v of endpoint as placement sees it.
+func copyVariant(endpoint string, v containers.VariantPlan) containers.CopyVariant {
+	gpus, all := spec.InstanceGPUCount(v.InstanceType)
+	return containers.CopyVariant{Endpoint: endpoint, Variant: v.Name, InstanceType: v.InstanceType,
+		Instances: v.InstanceCount, MaxInstances: copyInstances(v), InstanceGPUs: gpus, AllGPUs: all}
+}
+
+// placedCopies is every copy placed, of every component; own's copies of
+// its current specification are marked Own. The caller holds s.ics.place.
+func (s *Server) placedCopies(own *component) []containers.PlacedCopy {
+	var out []containers.PlacedCopy
+	for _, c := range s.ics.all() {
+		rec := c.record()
+		n := needsOf(rec.Spec)
+		for _, cp := range rec.Copies {
+			out = append(out, containers.PlacedCopy{Endpoint: rec.EndpointName, Variant: rec.VariantName,
+				CopyPlace: containers.CopyPlace{Instance: cp.Instance, GPUs: cp.GPUs}, Needs: n,
+				Own: c == own && cp.SpecVersion == rec.SpecVersion})
+		}
+	}
+	return out
 }
 
 // hostVariant is the endpoint's variant a component is placed on.
@@ -296,8 +320,8 @@ func (s *Server) reconcileCopies(c *component) {
 		return
 	}
 	var placed []CopyRecord
+	var failures []error
 	short, limit := "", ""
-	_, scheduled := s.copyScheduler()
 	if missing > 0 {
 		s.ics.place.Lock()
 		// Each copy is a container: --max-containers counts it.
@@ -307,30 +331,15 @@ func (s *Server) reconcileCopies(c *component) {
 			missing = max(room, 0)
 		}
 		next := s.nextCopyID(rec.EndpointName)
-		if scheduled {
-			// The engine's scheduler places them: only their numbers are mce's.
-			for range missing {
-				placed = append(placed, CopyRecord{ID: next, Instance: -1, SpecVersion: rec.SpecVersion})
-				next++
-			}
-		} else {
-			p := s.newPlacement(context.Background(), rec.EndpointName, rec.VariantName, v.InstanceCount, v.InstanceType)
-			for _, cp := range rec.Copies {
-				if cp.SpecVersion == rec.SpecVersion {
-					p.holds(cp.Instance)
-				}
-			}
-			n := needsOf(rec.Spec)
-			binpack := rec.Spec.PlacementStrategy() == spec.PlacementBinpack
-			for range missing {
-				inst, gpus, why := p.take(n, binpack)
-				if inst < 0 {
-					short = why
-					break
-				}
-				placed = append(placed, CopyRecord{ID: next, Instance: inst, GPUs: gpus, SpecVersion: rec.SpecVersion})
-				next++
-			}
+		places, why, err := s.placer().PlaceCopies(s.launchContext(c), containers.CopyRequest{Variant: copyVariant(rec.EndpointName, v),
+			Needs: needsOf(rec.Spec), Count: missing, Binpack: rec.Spec.PlacementStrategy() == spec.PlacementBinpack, Placed: s.placedCopies(c)})
+		if err != nil {
+			failures = append(failures, fmt.Errorf("placing the copies: %w", err))
+		}
+		short = why
+		for _, p := range places {
+			placed = append(placed, CopyRecord{ID: next, Instance: p.Instance, GPUs: p.GPUs, SpecVersion: rec.SpecVersion})
+			next++
 		}
 		// Reserved in the record before the launch, so that placements
 		// of other components count them.
@@ -344,7 +353,6 @@ func (s *Server) reconcileCopies(c *component) {
 	// Launch the placed copies in parallel; each takes calls once ready.
 	var wg sync.WaitGroup
 	var failMu sync.Mutex
-	var failures []error
 	var unplaced *containers.UnschedulableError
 	for _, cp := range placed {
 		wg.Add(1)
@@ -632,7 +640,6 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 		s.log.Error().Err(err).Msg("reading inference components from the state")
 		return nil
 	}
-	_, scheduled := s.copyScheduler()
 	var again []*component
 	for _, rec := range recs {
 		if rec.Status == spec.StatusDeleting || s.reg.get(rec.EndpointName) == nil {
@@ -641,7 +648,7 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 		}
 		c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
 		s.ics.add(c)
-		if s.recoverComponent(ctx, c, scheduled) {
+		if s.recoverComponent(ctx, c) {
 			again = append(again, c)
 		}
 	}
@@ -650,12 +657,12 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 
 // recoverComponent adopts the running copies of c's record; it reports
 // whether c has work left (copies to launch, an adapter to register). A
-// copy placed where this engine places none (another engine's record: on
-// Docker an instance of -1, which the Kubernetes engine writes, or one the
-// variant does not have) is not adopted but placed again; its container,
-// if any, goes with Reconcile. (Without the variant, reconcile says so and
+// copy placed where this engine places none (KeepsCopy: on Docker an
+// instance of -1, which the Kubernetes engine writes, or one the variant
+// does not have) is not adopted but placed again; its container, if any,
+// goes with Reconcile. (Without the variant, reconcile says so and
 // places nothing.) A panic leaves c Failed and the others recovering.
-func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled bool) (again bool) {
+func (s *Server) recoverComponent(ctx context.Context, c *component) (again bool) {
 	rec := c.record()
 	defer func() {
 		if v := recover(); v != nil {
@@ -668,7 +675,7 @@ func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled b
 	hv, found := hostVariant(e, rec.VariantName)
 	var kept []CopyRecord
 	for _, cp := range rec.Copies {
-		if found && !scheduled && (cp.Instance < 0 || cp.Instance >= hv.InstanceCount) {
+		if found && !s.placer().KeepsCopy(copyVariant(rec.EndpointName, hv), containers.CopyPlace{Instance: cp.Instance, GPUs: cp.GPUs}) {
 			s.log.Warn().Str("inference_component", rec.Name).Int("copy", cp.ID).Int("instance", cp.Instance).
 				Msg("copy recorded on an instance this engine does not have (another engine's record); it will be placed again")
 			continue
@@ -762,17 +769,18 @@ func (s *Server) componentCopySnapshots(endpoint, variant string, first int) []C
 // does not fit an int must not turn negative.
 const maxCopyGPUs = 1 << 20
 
-func needsOf(sp spec.InferenceComponentSpecification) needs {
-	var n needs
+// needsOf is what one copy of a component with sp takes.
+func needsOf(sp spec.InferenceComponentSpecification) containers.CopyNeeds {
+	var n containers.CopyNeeds
 	if r := sp.ComputeResourceRequirements; r != nil {
 		if r.NumberOfCpuCoresRequired != nil {
-			n.cpus = *r.NumberOfCpuCoresRequired
+			n.CPUs = *r.NumberOfCpuCoresRequired
 		}
 		if r.MinMemoryRequiredInMb != nil {
-			n.memoryMiB = int64(*r.MinMemoryRequiredInMb)
+			n.MemoryMiB = int64(*r.MinMemoryRequiredInMb)
 		}
 		if g := r.NumberOfAcceleratorDevicesRequired; g != nil && *g > 0 && !math.IsNaN(*g) {
-			n.gpus = int(min(*g, maxCopyGPUs))
+			n.GPUs = int(min(*g, maxCopyGPUs))
 		}
 	}
 	return n

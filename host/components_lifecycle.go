@@ -106,23 +106,14 @@ func (s *Server) template(name string, sp spec.InferenceComponentSpecification, 
 }
 
 // fitsOneInstance refuses a specification of which not even one copy fits
-// an empty instance of the variant: no placement could ever succeed.
-func (s *Server) fitsOneInstance(sp spec.InferenceComponentSpecification, v containers.VariantPlan) error {
-	if cs, ok := s.copyScheduler(); ok {
-		// The cluster's nodes, where the engine can read them.
-		n := needsOf(sp)
-		short, err := cs.CopyFits(context.Background(), containers.CopyNeeds{CPUs: n.cpus, MemoryMiB: n.memoryMiB, GPUs: n.gpus})
-		if err != nil {
-			s.log.Warn().Err(err).Msg("reading the cluster's capacity for inference components")
-		}
-		if short != "" {
-			return &apierr.Error{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
-				v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
-		}
-		return nil
+// an empty instance of the variant (the engine's CopyFits): no placement
+// could ever succeed.
+func (s *Server) fitsOneInstance(ctx context.Context, endpoint string, sp spec.InferenceComponentSpecification, v containers.VariantPlan) error {
+	short, err := s.placer().CopyFits(ctx, copyVariant(endpoint, v), needsOf(sp))
+	if err != nil {
+		s.log.Warn().Err(err).Msg("reading the engine's capacity for inference components")
 	}
-	p := emptyPlacement(s.capacity(context.Background()), 1, v.InstanceType)
-	if inst, _, short := p.take(needsOf(sp), false); inst < 0 {
+	if short != "" {
 		return &apierr.Error{Status: 400, Code: "ResourceLimitExceeded", Message: "One copy of the inference component needs more than an instance of variant " +
 			v.Name + " (" + v.InstanceType + ") has: not enough " + short + "."}
 	}
@@ -174,7 +165,7 @@ func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceCo
 	if err := s.checkCopyCapacity(nil, int(*in.RuntimeConfig.CopyCount), true); err != nil {
 		return "", nil, err
 	}
-	if err := s.fitsOneInstance(sp, v); err != nil {
+	if err := s.fitsOneInstance(ctx, erec.Name, sp, v); err != nil {
 		return "", nil, err
 	}
 	tpl, err := s.template(in.InferenceComponentName, sp, v, baseDir)
@@ -328,7 +319,7 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 		if !ok {
 			return nil, apierr.ValidationException("The variant name %s is not present in the endpoint %q.", rec.VariantName, e.record().ARN)
 		}
-		if err := s.fitsOneInstance(*in.Specification, v); err != nil {
+		if err := s.fitsOneInstance(ctx, rec.EndpointName, *in.Specification, v); err != nil {
 			return nil, err
 		}
 		if tpl, err = s.template(rec.Name, *in.Specification, v, baseDir); err != nil {

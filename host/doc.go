@@ -48,10 +48,9 @@
 // assertion on that interface value, never on a concrete type: Preflighter
 // (checks before a launch), UsageSource (CPU, memory, disk and GPU use for
 // the metrics), MultiModelObservable (multi-model events for the metrics),
-// CapacitySource (the machine's CPUs, memory and GPUs, for placing
-// inference-component copies), CopyScheduler (an engine whose cluster's
-// scheduler places those copies itself, with the pre-flight against its
-// nodes),
+// CopyPlacer (where inference-component copies go: packed on the
+// machine by the Docker engine, left to the cluster's scheduler by the
+// Kubernetes engine, with the pre-flight of a specification),
 // and, on the containers a Launched returns, ContainerDetail and
 // MultiModelDetail (the status page and GET /mce/endpoints).
 package host

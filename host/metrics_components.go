@@ -41,8 +41,8 @@ func (c componentCollector) Collect(ch chan<- prometheus.Metric) {
 		gpus := 0
 		for _, cp := range rec.Copies {
 			gpus += len(cp.GPUs)
-			if cp.Instance < 0 { // placed by the engine's scheduler, by count
-				gpus += needsOf(rec.Spec).gpus
+			if cp.Instance < 0 { // placed where its launch decided, by count
+				gpus += needsOf(rec.Spec).GPUs
 			}
 		}
 		labels := []string{rec.EndpointName, rec.VariantName, rec.Name}

@@ -9,12 +9,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/spec"
 )
 
-// Placement of inference-component copies on a variant's instances (on an
-// engine whose scheduler does not place them: Docker).
+// Placement of inference-component copies on a variant's instances as the
+// Docker engine does it (containers.CopyPlacer): every instance of the
+// variant is this one machine, with its CPU cores and memory (the engine's
+// figures, else what the operating system reports) and the instance
+// type's GPUs; a copy takes NumberOfCpuCoresRequired cores and
+// MinMemoryRequiredInMb memory of one instance, and
+// NumberOfAcceleratorDevicesRequired whole GPUs that no other copy on the
+// machine holds (pinned by device ID). Copies spread over the instances
+// (the one with fewest copies of the component first), or with BINPACK
+// fill them one after the other.
 //
 // What placement holds is in proportion to the copies that exist and to
 // the copies being placed, never to the variant's instance count: only the
@@ -23,11 +32,46 @@ import (
 // recorded size (an older mce accepted 2147483647 instances) is placed in
 // the same memory and time as one of a single instance.
 
-// needs is what one copy of a component takes.
-type needs struct {
-	cpus      float64
-	memoryMiB int64
-	gpus      int
+// Packer places copies on one machine's capacity. The zero value places
+// on this machine's cores and memory, with no GPUs.
+type Packer struct {
+	// Capacity reads what one instance offers (the machine's CPUs, memory
+	// and GPUs); nil, or failing: this machine's cores and memory as the
+	// operating system reports them, and no GPUs.
+	Capacity func(ctx context.Context) (containers.InstanceCapacity, error)
+	// Log gets a warning when Capacity fails.
+	Log zerolog.Logger
+}
+
+var _ containers.CopyPlacer = Packer{}
+
+// PlaceCopies implements containers.CopyPlacer.
+func (pk Packer) PlaceCopies(ctx context.Context, req containers.CopyRequest) ([]containers.CopyPlace, string, error) {
+	p := pk.newPlacement(ctx, req.Variant, req.Placed)
+	var out []containers.CopyPlace
+	for range req.Count {
+		inst, gpus, short := p.take(req.Needs, req.Binpack)
+		if inst < 0 {
+			return out, short, nil
+		}
+		out = append(out, containers.CopyPlace{Instance: inst, GPUs: gpus})
+	}
+	return out, "", nil
+}
+
+// CopyFits implements containers.CopyPlacer: what an empty instance lacks.
+func (pk Packer) CopyFits(ctx context.Context, v containers.CopyVariant, n containers.CopyNeeds) (string, error) {
+	if inst, _, short := emptyPlacement(pk.capacity(ctx), 1, v).take(n, false); inst < 0 {
+		return short, nil
+	}
+	return "", nil
+}
+
+// KeepsCopy implements containers.CopyPlacer: a copy on one of the
+// variant's instances. One recorded elsewhere (-1, which the Kubernetes
+// engine writes, or an instance the variant no longer has) is placed again.
+func (Packer) KeepsCopy(v containers.CopyVariant, p containers.CopyPlace) bool {
+	return p.Instance >= 0 && p.Instance < v.Instances
 }
 
 // instanceLeft is what one instance of a variant has left, and how many
@@ -52,38 +96,35 @@ type placement struct {
 	order     []int
 }
 
-// emptyPlacement is a variant of instances instances of instanceType, none
-// holding a copy yet, on machine m.
-func emptyPlacement(m containers.InstanceCapacity, instances int, instanceType string) *placement {
-	perType, all := spec.InstanceGPUCount(instanceType)
-	if all {
+// emptyPlacement is instances instances of variant v, none holding a
+// copy yet, on machine m.
+func emptyPlacement(m containers.InstanceCapacity, instances int, v containers.CopyVariant) *placement {
+	perType := v.InstanceGPUs
+	if v.AllGPUs {
 		perType = len(m.GPUs)
 	}
 	return &placement{instances: instances, used: map[int]*instanceLeft{}, machine: m, gpuType: perType,
 		limited: m.MemoryMiB > 0, empty: instanceLeft{cpus: m.CPUs, mem: m.MemoryMiB, gpuSlot: perType}, free: slices.Clone(m.GPUs)}
 }
 
-// newPlacement computes what is left on an endpoint variant's instances
-// and on the machine, from every component's copies. The caller holds
-// s.ics.place. A copy recorded on an instance the variant does not have
-// (another engine's record: -1 where a cluster's scheduler placed it)
-// takes nothing here.
-func (s *Server) newPlacement(ctx context.Context, endpoint, variant string, instances int, instanceType string) *placement {
-	p := emptyPlacement(s.capacity(ctx), instances, instanceType)
+// newPlacement computes what is left on a variant's instances and on the
+// machine, from every copy placed. A copy recorded on an instance the
+// variant does not have (another engine's record: -1 where a cluster's
+// scheduler placed it) takes nothing here.
+func (pk Packer) newPlacement(ctx context.Context, v containers.CopyVariant, placed []containers.PlacedCopy) *placement {
+	p := emptyPlacement(pk.capacity(ctx), v.Instances, v)
 	held := map[string]bool{}
-	for _, c := range s.ics.all() {
-		rec := c.record()
-		n := needsOf(rec.Spec)
-		same := strings.EqualFold(rec.EndpointName, endpoint) && rec.VariantName == variant
-		for _, cp := range rec.Copies {
-			for _, g := range cp.GPUs {
-				held[g] = true
-			}
-			if same && p.has(cp.Instance) {
-				in := p.at(cp.Instance)
-				in.cpus -= n.cpus
-				in.mem -= n.memoryMiB
-				in.gpuSlot -= len(cp.GPUs)
+	for _, cp := range placed {
+		for _, g := range cp.GPUs {
+			held[g] = true
+		}
+		if strings.EqualFold(cp.Endpoint, v.Endpoint) && cp.Variant == v.Variant && p.has(cp.Instance) {
+			in := p.at(cp.Instance)
+			in.cpus -= cp.Needs.CPUs
+			in.mem -= cp.Needs.MemoryMiB
+			in.gpuSlot -= len(cp.GPUs)
+			if cp.Own {
+				in.copies++
 			}
 		}
 	}
@@ -105,19 +146,12 @@ func (p *placement) at(i int) *instanceLeft {
 	return in
 }
 
-// holds counts a copy of the component being placed on instance i.
-func (p *placement) holds(i int) {
-	if p.has(i) {
-		p.at(i).copies++
-	}
-}
-
 // candidates are the instances a copy may go to, in the order tried: those
 // holding copies and the first empty one (every other empty one is the
 // same), by fewest copies of the component and then by number, or with
 // binpack by number alone.
 func (p *placement) candidates(binpack bool) []int {
-	out := p.order[:0] // reused: one placement takes up to MaxComponentCopies copies
+	out := p.order[:0] // reused: one placement may take a thousand copies
 	for i := range p.used {
 		out = append(out, i)
 	}
@@ -148,20 +182,20 @@ func (p *placement) copiesOn(i int) int {
 }
 
 // fits reports whether a copy with n fits in what in has left.
-func (p *placement) fits(in instanceLeft, n needs) bool {
-	if n.cpus > 0 && in.cpus+1e-9 < n.cpus {
+func (p *placement) fits(in instanceLeft, n containers.CopyNeeds) bool {
+	if n.CPUs > 0 && in.cpus+1e-9 < n.CPUs {
 		return false
 	}
-	if p.limited && in.mem < n.memoryMiB {
+	if p.limited && in.mem < n.MemoryMiB {
 		return false
 	}
-	return n.gpus <= 0 || (in.gpuSlot >= n.gpus && len(p.free) >= n.gpus)
+	return n.GPUs <= 0 || (in.gpuSlot >= n.GPUs && len(p.free) >= n.GPUs)
 }
 
 // take places one copy with n on the instance with the fewest copies of
 // the component that fits, or with binpack on the first that fits (the
 // instances fill one after the other), or says what is short.
-func (p *placement) take(n needs, binpack bool) (instance int, gpus []string, short string) {
+func (p *placement) take(n containers.CopyNeeds, binpack bool) (instance int, gpus []string, short string) {
 	for _, i := range p.candidates(binpack) {
 		cur := p.empty
 		if in := p.used[i]; in != nil {
@@ -171,19 +205,19 @@ func (p *placement) take(n needs, binpack bool) (instance int, gpus []string, sh
 			continue
 		}
 		in := p.at(i)
-		in.cpus -= n.cpus
-		in.mem -= n.memoryMiB
-		in.gpuSlot -= n.gpus
+		in.cpus -= n.CPUs
+		in.mem -= n.MemoryMiB
+		in.gpuSlot -= n.GPUs
 		in.copies++
-		gpus = slices.Clone(p.free[:n.gpus])
-		p.free = p.free[n.gpus:]
+		gpus = slices.Clone(p.free[:n.GPUs])
+		p.free = p.free[n.GPUs:]
 		return i, gpus, ""
 	}
 	return -1, nil, p.shortage(n)
 }
 
 // shortage names what no instance has enough of.
-func (p *placement) shortage(n needs) string {
+func (p *placement) shortage(n containers.CopyNeeds) string {
 	var maxCPU float64
 	var maxMem int64
 	maxSlot := 0
@@ -199,17 +233,17 @@ func (p *placement) shortage(n needs) string {
 		widest(p.empty)
 	}
 	var short []string
-	if n.cpus > 0 && maxCPU+1e-9 < n.cpus {
+	if n.CPUs > 0 && maxCPU+1e-9 < n.CPUs {
 		short = append(short, fmt.Sprintf("CPU cores (a copy needs %s, an instance has at most %s free of %s)",
-			fmtNum(n.cpus), fmtNum(max(maxCPU, 0)), fmtNum(p.machine.CPUs)))
+			fmtNum(n.CPUs), fmtNum(max(maxCPU, 0)), fmtNum(p.machine.CPUs)))
 	}
-	if p.limited && maxMem < n.memoryMiB {
+	if p.limited && maxMem < n.MemoryMiB {
 		short = append(short, fmt.Sprintf("memory (a copy needs %d MiB, an instance has at most %d MiB free of %d MiB)",
-			n.memoryMiB, max(maxMem, 0), p.machine.MemoryMiB))
+			n.MemoryMiB, max(maxMem, 0), p.machine.MemoryMiB))
 	}
-	if n.gpus > 0 && (maxSlot < n.gpus || len(p.free) < n.gpus) {
+	if n.GPUs > 0 && (maxSlot < n.GPUs || len(p.free) < n.GPUs) {
 		short = append(short, fmt.Sprintf("accelerator devices (a copy needs %d whole GPUs of its own; the instance type has %d per instance, %d of this machine's %d GPUs are free)",
-			n.gpus, p.gpuType, len(p.free), len(p.machine.GPUs)))
+			n.GPUs, p.gpuType, len(p.free), len(p.machine.GPUs)))
 	}
 	if len(short) == 0 {
 		return "capacity"
@@ -219,14 +253,16 @@ func (p *placement) shortage(n needs) string {
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// capacity is one instance's capacity: the backend's, else this machine's
+// capacity is one instance's capacity: Capacity's, else this machine's
 // cores and memory with no GPUs.
-func (s *Server) capacity(ctx context.Context) containers.InstanceCapacity {
-	if cs, ok := s.cfg.Backend.(containers.CapacitySource); ok {
-		if c, err := cs.InstanceCapacity(ctx); err == nil {
+func (pk Packer) capacity(ctx context.Context) containers.InstanceCapacity {
+	if pk.Capacity != nil {
+		c, err := pk.Capacity(ctx)
+		if err == nil {
 			return c
-		} else {
-			s.log.Warn().Err(err).Msg("reading the machine's capacity for inference components")
+		}
+		if ctx.Err() == nil {
+			pk.Log.Warn().Err(err).Msg("reading the machine's capacity for inference components")
 		}
 	}
 	return containers.InstanceCapacity{CPUs: float64(runtime.NumCPU()), MemoryMiB: memTotalMiB()}

@@ -6,9 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/rs/zerolog"
-
-	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/containers"
 )
 
 // TestPlacementCostsNothingPerInstance: placing copies on a variant of
@@ -17,23 +15,23 @@ import (
 // still choose as on a small variant.
 func TestPlacementCostsNothingPerInstance(t *testing.T) {
 	const instances = 1<<31 - 1
-	s := New(Config{Backend: &capBackend{fakeBackend: &fakeBackend{t: t}}, Store: openStore(t), Logger: zerolog.Nop()})
-	t.Cleanup(func() { s.Close(context.Background()) })
-	sp := spec.InferenceComponentSpecification{ComputeResourceRequirements: &spec.InferenceComponentComputeRequirements{
-		NumberOfCpuCoresRequired: new(2.0), MinMemoryRequiredInMb: new(int32(1024))}}
-	s.ics.add(&component{name: "held", endpoint: "wide", rec: ComponentRecord{Name: "held", EndpointName: "wide", VariantName: "AllTraffic",
-		Spec: sp, SpecVersion: 1, Copies: []CopyRecord{{ID: 1, Instance: 0, SpecVersion: 1}, {ID: 2, Instance: instances - 1, SpecVersion: 1},
-			{ID: 3, Instance: -1, SpecVersion: 1}, {ID: 4, Instance: instances, SpecVersion: 1}}}})
+	pk := Packer{Capacity: func(context.Context) (containers.InstanceCapacity, error) {
+		return containers.InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
+	}}
+	ctx := context.Background()
+	n := containers.CopyNeeds{CPUs: 2, MemoryMiB: 1024}
+	v := containers.CopyVariant{Endpoint: "wide", Variant: "AllTraffic", InstanceType: "ml.m5.xlarge", Instances: instances, MaxInstances: instances}
+	var held []containers.PlacedCopy // a component's copies, one recorded at -1 and one beyond the variant
+	for _, inst := range []int{0, instances - 1, -1, instances} {
+		held = append(held, containers.PlacedCopy{Endpoint: "wide", Variant: "AllTraffic", CopyPlace: containers.CopyPlace{Instance: inst}, Needs: n, Own: true})
+	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	p := s.newPlacement(context.Background(), "wide", "AllTraffic", instances, "ml.m5.xlarge")
-	for _, cp := range s.ics.get("held").record().Copies {
-		p.holds(cp.Instance)
-	}
+	p := pk.newPlacement(ctx, v, held)
 	var spread []int
 	for range 1000 {
-		inst, _, short := p.take(needsOf(sp), false)
+		inst, _, short := p.take(n, false)
 		if inst < 0 {
 			t.Fatalf("no room on %d instances: %s", instances, short)
 		}
@@ -48,10 +46,10 @@ func TestPlacementCostsNothingPerInstance(t *testing.T) {
 	if !slices.Equal(spread[:3], []int{1, 2, 3}) || spread[999] != 1000 {
 		t.Errorf("SPREAD placed on %v … %d, want 1 2 3 … 1000", spread[:3], spread[999])
 	}
-	bp := s.newPlacement(context.Background(), "wide", "AllTraffic", instances, "ml.m5.xlarge")
+	bp := pk.newPlacement(ctx, v, held)
 	var packed []int
 	for range 5 {
-		inst, _, _ := bp.take(needsOf(sp), true)
+		inst, _, _ := bp.take(n, true)
 		packed = append(packed, inst)
 	}
 	// Instance 0 has 6 cores left (3 copies), then instance 1 takes 4.
@@ -59,8 +57,8 @@ func TestPlacementCostsNothingPerInstance(t *testing.T) {
 		t.Errorf("BINPACK placed on %v, want [0 0 0 1 1]", packed)
 	}
 	// What no instance has is named from the widest one, an empty one.
-	small := s.newPlacement(context.Background(), "wide", "AllTraffic", instances, "ml.m5.xlarge")
-	big := needs{cpus: 9}
+	small := pk.newPlacement(ctx, v, held)
+	big := containers.CopyNeeds{CPUs: 9}
 	if _, _, short := small.take(big, false); short != "CPU cores (a copy needs 9, an instance has at most 8 free of 8)" {
 		t.Errorf("shortage %q", short)
 	}
