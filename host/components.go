@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -240,9 +241,9 @@ func (s *Server) placer() containers.CopyPlacer {
 	case containers.CopyPlacer:
 		return e
 	case containers.CapacitySource:
-		return Packer{Capacity: e.InstanceCapacity, Log: s.log}
+		return docker.Packer{Capacity: e.InstanceCapacity, Log: s.log}
 	}
-	return Packer{Log: s.log}
+	return docker.Packer{Log: s.log}
 }
 
 // copyVariant is variant v of endpoint as placement sees it.
