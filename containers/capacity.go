@@ -3,18 +3,13 @@ package containers
 import "context"
 
 // InstanceCapacity is what one instance of a variant offers the copies of
-// inference components.
+// inference components, where an engine packs them on one machine (the
+// Docker engine's InstanceCapacity).
 type InstanceCapacity struct {
 	CPUs      float64
 	MemoryMiB int64
 	// GPUs are the machine's GPU device IDs (indexes or UUIDs).
 	GPUs []string
-}
-
-// CapacitySource is an Engine that knows its machine's capacity, for the
-// placement of inference-component copies (docker.Engine does).
-type CapacitySource interface {
-	InstanceCapacity(ctx context.Context) (InstanceCapacity, error)
 }
 
 // AdapterStore is an Engine that gives the copies of inference components
@@ -51,7 +46,9 @@ type CopyNeeds struct {
 // placed already hold. docker.Engine packs them on its machine;
 // kubernetes.Engine leaves them to its cluster's scheduler (LaunchPlacer).
 // host keeps the copies' numbers, counts and statuses; where they go is the
-// engine's answer.
+// engine's answer. The copies of an engine that is no CopyPlacer are placed
+// as LaunchPlacer places them: host knows nothing of that engine's
+// capacity, so it invents none, and the launch is the judge.
 type CopyPlacer interface {
 	// PlaceCopies places up to req.Count new copies and returns where, in
 	// order. Fewer come back when the others do not fit, and short then
@@ -127,8 +124,9 @@ type CopyPlace struct {
 // LaunchPlacer places copies where their launch decides: every copy asked
 // for is placed, on instance -1, with no GPU pinned (its plan asks for a
 // number), and a launch that finds no room fails with an
-// *UnschedulableError. The Kubernetes engine places so: its cluster's
-// scheduler picks each copy's node.
+// *UnschedulableError. The Kubernetes engine places so (its cluster's
+// scheduler picks each copy's node), and so does host for an engine that
+// is no CopyPlacer.
 type LaunchPlacer struct{}
 
 var _ CopyPlacer = LaunchPlacer{}

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -234,16 +233,13 @@ func copyInstances(v containers.VariantPlan) int {
 }
 
 // placer is the engine's placement of copies: the engine itself when it
-// is a CopyPlacer, else mce packs them on the engine's capacity
-// (CapacitySource), else on this machine's cores and memory.
+// is a CopyPlacer, else each copy's launch decides (containers.LaunchPlacer:
+// mce knows nothing of such an engine's capacity, so it invents none).
 func (s *Server) placer() containers.CopyPlacer {
-	switch e := s.cfg.Backend.(type) {
-	case containers.CopyPlacer:
-		return e
-	case containers.CapacitySource:
-		return docker.Packer{Capacity: e.InstanceCapacity, Log: s.log}
+	if p, ok := s.cfg.Backend.(containers.CopyPlacer); ok {
+		return p
 	}
-	return docker.Packer{Log: s.log}
+	return containers.LaunchPlacer{}
 }
 
 // copyVariant is variant v of endpoint as placement sees it.

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -47,6 +48,15 @@ func (b *gatedCapacity) InstanceCapacity(ctx context.Context) (containers.Instan
 		(*g)()
 	}
 	return b.capBackend.InstanceCapacity(ctx)
+}
+
+// PlaceCopies and CopyFits read the gated capacity.
+func (b *gatedCapacity) PlaceCopies(ctx context.Context, r containers.CopyRequest) ([]containers.CopyPlace, string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.PlaceCopies(ctx, r)
+}
+
+func (b *gatedCapacity) CopyFits(ctx context.Context, v containers.CopyVariant, n containers.CopyNeeds) (string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.CopyFits(ctx, v, n)
 }
 
 // TestComponentNeverOutlivesItsEndpoint: CreateInferenceComponent racing

@@ -21,13 +21,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
 // capBackend is the fake backend with a machine of 8 cores, 16 GiB and 4
-// GPUs; it keeps every plan it launched.
+// GPUs, on which it places copies as the Docker engine does; it keeps
+// every plan it launched.
 type capBackend struct {
 	*fakeBackend
 	mu    sync.Mutex
@@ -36,6 +38,18 @@ type capBackend struct {
 
 func (b *capBackend) InstanceCapacity(context.Context) (containers.InstanceCapacity, error) {
 	return containers.InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
+}
+
+func (b *capBackend) PlaceCopies(ctx context.Context, r containers.CopyRequest) ([]containers.CopyPlace, string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.PlaceCopies(ctx, r)
+}
+
+func (b *capBackend) CopyFits(ctx context.Context, v containers.CopyVariant, n containers.CopyNeeds) (string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.CopyFits(ctx, v, n)
+}
+
+func (b *capBackend) KeepsCopy(v containers.CopyVariant, p containers.CopyPlace) bool {
+	return docker.Packer{}.KeepsCopy(v, p)
 }
 
 func (b *capBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (containers.Launched, error) {
