@@ -37,7 +37,7 @@ func TestCopyOfAnotherEngineAfterRestart(t *testing.T) {
 	waitIC(t, sm, "k")
 	h1.http.Close()
 	h1.srv.Close(ctx)
-	var rec ComponentRecord
+	var rec Record
 	if err := st.Get(store.InferenceComponents, "k", &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestCopyOfAnotherEngineAfterRestart(t *testing.T) {
 		t.Fatalf("k: %s %+v %s", d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason))
 	}
 	var got []string
-	for _, cp := range h2.srv.ics.get("k").record().Copies {
+	for _, cp := range h2.srv.ics.Get("k").Record().Copies {
 		got = append(got, fmt.Sprintf("%d@%d", cp.ID, cp.Instance))
 	}
 	if want := []string{"9@0", "10@0", "11@0"}; !slices.Equal(got, want) {

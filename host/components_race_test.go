@@ -137,11 +137,11 @@ func TestComponentNeverOutlivesItsEndpoint(t *testing.T) {
 		}
 		// The endpoint is gone: so is every component of it, in memory
 		// and in the durable state.
-		for _, c := range s.ics.ofEndpoint(ep) {
-			t.Errorf("round %d: component %s (%s) outlived endpoint %s (create: %v)", i, c.name, c.record().Status, ep, createErr)
+		for _, c := range s.ics.OfEndpoint(ep) {
+			t.Errorf("round %d: component %s (%s) outlived endpoint %s (create: %v)", i, c.Name(), c.Record().Status, ep, createErr)
 		}
 		var left []string
-		if err := store.List(s.store, store.InferenceComponents, func(r ComponentRecord) error {
+		if err := store.List(s.store, store.InferenceComponents, func(r Record) error {
 			if r.EndpointName == ep {
 				left = append(left, r.Name)
 			}

@@ -143,7 +143,7 @@ func TestInferenceComponentsPlacedByTheScheduler(t *testing.T) {
 		}
 	}
 	b.mu.Unlock()
-	for _, r := range s.ics.get("g").record().Copies {
+	for _, r := range s.ics.Get("g").Record().Copies {
 		if r.Instance != -1 || len(r.GPUs) != 0 {
 			t.Errorf("copy record %+v: the scheduler places it; mce pins nothing", r)
 		}

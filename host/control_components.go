@@ -13,8 +13,11 @@ import (
 
 // The inference-component operations of the control plane
 // (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateInferenceComponent.html
-// and its siblings). Their lifecycle is components_lifecycle.go, their
-// copies components.go.
+// and its siblings), as thin adapters of the Manager: each decodes its
+// input, authorizes what the call acts on beside the component (its
+// endpoint, an adapter's base), makes one Manager call and shapes the
+// answer. The components themselves are the Manager's
+// (components_manager.go).
 
 type (
 	componentNameInput struct{ InferenceComponentName string }
@@ -43,21 +46,6 @@ func componentResource(s *Server, in *componentNameInput) string {
 	return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
 }
 
-func init() {
-	operations["CreateInferenceComponent"] = op[spec.CreateInferenceComponentInput]{func(s *Server, in *spec.CreateInferenceComponentInput) string {
-		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
-	}, (*Server).opCreateComponent}
-	operations["DescribeInferenceComponent"] = op[componentNameInput]{componentResource, (*Server).opDescribeComponent}
-	operations["DeleteInferenceComponent"] = op[componentNameInput]{componentResource, (*Server).opDeleteComponent}
-	operations["ListInferenceComponents"] = op[listComponentsInput]{nil, (*Server).opListComponents}
-	operations["UpdateInferenceComponent"] = op[updateComponentInput]{func(s *Server, in *updateComponentInput) string {
-		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
-	}, (*Server).opUpdateComponent}
-	operations["UpdateInferenceComponentRuntimeConfig"] = op[updateComponentRuntimeInput]{func(s *Server, in *updateComponentRuntimeInput) string {
-		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
-	}, (*Server).opUpdateComponentRuntime}
-}
-
 // alsoAuthorizeKey holds, in an operation's context, the check of the
 // caller on a second resource: func(action, resource string, keys
 // requestKeys) *APIError, action "" meaning the caller's own.
@@ -83,19 +71,34 @@ func alsoAuthorizeAs(ctx context.Context, action, resource string, keys requestK
 }
 
 func (s *Server) opCreateComponent(ctx context.Context, in *spec.CreateInferenceComponentInput) (any, error) {
-	arn, err := s.CreateInferenceComponent(ctx, *in, s.cfg.BaseDir)
+	arn, _, err := s.createComponent(ctx, in, s.cfg.BaseDir, "")
 	if err != nil {
 		return nil, err
 	}
 	return map[string]string{"InferenceComponentArn": arn}, nil
 }
 
-// CreateInferenceComponent creates a component as the API does; a relative
-// file:// Container.ArtifactUrl resolves against baseDir (an endpoint
-// file's folder for a component of the files). It returns the ARN.
-func (s *Server) CreateInferenceComponent(ctx context.Context, in spec.CreateInferenceComponentInput, baseDir string) (string, error) {
-	arn, _, err := s.createComponent(ctx, &in, baseDir, "")
-	return arn, err
+// createComponent is CreateInferenceComponent with a relative file://
+// Container.ArtifactUrl resolved against baseDir (an endpoint file's
+// folder for a component of the files); applied fingerprints the files'
+// definition ("" for the API).
+func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *Component, error) {
+	if err := in.Validate(); err != nil {
+		return "", nil, err
+	}
+	// A component takes its endpoint's capacity: the caller needs
+	// CreateInferenceComponent on the endpoint as well as on the component
+	// (mce's choice: the authorization reference's resource types for it
+	// could not be read).
+	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpoint, in.EndpointName), requestKeysOf(in)); err != nil {
+		return "", nil, err
+	}
+	if sp := in.Specification; sp.IsAdapter() {
+		if err := alsoAuthorize(ctx, s.arn(spec.KindInferenceComponent, sp.BaseInferenceComponentName), requestKeysOf(in)); err != nil {
+			return "", nil, err
+		}
+	}
+	return s.ics.Create(ctx, in, baseDir, applied)
 }
 
 type componentRuntimeConfigOut struct {
@@ -135,8 +138,8 @@ type describeComponentOutput struct {
 	InferenceComponentStatus spec.Status                `json:"InferenceComponentStatus"`
 }
 
-func (s *Server) describeComponent(c *component) describeComponentOutput {
-	rec := c.record()
+func (s *Server) describeComponent(c *Component) describeComponentOutput {
+	rec := c.Record()
 	sp := rec.Spec
 	sum := componentSpecSummary{BaseInferenceComponentName: sp.BaseInferenceComponentName, InstanceType: sp.InstanceType, ModelName: sp.ModelName, StartupParameters: sp.StartupParameters,
 		ComputeResourceRequirements: sp.ComputeResourceRequirements, DataCacheConfig: sp.DataCacheConfig, SchedulingConfig: sp.SchedulingConfig}
@@ -147,8 +150,8 @@ func (s *Server) describeComponent(c *component) describeComponentOutput {
 		}
 	}
 	var rc *componentRuntimeConfigOut
-	if !rec.isAdapter() {
-		rc = &componentRuntimeConfigOut{DesiredCopyCount: rec.Desired, CurrentCopyCount: c.currentCopies()}
+	if !rec.IsAdapter() {
+		rc = &componentRuntimeConfigOut{DesiredCopyCount: rec.Desired, CurrentCopyCount: c.CurrentCopies()}
 	}
 	return describeComponentOutput{
 		InferenceComponentName: rec.Name, InferenceComponentArn: rec.ARN,
@@ -160,7 +163,7 @@ func (s *Server) describeComponent(c *component) describeComponentOutput {
 }
 
 func (s *Server) opDescribeComponent(_ context.Context, in *componentNameInput) (any, error) {
-	c, err := s.getComponent(in.InferenceComponentName)
+	c, err := s.ics.Lookup(in.InferenceComponentName)
 	if err != nil {
 		return nil, err
 	}
@@ -168,25 +171,46 @@ func (s *Server) opDescribeComponent(_ context.Context, in *componentNameInput) 
 }
 
 func (s *Server) opDeleteComponent(ctx context.Context, in *componentNameInput) (any, error) {
-	c, err := s.getComponent(in.InferenceComponentName)
+	c, err := s.ics.Lookup(in.InferenceComponentName)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.authorizeBase(ctx, c.record()); err != nil {
+	if err := s.authorizeBase(ctx, c.Record()); err != nil {
 		return nil, err
 	}
-	if c.deleting.Load() {
-		return nil, apierr.ValidationException("Inference component %q is already being deleted (DELETE_IN_PROGRESS).", c.record().ARN)
-	}
-	if err := s.refuseBaseDeletion(c); err != nil {
+	if err := s.ics.Delete(c); err != nil {
 		return nil, err
 	}
-	s.deleteComponent(c)
 	return struct{}{}, nil
 }
 
 func (s *Server) opUpdateComponent(ctx context.Context, in *updateComponentInput) (any, error) {
 	return s.updateComponent(ctx, in, s.cfg.BaseDir, nil)
+}
+
+// updateComponent is UpdateInferenceComponent with a relative file://
+// ArtifactUrl resolved against baseDir; also, if not nil, changes the
+// record with the update.
+func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, baseDir string, also func(*Record)) (any, error) {
+	c, err := s.ics.Lookup(in.InferenceComponentName)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeBase(ctx, c.Record()); err != nil {
+		return nil, err
+	}
+	if len(in.Specifications) > 0 && string(in.Specifications) != "null" {
+		return nil, apierr.ValidationException("Specifications (one specification per instance type) is not supported by mce: its variants have one instance type. Give Specification instead.")
+	}
+	if in.RuntimeConfig != nil {
+		if err := spec.CheckCopyCount("runtimeConfig.copyCount", in.RuntimeConfig.CopyCount); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.ics.Update(ctx, c, Update{Specification: in.Specification, RuntimeConfig: in.RuntimeConfig, BaseDir: baseDir, Also: also}); err != nil {
+		return nil, err
+	}
+	return map[string]string{"InferenceComponentArn": c.Record().ARN}, nil
 }
 
 // authorizeBase authorizes the caller's action on the base of an adapter
@@ -195,15 +219,15 @@ func (s *Server) opUpdateComponent(ctx context.Context, in *updateComponentInput
 // creating, updating or deleting one acts on the base as well (mce's rule:
 // SageMaker's authorization reference lists only the component's own
 // ARN). Nothing for a component that is no adapter.
-func (s *Server) authorizeBase(ctx context.Context, rec ComponentRecord) error {
-	if !rec.isAdapter() {
+func (s *Server) authorizeBase(ctx context.Context, rec Record) error {
+	if !rec.IsAdapter() {
 		return nil
 	}
 	return alsoAuthorize(ctx, s.arn(spec.KindInferenceComponent, rec.Spec.BaseInferenceComponentName), requestKeys{})
 }
 
 func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponentRuntimeInput) (any, error) {
-	c, err := s.getComponent(in.InferenceComponentName)
+	c, err := s.ics.Lookup(in.InferenceComponentName)
 	if err != nil {
 		return nil, err
 	}
@@ -213,20 +237,10 @@ func (s *Server) opUpdateComponentRuntime(_ context.Context, in *updateComponent
 	if err := spec.CheckCopyCount("desiredRuntimeConfig.copyCount", in.DesiredRuntimeConfig.CopyCount); err != nil {
 		return nil, err
 	}
-	n := int(*in.DesiredRuntimeConfig.CopyCount)
-	if err := tooManyCopies(n); err != nil {
+	if err := s.ics.Scale(c, int(*in.DesiredRuntimeConfig.CopyCount)); err != nil {
 		return nil, err
 	}
-	if rec := c.record(); rec.isAdapter() {
-		return nil, errAdapterCopies(rec)
-	}
-	if err := s.checkCopyCapacity(c, n, false); err != nil {
-		return nil, err
-	}
-	if err := s.startUpdate(c, func(r *ComponentRecord) { r.Desired = n }); err != nil {
-		return nil, err
-	}
-	return map[string]string{"InferenceComponentArn": c.record().ARN}, nil
+	return map[string]string{"InferenceComponentArn": c.Record().ARN}, nil
 }
 
 var componentStatuses = []string{"InService", "Creating", "Updating", "Failed", "Deleting"}
@@ -247,8 +261,8 @@ func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (a
 	}
 	return listOperation(&in.listInput, "InferenceComponents", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
 		var items []listItem
-		for _, c := range s.ics.all() {
-			rec := c.record()
+		for _, c := range s.ics.All() {
+			rec := c.Record()
 			if in.EndpointNameEquals != "" && !strings.EqualFold(rec.EndpointName, in.EndpointNameEquals) {
 				continue
 			}
@@ -267,28 +281,15 @@ func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (a
 
 // componentTags and changeComponentTags serve the tag operations.
 func (s *Server) componentTags(name string) ([]spec.Tag, bool) {
-	c := s.ics.get(name)
+	c := s.ics.Get(name)
 	if c == nil {
 		return nil, false
 	}
-	return tagList(c.record().Tags), true
+	return tagList(c.Record().Tags), true
 }
 
 func (s *Server) changeComponentTags(name string, change func([]spec.Tag) ([]spec.Tag, error)) (bool, error) {
-	c := s.ics.get(name)
-	if c == nil {
-		return false, nil
-	}
-	var cerr error
-	s.saveComponent(c, func(r *ComponentRecord) {
-		t, err := change(tagList(r.Tags))
-		if err != nil {
-			cerr = err
-			return
-		}
-		r.Tags = t
-	})
-	return true, cerr
+	return s.ics.ChangeTags(name, func(t []spec.Tag) ([]spec.Tag, error) { return change(tagList(t)) })
 }
 
 var nameContainsRe = regexp.MustCompile(`^[a-zA-Z0-9-]+$`)

@@ -220,10 +220,10 @@ func settle(t *testing.T, s *Server) {
 				busy = "endpoint " + e.name + " " + string(st)
 			}
 		}
-		for _, c := range s.ics.all() {
-			switch st := c.record().Status; st {
+		for _, c := range s.ics.All() {
+			switch st := c.Record().Status; st {
 			case spec.StatusCreating, spec.StatusUpdating, spec.StatusDeleting:
-				busy = "inference component " + c.name + " " + string(st)
+				busy = "inference component " + c.Name() + " " + string(st)
 			}
 		}
 		if busy == "" {

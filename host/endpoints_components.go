@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -38,3 +39,64 @@ func (noContainers) Scale(context.Context, string, int) error {
 	return errors.New("an endpoint for inference components has no copies of its own: scale its inference components")
 }
 func (noContainers) Close(context.Context) error { return nil }
+
+// newComponents builds the Manager of s's inference components from the
+// little of s it needs: the engine, the store, the endpoints and models by
+// name, the model-data check and the container limit.
+func newComponents(s *Server) *Manager {
+	var checkModelData func(url, baseDir string) error
+	if s.cfg.ModelData != nil {
+		checkModelData = s.cfg.ModelData.CheckModelDataURL
+	}
+	return NewManager(Options{
+		Engine: s.cfg.Backend,
+		Store:  s.store,
+		Endpoint: func(name string) HostEndpoint {
+			if e := s.reg.get(name); e != nil {
+				return componentHost{s: s, e: e}
+			}
+			return nil
+		},
+		Model: func(name string) (spec.CreateModelInput, string, error) {
+			rec, err := s.getModel(name)
+			return rec.Input, rec.BaseDir, err
+		},
+		CheckModelData:   checkModelData,
+		Region:           s.cfg.Region,
+		Account:          s.cfg.Account,
+		ContainerTimeout: s.cfg.ContainerTimeout,
+		ContainerRoom: func() (int, int, bool) {
+			room, ok := s.containerRoom()
+			return room, s.cfg.MaxContainers, ok
+		},
+		CheckContainers: func(delta int) error { return s.checkCapacity(delta, nil) },
+		Background:      s.bg,
+		Logger:          s.log,
+	})
+}
+
+// componentHost is an endpoint as the Manager sees it (HostEndpoint).
+type componentHost struct {
+	s *Server
+	e *Endpoint
+}
+
+func (h componentHost) State() EndpointState {
+	r := h.e.record()
+	return EndpointState{Name: r.Name, ARN: r.ARN, ConfigName: r.ConfigName, Status: r.Status, Plan: r.Plan}
+}
+
+func (h componentHost) Deleting() bool { return h.e.deleting.Load() }
+
+// UnlessDeleting runs f under e.mu unless e is being deleted or is no
+// longer the endpoint of its name: deleteEndpointIf sets deleting under
+// e.mu before finishDelete collects the endpoint's components.
+func (h componentHost) UnlessDeleting(f func() error) (bool, error) {
+	e := h.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.deleting.Load() || h.s.reg.get(e.name) != e {
+		return false, nil
+	}
+	return true, f()
+}

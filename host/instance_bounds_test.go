@@ -140,7 +140,7 @@ func TestPoisonedStateAfterRestart(t *testing.T) {
 
 	poisonEndpoint(t, st, "poisoned", 1<<31-1)
 	poisonEndpoint(t, st, "wide", 1<<31-1)
-	var bomb ComponentRecord
+	var bomb Record
 	if err := st.Get(store.InferenceComponents, "good", &bomb); err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func TestDockerRestartOnPoisonedState(t *testing.T) {
 	}
 	n := int32(instances)
 	cfg.Input.ProductionVariants[0].InitialInstanceCount = &n
-	var bomb host.ComponentRecord
+	var bomb host.Record
 	if err := st.Get(store.InferenceComponents, "good", &bomb); err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ type Server struct {
 	invoker *pipeline.Invoker
 	metrics *metrics
 	reg     registry
-	ics     componentRegistry // inference components (components.go)
+	ics     *Manager // inference components (endpoints_components.go)
 	store   *store.Store
 	ids     *requestIDs
 	failLog failLimiter // rate of the info lines of failed invocations
@@ -178,6 +178,7 @@ func New(cfg Config) *Server {
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.bg = background.New(context.Background(), cfg.Logger)
 	s.ctx = s.bg.Context()
+	s.ics = newComponents(s)
 	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
@@ -295,7 +296,7 @@ func (s *Server) Close(ctx context.Context) error {
 		e.launched = nil
 		e.mu.Unlock()
 	}
-	ls = append(ls, s.componentCopies()...) // inference components' copies (components.go)
+	ls = append(ls, s.ics.Detach()...) // inference components' copies
 	err := parallel.Each(ls, func(l containers.Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
 	s.asyncInvoker.Close()
