@@ -12,6 +12,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/components"
 )
 
 // adapterFolders is capBackend with folders of adapters that stage
@@ -148,7 +149,7 @@ func TestAdaptersPerBaseCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIC(t, sm, "base")
-	for i := range MaxAdaptersPerBase {
+	for i := range components.MaxAdaptersPerBase {
 		if err := createAdapter(ctx, sm, fmt.Sprintf("a%d", i), "many", "base", "file://adapters/a.tar.gz"); err != nil {
 			t.Fatalf("adapter %d: %v", i, err)
 		}
@@ -156,7 +157,7 @@ func TestAdaptersPerBaseCapped(t *testing.T) {
 	err := createAdapter(ctx, sm, "one-too-many", "many", "base", "file://adapters/a.tar.gz")
 	wantMessage(t, err, "ResourceLimitExceeded", fmt.Sprintf(
 		"Inference component \"arn:aws:sagemaker:us-east-1:123456789012:inference-component/base\" has %d adapter inference components, the most mce allows on one base inference component; delete one first.",
-		MaxAdaptersPerBase))
+		components.MaxAdaptersPerBase))
 	if h.srv.ics.Get("one-too-many") != nil {
 		t.Fatal("the refused adapter exists")
 	}

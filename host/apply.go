@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -161,13 +162,13 @@ func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent,
 	log.Info().Msg("updating the inference component to the file's definition: " + why)
 	_, err = s.updateComponent(ctx, &updateComponentInput{InferenceComponentName: rec.Name,
 		Specification: ic.Specification, RuntimeConfig: ic.RuntimeConfig}, ic.Dir,
-		func(r *Record) { r.Applied = digest })
+		func(r *components.Record) { r.Applied = digest })
 	return err
 }
 
 // settledComponent waits until a component is neither Creating nor
 // Updating (a recovered one may still be placing its copies).
-func settledComponent(ctx context.Context, c *Component) (Record, error) {
+func settledComponent(ctx context.Context, c *components.Component) (components.Record, error) {
 	for {
 		rec := c.Record()
 		if rec.Status != spec.StatusCreating && rec.Status != spec.StatusUpdating {

@@ -10,6 +10,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -37,11 +38,11 @@ func TestCopyOfAnotherEngineAfterRestart(t *testing.T) {
 	waitIC(t, sm, "k")
 	h1.http.Close()
 	h1.srv.Close(ctx)
-	var rec Record
+	var rec components.Record
 	if err := st.Get(store.InferenceComponents, "k", &rec); err != nil {
 		t.Fatal(err)
 	}
-	rec.Copies = []CopyRecord{{ID: 7, Instance: -1, SpecVersion: rec.SpecVersion}, {ID: 8, Instance: 5, SpecVersion: rec.SpecVersion}}
+	rec.Copies = []components.CopyRecord{{ID: 7, Instance: -1, SpecVersion: rec.SpecVersion}, {ID: 8, Instance: 5, SpecVersion: rec.SpecVersion}}
 	rec.Desired, rec.LastCopyID = 3, 8
 	if err := st.Put(store.InferenceComponents, "k", rec); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/docker"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -141,7 +142,7 @@ func TestComponentNeverOutlivesItsEndpoint(t *testing.T) {
 			t.Errorf("round %d: component %s (%s) outlived endpoint %s (create: %v)", i, c.Name(), c.Record().Status, ep, createErr)
 		}
 		var left []string
-		if err := store.List(s.store, store.InferenceComponents, func(r Record) error {
+		if err := store.List(s.store, store.InferenceComponents, func(r components.Record) error {
 			if r.EndpointName == ep {
 				left = append(left, r.Name)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -82,7 +83,7 @@ func (s *Server) opCreateComponent(ctx context.Context, in *spec.CreateInference
 // Container.ArtifactUrl resolved against baseDir (an endpoint file's
 // folder for a component of the files); applied fingerprints the files'
 // definition ("" for the API).
-func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *Component, error) {
+func (s *Server) createComponent(ctx context.Context, in *spec.CreateInferenceComponentInput, baseDir, applied string) (string, *components.Component, error) {
 	if err := in.Validate(); err != nil {
 		return "", nil, err
 	}
@@ -138,7 +139,7 @@ type describeComponentOutput struct {
 	InferenceComponentStatus spec.Status                `json:"InferenceComponentStatus"`
 }
 
-func (s *Server) describeComponent(c *Component) describeComponentOutput {
+func (s *Server) describeComponent(c *components.Component) describeComponentOutput {
 	rec := c.Record()
 	sp := rec.Spec
 	sum := componentSpecSummary{BaseInferenceComponentName: sp.BaseInferenceComponentName, InstanceType: sp.InstanceType, ModelName: sp.ModelName, StartupParameters: sp.StartupParameters,
@@ -191,7 +192,7 @@ func (s *Server) opUpdateComponent(ctx context.Context, in *updateComponentInput
 // updateComponent is UpdateInferenceComponent with a relative file://
 // ArtifactUrl resolved against baseDir; also, if not nil, changes the
 // record with the update.
-func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, baseDir string, also func(*Record)) (any, error) {
+func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, baseDir string, also func(*components.Record)) (any, error) {
 	c, err := s.ics.Lookup(in.InferenceComponentName)
 	if err != nil {
 		return nil, err
@@ -207,7 +208,7 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 			return nil, err
 		}
 	}
-	if err := s.ics.Update(ctx, c, Update{Specification: in.Specification, RuntimeConfig: in.RuntimeConfig, BaseDir: baseDir, Also: also}); err != nil {
+	if err := s.ics.Update(ctx, c, components.Update{Specification: in.Specification, RuntimeConfig: in.RuntimeConfig, BaseDir: baseDir, Also: also}); err != nil {
 		return nil, err
 	}
 	return map[string]string{"InferenceComponentArn": c.Record().ARN}, nil
@@ -219,7 +220,7 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 // creating, updating or deleting one acts on the base as well (mce's rule:
 // SageMaker's authorization reference lists only the component's own
 // ARN). Nothing for a component that is no adapter.
-func (s *Server) authorizeBase(ctx context.Context, rec Record) error {
+func (s *Server) authorizeBase(ctx context.Context, rec components.Record) error {
 	if !rec.IsAdapter() {
 		return nil
 	}

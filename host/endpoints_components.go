@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -43,15 +44,15 @@ func (noContainers) Close(context.Context) error { return nil }
 // newComponents builds the Manager of s's inference components from the
 // little of s it needs: the engine, the store, the endpoints and models by
 // name, the model-data check and the container limit.
-func newComponents(s *Server) *Manager {
+func newComponents(s *Server) *components.Manager {
 	var checkModelData func(url, baseDir string) error
 	if s.cfg.ModelData != nil {
 		checkModelData = s.cfg.ModelData.CheckModelDataURL
 	}
-	return NewManager(Options{
+	return components.NewManager(components.Options{
 		Engine: s.cfg.Backend,
 		Store:  s.store,
-		Endpoint: func(name string) HostEndpoint {
+		Endpoint: func(name string) components.HostEndpoint {
 			if e := s.reg.get(name); e != nil {
 				return componentHost{s: s, e: e}
 			}
@@ -81,9 +82,9 @@ type componentHost struct {
 	e *Endpoint
 }
 
-func (h componentHost) State() EndpointState {
+func (h componentHost) State() components.EndpointState {
 	r := h.e.record()
-	return EndpointState{Name: r.Name, ARN: r.ARN, ConfigName: r.ConfigName, Status: r.Status, Plan: r.Plan}
+	return components.EndpointState{Name: r.Name, ARN: r.ARN, ConfigName: r.ConfigName, Status: r.Status, Plan: r.Plan}
 }
 
 func (h componentHost) Deleting() bool { return h.e.deleting.Load() }

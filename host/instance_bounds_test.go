@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
@@ -140,7 +141,7 @@ func TestPoisonedStateAfterRestart(t *testing.T) {
 
 	poisonEndpoint(t, st, "poisoned", 1<<31-1)
 	poisonEndpoint(t, st, "wide", 1<<31-1)
-	var bomb Record
+	var bomb components.Record
 	if err := st.Get(store.InferenceComponents, "good", &bomb); err != nil {
 		t.Fatal(err)
 	}
