@@ -14,11 +14,10 @@ import (
 
 // The inference-component operations of the control plane
 // (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateInferenceComponent.html
-// and its siblings), as thin adapters of the Manager: each decodes its
-// input, authorizes what the call acts on beside the component (its
-// endpoint, an adapter's base), makes one Manager call and shapes the
-// answer. The components themselves are the Manager's
-// (components_manager.go).
+// and its siblings), as thin adapters of the components.Manager: each
+// decodes its input, authorizes what the call acts on beside the component
+// (its endpoint, an adapter's base), makes one Manager call and shapes the
+// answer. The components themselves are the Manager's (host/components).
 
 type (
 	componentNameInput struct{ InferenceComponentName string }

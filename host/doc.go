@@ -28,9 +28,13 @@
 // background is endpoints.go, their registry endpoints_registry.go, their
 // durable records and their recovery after a restart endpoints_store.go.
 // Inference components (an endpoint whose variants name no model hosts
-// them): their operations control_components.go, their copies' placement,
-// launch, scaling and recovery components.go, their invocation
-// invoke_components.go, their metrics metrics_components.go.
+// them) are package host/components (its Manager: records, copies,
+// reconcile, adapters, recovery, the component route); host keeps their
+// six operations as thin adapters (control_components.go: decode, the
+// second authorization, one Manager call, the answer's shape), the
+// Manager's wiring and the endpoint it sees (endpoints_components.go),
+// the header of an invocation (componentRoute in invoke.go) and their
+// metrics (metrics_components.go, from the Manager's Gauges).
 //
 // Contexts: exported calls take the caller's context first and honour it;
 // work that must outlive a request (a launch, an update, a scale, a

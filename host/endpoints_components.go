@@ -10,8 +10,10 @@ import (
 	"github.com/mce-run/mce/pipeline"
 )
 
-// An endpoint that hosts inference components launches nothing of its own:
-// its components launch their copies (components.go).
+// host's side of inference components: an endpoint that hosts them
+// launches nothing of its own (its components launch their copies), and
+// the Manager (host/components) is built here from the little of the
+// Server it needs.
 
 // launchPlan launches an endpoint's generation: nothing for an endpoint
 // that hosts inference components (its components launch their copies).

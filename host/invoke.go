@@ -55,7 +55,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	}
 
 	req := pipelineRequest(h, body)
-	req.Adapter = adm.adapter // an adapter inference component (adapters.go)
+	req.Adapter = adm.adapter // an adapter inference component (host/components/adapters.go)
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
 		if v, ctr := failedIn(err); v != "" {
@@ -163,7 +163,7 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if route == nil {
 		return refuse(apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 	}
-	route, adapter, api := s.componentRoute(e, route, h) // inference components (invoke_components.go)
+	route, adapter, api := s.componentRoute(e, route, h) // inference components (components.Manager.Route)
 	if api != nil {
 		return refuse(api)
 	}

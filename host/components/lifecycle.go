@@ -15,7 +15,8 @@ import (
 // The lifecycle of inference components as the operations drive it: the
 // checks of a new or changed specification, the records created and
 // updated, and the bounds on copies and adapters. The operations
-// themselves are control_components.go; the copies, components.go.
+// themselves are host's (control_components.go); the copies,
+// components.go.
 
 // errNoComponentEndpoint is SageMaker's answer to a component placed on an
 // endpoint whose variants name a model.
