@@ -117,7 +117,7 @@ func TestApplyInferenceComponents(t *testing.T) {
 	if c := rec.Template.Containers[0]; c.BaseDir != dir || c.ModelDataURL != "file://artifacts/alpha" {
 		t.Errorf("alpha's container resolves %q against %q, want %q", c.ModelDataURL, c.BaseDir, dir)
 	}
-	if tags, _ := s.componentTags("beta"); len(tags) != 1 || tags[0].Key != "team" {
+	if tags, _, _ := s.tagsOf(spec.KindInferenceComponent, "beta"); len(tags) != 1 || tags[0].Key != "team" {
 		t.Errorf("beta's tags = %+v", tags)
 	}
 	one := int32(1)

@@ -138,7 +138,11 @@ type describeComponentOutput struct {
 	InferenceComponentStatus spec.Status                `json:"InferenceComponentStatus"`
 }
 
-func (s *Server) describeComponent(c *components.Component) describeComponentOutput {
+func (s *Server) opDescribeComponent(_ context.Context, in *componentNameInput) (any, error) {
+	c, err := s.ics.Lookup(in.InferenceComponentName)
+	if err != nil {
+		return nil, err
+	}
 	rec := c.Record()
 	sp := rec.Spec
 	sum := componentSpecSummary{BaseInferenceComponentName: sp.BaseInferenceComponentName, InstanceType: sp.InstanceType, ModelName: sp.ModelName, StartupParameters: sp.StartupParameters,
@@ -159,15 +163,7 @@ func (s *Server) describeComponent(c *components.Component) describeComponentOut
 		FailureReason: rec.FailureReason, Specification: sum,
 		RuntimeConfig: rc,
 		CreationTime:  spec.Epoch(rec.Created), LastModifiedTime: spec.Epoch(rec.Modified), InferenceComponentStatus: rec.Status,
-	}
-}
-
-func (s *Server) opDescribeComponent(_ context.Context, in *componentNameInput) (any, error) {
-	c, err := s.ics.Lookup(in.InferenceComponentName)
-	if err != nil {
-		return nil, err
-	}
-	return s.describeComponent(c), nil
+	}, nil
 }
 
 func (s *Server) opDeleteComponent(ctx context.Context, in *componentNameInput) (any, error) {
@@ -277,19 +273,6 @@ func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (a
 		}
 		return items, nil
 	})
-}
-
-// componentTags and changeComponentTags serve the tag operations.
-func (s *Server) componentTags(name string) ([]spec.Tag, bool) {
-	c := s.ics.Get(name)
-	if c == nil {
-		return nil, false
-	}
-	return tagList(c.Record().Tags), true
-}
-
-func (s *Server) changeComponentTags(name string, change func([]spec.Tag) ([]spec.Tag, error)) (bool, error) {
-	return s.ics.ChangeTags(name, func(t []spec.Tag) ([]spec.Tag, error) { return change(tagList(t)) })
 }
 
 var nameContainsRe = regexp.MustCompile(`^[a-zA-Z0-9-]+$`)
