@@ -3,18 +3,13 @@ package containers
 import "context"
 
 // InstanceCapacity is what one instance of a variant offers the copies of
-// inference components.
+// inference components, where an engine packs them on one machine (the
+// Docker engine's InstanceCapacity).
 type InstanceCapacity struct {
 	CPUs      float64
 	MemoryMiB int64
 	// GPUs are the machine's GPU device IDs (indexes or UUIDs).
 	GPUs []string
-}
-
-// CapacitySource is an Engine that knows its machine's capacity, for the
-// placement of inference-component copies (docker.Engine does).
-type CapacitySource interface {
-	InstanceCapacity(ctx context.Context) (InstanceCapacity, error)
 }
 
 // AdapterStore is an Engine that gives the copies of inference components
@@ -45,17 +40,111 @@ type CopyNeeds struct {
 	GPUs      int     // whole GPUs
 }
 
-// CopyScheduler is an Engine whose cluster's scheduler places the copies of
-// inference components (kubernetes.Engine): host neither packs them on
-// instances nor pins GPUs to them; it launches each copy with its resources
-// and the engine fails the launch with an *UnschedulableError when the
-// scheduler finds no room for it.
-type CopyScheduler interface {
-	// CopyFits is the pre-flight of a new specification: what no instance of
-	// the cluster could offer one copy even when empty ("" when one could,
-	// or when the engine cannot tell).
-	CopyFits(ctx context.Context, n CopyNeeds) (short string, err error)
+// CopyPlacer is an Engine that places the copies of inference components:
+// for each new copy it decides which instance of the variant holds it, or
+// that its launch decides, and which GPUs it gets, from what the copies
+// placed already hold. docker.Engine packs them on its machine;
+// kubernetes.Engine leaves them to its cluster's scheduler (LaunchPlacer).
+// host keeps the copies' numbers, counts and statuses; where they go is the
+// engine's answer. The copies of an engine that is no CopyPlacer are placed
+// as LaunchPlacer places them: host knows nothing of that engine's
+// capacity, so it invents none, and the launch is the judge.
+type CopyPlacer interface {
+	// PlaceCopies places up to req.Count new copies and returns where, in
+	// order. Fewer come back when the others do not fit, and short then
+	// names what is short, in the words of a FailureReason ("CPU cores (a
+	// copy needs 9, an instance has at most 8 free of 8)"). An error places
+	// none.
+	PlaceCopies(ctx context.Context, req CopyRequest) (places []CopyPlace, short string, err error)
+	// CopyFits is the pre-flight of a new specification: what an empty
+	// instance of v could not offer one copy with n ("" when it could, or
+	// when the engine cannot tell).
+	CopyFits(ctx context.Context, v CopyVariant, n CopyNeeds) (short string, err error)
+	// KeepsCopy reports whether a copy recorded at p on v is one this
+	// engine could have placed there. One it could not (another engine's
+	// record, an instance the variant no longer has) is placed again after
+	// a restart.
+	KeepsCopy(v CopyVariant, p CopyPlace) bool
 }
+
+// CopyVariant is the endpoint variant copies are placed on.
+type CopyVariant struct {
+	Endpoint     string
+	Variant      string
+	InstanceType string
+	// Instances is the variant's instance count (InitialInstanceCount).
+	Instances int
+	// MaxInstances is how many instances the copies of all components on
+	// the variant may occupy together (VariantPlan.CopyInstances).
+	MaxInstances int
+	// InstanceGPUs is how many GPUs an instance of InstanceType has;
+	// AllGPUs: every GPU of the machine (local_gpu, or a GPU type mce does
+	// not know).
+	InstanceGPUs int
+	AllGPUs      bool
+}
+
+// CopyRequest asks for Count new copies of one component on a variant.
+type CopyRequest struct {
+	Variant CopyVariant
+	Needs   CopyNeeds
+	Count   int
+	// Binpack fills the instances one after the other (PlacementStrategy
+	// BINPACK); otherwise the copies spread over them, the instance with
+	// the fewest copies of the component first (SPREAD).
+	Binpack bool
+	// Placed is every copy placed already, of every component on every
+	// endpoint: a GPU pinned to one is the machine's, whatever endpoint
+	// holds it.
+	Placed []PlacedCopy
+}
+
+// PlacedCopy is a copy placed already.
+type PlacedCopy struct {
+	Endpoint string
+	Variant  string
+	CopyPlace
+	// Needs is what the copy holds (its component's current specification).
+	Needs CopyNeeds
+	// Own marks a copy of the component being placed, of its current
+	// specification: SPREAD evens these out.
+	Own bool
+}
+
+// CopyPlace is where a copy goes.
+type CopyPlace struct {
+	// Instance is the variant's instance that holds the copy, from 0; -1
+	// where its launch decides (a cluster's scheduler picks the node).
+	Instance int
+	// GPUs are the device IDs pinned to the copy; none where its launch
+	// decides (its plan then asks for a number of GPUs).
+	GPUs []string
+}
+
+// LaunchPlacer places copies where their launch decides: every copy asked
+// for is placed, on instance -1, with no GPU pinned (its plan asks for a
+// number), and a launch that finds no room fails with an
+// *UnschedulableError. The Kubernetes engine places so (its cluster's
+// scheduler picks each copy's node), and so does host for an engine that
+// is no CopyPlacer.
+type LaunchPlacer struct{}
+
+var _ CopyPlacer = LaunchPlacer{}
+
+// PlaceCopies implements CopyPlacer: req.Count copies on instance -1.
+func (LaunchPlacer) PlaceCopies(_ context.Context, req CopyRequest) ([]CopyPlace, string, error) {
+	out := make([]CopyPlace, max(req.Count, 0))
+	for i := range out {
+		out[i].Instance = -1
+	}
+	return out, "", nil
+}
+
+// CopyFits implements CopyPlacer: it cannot tell.
+func (LaunchPlacer) CopyFits(context.Context, CopyVariant, CopyNeeds) (string, error) { return "", nil }
+
+// KeepsCopy implements CopyPlacer: where a copy is, its launch decided.
+func (LaunchPlacer) KeepsCopy(CopyVariant, CopyPlace) bool { return true }
 
 // UnschedulableError is a copy the engine's scheduler found no room for.
 // Short names what was short, in SageMaker's words ("accelerator devices",

@@ -15,7 +15,8 @@
 //   - engine.go: the seam. Engine (launch, adopt, reconcile), Launched (one
 //     generation of an endpoint's containers), Problem, and the optional
 //     capabilities an engine may offer (Preflighter, UsageSource,
-//     MultiModelObservable) and its containers may (ContainerDetail,
+//     MultiModelObservable; CopyPlacer and AdapterStore in capacity.go)
+//     and its containers may (ContainerDetail,
 //     MultiModelDetail, MultiModelGPUDetail). host drives engines through
 //     these (it names Engine Backend) and imports no engine; engines
 //     implement them without importing host.
@@ -31,6 +32,11 @@
 //     history a call may ask for (MaxLogTail).
 //   - usage.go: a container's resource use as SageMaker's instance metrics
 //     count it (Usage).
+//   - capacity.go: what inference-component copies ask of an engine:
+//     CopyPlacer (where copies go: the Docker engine packs them on its
+//     machine, the Kubernetes engine's scheduler decides at launch, as
+//     LaunchPlacer places), the copy's needs and the scheduler's refusal
+//     (UnschedulableError), and AdapterStore (folders of adapters).
 //
 // What it must not hold: anything that links an engine's client (moby,
 // client-go) or the SageMaker API (package host). A test in internal/layering

@@ -13,10 +13,11 @@ import (
 // engines, docker.Engine and kubernetes.Engine, handed to host by
 // `mce serve`; tests of the HTTP front may use httptest servers instead.
 // What an engine can do beyond Engine it offers by implementing the optional
-// interfaces below (found by type assertion on the Engine value):
-// Preflighter, UsageSource, MultiModelObservable. The containers an engine
-// hands out (Launched.Copies) may implement ContainerDetail,
-// MultiModelDetail and MultiModelGPUDetail, and pipeline.MultiModel.
+// interfaces below and in capacity.go (found by type assertion on the
+// Engine value): Preflighter, UsageSource, MultiModelObservable,
+// CopyPlacer, AdapterStore. The containers an engine hands out
+// (Launched.Copies) may implement ContainerDetail, MultiModelDetail and
+// MultiModelGPUDetail, and pipeline.MultiModel.
 type Engine interface {
 	// Launch starts every container of the plan as generation gen and
 	// returns once all are ready, or fails having removed whatever it started.

@@ -12,6 +12,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/components"
 )
 
 // adapterFolders is capBackend with folders of adapters that stage
@@ -101,7 +102,7 @@ func TestAdapterAuthorizedOnItsBase(t *testing.T) {
 	if _, err := dev.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("owners-adapter")}); !isAccessDenied(err) {
 		t.Errorf("dev deleted an adapter of theirs-base: %v", err)
 	}
-	if got := h.srv.ics.get("owners-adapter"); got == nil || got.record().Spec.Container.ArtifactURL != "file://adapters/o.tar.gz" || got.deleting.Load() {
+	if got := h.srv.ics.Get("owners-adapter"); got == nil || got.Record().Spec.Container.ArtifactURL != "file://adapters/o.tar.gz" || got.Deleting() {
 		t.Fatalf("owners-adapter after dev's tries: %+v", got)
 	}
 	// The owner's own calls go through; nothing of dev's holds the base.
@@ -126,7 +127,7 @@ func TestAdapterAuthorizedOnItsBase(t *testing.T) {
 func waitComponentGone(t *testing.T, h *harness, name string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
-	for h.srv.ics.get(name) != nil {
+	for h.srv.ics.Get(name) != nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s still there", name)
 		}
@@ -148,7 +149,7 @@ func TestAdaptersPerBaseCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitIC(t, sm, "base")
-	for i := range MaxAdaptersPerBase {
+	for i := range components.MaxAdaptersPerBase {
 		if err := createAdapter(ctx, sm, fmt.Sprintf("a%d", i), "many", "base", "file://adapters/a.tar.gz"); err != nil {
 			t.Fatalf("adapter %d: %v", i, err)
 		}
@@ -156,8 +157,8 @@ func TestAdaptersPerBaseCapped(t *testing.T) {
 	err := createAdapter(ctx, sm, "one-too-many", "many", "base", "file://adapters/a.tar.gz")
 	wantMessage(t, err, "ResourceLimitExceeded", fmt.Sprintf(
 		"Inference component \"arn:aws:sagemaker:us-east-1:123456789012:inference-component/base\" has %d adapter inference components, the most mce allows on one base inference component; delete one first.",
-		MaxAdaptersPerBase))
-	if h.srv.ics.get("one-too-many") != nil {
+		components.MaxAdaptersPerBase))
+	if h.srv.ics.Get("one-too-many") != nil {
 		t.Fatal("the refused adapter exists")
 	}
 	if _, err := sm.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("a0")}); err != nil {

@@ -27,7 +27,7 @@ func TestAdapterRefusedWithoutAdapterFolders(t *testing.T) {
 	if d := waitIC(t, sm, "base"); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
 		t.Fatalf("base: %s %s", d.InferenceComponentStatus, aws.ToString(d.FailureReason))
 	}
-	if c := h.srv.ics.get("base").record().Template.Containers[0]; c.Adapters {
+	if c := h.srv.ics.Get("base").Record().Template.Containers[0]; c.Adapters {
 		t.Fatal("a copy was given an adapter folder by an engine that has none")
 	}
 	_, err := sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("a1"),

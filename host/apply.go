@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -123,19 +124,19 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 // updated too. The definition includes the files' model the component
 // names: a changed model is run by new copies.
 func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent, digest string) error {
-	c := s.ics.get(ic.InferenceComponentName)
-	if c != nil && c.deleting.Load() {
-		<-s.deleteComponent(c) // already going: wait until it is gone
+	c := s.ics.Get(ic.InferenceComponentName)
+	if c != nil && c.Deleting() {
+		<-s.ics.Remove(c) // already going: wait until it is gone
 		c = nil
 	}
 	log := s.log.With().Str("inference_component", ic.InferenceComponentName).Str("file", ic.File).Logger()
 	if c != nil {
-		rec := c.record()
+		rec := c.Record()
 		sameVariant := strings.EqualFold(rec.VariantName, ic.VariantName) || (ic.Specification.IsAdapter() && ic.VariantName == "") // an adapter is on its base's
 		if !strings.EqualFold(rec.EndpointName, ic.EndpointName) || !sameVariant {
 			log.Info().Str("endpoint", rec.EndpointName).Str("variant", rec.VariantName).
 				Msg("deleting the inference component to create it again on the endpoint and variant the file names")
-			<-s.deleteComponent(c)
+			<-s.ics.Remove(c)
 			c = nil
 		}
 	}
@@ -161,15 +162,15 @@ func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent,
 	log.Info().Msg("updating the inference component to the file's definition: " + why)
 	_, err = s.updateComponent(ctx, &updateComponentInput{InferenceComponentName: rec.Name,
 		Specification: ic.Specification, RuntimeConfig: ic.RuntimeConfig}, ic.Dir,
-		func(r *ComponentRecord) { r.Applied = digest })
+		func(r *components.Record) { r.Applied = digest })
 	return err
 }
 
 // settledComponent waits until a component is neither Creating nor
 // Updating (a recovered one may still be placing its copies).
-func settledComponent(ctx context.Context, c *component) (ComponentRecord, error) {
+func settledComponent(ctx context.Context, c *components.Component) (components.Record, error) {
 	for {
-		rec := c.record()
+		rec := c.Record()
 		if rec.Status != spec.StatusCreating && rec.Status != spec.StatusUpdating {
 			return rec, nil
 		}

@@ -81,9 +81,9 @@ func TestApplyInferenceComponents(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
-			if c := s.ics.get(name); c != nil {
-				rec := c.record()
-				if rec.Status == spec.StatusInService && c.currentCopies() == rec.Desired {
+			if c := s.ics.Get(name); c != nil {
+				rec := c.Record()
+				if rec.Status == spec.StatusInService && c.CurrentCopies() == rec.Desired {
 					return rec.Desired
 				}
 				if rec.Status == spec.StatusFailed {
@@ -109,7 +109,7 @@ func TestApplyInferenceComponents(t *testing.T) {
 	if n := copies(s, "beta"); n != 1 {
 		t.Errorf("beta has %d copies, want 1", n)
 	}
-	rec := s.ics.get("alpha").record()
+	rec := s.ics.Get("alpha").Record()
 	if rec.EndpointName != "icep" || rec.VariantName != "AllTraffic" {
 		t.Errorf("alpha is on %s/%s", rec.EndpointName, rec.VariantName)
 	}
@@ -117,7 +117,7 @@ func TestApplyInferenceComponents(t *testing.T) {
 	if c := rec.Template.Containers[0]; c.BaseDir != dir || c.ModelDataURL != "file://artifacts/alpha" {
 		t.Errorf("alpha's container resolves %q against %q, want %q", c.ModelDataURL, c.BaseDir, dir)
 	}
-	if tags, _ := s.componentTags("beta"); len(tags) != 1 || tags[0].Key != "team" {
+	if tags, _, _ := s.tagsOf(spec.KindInferenceComponent, "beta"); len(tags) != 1 || tags[0].Key != "team" {
 		t.Errorf("beta's tags = %+v", tags)
 	}
 	one := int32(1)
@@ -165,22 +165,22 @@ func TestApplyInferenceComponents(t *testing.T) {
 	if err := os.WriteFile(file, []byte(moved), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	alphaBefore, betaBefore := s.ics.get("alpha").record().Created, s.ics.get("beta").record().Created
+	alphaBefore, betaBefore := s.ics.Get("alpha").Record().Created, s.ics.Get("beta").Record().Created
 	s, logs = start()
 	waitSettled(t, s, "icep2")
 	if n := copies(s, "alpha"); n != 2 {
 		t.Errorf("alpha moved: %d copies, want the file's 2", n)
 	}
-	if rec := s.ics.get("alpha").record(); rec.EndpointName != "icep2" {
+	if rec := s.ics.Get("alpha").Record(); rec.EndpointName != "icep2" {
 		t.Errorf("alpha is on %s, want icep2", rec.EndpointName)
 	}
 	if !strings.Contains(logs.String(), "deleting the inference component to create it again on the endpoint and variant the file names") {
 		t.Errorf("no log line says alpha was recreated:\n%s", logs)
 	}
-	if n := copies(s, "beta"); n != 1 || !s.ics.get("beta").record().Created.Equal(betaBefore) {
-		t.Errorf("beta: %d copies, created %v (before: %v); want 1 and the same", n, s.ics.get("beta").record().Created, betaBefore)
+	if n := copies(s, "beta"); n != 1 || !s.ics.Get("beta").Record().Created.Equal(betaBefore) {
+		t.Errorf("beta: %d copies, created %v (before: %v); want 1 and the same", n, s.ics.Get("beta").Record().Created, betaBefore)
 	}
-	if rec := s.ics.get("alpha").record(); !rec.Created.After(alphaBefore) {
+	if rec := s.ics.Get("alpha").Record(); !rec.Created.After(alphaBefore) {
 		t.Errorf("alpha created %v, not after the first one (%v): not recreated", rec.Created, alphaBefore)
 	}
 	stop(s)
@@ -218,7 +218,7 @@ func TestApplyComponentOnMissingEndpoint(t *testing.T) {
 	if want := file + ": InferenceComponents[0]: "; !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "nowhere") {
 		t.Errorf("Apply: %v, want it to start %q and name the endpoint", err, want)
 	}
-	if s.ics.get("lost") != nil {
+	if s.ics.Get("lost") != nil {
 		t.Error("the component was created")
 	}
 }

@@ -40,8 +40,8 @@ func TestSecondChecksCarryResourceTags(t *testing.T) {
 	if err := createIC(ctx, dev, "squatter", "prod-ep", sp, 1); !isAccessDenied(err) {
 		t.Errorf("dev placed a component on the env=prod endpoint: %v", err)
 	}
-	if c := h.srv.ics.get("squatter"); c != nil {
-		t.Errorf("the refused component exists: %+v", c.record())
+	if c := h.srv.ics.Get("squatter"); c != nil {
+		t.Errorf("the refused component exists: %+v", c.Record())
 	}
 	if err := createIC(ctx, dev, "mine", "dev-ep", sp, 1); err != nil {
 		t.Errorf("dev placing a component on dev-ep: %v", err)
@@ -143,7 +143,7 @@ func TestDeleteEndpointAuthorizesItsComponents(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for h.srv.ics.get("keep-me") != nil || h.srv.reg.get("mine") != nil {
+	for h.srv.ics.Get("keep-me") != nil || h.srv.reg.get("mine") != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("keep-me or endpoint mine still there")
 		}

@@ -49,7 +49,7 @@ func TestBackgroundPanicsAreContained(t *testing.T) {
 		aws.ToString(d.FailureReason) != "0 of 2 copies of the inference component are running. Copies failed to start: mce met an internal error while launching a copy (its log has the details)\nmce met an internal error while launching a copy (its log has the details)" {
 		t.Fatalf("bad: %s %q", d.InferenceComponentStatus, aws.ToString(d.FailureReason))
 	}
-	if n := len(h.srv.ics.get("bad").record().Copies); n != 0 {
+	if n := len(h.srv.ics.Get("bad").Record().Copies); n != 0 {
 		t.Errorf("bad keeps %d copy records", n)
 	}
 	if d := waitIC(t, sm, "fine"); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {

@@ -10,6 +10,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -37,11 +38,11 @@ func TestCopyOfAnotherEngineAfterRestart(t *testing.T) {
 	waitIC(t, sm, "k")
 	h1.http.Close()
 	h1.srv.Close(ctx)
-	var rec ComponentRecord
+	var rec components.Record
 	if err := st.Get(store.InferenceComponents, "k", &rec); err != nil {
 		t.Fatal(err)
 	}
-	rec.Copies = []CopyRecord{{ID: 7, Instance: -1, SpecVersion: rec.SpecVersion}, {ID: 8, Instance: 5, SpecVersion: rec.SpecVersion}}
+	rec.Copies = []components.CopyRecord{{ID: 7, Instance: -1, SpecVersion: rec.SpecVersion}, {ID: 8, Instance: 5, SpecVersion: rec.SpecVersion}}
 	rec.Desired, rec.LastCopyID = 3, 8
 	if err := st.Put(store.InferenceComponents, "k", rec); err != nil {
 		t.Fatal(err)
@@ -56,7 +57,7 @@ func TestCopyOfAnotherEngineAfterRestart(t *testing.T) {
 		t.Fatalf("k: %s %+v %s", d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason))
 	}
 	var got []string
-	for _, cp := range h2.srv.ics.get("k").record().Copies {
+	for _, cp := range h2.srv.ics.Get("k").Record().Copies {
 		got = append(got, fmt.Sprintf("%d@%d", cp.ID, cp.Instance))
 	}
 	if want := []string{"9@0", "10@0", "11@0"}; !slices.Equal(got, want) {

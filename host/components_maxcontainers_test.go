@@ -35,7 +35,7 @@ func TestCopiesCountAgainstMaxContainers(t *testing.T) {
 			strconv.Itoa(used) + " Containers and a request delta of " + strconv.Itoa(delta) + " Containers. Start mce with a higher --max-containers to raise it."
 	}
 	wantMessage(t, createIC(ctx, sm, "b", "pool", copySpec("-b"), 2), "ResourceLimitExceeded", limited(11, 2))
-	if h.srv.ics.get("b") != nil {
+	if h.srv.ics.Get("b") != nil {
 		t.Fatal("a refused component was created")
 	}
 	if err := createIC(ctx, sm, "b", "pool", copySpec("-b"), 1); err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/store"
 )
 
@@ -47,6 +49,15 @@ func (b *gatedCapacity) InstanceCapacity(ctx context.Context) (containers.Instan
 		(*g)()
 	}
 	return b.capBackend.InstanceCapacity(ctx)
+}
+
+// PlaceCopies and CopyFits read the gated capacity.
+func (b *gatedCapacity) PlaceCopies(ctx context.Context, r containers.CopyRequest) ([]containers.CopyPlace, string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.PlaceCopies(ctx, r)
+}
+
+func (b *gatedCapacity) CopyFits(ctx context.Context, v containers.CopyVariant, n containers.CopyNeeds) (string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.CopyFits(ctx, v, n)
 }
 
 // TestComponentNeverOutlivesItsEndpoint: CreateInferenceComponent racing
@@ -127,11 +138,11 @@ func TestComponentNeverOutlivesItsEndpoint(t *testing.T) {
 		}
 		// The endpoint is gone: so is every component of it, in memory
 		// and in the durable state.
-		for _, c := range s.ics.ofEndpoint(ep) {
-			t.Errorf("round %d: component %s (%s) outlived endpoint %s (create: %v)", i, c.name, c.record().Status, ep, createErr)
+		for _, c := range s.ics.OfEndpoint(ep) {
+			t.Errorf("round %d: component %s (%s) outlived endpoint %s (create: %v)", i, c.Name(), c.Record().Status, ep, createErr)
 		}
 		var left []string
-		if err := store.List(s.store, store.InferenceComponents, func(r ComponentRecord) error {
+		if err := store.List(s.store, store.InferenceComponents, func(r components.Record) error {
 			if r.EndpointName == ep {
 				left = append(left, r.Name)
 			}

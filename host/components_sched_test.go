@@ -25,16 +25,17 @@ import (
 // that asks for more than is free fails as the scheduler's verdict.
 type schedBackend struct {
 	*fakeBackend
-	gpus int
+	containers.LaunchPlacer // the scheduler decides at launch
+	gpus                    int
 
 	mu    sync.Mutex
 	used  int
 	plans []containers.EndpointPlan
 }
 
-var _ containers.CopyScheduler = (*schedBackend)(nil)
+var _ containers.CopyPlacer = (*schedBackend)(nil)
 
-func (b *schedBackend) CopyFits(_ context.Context, n containers.CopyNeeds) (string, error) {
+func (b *schedBackend) CopyFits(_ context.Context, _ containers.CopyVariant, n containers.CopyNeeds) (string, error) {
 	if n.GPUs > b.gpus {
 		return fmt.Sprintf("accelerator devices (a copy asks for nvidia.com/gpu: %d, a node has at most %d)", n.GPUs, b.gpus), nil
 	}
@@ -142,7 +143,7 @@ func TestInferenceComponentsPlacedByTheScheduler(t *testing.T) {
 		}
 	}
 	b.mu.Unlock()
-	for _, r := range s.ics.get("g").record().Copies {
+	for _, r := range s.ics.Get("g").Record().Copies {
 		if r.Instance != -1 || len(r.GPUs) != 0 {
 			t.Errorf("copy record %+v: the scheduler places it; mce pins nothing", r)
 		}

@@ -21,13 +21,15 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
 )
 
 // capBackend is the fake backend with a machine of 8 cores, 16 GiB and 4
-// GPUs; it keeps every plan it launched.
+// GPUs, on which it places copies as the Docker engine does; it keeps
+// every plan it launched.
 type capBackend struct {
 	*fakeBackend
 	mu    sync.Mutex
@@ -36,6 +38,18 @@ type capBackend struct {
 
 func (b *capBackend) InstanceCapacity(context.Context) (containers.InstanceCapacity, error) {
 	return containers.InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
+}
+
+func (b *capBackend) PlaceCopies(ctx context.Context, r containers.CopyRequest) ([]containers.CopyPlace, string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.PlaceCopies(ctx, r)
+}
+
+func (b *capBackend) CopyFits(ctx context.Context, v containers.CopyVariant, n containers.CopyNeeds) (string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.CopyFits(ctx, v, n)
+}
+
+func (b *capBackend) KeepsCopy(v containers.CopyVariant, p containers.CopyPlace) bool {
+	return docker.Packer{}.KeepsCopy(v, p)
 }
 
 func (b *capBackend) Launch(ctx context.Context, p containers.EndpointPlan, gen int) (containers.Launched, error) {
@@ -453,7 +467,7 @@ func TestInferenceComponentsControlPlaneAndInvocation(t *testing.T) {
 	if err := h.srv.DeleteEndpoint(ctx, "shared"); err != nil {
 		t.Fatal(err)
 	}
-	if h.srv.ics.get("comp-a") != nil || b.closed.Load() == closedBefore {
+	if h.srv.ics.Get("comp-a") != nil || b.closed.Load() == closedBefore {
 		t.Fatal("comp-a outlived its endpoint")
 	}
 }
@@ -518,7 +532,7 @@ func TestInferenceComponentScalingUnderTraffic(t *testing.T) {
 		t.Fatalf("after the update: %+v", d)
 	}
 	// Copies spread over the variant's 2 instances.
-	rec := h.srv.ics.get("live").record()
+	rec := h.srv.ics.Get("live").Record()
 	if len(rec.Copies) != 2 || rec.Copies[0].Instance == rec.Copies[1].Instance {
 		t.Fatalf("copies %+v are not spread over the 2 instances", rec.Copies)
 	}
@@ -583,7 +597,7 @@ func TestInferenceComponentDeletedWhileLaunching(t *testing.T) {
 	if code, _ := apiCode(t, err); code != "ValidationException" {
 		t.Fatalf("second delete: %v", err)
 	}
-	for h.srv.ics.get("stuck") != nil {
+	for h.srv.ics.Get("stuck") != nil {
 		if time.Since(start) > 5*time.Second {
 			t.Fatal("the deletion waited for the launches")
 		}
@@ -650,7 +664,7 @@ func TestInferenceComponentPlacementStrategy(t *testing.T) {
 	instances := func(name string) []int {
 		t.Helper()
 		var out []int
-		for _, cp := range h.srv.ics.get(name).record().Copies {
+		for _, cp := range h.srv.ics.Get(name).Record().Copies {
 			out = append(out, cp.Instance)
 		}
 		slices.Sort(out)
@@ -720,7 +734,7 @@ func TestInferenceComponentPlacementStrategy(t *testing.T) {
 			t.Errorf("SchedulingConfig %s: %d %s; want a ValidationException saying %q", raw, resp.StatusCode, b, want)
 		}
 	}
-	if h.srv.ics.get("raw") != nil {
+	if h.srv.ics.Get("raw") != nil {
 		t.Error("a component with a bad SchedulingConfig was created")
 	}
 }
@@ -738,7 +752,7 @@ func TestInferenceComponentCopyNumbersNotReused(t *testing.T) {
 		ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(128)}}
 	ids := func(name string) []int {
 		var out []int
-		for _, cp := range h.srv.ics.get(name).record().Copies {
+		for _, cp := range h.srv.ics.Get(name).Record().Copies {
 			out = append(out, cp.ID)
 		}
 		slices.Sort(out)
@@ -769,7 +783,7 @@ func TestInferenceComponentCopyNumbersNotReused(t *testing.T) {
 	if _, err := sm.DeleteInferenceComponent(ctx, &sagemaker.DeleteInferenceComponentInput{InferenceComponentName: aws.String("a")}); err != nil {
 		t.Fatal(err)
 	}
-	for h.srv.ics.get("a") != nil {
+	for h.srv.ics.Get("a") != nil {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := createIC(ctx, sm, "b", "renum", sp, 1); err != nil {

@@ -112,6 +112,18 @@ var operations = map[string]operation{
 	"AddTags":        op[addTagsInput]{func(s *Server, in *addTagsInput) string { return s.tagResource(in.ResourceArn) }, (*Server).opAddTags},
 	"ListTags":       op[listTagsInput]{func(s *Server, in *listTagsInput) string { return s.tagResource(in.ResourceArn) }, (*Server).opListTags},
 	"DeleteTags":     op[deleteTagsInput]{func(s *Server, in *deleteTagsInput) string { return s.tagResource(in.ResourceArn) }, (*Server).opDeleteTags},
+	"CreateInferenceComponent": op[spec.CreateInferenceComponentInput]{func(s *Server, in *spec.CreateInferenceComponentInput) string {
+		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+	}, (*Server).opCreateComponent},
+	"DescribeInferenceComponent": op[componentNameInput]{componentResource, (*Server).opDescribeComponent},
+	"DeleteInferenceComponent":   op[componentNameInput]{componentResource, (*Server).opDeleteComponent},
+	"ListInferenceComponents":    op[listComponentsInput]{nil, (*Server).opListComponents},
+	"UpdateInferenceComponent": op[updateComponentInput]{func(s *Server, in *updateComponentInput) string {
+		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+	}, (*Server).opUpdateComponent},
+	"UpdateInferenceComponentRuntimeConfig": op[updateComponentRuntimeInput]{func(s *Server, in *updateComponentRuntimeInput) string {
+		return s.arn(spec.KindInferenceComponent, in.InferenceComponentName)
+	}, (*Server).opUpdateComponentRuntime},
 }
 
 // controlPlane serves POST /.
@@ -249,16 +261,6 @@ func requireName(member, v string) error {
 	}
 	if len(v) > 63 || !namePattern.MatchString(v) {
 		return apierr.ValidationException("1 validation error detected: Value '%s' at '%s' failed to satisfy constraint: Member must satisfy regular expression pattern: %s", v, member, namePatternText)
-	}
-	return nil
-}
-
-// ended refuses to store what a caller no longer waits for: its request was
-// cancelled or ran out of time before anything was created (nothing was).
-func ended(ctx context.Context, arn string) error {
-	if err := ctx.Err(); err != nil {
-		return &apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeRequestTimeout, Cause: err,
-			Message: fmt.Sprintf("The request ended (cancelled, or out of time) before %q was created; nothing was created.", arn)}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -23,7 +24,7 @@ func (s *Server) CreateEndpointConfig(ctx context.Context, in spec.CreateEndpoin
 		}
 	}
 	rec := ConfigRecord{Input: in, ARN: s.arn(spec.KindEndpointConfig, in.EndpointConfigName), Created: time.Now(), Tags: tagList(in.Tags)}
-	if err := ended(ctx, rec.ARN); err != nil {
+	if err := apierr.Ended(ctx, rec.ARN); err != nil {
 		return "", err
 	}
 	ok, err := s.store.Create(store.EndpointConfigs, in.EndpointConfigName, rec)

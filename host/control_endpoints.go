@@ -48,7 +48,7 @@ func (s *Server) CreateEndpoint(ctx context.Context, in spec.CreateEndpointInput
 	if err != nil {
 		return "", err
 	}
-	if err := ended(ctx, s.arn(spec.KindEndpoint, in.EndpointName)); err != nil {
+	if err := apierr.Ended(ctx, s.arn(spec.KindEndpoint, in.EndpointName)); err != nil {
 		return "", err
 	}
 	e, err := s.startEndpoint(plan, in.EndpointConfigName, in.Tags)
@@ -278,16 +278,16 @@ func (s *Server) opDeleteEndpoint(ctx context.Context, in *endpointInput) (any, 
 	// checked are those the deletion collects: when one was added or
 	// removed meanwhile, they are checked again.
 	for try := 0; ; try++ {
-		cs := s.ics.ofEndpoint(e.name)
+		cs := s.ics.OfEndpoint(e.name)
 		for _, c := range cs {
-			if c.deleting.Load() {
+			if c.Deleting() {
 				continue // being deleted already, by a caller allowed to
 			}
-			if err := alsoAuthorizeAs(ctx, actionDeleteComponent, s.arn(spec.KindInferenceComponent, c.name), requestKeys{}); err != nil {
+			if err := alsoAuthorizeAs(ctx, actionDeleteComponent, s.arn(spec.KindInferenceComponent, c.Name()), requestKeys{}); err != nil {
 				return nil, err
 			}
 		}
-		if s.deleteEndpointIf(e, func() bool { return slices.Equal(cs, s.ics.ofEndpoint(e.name)) }) {
+		if s.deleteEndpointIf(e, func() bool { return slices.Equal(cs, s.ics.OfEndpoint(e.name)) }) {
 			return struct{}{}, nil
 		}
 		if try == 10 {
@@ -317,4 +317,20 @@ func (s *Server) DeleteEndpoint(ctx context.Context, name string) error {
 		}
 	}
 	return nil
+}
+
+// refuseComponentUpdate refuses UpdateEndpoint to or from an endpoint that
+// hosts inference components: mce does not move components between
+// endpoint configurations.
+func refuseComponentUpdate(e *Endpoint, plan containers.EndpointPlan) error {
+	if e.record().Plan.HostsComponents() || plan.HostsComponents() {
+		return apierr.ValidationException("mce does not update an endpoint that hosts inference components, or to a configuration that does (endpoint %q): create a new endpoint and place the inference components there.", e.record().ARN)
+	}
+	return nil
+}
+
+// errComponentEndpointScale answers UpdateEndpointWeightsAndCapacities on
+// an endpoint that hosts inference components.
+func errComponentEndpointScale(e *Endpoint) error {
+	return apierr.ValidationException("Endpoint %q hosts inference components: scale them with UpdateInferenceComponentRuntimeConfig; mce does not change its instance count.", e.record().ARN)
 }

@@ -19,7 +19,7 @@ func (s *Server) CreateModel(ctx context.Context, in spec.CreateModelInput, base
 		return "", err
 	}
 	rec := ModelRecord{Input: in, BaseDir: baseDir, ARN: s.arn(spec.KindModel, in.ModelName), Created: time.Now(), Tags: tagList(in.Tags)}
-	if err := ended(ctx, rec.ARN); err != nil {
+	if err := apierr.Ended(ctx, rec.ARN); err != nil {
 		return "", err
 	}
 	ok, err := s.store.Create(store.Models, in.ModelName, rec)

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/testenv"
@@ -107,8 +108,9 @@ func (c cheapContainer) BaseURL() string  { return "http://127.0.0.1:9" }
 func (c cheapContainer) Ready() bool      { return true }
 
 // cheapBackend launches containers that are values, not servers, on a
-// machine of 8 cores, 16 GiB and 4 GPUs; like a real engine it holds one
-// entry per instance it launches.
+// machine of 8 cores, 16 GiB and 4 GPUs (where it places copies as the
+// Docker engine does); like a real engine it holds one entry per instance
+// it launches.
 type cheapBackend struct{}
 
 type cheapLaunched struct {
@@ -118,6 +120,15 @@ type cheapLaunched struct {
 
 func (cheapBackend) InstanceCapacity(context.Context) (containers.InstanceCapacity, error) {
 	return containers.InstanceCapacity{CPUs: 8, MemoryMiB: 16384, GPUs: []string{"0", "1", "2", "3"}}, nil
+}
+func (b cheapBackend) PlaceCopies(ctx context.Context, r containers.CopyRequest) ([]containers.CopyPlace, string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.PlaceCopies(ctx, r)
+}
+func (b cheapBackend) CopyFits(ctx context.Context, v containers.CopyVariant, n containers.CopyNeeds) (string, error) {
+	return docker.Packer{Capacity: b.InstanceCapacity}.CopyFits(ctx, v, n)
+}
+func (cheapBackend) KeepsCopy(v containers.CopyVariant, p containers.CopyPlace) bool {
+	return docker.Packer{}.KeepsCopy(v, p)
 }
 func (cheapBackend) Adopt(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
 	return nil, errNotAdopted
@@ -209,10 +220,10 @@ func settle(t *testing.T, s *Server) {
 				busy = "endpoint " + e.name + " " + string(st)
 			}
 		}
-		for _, c := range s.ics.all() {
-			switch st := c.record().Status; st {
+		for _, c := range s.ics.All() {
+			switch st := c.Record().Status; st {
 			case spec.StatusCreating, spec.StatusUpdating, spec.StatusDeleting:
-				busy = "inference component " + c.name + " " + string(st)
+				busy = "inference component " + c.Name() + " " + string(st)
 			}
 		}
 		if busy == "" {

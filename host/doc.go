@@ -31,9 +31,13 @@
 // background is endpoints.go, their registry endpoints_registry.go, their
 // durable records and their recovery after a restart endpoints_store.go.
 // Inference components (an endpoint whose variants name no model hosts
-// them): their operations control_components.go, their copies' placement,
-// launch, scaling and recovery components.go, their invocation
-// invoke_components.go, their metrics metrics_components.go.
+// them) are package host/components (its Manager: records, copies,
+// reconcile, adapters, recovery, the component route); host keeps their
+// six operations as thin adapters (control_components.go: decode, the
+// second authorization, one Manager call, the answer's shape), the
+// Manager's wiring and the endpoint it sees (endpoints_components.go),
+// the header of an invocation (componentRoute in invoke.go) and their
+// metrics (metrics_components.go, from the Manager's Gauges).
 //
 // Contexts: exported calls take the caller's context first and honour it;
 // work that must outlive a request (a launch, an update, a scale, a
@@ -51,10 +55,9 @@
 // assertion on that interface value, never on a concrete type: Preflighter
 // (checks before a launch), UsageSource (CPU, memory, disk and GPU use for
 // the metrics), MultiModelObservable (multi-model events for the metrics),
-// CapacitySource (the machine's CPUs, memory and GPUs, for placing
-// inference-component copies), CopyScheduler (an engine whose cluster's
-// scheduler places those copies itself, with the pre-flight against its
-// nodes),
+// CopyPlacer (where inference-component copies go: packed on the
+// machine by the Docker engine, left to the cluster's scheduler by the
+// Kubernetes engine, with the pre-flight of a specification),
 // and, on the containers a Launched returns, ContainerDetail and
 // MultiModelDetail (the status page and GET /mce/endpoints).
 package host

@@ -445,7 +445,8 @@ func (s *Server) deleteEndpoint(e *Endpoint) {
 // deleteEndpointIf is deleteEndpoint when ok (nil: always), called under
 // the endpoint's lock, accepts; it reports whether the endpoint is being
 // deleted. Components are registered under the same lock
-// (registerComponent), so ok sees every component the deletion collects.
+// (componentHost.UnlessDeleting), so ok sees every component the deletion
+// collects.
 func (s *Server) deleteEndpointIf(e *Endpoint, ok func() bool) bool {
 	e.mu.Lock()
 	if e.deleting.Load() {
@@ -471,7 +472,7 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	e.ops.Lock() // wait for a launch or update in progress to notice
 	defer e.ops.Unlock()
 	s.drain(s.ctx, route)
-	s.componentsGone(e.name)
+	s.ics.RemoveAll(e.name)
 	e.mu.Lock()
 	l := e.launched
 	e.launched = nil

@@ -139,12 +139,7 @@ func (s *Server) containersInUse(except *Endpoint) int {
 			used += planContainers(e.record().Plan)
 		}
 	}
-	for _, c := range s.ics.all() {
-		c.mu.Lock()
-		used += len(c.rec.Copies)
-		c.mu.Unlock()
-	}
-	return used
+	return used + s.ics.PlacedCopies()
 }
 
 // containerRoom is how many more containers Config.MaxContainers allows;

@@ -132,11 +132,11 @@ func (s *Server) Recover(ctx context.Context) error {
 		s.log.Info().Str("endpoint", rec.Name).Str("why", err.Error()).Msg("endpoint will be relaunched")
 		relaunch = append(relaunch, e)
 	}
-	components := s.recoverComponents(ctx) // their copies adopted before Reconcile
+	relaunchComponents := s.ics.Recover(ctx) // their copies adopted before Reconcile
 	if err := s.cfg.Backend.Reconcile(ctx); err != nil {
 		return err
 	}
-	s.relaunchComponents(components)
+	relaunchComponents()
 	for _, e := range relaunch {
 		rec := e.record()
 		from := spec.StatusSystemUpdating

@@ -115,7 +115,13 @@ func (s *Server) Inventory() Inventory {
 					vs.Copies = append(vs.Copies, cs)
 				}
 			}
-			vs.Copies = append(vs.Copies, s.componentCopySnapshots(e.name, v.Name, len(vs.Copies))...) // inference components (components.go)
+			for _, cp := range s.ics.RunningCopies(e.name, v.Name) { // inference components'
+				cs := CopySnapshot{Index: len(vs.Copies), Containers: []ContainerSnapshot{}}
+				for _, ct := range cp.Containers {
+					cs.Containers = append(cs.Containers, containerSnapshot(ct.Hostname(), cp.Image, ct.Ready(), ct))
+				}
+				vs.Copies = append(vs.Copies, cs)
+			}
 			es.Variants = append(es.Variants, vs)
 		}
 		inv.Endpoints = append(inv.Endpoints, es)

@@ -3,6 +3,7 @@ package host
 import (
 	"errors"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -54,7 +55,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	}
 
 	req := pipelineRequest(h, body)
-	req.Adapter = adm.adapter // an adapter inference component (adapters.go)
+	req.Adapter = adm.adapter // an adapter inference component (host/components/adapters.go)
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
 		if v, ctr := failedIn(err); v != "" {
@@ -162,7 +163,7 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if route == nil {
 		return refuse(apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 	}
-	route, adapter, api := s.componentRoute(e, route, h) // inference components (invoke_components.go)
+	route, adapter, api := s.componentRoute(e, route, h) // inference components (components.Manager.Route)
 	if api != nil {
 		return refuse(api)
 	}
@@ -213,4 +214,29 @@ func unsupportedHeaders(h http.Header) *apierr.Error {
 		return apierr.Validation("EnableExplanations needs a SageMaker Clarify explainer, which mce does not run.")
 	}
 	return nil
+}
+
+var componentHeaderRe = regexp.MustCompile(`^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-9])?$`)
+
+// componentRoute is the route an invocation of e takes: e's own, or for an
+// endpoint that hosts inference components, the named component's
+// (components.Manager.Route); and the adapter component the call names,
+// if it names one.
+func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Header) (*pipeline.Route, string, *apierr.Error) {
+	name := header(h, hdrInferenceComp)
+	if !e.record().Plan.HostsComponents() {
+		if name != "" {
+			return nil, "", apierr.Validation("Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components. Please remove the Inference Component Name header and try again.")
+		}
+		return route, "", nil
+	}
+	if name == "" {
+		api := apierr.Validation("Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models.")
+		api.ErrorCode = "INFERENCE_COMPONENT_NAME_MISSING" // as SageMaker's body carries it
+		return nil, "", api
+	}
+	if len(name) > 63 || !componentHeaderRe.MatchString(name) {
+		return nil, "", apierr.Validation("1 validation error detected: Value '%s' at 'inferenceComponentName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$", name)
+	}
+	return s.ics.Route(e.name, name)
 }

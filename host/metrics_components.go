@@ -5,7 +5,7 @@ import (
 )
 
 // componentCollector reports each inference component's copies and GPUs at
-// scrape time. Its invocations and latencies are those of its container
+// scrape time, from the Manager's Gauges. Its invocations and latencies are those of its container
 // (the copies' container is named after the component): the
 // mce_container_* series with container="<component>".
 type componentCollector struct {
@@ -36,18 +36,10 @@ func (c componentCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c componentCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, ic := range c.s.ics.all() {
-		rec := ic.record()
-		gpus := 0
-		for _, cp := range rec.Copies {
-			gpus += len(cp.GPUs)
-			if cp.Instance < 0 { // placed by the engine's scheduler, by count
-				gpus += needsOf(rec.Spec).gpus
-			}
-		}
-		labels := []string{rec.EndpointName, rec.VariantName, rec.Name}
-		ch <- prometheus.MustNewConstMetric(c.desired, prometheus.GaugeValue, float64(rec.Desired), labels...)
-		ch <- prometheus.MustNewConstMetric(c.current, prometheus.GaugeValue, float64(ic.currentCopies()), labels...)
-		ch <- prometheus.MustNewConstMetric(c.gpus, prometheus.GaugeValue, float64(gpus), labels...)
+	for _, g := range c.s.ics.Gauges() {
+		labels := []string{g.Endpoint, g.Variant, g.Component}
+		ch <- prometheus.MustNewConstMetric(c.desired, prometheus.GaugeValue, float64(g.Desired), labels...)
+		ch <- prometheus.MustNewConstMetric(c.current, prometheus.GaugeValue, float64(g.Current), labels...)
+		ch <- prometheus.MustNewConstMetric(c.gpus, prometheus.GaugeValue, float64(g.GPUs), labels...)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 
 	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/testenv"
@@ -88,7 +89,7 @@ func TestDockerRestartOnPoisonedState(t *testing.T) {
 	}
 	n := int32(instances)
 	cfg.Input.ProductionVariants[0].InitialInstanceCount = &n
-	var bomb host.ComponentRecord
+	var bomb components.Record
 	if err := st.Get(store.InferenceComponents, "good", &bomb); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/cloudwatchlogs"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
@@ -120,7 +121,7 @@ type Server struct {
 	invoker *pipeline.Invoker
 	metrics *metrics
 	reg     registry
-	ics     componentRegistry // inference components (components.go)
+	ics     *components.Manager // inference components (endpoints_components.go)
 	store   *store.Store
 	ids     *requestIDs
 	failLog failLimiter // rate of the info lines of failed invocations
@@ -166,6 +167,7 @@ func New(cfg Config) *Server {
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.bg = background.New(context.Background(), cfg.Logger)
 	s.ctx = s.bg.Context()
+	s.ics = newComponents(s)
 	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.logs = newLogService(s)
@@ -284,7 +286,7 @@ func (s *Server) Close(ctx context.Context) error {
 		e.launched = nil
 		e.mu.Unlock()
 	}
-	ls = append(ls, s.componentCopies()...) // inference components' copies (components.go)
+	ls = append(ls, s.ics.Detach()...) // inference components' copies
 	err := parallel.Each(ls, func(l containers.Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
 	s.async.Close()

@@ -18,8 +18,8 @@ import (
 // endpoint's own state is still InService.
 const StatusOutOfService spec.Status = "OutOfService"
 
-// maxFailureReason is FailureReason's length limit (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeEndpoint.html).
-const maxFailureReason = 1024
+// maxFailureReason is FailureReason's length limit.
+const maxFailureReason = spec.MaxFailureReason
 
 // unavailable is what a container may say about why it cannot serve;
 // docker.Container says it.

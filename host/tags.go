@@ -139,8 +139,11 @@ func (s *Server) tagsOf(kind spec.Kind, name string) ([]spec.Tag, bool, error) {
 		}
 		return storedTags(rec.Tags, rec.Input.Tags), true, nil
 	case spec.KindInferenceComponent:
-		tags, ok := s.componentTags(name)
-		return tags, ok, nil
+		c := s.ics.Get(name)
+		if c == nil {
+			return nil, false, nil
+		}
+		return tagList(c.Record().Tags), true, nil
 	}
 	e := s.reg.get(name)
 	if e == nil {
@@ -180,7 +183,7 @@ func (s *Server) changeTags(kind spec.Kind, name string, change func([]spec.Tag)
 			return err
 		})
 	case spec.KindInferenceComponent:
-		return s.changeComponentTags(name, change)
+		return s.ics.ChangeTags(name, func(t []spec.Tag) ([]spec.Tag, error) { return change(tagList(t)) })
 	}
 	e := s.reg.get(name)
 	if e == nil {

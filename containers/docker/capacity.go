@@ -10,12 +10,35 @@ import (
 	"github.com/mce-run/mce/containers/gpu"
 )
 
-var _ containers.CapacitySource = (*Engine)(nil)
+var _ containers.CopyPlacer = (*Engine)(nil)
 
-// InstanceCapacity implements containers.CapacitySource: the engine's
-// machine, for the placement of inference-component copies.
+// InstanceCapacity is the engine's machine, which every instance of a
+// variant stands for in the placement of inference-component copies.
 func (e *Engine) InstanceCapacity(ctx context.Context) (containers.InstanceCapacity, error) {
 	return e.Runtime.Capacity(ctx)
+}
+
+// packer packs copies on the engine's machine (placement.go).
+func (e *Engine) packer() Packer {
+	return Packer{Capacity: e.InstanceCapacity, Log: e.Runtime.log}
+}
+
+// PlaceCopies implements containers.CopyPlacer: packed on the machine's
+// instances, GPUs pinned by device ID.
+func (e *Engine) PlaceCopies(ctx context.Context, req containers.CopyRequest) ([]containers.CopyPlace, string, error) {
+	return e.packer().PlaceCopies(ctx, req)
+}
+
+// CopyFits implements containers.CopyPlacer: what an empty instance, the
+// machine, lacks for one copy.
+func (e *Engine) CopyFits(ctx context.Context, v containers.CopyVariant, n containers.CopyNeeds) (string, error) {
+	return e.packer().CopyFits(ctx, v, n)
+}
+
+// KeepsCopy implements containers.CopyPlacer: a copy on one of the
+// variant's instances.
+func (e *Engine) KeepsCopy(v containers.CopyVariant, p containers.CopyPlace) bool {
+	return e.packer().KeepsCopy(v, p)
 }
 
 // Capacity reads what the engine's machine offers the copies of inference

@@ -22,10 +22,12 @@ import (
 )
 
 // Inference-component copies on a cluster: the scheduler places each copy
-// (a pod with its CPU, memory and nvidia.com/gpu requests), so the engine is
-// a containers.CopyScheduler. An instance of the variant is a node: the
-// copies of all components on a variant occupy at most CopyInstances nodes
-// (its InitialInstanceCount, or ManagedInstanceScaling's MaxInstanceCount).
+// (a pod with its CPU, memory and nvidia.com/gpu requests), so the engine,
+// a containers.CopyPlacer, places every copy where its launch decides
+// (containers.LaunchPlacer) and checks a new specification against the
+// nodes (CopyFits). An instance of the variant is a node: the copies of all
+// components on a variant occupy at most CopyInstances nodes (its
+// InitialInstanceCount, or ManagedInstanceScaling's MaxInstanceCount).
 // Once they occupy that many, a new copy's pod may go only to those nodes
 // (a required node affinity on their names); while they occupy fewer, the
 // scheduler may open another, and copies are scheduled one at a time so
@@ -34,7 +36,19 @@ import (
 // *containers.UnschedulableError (its pod is deleted): the component
 // reports it, and its other copies keep serving.
 
-var _ containers.CopyScheduler = (*Engine)(nil)
+var _ containers.CopyPlacer = (*Engine)(nil)
+
+// PlaceCopies implements containers.CopyPlacer: every copy is placed where
+// the scheduler puts its pod (instance -1).
+func (e *Engine) PlaceCopies(ctx context.Context, req containers.CopyRequest) ([]containers.CopyPlace, string, error) {
+	return containers.LaunchPlacer{}.PlaceCopies(ctx, req)
+}
+
+// KeepsCopy implements containers.CopyPlacer: whatever a record says, the
+// copy's pod is where the scheduler put it (Adopt finds it or not).
+func (e *Engine) KeepsCopy(v containers.CopyVariant, p containers.CopyPlace) bool {
+	return containers.LaunchPlacer{}.KeepsCopy(v, p)
+}
 
 // NodeNameField is the node field copies' node affinity selects on.
 const NodeNameField = "metadata.name"
@@ -196,12 +210,12 @@ func podAsks(p *corev1.Pod) string {
 	return "it asks for " + strings.Join(parts, ", ")
 }
 
-// CopyFits implements containers.CopyScheduler: what no node of the cluster
+// CopyFits implements containers.CopyPlacer: what no node of the cluster
 // could offer one copy even when empty, from the nodes' allocatable
 // resources. Where mce may not list nodes (the namespaced Role of
 // examples/kubernetes grants no cluster-wide read), it cannot tell and says
 // nothing: the scheduler's verdict at launch is then the only one.
-func (e *Engine) CopyFits(ctx context.Context, n containers.CopyNeeds) (string, error) {
+func (e *Engine) CopyFits(ctx context.Context, _ containers.CopyVariant, n containers.CopyNeeds) (string, error) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	nodes, err := e.client.CoreV1().Nodes().List(cctx, metav1.ListOptions{})

@@ -197,7 +197,7 @@ func TestCopyFits(t *testing.T) {
 		{containers.CopyNeeds{CPUs: 32, MemoryMiB: 128 << 10}, "CPU cores (a copy asks for cpu: 32, a node has at most 16 allocatable), memory (a copy asks for memory: 128Gi, a node has at most 64Gi allocatable)"},
 		{containers.CopyNeeds{CPUs: 4, GPUs: 1}, "CPU cores, memory and accelerator devices together (each is allocatable on some node, but no node has them all)"},
 	} {
-		got, err := e.CopyFits(context.Background(), tc.n)
+		got, err := e.CopyFits(context.Background(), containers.CopyVariant{}, tc.n)
 		if err != nil || got != tc.want {
 			t.Errorf("%+v: %q, %v\nwant %q", tc.n, got, err, tc.want)
 		}
@@ -205,7 +205,7 @@ func TestCopyFits(t *testing.T) {
 	client.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrorsForbidden()
 	})
-	if got, err := e.CopyFits(context.Background(), containers.CopyNeeds{GPUs: 9}); got != "" || err != nil {
+	if got, err := e.CopyFits(context.Background(), containers.CopyVariant{}, containers.CopyNeeds{GPUs: 9}); got != "" || err != nil {
 		t.Errorf("nodes not listable: %q, %v; want nothing said", got, err)
 	}
 }

@@ -1,6 +1,7 @@
 package apierr
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -204,4 +205,15 @@ func pathEnds(s string, j int) bool {
 		return j+1 == len(s) || s[j+1] == ' '
 	}
 	return false
+}
+
+// Ended refuses to store what a caller no longer waits for: its request
+// was cancelled or ran out of time before anything was created (nothing
+// was). nil while ctx is live.
+func Ended(ctx context.Context, arn string) error {
+	if err := ctx.Err(); err != nil {
+		return &Error{Status: http.StatusBadRequest, Code: CodeRequestTimeout, Cause: err,
+			Message: fmt.Sprintf("The request ended (cancelled, or out of time) before %q was created; nothing was created.", arn)}
+	}
+	return nil
 }

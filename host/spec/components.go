@@ -33,7 +33,7 @@ type InferenceComponentSpecification struct {
 	ComputeResourceRequirements *InferenceComponentComputeRequirements `json:"ComputeResourceRequirements,omitempty"`
 	// BaseInferenceComponentName makes an adapter component: its
 	// Container.ArtifactUrl is an adapter that its base's copies load
-	// (adapters.go in package host).
+	// (host/components/adapters.go).
 	BaseInferenceComponentName string          `json:"BaseInferenceComponentName,omitempty"`
 	DataCacheConfig            json.RawMessage `json:"DataCacheConfig,omitempty"` // accepted and echoed
 	// SchedulingConfig is echoed as given; its PlacementStrategy decides

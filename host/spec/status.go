@@ -21,6 +21,10 @@ const (
 	StatusDeleting       Status = "Deleting"
 )
 
+// MaxFailureReason is the length limit of an endpoint's or inference
+// component's FailureReason (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeEndpoint.html).
+const MaxFailureReason = 1024
+
 // Epoch is a timestamp as awsJson1_1 encodes it: seconds since the epoch, a
 // JSON number with millisecond precision (https://smithy.io/2.0/aws/protocols/aws-json-1_1-protocol.html).
 type Epoch time.Time

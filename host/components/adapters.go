@@ -1,4 +1,4 @@
-package host
+package components
 
 import (
 	"bytes"
@@ -38,20 +38,14 @@ import (
 // containers that follow the standard: a name registered again is
 // replaced).
 
-// isAdapter reports whether the record is an adapter component's.
-func (r ComponentRecord) isAdapter() bool { return r.Spec.BaseInferenceComponentName != "" }
-
-// adapterStore is the engine's adapter folders, nil when it has none.
-func (s *Server) adapterStore() containers.AdapterStore {
-	a, _ := s.cfg.Backend.(containers.AdapterStore)
-	return a
-}
+// IsAdapter reports whether the record is an adapter component's.
+func (r Record) IsAdapter() bool { return r.Spec.BaseInferenceComponentName != "" }
 
 // adaptersOf lists the adapter components of base (deleting ones too).
-func (s *Server) adaptersOf(base *component) []*component {
-	var out []*component
-	for _, c := range s.ics.ofEndpoint(base.endpoint) {
-		if strings.EqualFold(c.record().Spec.BaseInferenceComponentName, base.name) {
+func (m *Manager) adaptersOf(base *Component) []*Component {
+	var out []*Component
+	for _, c := range m.OfEndpoint(base.endpoint) {
+		if strings.EqualFold(c.Record().Spec.BaseInferenceComponentName, base.name) {
 			out = append(out, c)
 		}
 	}
@@ -61,24 +55,24 @@ func (s *Server) adaptersOf(base *component) []*component {
 // checkAdapterBase finds an adapter's base for CreateInferenceComponent:
 // it must exist on the same endpoint, be no adapter itself, not be
 // deleted, and run on an engine with adapter folders.
-func (s *Server) checkAdapterBase(in *spec.CreateInferenceComponentInput) (*component, error) {
+func (m *Manager) checkAdapterBase(in *spec.CreateInferenceComponentInput) (*Component, error) {
 	baseName := in.Specification.BaseInferenceComponentName
-	base := s.ics.get(baseName)
+	base := m.Get(baseName)
 	if base == nil {
-		return nil, apierr.ValidationException("Could not find base inference component %q.", s.arn(spec.KindInferenceComponent, baseName))
+		return nil, apierr.ValidationException("Could not find base inference component %q.", m.arn(spec.KindInferenceComponent, baseName))
 	}
-	brec := base.record()
+	brec := base.Record()
 	switch {
 	case !strings.EqualFold(brec.EndpointName, in.EndpointName):
 		return nil, apierr.ValidationException("The base inference component %q is hosted by endpoint %q, not %q: an adapter inference component is created on its base's endpoint.",
 			brec.ARN, brec.EndpointName, in.EndpointName)
 	case in.VariantName != "" && in.VariantName != brec.VariantName:
 		return nil, apierr.ValidationException("The base inference component %q is placed on variant %s, not %s: omit VariantName or give the base's.", brec.ARN, brec.VariantName, in.VariantName)
-	case brec.isAdapter():
+	case brec.IsAdapter():
 		return nil, apierr.ValidationException("Inference component %q is an adapter inference component: an adapter's base must host a model (an adapter of an adapter is not supported).", brec.ARN)
 	case base.deleting.Load() || brec.Status == spec.StatusDeleting:
 		return nil, apierr.ValidationException("Cannot create an adapter of inference component %q: it is being deleted.", brec.ARN)
-	case s.adapterStore() == nil:
+	case m.adapters == nil:
 		return nil, apierr.ValidationException("Adapter inference components need mce's Docker engine, which gives the base's copies a folder of adapters; this engine has none.")
 	case len(brec.Template.Containers) == 0 || !brec.Template.Containers[0].Adapters:
 		return nil, apierr.ValidationException("The base inference component %q was created by an mce without adapter support: update its Specification (UpdateInferenceComponent) so that its copies start again with a folder of adapters.", brec.ARN)
@@ -89,49 +83,49 @@ func (s *Server) checkAdapterBase(in *spec.CreateInferenceComponentInput) (*comp
 // reconcile brings a component to its record: copies for a component
 // with a model, its registration with the base's copies for an adapter.
 // It runs under c.ops.
-func (s *Server) reconcile(c *component) {
-	if c.record().isAdapter() {
-		s.reconcileAdapter(c)
+func (m *Manager) reconcile(c *Component) {
+	if c.Record().IsAdapter() {
+		m.reconcileAdapter(c)
 		return
 	}
-	s.reconcileCopies(c)
+	m.reconcileCopies(c)
 }
 
 // reconcileAdapter stages the adapter's artifact and registers it with
 // every running copy of its base; the adapter is then InService, or Failed
 // with what went wrong.
-func (s *Server) reconcileAdapter(c *component) {
+func (m *Manager) reconcileAdapter(c *Component) {
 	if c.deleting.Load() {
 		return
 	}
-	rec := c.record()
+	rec := c.Record()
 	fail := func(reason string) {
-		s.saveComponent(c, func(r *ComponentRecord) {
-			r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, maxFailureReason)
+		m.saveComponent(c, func(r *Record) {
+			r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, spec.MaxFailureReason)
 		})
-		s.dropAdapter(c)
+		m.dropAdapter(c)
 	}
-	base := s.ics.get(rec.Spec.BaseInferenceComponentName)
+	base := m.Get(rec.Spec.BaseInferenceComponentName)
 	if base == nil || base.deleting.Load() {
 		fail(fmt.Sprintf("The base inference component %s no longer exists.", rec.Spec.BaseInferenceComponentName))
 		return
 	}
-	store := s.adapterStore()
+	store := m.adapters
 	if store == nil {
 		fail("This engine has no folders of adapters (adapters need mce's Docker engine).")
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.launchContext(c), adapterStageTimeout)
+	ctx, cancel := context.WithTimeout(m.launchContext(c), adapterStageTimeout)
 	src, err := store.StageAdapter(ctx, rec.EndpointName, base.name, rec.Name, rec.Spec.Container.ArtifactURL, rec.BaseDir)
 	cancel()
 	if err != nil {
 		fail("The adapter's artifact could not be staged: " + apierr.RedactPaths(err.Error()))
 		return
 	}
-	s.saveComponent(c, func(r *ComponentRecord) { r.AdapterSource = src })
+	m.saveComponent(c, func(r *Record) { r.AdapterSource = src })
 	var errs []error
 	for _, ct := range base.copyContainers() {
-		if err := s.registerAdapter(ct, rec.Name, src); err != nil {
+		if err := m.registerAdapter(ct, rec.Name, src); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -142,15 +136,15 @@ func (s *Server) reconcileAdapter(c *component) {
 		fail("The adapter could not be registered with the base inference component's copies: " + apierr.RedactPaths(err.Error()))
 		return
 	}
-	s.saveComponent(c, func(r *ComponentRecord) { r.Status, r.FailureReason = spec.StatusInService, "" })
-	s.log.Info().Str("inference_component", rec.Name).Str("base", base.name).Msg("adapter inference component registered")
+	m.saveComponent(c, func(r *Record) { r.Status, r.FailureReason = spec.StatusInService, "" })
+	m.log.Info().Str("inference_component", rec.Name).Str("base", base.name).Msg("adapter inference component registered")
 }
 
 // adapterStageTimeout bounds the staging of an adapter's artifact.
 const adapterStageTimeout = 10 * time.Minute
 
 // copyContainers is the container of each running copy.
-func (c *component) copyContainers() []pipeline.Container {
+func (c *Component) copyContainers() []pipeline.Container {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []pipeline.Container
@@ -167,34 +161,34 @@ func (c *component) copyContainers() []pipeline.Container {
 // registerAdaptersOn registers every staged adapter of base with the
 // container of a new copy, before it takes calls. An adapter the copy
 // refuses is marked Failed (the other copies keep it).
-func (s *Server) registerAdaptersOn(base *component, l containers.Launched) {
-	adapters := s.adaptersOf(base)
+func (m *Manager) registerAdaptersOn(base *Component, l containers.Launched) {
+	adapters := m.adaptersOf(base)
 	if len(adapters) == 0 {
 		return
 	}
 	var cts []pipeline.Container
-	for _, cp := range l.Copies(base.record().VariantName) {
+	for _, cp := range l.Copies(base.Record().VariantName) {
 		if len(cp) > 0 {
 			cts = append(cts, cp[0])
 		}
 	}
 	for _, a := range adapters {
-		rec := a.record()
+		rec := a.Record()
 		if a.deleting.Load() || rec.AdapterSource == "" {
 			continue
 		}
 		for _, ct := range cts {
-			if err := s.registerAdapter(ct, rec.Name, rec.AdapterSource); err != nil {
-				s.saveComponent(a, func(r *ComponentRecord) {
+			if err := m.registerAdapter(ct, rec.Name, rec.AdapterSource); err != nil {
+				m.saveComponent(a, func(r *Record) {
 					r.Status = spec.StatusFailed
-					r.FailureReason = apierr.Truncate("A new copy of the base inference component refused the adapter: "+apierr.RedactPaths(err.Error()), maxFailureReason)
+					r.FailureReason = apierr.Truncate("A new copy of the base inference component refused the adapter: "+apierr.RedactPaths(err.Error()), spec.MaxFailureReason)
 				})
 				// Under the adapter's own lock (this runs under the base's).
-				s.bg.Go(func() {
+				m.bg.Go(func() {
 					a.ops.Lock()
 					defer a.ops.Unlock()
-					if r := a.record(); r.Status == spec.StatusFailed && !a.deleting.Load() {
-						s.dropAdapter(a)
+					if r := a.Record(); r.Status == spec.StatusFailed && !a.deleting.Load() {
+						m.dropAdapter(a)
 					}
 				})
 				break
@@ -207,12 +201,12 @@ func (s *Server) registerAdaptersOn(base *component, l containers.Launched) {
 // removes its staged files, which gives their share of the disk budget
 // back: a Failed adapter serves nothing, so it holds nothing either (an
 // UpdateInferenceComponent stages it again). It runs under c.ops.
-func (s *Server) dropAdapter(c *component) {
+func (m *Manager) dropAdapter(c *Component) {
 	if c.deleting.Load() {
 		return // deleteComponent removes it
 	}
-	s.deleteAdapter(c)
-	s.saveComponent(c, func(r *ComponentRecord) { r.AdapterSource = "" })
+	m.deleteAdapter(c)
+	m.saveComponent(c, func(r *Record) { r.AdapterSource = "" })
 }
 
 // adapterBody is the register request of the adapter API.
@@ -222,15 +216,15 @@ type adapterBody struct {
 }
 
 // registerAdapter is POST /adapters on one container.
-func (s *Server) registerAdapter(ct pipeline.Container, name, src string) error {
+func (m *Manager) registerAdapter(ct pipeline.Container, name, src string) error {
 	body, _ := json.Marshal(adapterBody{Name: name, Src: src})
-	return s.adapterCall(ct, http.MethodPost, "/adapters", body)
+	return m.adapterCall(ct, http.MethodPost, "/adapters", body)
 }
 
 // unregisterAdapter is DELETE /adapters/{name} on one container; an
 // adapter the container does not know (404) is gone already.
-func (s *Server) unregisterAdapter(ct pipeline.Container, name string) error {
-	err := s.adapterCall(ct, http.MethodDelete, "/adapters/"+url.PathEscape(name), nil)
+func (m *Manager) unregisterAdapter(ct pipeline.Container, name string) error {
+	err := m.adapterCall(ct, http.MethodDelete, "/adapters/"+url.PathEscape(name), nil)
 	var st *adapterStatusError
 	if errors.As(err, &st) && st.status == http.StatusNotFound {
 		return nil
@@ -257,12 +251,12 @@ func (e *adapterStatusError) Error() string {
 	return fmt.Sprintf("container %s answered %d: %s", e.container, e.status, apierr.Truncate(msg, 512))
 }
 
-func (s *Server) adapterCall(ct pipeline.Container, method, path string, body []byte) error {
-	timeout := s.cfg.ContainerTimeout
+func (m *Manager) adapterCall(ct pipeline.Container, method, path string, body []byte) error {
+	timeout := m.timeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	ctx, cancel := context.WithTimeout(m.ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, ct.BaseURL()+path, bytes.NewReader(body))
 	if err != nil {
@@ -294,18 +288,18 @@ var adapterClient = &http.Client{
 
 // deleteAdapter unregisters the adapter from its base's copies and removes
 // its staged files; it runs under c.ops before the record goes.
-func (s *Server) deleteAdapter(c *component) {
-	rec := c.record()
-	if base := s.ics.get(rec.Spec.BaseInferenceComponentName); base != nil {
+func (m *Manager) deleteAdapter(c *Component) {
+	rec := c.Record()
+	if base := m.Get(rec.Spec.BaseInferenceComponentName); base != nil {
 		for _, ct := range base.copyContainers() {
-			if err := s.unregisterAdapter(ct, rec.Name); err != nil {
-				s.log.Warn().Err(err).Str("inference_component", rec.Name).Msg("unregistering the adapter")
+			if err := m.unregisterAdapter(ct, rec.Name); err != nil {
+				m.log.Warn().Err(err).Str("inference_component", rec.Name).Msg("unregistering the adapter")
 			}
 		}
 	}
-	if store := s.adapterStore(); store != nil && rec.AdapterSource != "" {
+	if store := m.adapters; store != nil && rec.AdapterSource != "" {
 		if err := store.RemoveAdapter(rec.EndpointName, rec.Spec.BaseInferenceComponentName, rec.Name); err != nil {
-			s.log.Warn().Err(err).Str("inference_component", rec.Name).Msg("removing the adapter's files")
+			m.log.Warn().Err(err).Str("inference_component", rec.Name).Msg("removing the adapter's files")
 		}
 	}
 }
@@ -313,9 +307,9 @@ func (s *Server) deleteAdapter(c *component) {
 // refuseBaseDeletion refuses to delete a component that adapters still
 // name (mce's rule: SageMaker's is not documented): they would be left
 // with nothing to serve them.
-func (s *Server) refuseBaseDeletion(c *component) error {
+func (m *Manager) refuseBaseDeletion(c *Component) error {
 	var names []string
-	for _, a := range s.adaptersOf(c) {
+	for _, a := range m.adaptersOf(c) {
 		if !a.deleting.Load() {
 			names = append(names, a.name)
 		}
@@ -324,13 +318,13 @@ func (s *Server) refuseBaseDeletion(c *component) error {
 		return nil
 	}
 	return apierr.ValidationException("Cannot delete inference component %q: it is the base of the adapter inference components %s; delete them first.",
-		c.record().ARN, strings.Join(names, ", "))
+		c.Record().ARN, strings.Join(names, ", "))
 }
 
 // adapterRoute is the route of an invocation of the adapter of record rec:
 // its base's copies.
-func (s *Server) adapterRoute(rec ComponentRecord) (*pipeline.Route, *apierr.Error) {
-	base := s.ics.get(rec.Spec.BaseInferenceComponentName)
+func (m *Manager) adapterRoute(rec Record) (*pipeline.Route, *apierr.Error) {
+	base := m.Get(rec.Spec.BaseInferenceComponentName)
 	if base == nil || base.deleting.Load() {
 		return nil, apierr.Validation("Inference Component %s is an adapter of inference component %s, which no longer exists.", rec.Name, rec.Spec.BaseInferenceComponentName)
 	}
@@ -345,7 +339,7 @@ func (s *Server) adapterRoute(rec ComponentRecord) (*pipeline.Route, *apierr.Err
 		return nil, apierr.Validation("Adapter inference component %s is %s and cannot take calls.%s", rec.Name, rec.Status, why)
 	}
 	r := base.route.Load()
-	if r == nil || base.currentCopies() == 0 {
+	if r == nil || base.CurrentCopies() == 0 {
 		return nil, apierr.Validation("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
 	}
 	return r, nil

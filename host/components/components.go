@@ -1,11 +1,10 @@
-package host
+package components
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -26,35 +25,29 @@ import (
 // its own copies, each copy one container with exactly the component's
 // resources.
 //
-// A copy is launched through the same Backend as every endpoint: as one
+// A copy is launched through the same engine as every endpoint: as one
 // generation of the endpoint (the plan carries the endpoint's name, one
 // variant, one instance, one container named after the component), the
 // copy's number being the generation. The copies of all components of an
 // endpoint thus share its network and its labels, restarts of mce adopt them
-// one by one (Backend.Adopt with the copy's number), and Reconcile removes
+// one by one (Engine.Adopt with the copy's number), and Reconcile removes
 // those no record owns. An endpoint that hosts components launches nothing
 // itself, so its generation numbers are the copies' alone.
 //
-// Placement is mce's: each variant has InitialInstanceCount instances, each
-// with this machine's CPU cores and memory (Backend's CapacitySource, else
-// what the operating system reports) and the instance type's GPUs; a copy
-// takes NumberOfCpuCoresRequired cores and MinMemoryRequiredInMb memory of
-// one instance, and NumberOfAcceleratorDevicesRequired whole GPUs that no
-// other copy on the machine holds (pinned by device ID). Copies spread over
-// the instances (the one with fewest copies of the component first). A
-// copy that does not fit is never dropped: the component reports it
-// (Failed, FailureReason naming what is short, CurrentCopyCount below
-// DesiredCopyCount) and keeps serving with the copies it has.
-//
-// On an engine whose cluster's scheduler places copies (a CopyScheduler:
-// Kubernetes) mce packs nothing: each copy is launched with its resources
-// (no device IDs), the scheduler picks its node, and a copy it finds no room
-// for fails its launch with an UnschedulableError, which becomes the
-// FailureReason as a copy that does not fit on Docker does. The copy's plan
-// carries how many instances (nodes) the variant's copies may occupy.
+// Placement is the engine's (containers.CopyPlacer): the Docker engine
+// packs the copies on its machine's instances and pins GPUs by device ID;
+// the Kubernetes engine leaves them to its cluster's scheduler (instance
+// -1: each copy is launched with its resources, and one the scheduler
+// finds no room for fails its launch with an UnschedulableError). The
+// Manager keeps the copies' numbers, how many run against how many are
+// desired, and the component's status. A copy that does not fit is never
+// dropped: the component reports it (Failed, FailureReason naming what is
+// short, CurrentCopyCount below DesiredCopyCount) and keeps serving with
+// the copies it has. The copy's plan carries how many instances the
+// variant's copies may occupy.
 
-// ComponentRecord is the durable state of one inference component.
-type ComponentRecord struct {
+// Record is the durable state of one inference component.
+type Record struct {
 	Name         string
 	ARN          string
 	EndpointName string
@@ -92,21 +85,22 @@ type ComponentRecord struct {
 
 // CopyRecord is one placed copy.
 type CopyRecord struct {
-	ID int // the generation the Backend knows it by
-	// Instance is the variant's instance it is placed on; -1 where the
-	// engine's scheduler placed it (a CopyScheduler).
+	ID int // the generation the engine knows it by
+	// Instance is the variant's instance it is placed on; -1 where its
+	// launch decided (the engine's scheduler placed it).
 	Instance    int
 	GPUs        []string `json:",omitempty"`
 	SpecVersion int
 }
 
-// component is one inference component known to the host.
-type component struct {
+// Component is one inference component known to the Manager. Its fields
+// are the Manager's; read it through its methods.
+type Component struct {
 	name     string
 	endpoint string     // EndpointName, never changed
 	ops      sync.Mutex // one lifecycle operation at a time
 	mu       sync.Mutex // guards rec and launched
-	rec      ComponentRecord
+	rec      Record
 	launched map[int]containers.Launched // running copies by ID
 	insts    map[int]*pipeline.Instance  // their routing instances
 	route    atomic.Pointer[pipeline.Route]
@@ -117,17 +111,24 @@ type component struct {
 	stopLaunch context.CancelFunc
 }
 
+// Name is the component's name as created.
+func (c *Component) Name() string { return c.name }
+
+// Deleting reports whether the component is being deleted.
+func (c *Component) Deleting() bool { return c.deleting.Load() }
+
 // launchContext is the context copies launch under (set once, under mu).
-func (s *Server) launchContext(c *component) context.Context {
+func (m *Manager) launchContext(c *Component) context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.launching == nil {
-		c.launching, c.stopLaunch = context.WithCancel(s.ctx)
+		c.launching, c.stopLaunch = context.WithCancel(m.ctx)
 	}
 	return c.launching
 }
 
-func (c *component) record() ComponentRecord {
+// Record is the component's record now.
+func (c *Component) Record() Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.rec
@@ -135,28 +136,8 @@ func (c *component) record() ComponentRecord {
 	return r
 }
 
-// componentRegistry holds the components by lower-cased name; place
-// serializes placement decisions across all of them.
-type componentRegistry struct {
-	byName[*component]
-	place  sync.Mutex
-	issued map[string]int // by lower-cased endpoint: the highest copy number handed out (under place)
-}
-
-func (c *component) registryName() string { return c.name }
-
-func (r *componentRegistry) ofEndpoint(endpoint string) []*component {
-	var out []*component
-	for _, c := range r.all() {
-		if strings.EqualFold(c.endpoint, endpoint) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // saveComponent changes the record and persists it, under the component's lock.
-func (s *Server) saveComponent(c *component, change func(*ComponentRecord)) {
+func (m *Manager) saveComponent(c *Component, change func(*Record)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	change(&c.rec)
@@ -164,19 +145,19 @@ func (s *Server) saveComponent(c *component, change func(*ComponentRecord)) {
 		c.rec.Status = spec.StatusDeleting
 	}
 	c.rec.Modified = time.Now()
-	if err := s.store.Put(store.InferenceComponents, c.rec.Name, c.rec); err != nil {
-		s.log.Error().Err(err).Str("inference_component", c.rec.Name).Msg("could not persist the inference component's state")
+	if err := m.store.Put(store.InferenceComponents, c.rec.Name, c.rec); err != nil {
+		m.log.Error().Err(err).Str("inference_component", c.rec.Name).Msg("could not persist the inference component's state")
 	}
 }
 
 // setRoute points the component's route at its running copies.
-func (c *component) setRoute() {
+func (c *Component) setRoute() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.setRouteLocked()
 }
 
-func (c *component) setRouteLocked() {
+func (c *Component) setRouteLocked() {
 	ids := make([]int, 0, len(c.insts))
 	for id := range c.insts {
 		ids = append(ids, id)
@@ -195,47 +176,16 @@ func (c *component) setRouteLocked() {
 	c.route.Store(pipeline.NewRoute(c.rec.EndpointName, pipeline.Serial, []*pipeline.Variant{v}))
 }
 
-// currentCopies is how many copies take calls now.
-func (c *component) currentCopies() int {
+// CurrentCopies is how many copies take calls now.
+func (c *Component) CurrentCopies() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.insts)
 }
 
-// capacity is one instance's capacity: the backend's, else this machine's
-// cores and memory with no GPUs.
-func (s *Server) capacity(ctx context.Context) containers.InstanceCapacity {
-	if cs, ok := s.cfg.Backend.(containers.CapacitySource); ok {
-		if c, err := cs.InstanceCapacity(ctx); err == nil {
-			return c
-		} else {
-			s.log.Warn().Err(err).Msg("reading the machine's capacity for inference components")
-		}
-	}
-	return containers.InstanceCapacity{CPUs: float64(runtime.NumCPU()), MemoryMiB: memTotalMiB()}
-}
-
-// memTotalMiB reads MemTotal from /proc/meminfo; 0 (no limit known) elsewhere.
-func memTotalMiB() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb >> 10
-			}
-		}
-	}
-	return 0
-}
-
-// copyPlan is the plan the Backend launches for one copy of a component
+// copyPlan is the plan the engine launches for one copy of a component
 // on host, the endpoint's variant.
-func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host containers.VariantPlan) containers.EndpointPlan {
+func copyPlan(rec Record, configName string, cp CopyRecord, host containers.VariantPlan) containers.EndpointPlan {
 	v := rec.Template
 	v.InstanceCount, v.Weight = 1, 1
 	v.CopyInstances = copyInstances(host)
@@ -246,16 +196,16 @@ func copyPlan(rec ComponentRecord, configName string, cp CopyRecord, host contai
 		c.GPUs = "device=" + strings.Join(cp.GPUs, ",")
 	}
 	n := needsOf(rec.Spec)
-	c.Resources = containers.Resources{Cpus: n.cpus, MemoryMiB: n.memoryMiB}
+	c.Resources = containers.Resources{Cpus: n.CPUs, MemoryMiB: n.MemoryMiB}
 	if r := rec.Spec.ComputeResourceRequirements; r != nil && r.MaxMemoryRequiredInMb != nil {
 		c.Resources.MemoryMiB = int64(*r.MaxMemoryRequiredInMb)
 	}
-	if n.memoryMiB < c.Resources.MemoryMiB {
-		c.MemoryRequestMiB = n.memoryMiB
+	if n.MemoryMiB < c.Resources.MemoryMiB {
+		c.MemoryRequestMiB = n.MemoryMiB
 	}
-	if n.gpus > 0 && cp.Instance < 0 {
-		// Placed by the engine's scheduler: a count, never device IDs.
-		c.GPUs = strconv.Itoa(n.gpus)
+	if n.GPUs > 0 && cp.Instance < 0 {
+		// Placed where its launch decides: a count, never device IDs.
+		c.GPUs = strconv.Itoa(n.GPUs)
 	}
 	return containers.EndpointPlan{Name: rec.EndpointName, ConfigName: configName, Mode: spec.ModeSerial, Variants: []containers.VariantPlan{v}}
 }
@@ -270,15 +220,32 @@ func copyInstances(v containers.VariantPlan) int {
 	return max(v.InstanceCount, 1)
 }
 
-// copyScheduler is the Backend when its scheduler places copies.
-func (s *Server) copyScheduler() (containers.CopyScheduler, bool) {
-	cs, ok := s.cfg.Backend.(containers.CopyScheduler)
-	return cs, ok
+// copyVariant is variant v of endpoint as placement sees it.
+func copyVariant(endpoint string, v containers.VariantPlan) containers.CopyVariant {
+	gpus, all := spec.InstanceGPUCount(v.InstanceType)
+	return containers.CopyVariant{Endpoint: endpoint, Variant: v.Name, InstanceType: v.InstanceType,
+		Instances: v.InstanceCount, MaxInstances: copyInstances(v), InstanceGPUs: gpus, AllGPUs: all}
 }
 
-// hostVariant is the endpoint's variant a component is placed on.
-func hostVariant(e *Endpoint, variant string) (containers.VariantPlan, bool) {
-	for _, v := range e.record().Plan.Variants {
+// placedCopies is every copy placed, of every component; own's copies of
+// its current specification are marked Own. The caller holds m.place.
+func (m *Manager) placedCopies(own *Component) []containers.PlacedCopy {
+	var out []containers.PlacedCopy
+	for _, c := range m.All() {
+		rec := c.Record()
+		n := needsOf(rec.Spec)
+		for _, cp := range rec.Copies {
+			out = append(out, containers.PlacedCopy{Endpoint: rec.EndpointName, Variant: rec.VariantName,
+				CopyPlace: containers.CopyPlace{Instance: cp.Instance, GPUs: cp.GPUs}, Needs: n,
+				Own: c == own && cp.SpecVersion == rec.SpecVersion})
+		}
+	}
+	return out
+}
+
+// hostVariant is the variant of an endpoint's plan a component is placed on.
+func hostVariant(plan containers.EndpointPlan, variant string) (containers.VariantPlan, bool) {
+	for _, v := range plan.Variants {
 		if v.Name == variant {
 			return v, true
 		}
@@ -291,22 +258,23 @@ func hostVariant(e *Endpoint, variant string) (containers.VariantPlan, bool) {
 // calls once ready), then surplus and outdated copies leave the route,
 // drain and stop. It ends InService when every desired copy runs, Failed
 // with what is short otherwise. It runs under c.ops.
-func (s *Server) reconcileCopies(c *component) {
+func (m *Manager) reconcileCopies(c *Component) {
 	if c.deleting.Load() {
 		return
 	}
-	rec := c.record()
-	log := s.log.With().Str("inference_component", rec.Name).Str("endpoint", rec.EndpointName).Logger()
-	e := s.reg.get(rec.EndpointName)
+	rec := c.Record()
+	log := m.log.With().Str("inference_component", rec.Name).Str("endpoint", rec.EndpointName).Logger()
+	e := m.endpoint(rec.EndpointName)
 	if e == nil {
-		s.saveComponent(c, func(r *ComponentRecord) {
+		m.saveComponent(c, func(r *Record) {
 			r.Status, r.FailureReason = spec.StatusFailed, "Endpoint "+rec.EndpointName+" does not exist."
 		})
 		return
 	}
-	v, ok := hostVariant(e, rec.VariantName)
+	est := e.State()
+	v, ok := hostVariant(est.Plan, rec.VariantName)
 	if !ok {
-		s.saveComponent(c, func(r *ComponentRecord) {
+		m.saveComponent(c, func(r *Record) {
 			r.Status, r.FailureReason = spec.StatusFailed, "Variant "+rec.VariantName+" is not part of endpoint "+rec.EndpointName+"."
 		})
 		return
@@ -321,62 +289,46 @@ func (s *Server) reconcileCopies(c *component) {
 	if why := variantOutOfBounds(v); why != "" && missing > 0 {
 		// Only a record of an older mce has such a variant (the API
 		// refuses it): the component fails, the rest of mce serves.
-		s.saveComponent(c, func(r *ComponentRecord) {
+		m.saveComponent(c, func(r *Record) {
 			r.Status, r.FailureReason = spec.StatusFailed, fmt.Sprintf("%d of %d copies of the inference component are running. %s", current, r.Desired, why)
 		})
 		log.Error().Int("instances", v.InstanceCount).Int("max_instances", v.MaxInstanceCount).Msg("inference component not placed: its variant's recorded instance count is out of bounds")
 		return
 	}
 	var placed []CopyRecord
+	var failures []error
 	short, limit := "", ""
-	_, scheduled := s.copyScheduler()
 	if missing > 0 {
-		s.ics.place.Lock()
+		m.place.Lock()
 		// Each copy is a container: --max-containers counts it.
-		if room, ok := s.containerRoom(); ok && room < missing {
+		if room, most, ok := m.containerRoom(); ok && room < missing {
 			limit = fmt.Sprintf(" The copies left would pass the limit of %d containers of all endpoints and inference component copies together (mce serve --max-containers; %d in use).",
-				s.cfg.MaxContainers, s.cfg.MaxContainers-room)
+				most, most-room)
 			missing = max(room, 0)
 		}
-		next := s.nextCopyID(rec.EndpointName)
-		if scheduled {
-			// The engine's scheduler places them: only their numbers are mce's.
-			for range missing {
-				placed = append(placed, CopyRecord{ID: next, Instance: -1, SpecVersion: rec.SpecVersion})
-				next++
-			}
-		} else {
-			p := s.newPlacement(context.Background(), rec.EndpointName, rec.VariantName, v.InstanceCount, v.InstanceType)
-			for _, cp := range rec.Copies {
-				if cp.SpecVersion == rec.SpecVersion {
-					p.holds(cp.Instance)
-				}
-			}
-			n := needsOf(rec.Spec)
-			binpack := rec.Spec.PlacementStrategy() == spec.PlacementBinpack
-			for range missing {
-				inst, gpus, why := p.take(n, binpack)
-				if inst < 0 {
-					short = why
-					break
-				}
-				placed = append(placed, CopyRecord{ID: next, Instance: inst, GPUs: gpus, SpecVersion: rec.SpecVersion})
-				next++
-			}
+		next := m.nextCopyID(rec.EndpointName)
+		places, why, err := m.placer.PlaceCopies(m.launchContext(c), containers.CopyRequest{Variant: copyVariant(rec.EndpointName, v),
+			Needs: needsOf(rec.Spec), Count: missing, Binpack: rec.Spec.PlacementStrategy() == spec.PlacementBinpack, Placed: m.placedCopies(c)})
+		if err != nil {
+			failures = append(failures, fmt.Errorf("placing the copies: %w", err))
+		}
+		short = why
+		for _, p := range places {
+			placed = append(placed, CopyRecord{ID: next, Instance: p.Instance, GPUs: p.GPUs, SpecVersion: rec.SpecVersion})
+			next++
 		}
 		// Reserved in the record before the launch, so that placements
 		// of other components count them.
-		s.tookCopyIDs(rec.EndpointName, next-1)
-		s.saveComponent(c, func(r *ComponentRecord) {
+		m.tookCopyIDs(rec.EndpointName, next-1)
+		m.saveComponent(c, func(r *Record) {
 			r.Copies = append(r.Copies, placed...)
 			r.LastCopyID = max(r.LastCopyID, next-1)
 		})
-		s.ics.place.Unlock()
+		m.place.Unlock()
 	}
 	// Launch the placed copies in parallel; each takes calls once ready.
 	var wg sync.WaitGroup
 	var failMu sync.Mutex
-	var failures []error
 	var unplaced *containers.UnschedulableError
 	for _, cp := range placed {
 		wg.Add(1)
@@ -386,17 +338,17 @@ func (s *Server) reconcileCopies(c *component) {
 				// A panic (in the engine, or registering adapters) fails
 				// this copy, not mce: what it started goes.
 				if v := recover(); v != nil {
-					s.bg.LogPanic(v, "inference_component", c.name)
+					m.bg.LogPanic(v, "inference_component", c.name)
 					failMu.Lock()
 					failures = append(failures, errCopyPanicked)
 					failMu.Unlock()
-					s.removeCopies(c, []CopyRecord{cp})
+					m.removeCopies(c, []CopyRecord{cp})
 				}
 			}()
 			start := time.Now()
-			l, err := s.cfg.Backend.Launch(s.launchContext(c), copyPlan(rec, e.record().ConfigName, cp, v), cp.ID)
+			l, err := m.engine.Launch(m.launchContext(c), copyPlan(rec, e.State().ConfigName, cp, v), cp.ID)
 			if err == nil && c.deleting.Load() {
-				l.Close(context.WithoutCancel(s.ctx))
+				l.Close(context.WithoutCancel(m.ctx))
 				err = errors.New("deleted")
 			}
 			if err != nil {
@@ -412,13 +364,13 @@ func (s *Server) reconcileCopies(c *component) {
 					failures = append(failures, err)
 				}
 				failMu.Unlock()
-				s.saveComponent(c, func(r *ComponentRecord) {
+				m.saveComponent(c, func(r *Record) {
 					r.Copies = slices.DeleteFunc(r.Copies, func(x CopyRecord) bool { return x.ID == cp.ID })
 				})
 				return
 			}
-			s.registerAdaptersOn(c, l) // before it takes calls
-			s.adoptCopy(c, cp.ID, l)
+			m.registerAdaptersOn(c, l) // before it takes calls
+			m.adoptCopy(c, cp.ID, l)
 			log.Info().Int("copy", cp.ID).Int("instance", cp.Instance).Strs("gpus", cp.GPUs).Dur("took_ms", time.Since(start)).Msg("inference component copy ready")
 		}()
 	}
@@ -429,7 +381,7 @@ func (s *Server) reconcileCopies(c *component) {
 	// Surplus copies (beyond Desired; the newest stay) leave the route,
 	// drain and stop; so do copies of an older specification, once the
 	// new one has all its copies (until then they keep serving).
-	rec = c.record()
+	rec = c.Record()
 	fresh := 0
 	for _, cp := range rec.Copies {
 		if cp.SpecVersion == rec.SpecVersion {
@@ -451,15 +403,15 @@ func (s *Server) reconcileCopies(c *component) {
 			remove = append(remove, cp)
 		}
 	}
-	s.removeCopies(c, remove)
-	rec = c.record()
+	m.removeCopies(c, remove)
+	rec = c.Record()
 	running := 0
 	for _, cp := range rec.Copies {
 		if cp.SpecVersion == rec.SpecVersion {
 			running++
 		}
 	}
-	s.saveComponent(c, func(r *ComponentRecord) {
+	m.saveComponent(c, func(r *Record) {
 		if running >= r.Desired {
 			r.Status, r.FailureReason = spec.StatusInService, ""
 			return
@@ -478,28 +430,39 @@ func (s *Server) reconcileCopies(c *component) {
 		if old := len(r.Copies) - running; old > 0 {
 			reason += fmt.Sprintf(" %d copies of the previous specification keep serving.", old)
 		}
-		r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, maxFailureReason)
+		r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, spec.MaxFailureReason)
 	})
 	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
 }
 
 // checkCopyCapacity refuses, with SageMaker's ResourceLimitExceeded, a
 // component (c; nil for a new one) asking for desired copies that would
-// pass Config.MaxContainers: a new specification's copies all start beside
+// pass mce serve --max-containers (Options.CheckContainers): a new specification's copies all start beside
 // the copies they replace; a new count adds what it asks beyond the copies
 // there are. Placement checks the limit again (reconcileCopies), so two
 // calls at once cannot both take the last room.
-func (s *Server) checkCopyCapacity(c *component, desired int, newSpec bool) error {
+func (m *Manager) checkCopyCapacity(c *Component, desired int, newSpec bool) error {
 	delta := desired
 	if c != nil && !newSpec {
-		rec := c.record()
+		rec := c.Record()
 		for _, cp := range rec.Copies {
 			if cp.SpecVersion == rec.SpecVersion {
 				delta--
 			}
 		}
 	}
-	return s.checkCapacity(delta, nil)
+	if m.check == nil {
+		return nil
+	}
+	return m.check(delta)
+}
+
+// containerRoom is Options.ContainerRoom; ok is false without a limit.
+func (m *Manager) containerRoom() (room, limit int, ok bool) {
+	if m.room == nil {
+		return 0, 0, false
+	}
+	return m.room()
 }
 
 // errCopyPanicked is a copy's failure when its launch panicked: the value
@@ -508,25 +471,25 @@ var errCopyPanicked = errors.New("mce met an internal error while launching a co
 
 // reconcileLater reconciles c in the background, under c.ops. A panic
 // there leaves c Failed (componentPanicked), never mce down.
-func (s *Server) reconcileLater(c *component) {
-	s.bg.GoOr(func() {
+func (m *Manager) reconcileLater(c *Component) {
+	m.bg.GoOr(func() {
 		c.ops.Lock()
 		defer c.ops.Unlock()
-		s.reconcile(c)
-	}, func(v any) { s.componentPanicked(c, v) })
+		m.reconcile(c)
+	}, func(v any) { m.componentPanicked(c, v) })
 }
 
 // componentPanicked reports a panic met while working on c: logged with
 // its stack, and c Failed with a reason that shows nothing of the inside.
-func (s *Server) componentPanicked(c *component, v any) {
-	s.bg.LogPanic(v, "inference_component", c.name)
-	s.saveComponent(c, func(r *ComponentRecord) {
+func (m *Manager) componentPanicked(c *Component, v any) {
+	m.bg.LogPanic(v, "inference_component", c.name)
+	m.saveComponent(c, func(r *Record) {
 		r.Status, r.FailureReason = spec.StatusFailed, "mce met an internal error while placing or launching the copies of this inference component (its log has the details); the other inference components and endpoints are not affected. Update the inference component to try again."
 	})
 }
 
 // adoptCopy makes a running copy take calls.
-func (s *Server) adoptCopy(c *component, id int, l containers.Launched) {
+func (m *Manager) adoptCopy(c *Component, id int, l containers.Launched) {
 	copies := l.Copies(c.rec.VariantName)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -542,7 +505,7 @@ func (s *Server) adoptCopy(c *component, id int, l containers.Launched) {
 
 // removeCopies takes copies out of the route, waits for their calls to end
 // and stops them.
-func (s *Server) removeCopies(c *component, remove []CopyRecord) {
+func (m *Manager) removeCopies(c *Component, remove []CopyRecord) {
 	if len(remove) == 0 {
 		return
 	}
@@ -563,17 +526,17 @@ func (s *Server) removeCopies(c *component, remove []CopyRecord) {
 		c.setRouteLocked()
 	}
 	c.mu.Unlock()
-	pipeline.Drain(s.ctx, drain, s.cfg.ContainerTimeout)
+	pipeline.Drain(m.ctx, drain, m.timeout)
 	for _, l := range stop {
-		if err := l.Close(context.WithoutCancel(s.ctx)); err != nil {
-			s.log.Warn().Err(err).Str("inference_component", c.name).Msg("removing a copy")
+		if err := l.Close(context.WithoutCancel(m.ctx)); err != nil {
+			m.log.Warn().Err(err).Str("inference_component", c.name).Msg("removing a copy")
 		}
 	}
 	ids := map[int]bool{}
 	for _, cp := range remove {
 		ids[cp.ID] = true
 	}
-	s.saveComponent(c, func(r *ComponentRecord) {
+	m.saveComponent(c, func(r *Record) {
 		r.Copies = slices.DeleteFunc(r.Copies, func(x CopyRecord) bool { return ids[x.ID] })
 	})
 }
@@ -583,12 +546,12 @@ func (s *Server) removeCopies(c *component, remove []CopyRecord) {
 // may still be going (on Kubernetes its objects, named after the number,
 // are still being deleted), so the next is above every number a component
 // of the endpoint ever had (LastCopyID) and every one this process issued
-// (components deleted since included). The caller holds s.ics.place and
+// (components deleted since included). The caller holds m.place and
 // reports what it took with tookCopyIDs.
-func (s *Server) nextCopyID(endpoint string) int {
-	n := s.ics.issued[strings.ToLower(endpoint)]
-	for _, c := range s.ics.ofEndpoint(endpoint) {
-		rec := c.record()
+func (m *Manager) nextCopyID(endpoint string) int {
+	n := m.issued[strings.ToLower(endpoint)]
+	for _, c := range m.OfEndpoint(endpoint) {
+		rec := c.Record()
 		n = max(n, rec.LastCopyID)
 		for _, cp := range rec.Copies {
 			n = max(n, cp.ID)
@@ -598,110 +561,90 @@ func (s *Server) nextCopyID(endpoint string) int {
 }
 
 // tookCopyIDs records that copy numbers up to last were handed out on
-// endpoint. The caller holds s.ics.place.
-func (s *Server) tookCopyIDs(endpoint string, last int) {
-	if s.ics.issued == nil {
-		s.ics.issued = map[string]int{}
+// endpoint. The caller holds m.place.
+func (m *Manager) tookCopyIDs(endpoint string, last int) {
+	if m.issued == nil {
+		m.issued = map[string]int{}
 	}
 	k := strings.ToLower(endpoint)
-	s.ics.issued[k] = max(s.ics.issued[k], last)
+	m.issued[k] = max(m.issued[k], last)
 }
 
-// deleteComponent takes the component out of service and removes its
-// copies and record in the background; wait is closed when it is gone.
-func (s *Server) deleteComponent(c *component) (wait <-chan struct{}) {
+// Remove takes the component out of service and removes its copies and
+// record in the background, without the checks of DeleteInferenceComponent
+// (Delete); wait is closed when it is gone.
+func (m *Manager) Remove(c *Component) (wait <-chan struct{}) {
 	done := make(chan struct{})
 	if c.deleting.Swap(true) {
 		close(done)
 		return done
 	}
-	s.saveComponent(c, func(r *ComponentRecord) { r.Status = spec.StatusDeleting })
-	s.launchContext(c)
+	m.saveComponent(c, func(r *Record) { r.Status = spec.StatusDeleting })
+	m.launchContext(c)
 	c.mu.Lock()
 	c.stopLaunch() // launches in progress stop
 	c.mu.Unlock()
-	s.bg.Go(func() {
+	m.bg.Go(func() {
 		defer close(done)
 		c.ops.Lock()
 		defer c.ops.Unlock()
-		if c.record().isAdapter() {
-			s.deleteAdapter(c)
+		if c.Record().IsAdapter() {
+			m.deleteAdapter(c)
 		}
-		s.removeCopies(c, c.record().Copies)
-		if _, err := s.store.Delete(store.InferenceComponents, c.name); err != nil {
-			s.log.Error().Err(err).Str("inference_component", c.name).Msg("could not remove the inference component's record")
+		m.removeCopies(c, c.Record().Copies)
+		if _, err := m.store.Delete(store.InferenceComponents, c.name); err != nil {
+			m.log.Error().Err(err).Str("inference_component", c.name).Msg("could not remove the inference component's record")
 		}
-		s.ics.remove(c)
-		s.log.Info().Str("inference_component", c.name).Msg("inference component deleted")
+		m.remove(c)
+		m.log.Info().Str("inference_component", c.name).Msg("inference component deleted")
 	})
 	return done
 }
 
-// componentsGone deletes the components of an endpoint being deleted and
+// RemoveAll removes the components of an endpoint being deleted and
 // waits until their copies are gone.
-func (s *Server) componentsGone(endpoint string) {
-	cs := s.ics.ofEndpoint(endpoint)
+func (m *Manager) RemoveAll(endpoint string) {
+	cs := m.OfEndpoint(endpoint)
 	var waits []<-chan struct{}
 	for _, c := range cs { // adapters first: they unregister from their bases' copies
-		if c.record().isAdapter() {
-			waits = append(waits, s.deleteComponent(c))
+		if c.Record().IsAdapter() {
+			waits = append(waits, m.Remove(c))
 		}
 	}
 	for _, w := range waits {
 		<-w
 	}
 	for _, c := range cs {
-		<-s.deleteComponent(c)
+		<-m.Remove(c)
 	}
 }
 
-// launchPlan launches an endpoint's generation: nothing for an endpoint
-// that hosts inference components (its components launch their copies).
-func (s *Server) launchPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
-	if plan.HostsComponents() {
-		return noContainers{}, nil
-	}
-	return s.cfg.Backend.Launch(ctx, plan, gen)
+// Recover brings back the components of the durable state after a
+// restart (their endpoints recovered first), adopting each copy that still
+// runs. Call relaunch once the engine's Reconcile ran: it places and
+// launches the copies that could not be adopted.
+func (m *Manager) Recover(ctx context.Context) (relaunch func()) {
+	again := m.recoverComponents(ctx)
+	return func() { m.relaunchComponents(again) }
 }
 
-// adoptPlan is Backend.Adopt, or nothing to adopt for an endpoint that
-// hosts inference components.
-func (s *Server) adoptPlan(ctx context.Context, plan containers.EndpointPlan, gen int) (containers.Launched, error) {
-	if plan.HostsComponents() {
-		return noContainers{}, nil
-	}
-	return s.cfg.Backend.Adopt(ctx, plan, gen)
-}
-
-// noContainers is the Launched of an endpoint that hosts inference
-// components: it runs nothing itself.
-type noContainers struct{}
-
-func (noContainers) Copies(string) [][]pipeline.Container { return nil }
-func (noContainers) Scale(context.Context, string, int) error {
-	return errors.New("an endpoint for inference components has no copies of its own: scale its inference components")
-}
-func (noContainers) Close(context.Context) error { return nil }
-
-// recoverComponents brings back the components of the durable state after
-// a restart, adopting each copy that still runs; it returns those with
-// copies to launch again, for relaunchComponents once Reconcile ran.
-func (s *Server) recoverComponents(ctx context.Context) []*component {
-	var recs []ComponentRecord
-	if err := store.List(s.store, store.InferenceComponents, func(r ComponentRecord) error { recs = append(recs, r); return nil }); err != nil {
-		s.log.Error().Err(err).Msg("reading inference components from the state")
+// recoverComponents brings back the components of the durable state; it
+// returns those with copies to launch again.
+func (m *Manager) recoverComponents(ctx context.Context) []*Component {
+	var recs []Record
+	if err := store.List(m.store, store.InferenceComponents, func(r Record) error { recs = append(recs, r); return nil }); err != nil {
+		m.log.Error().Err(err).Msg("reading inference components from the state")
 		return nil
 	}
-	_, scheduled := s.copyScheduler()
-	var again []*component
+	var again []*Component
 	for _, rec := range recs {
-		if rec.Status == spec.StatusDeleting || s.reg.get(rec.EndpointName) == nil {
-			s.store.Delete(store.InferenceComponents, rec.Name) // its copies go with Reconcile
+		if rec.Status == spec.StatusDeleting || m.endpoint(rec.EndpointName) == nil {
+			m.store.Delete(store.InferenceComponents, rec.Name) // its copies go with Reconcile
 			continue
 		}
-		c := &component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
-		s.ics.add(c)
-		if s.recoverComponent(ctx, c, scheduled) {
+		c := &Component{name: rec.Name, endpoint: rec.EndpointName, rec: rec}
+		m.add(c)
+		if m.recoverComponent(ctx, c) {
 			again = append(again, c)
 		}
 	}
@@ -710,63 +653,63 @@ func (s *Server) recoverComponents(ctx context.Context) []*component {
 
 // recoverComponent adopts the running copies of c's record; it reports
 // whether c has work left (copies to launch, an adapter to register). A
-// copy placed where this engine places none (another engine's record: on
-// Docker an instance of -1, which the Kubernetes engine writes, or one the
-// variant does not have) is not adopted but placed again; its container,
-// if any, goes with Reconcile. (Without the variant, reconcile says so and
+// copy placed where this engine places none (KeepsCopy: on Docker an
+// instance of -1, which the Kubernetes engine writes, or one the variant
+// does not have) is not adopted but placed again; its container, if any,
+// goes with Reconcile. (Without the variant, reconcile says so and
 // places nothing.) A panic leaves c Failed and the others recovering.
-func (s *Server) recoverComponent(ctx context.Context, c *component, scheduled bool) (again bool) {
-	rec := c.record()
+func (m *Manager) recoverComponent(ctx context.Context, c *Component) (again bool) {
+	rec := c.Record()
 	defer func() {
 		if v := recover(); v != nil {
-			s.componentPanicked(c, v)
+			m.componentPanicked(c, v)
 			again = false
 		}
 	}()
-	e := s.reg.get(rec.EndpointName)
-	configName := e.record().ConfigName
-	hv, found := hostVariant(e, rec.VariantName)
+	est := m.endpoint(rec.EndpointName).State()
+	configName := est.ConfigName
+	hv, found := hostVariant(est.Plan, rec.VariantName)
 	var kept []CopyRecord
 	for _, cp := range rec.Copies {
-		if found && !scheduled && (cp.Instance < 0 || cp.Instance >= hv.InstanceCount) {
-			s.log.Warn().Str("inference_component", rec.Name).Int("copy", cp.ID).Int("instance", cp.Instance).
+		if found && !m.placer.KeepsCopy(copyVariant(rec.EndpointName, hv), containers.CopyPlace{Instance: cp.Instance, GPUs: cp.GPUs}) {
+			m.log.Warn().Str("inference_component", rec.Name).Int("copy", cp.ID).Int("instance", cp.Instance).
 				Msg("copy recorded on an instance this engine does not have (another engine's record); it will be placed again")
 			continue
 		}
-		l, err := s.cfg.Backend.Adopt(ctx, copyPlan(rec, configName, cp, hv), cp.ID)
+		l, err := m.engine.Adopt(ctx, copyPlan(rec, configName, cp, hv), cp.ID)
 		if err != nil {
-			s.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Str("why", err.Error()).Msg("copy will be launched again")
+			m.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Str("why", err.Error()).Msg("copy will be launched again")
 			continue
 		}
 		kept = append(kept, cp)
-		s.adoptCopy(c, cp.ID, l)
+		m.adoptCopy(c, cp.ID, l)
 	}
 	c.setRoute()
-	s.saveComponent(c, func(r *ComponentRecord) {
+	m.saveComponent(c, func(r *Record) {
 		r.Copies = kept
 		if r.Status == spec.StatusCreating || r.Status == spec.StatusUpdating {
 			r.Status = spec.StatusUpdating
 		}
 	})
 	// An adapter is staged and registered again.
-	return rec.isAdapter() || len(kept) < rec.Desired || rec.Status != spec.StatusInService
+	return rec.IsAdapter() || len(kept) < rec.Desired || rec.Status != spec.StatusInService
 }
 
 // relaunchComponents places and launches the copies recoverComponents
 // could not adopt.
-func (s *Server) relaunchComponents(cs []*component) {
+func (m *Manager) relaunchComponents(cs []*Component) {
 	for _, c := range cs {
-		s.saveComponent(c, func(r *ComponentRecord) { r.Status = spec.StatusUpdating })
-		s.reconcileLater(c)
+		m.saveComponent(c, func(r *Record) { r.Status = spec.StatusUpdating })
+		m.reconcileLater(c)
 	}
 }
 
-// componentCopies takes every running copy out of routing and returns them
-// for Close to stop; the records keep them, and the next start adopts or
-// relaunches them.
-func (s *Server) componentCopies() []containers.Launched {
+// Detach takes every running copy out of routing and returns them for the
+// caller to stop (the host's Close); the records keep them, and the next
+// start adopts or relaunches them.
+func (m *Manager) Detach() []containers.Launched {
 	var ls []containers.Launched
-	for _, c := range s.ics.all() {
+	for _, c := range m.All() {
 		c.mu.Lock()
 		for _, l := range c.launched {
 			ls = append(ls, l)
@@ -778,13 +721,18 @@ func (s *Server) componentCopies() []containers.Launched {
 	return ls
 }
 
-// componentCopySnapshots is the copies of the inference components on an
-// endpoint's variant, for Inventory (the status page, GET /mce/endpoints
-// and the state metrics): each a copy of one container named after its
-// component, numbered from first.
-func (s *Server) componentCopySnapshots(endpoint, variant string, first int) []CopySnapshot {
-	var out []CopySnapshot
-	for _, c := range s.ics.ofEndpoint(endpoint) {
+// RunningCopy is one running copy of a component, for the inventory.
+type RunningCopy struct {
+	Image      string
+	Containers []pipeline.Container
+}
+
+// RunningCopies is the running copies of the components on an endpoint's
+// variant, for the inventory (the status page, GET /mce/endpoints and the
+// state metrics): each a copy of one container named after its component.
+func (m *Manager) RunningCopies(endpoint, variant string) []RunningCopy {
+	var out []RunningCopy
+	for _, c := range m.OfEndpoint(endpoint) {
 		c.mu.Lock()
 		if c.rec.VariantName != variant {
 			c.mu.Unlock()
@@ -806,13 +754,72 @@ func (s *Server) componentCopySnapshots(endpoint, variant string, first int) []C
 		c.mu.Unlock()
 		for _, l := range ls {
 			for _, cp := range l.Copies(variant) {
-				cs := CopySnapshot{Index: first + len(out), Containers: []ContainerSnapshot{}}
-				for _, ct := range cp {
-					cs.Containers = append(cs.Containers, containerSnapshot(ct.Hostname(), image, ct.Ready(), ct))
-				}
-				out = append(out, cs)
+				out = append(out, RunningCopy{Image: image, Containers: cp})
 			}
 		}
 	}
 	return out
+}
+
+// Gauge is one component's copies, for the metrics.
+type Gauge struct {
+	Endpoint, Variant, Component string
+	Desired, Current             int
+	// GPUs are those its placed copies hold: pinned by device ID, or asked
+	// for by number where the launch decided.
+	GPUs int
+}
+
+// Gauges is every component's Gauge, by name.
+func (m *Manager) Gauges() []Gauge {
+	var out []Gauge
+	for _, c := range m.All() {
+		rec := c.Record()
+		g := Gauge{Endpoint: rec.EndpointName, Variant: rec.VariantName, Component: rec.Name, Desired: rec.Desired, Current: c.CurrentCopies()}
+		for _, cp := range rec.Copies {
+			g.GPUs += len(cp.GPUs)
+			if cp.Instance < 0 { // placed where its launch decided, by count
+				g.GPUs += needsOf(rec.Spec).GPUs
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// maxCopyGPUs bounds the GPUs a copy asks for in placement: the API takes
+// any whole number (a float), far more than any machine has, and one that
+// does not fit an int must not turn negative.
+const maxCopyGPUs = 1 << 20
+
+// needsOf is what one copy of a component with sp takes.
+func needsOf(sp spec.InferenceComponentSpecification) containers.CopyNeeds {
+	var n containers.CopyNeeds
+	if r := sp.ComputeResourceRequirements; r != nil {
+		if r.NumberOfCpuCoresRequired != nil {
+			n.CPUs = *r.NumberOfCpuCoresRequired
+		}
+		if r.MinMemoryRequiredInMb != nil {
+			n.MemoryMiB = int64(*r.MinMemoryRequiredInMb)
+		}
+		if g := r.NumberOfAcceleratorDevicesRequired; g != nil && *g > 0 && !math.IsNaN(*g) {
+			n.GPUs = int(min(*g, maxCopyGPUs))
+		}
+	}
+	return n
+}
+
+// variantOutOfBounds says why copies cannot be placed on a variant whose
+// recorded instances are out of spec.MaxInstances's bounds (a record of an
+// older mce, which accepted any count), or "".
+func variantOutOfBounds(v containers.VariantPlan) string {
+	if v.InstanceCount >= 1 && v.InstanceCount <= spec.MaxInstances && v.MaxInstanceCount <= spec.MaxInstances {
+		return ""
+	}
+	n := v.InstanceCount
+	if v.MaxInstanceCount > spec.MaxInstances {
+		n = v.MaxInstanceCount
+	}
+	return fmt.Sprintf("Variant %s of the endpoint has %d instances in its recorded configuration; mce runs 1 to %d instances per variant. Update the endpoint to a configuration within that limit, then update the inference component.",
+		v.Name, n, spec.MaxInstances)
 }
