@@ -32,8 +32,10 @@ import (
 var statusHTML string
 
 var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap{
-	"bytes": humanBytes,
-	"pct":   func(w float64) string { return strconv.FormatFloat(w, 'g', 4, 64) },
+	"bytes":      humanBytes,
+	"pct":        func(w float64) string { return strconv.FormatFloat(w, 'g', 4, 64) },
+	"pageModels": pageModels,
+	"shortID":    shortID,
 }).Parse(statusHTML))
 
 const (
@@ -247,9 +249,9 @@ type ModelList struct {
 	More  int
 }
 
-// PageModels lists at most pageLoadedModels of the models a multi-model
-// container has loaded (for the status page).
-func (c ContainerSnapshot) PageModels() ModelList {
+// pageModels lists at most pageLoadedModels of the models a multi-model
+// container has loaded.
+func pageModels(c ContainerSnapshot) ModelList {
 	if c.MultiModel == nil {
 		return ModelList{}
 	}
@@ -260,17 +262,14 @@ func (c ContainerSnapshot) PageModels() ModelList {
 	return ModelList{Names: names}
 }
 
-// ShortID is the first 12 characters of the container ID, as docker ps
-// shows it (for the status page).
-func (c ContainerSnapshot) ShortID() string {
-	if len(c.ID) > 12 {
-		return c.ID[:12]
+// shortID is the first 12 characters of a container ID, as docker ps
+// shows it.
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
 	}
-	return c.ID
+	return id
 }
-
-// CurrentCount is the number of copies running now (for the status page).
-func (v VariantSnapshot) CurrentCount() int { return len(v.Copies) }
 
 // chart is one inline SVG line chart over the window.
 type chart struct {
