@@ -3,6 +3,7 @@ package host
 import (
 	"runtime/debug"
 
+	"github.com/mce-run/mce/host/inventory"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -103,10 +104,10 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectContainers reports a variant's containers, summed over its copies.
-func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint string, v VariantSnapshot) {
+func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint string, v inventory.Variant) {
 	type acc struct {
 		ready, restarts, loaded int
-		mm                      *MultiModelSnapshot
+		mm                      *inventory.MultiModel
 		models                  map[string]int
 		gpu                     bool
 		gpuUsed, gpuUnreleased  int64

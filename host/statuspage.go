@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mce-run/mce/host/inventory"
 )
 
 // The status page: GET /status (HTML, server-rendered, inline CSS and SVG,
@@ -60,10 +62,10 @@ type StatusReport struct {
 	WindowSeconds int       `json:"WindowSeconds"`
 	// LogLines says whether the containers' log lines (and IDs) are given:
 	// "shown" on loopback, else why not.
-	LogLines      string             `json:"LogLines"`
-	Endpoints     []EndpointSnapshot `json:"Endpoints"`
-	Series        []Series           `json:"Series"`
-	SeriesDropped int64              `json:"SeriesDropped"`
+	LogLines      string               `json:"LogLines"`
+	Endpoints     []inventory.Endpoint `json:"Endpoints"`
+	Series        []Series             `json:"Series"`
+	SeriesDropped int64                `json:"SeriesDropped"`
 }
 
 const logLinesHidden = "hidden: container output can hold secrets, so it is shown only to requests that reach mce on a loopback address"
@@ -209,7 +211,7 @@ type statusPage struct {
 }
 
 type pageEndpoint struct {
-	EndpointSnapshot
+	inventory.Endpoint
 	Containers          int // running now, all variants
 	Invocations, Errors int
 	Rate, Latency       chart
@@ -219,7 +221,7 @@ type pageEndpoint struct {
 func newStatusPage(rep StatusReport, ws []*window, showLogs bool) statusPage {
 	p := statusPage{Report: rep, ShowLogs: showLogs, Refresh: int(SeriesStep / time.Second)}
 	for _, e := range rep.Endpoints {
-		pe := pageEndpoint{EndpointSnapshot: e}
+		pe := pageEndpoint{Endpoint: e}
 		for i := range pe.Variants {
 			for j := range pe.Variants[i].Copies {
 				for k := range pe.Variants[i].Copies[j].Containers {
@@ -251,7 +253,7 @@ type ModelList struct {
 
 // pageModels lists at most pageLoadedModels of the models a multi-model
 // container has loaded.
-func pageModels(c ContainerSnapshot) ModelList {
+func pageModels(c inventory.Container) ModelList {
 	if c.MultiModel == nil {
 		return ModelList{}
 	}

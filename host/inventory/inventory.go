@@ -1,4 +1,11 @@
-package host
+// Package inventory holds the shapes of what mce runs now, as the status
+// page, GET /mce/endpoints and the state metrics show it: endpoints, their
+// variants, each copy's containers with health, restarts and recent
+// output, and the models a multi-model container holds. host fills them
+// (Server.Inventory); the readers only read. It owns no state and reaches
+// containers only through the optional capabilities of package containers
+// (ContainerDetail, MultiModelDetail, MultiModelGPUDetail).
+package inventory
 
 import (
 	"time"
@@ -13,43 +20,43 @@ import (
 // state metrics (endpoint status, restarts, cache contents) read it; it is
 // built on demand and never blocks invocations.
 type Inventory struct {
-	Taken     time.Time          `json:"Taken"`
-	Endpoints []EndpointSnapshot `json:"Endpoints"`
+	Taken     time.Time  `json:"Taken"`
+	Endpoints []Endpoint `json:"Endpoints"`
 }
 
-// EndpointSnapshot is one endpoint in an Inventory.
-type EndpointSnapshot struct {
-	Name          string            `json:"EndpointName"`
-	Status        spec.Status       `json:"EndpointStatus"`
-	FailureReason string            `json:"FailureReason,omitempty"`
-	ConfigName    string            `json:"EndpointConfigName"`
-	Mode          string            `json:"Mode"` // Serial, Direct or MultiModel
-	Created       time.Time         `json:"CreationTime"`
-	Modified      time.Time         `json:"LastModifiedTime"`
-	Variants      []VariantSnapshot `json:"Variants"`
+// Endpoint is one endpoint in an Inventory.
+type Endpoint struct {
+	Name          string      `json:"EndpointName"`
+	Status        spec.Status `json:"EndpointStatus"`
+	FailureReason string      `json:"FailureReason,omitempty"`
+	ConfigName    string      `json:"EndpointConfigName"`
+	Mode          string      `json:"Mode"` // Serial, Direct or MultiModel
+	Created       time.Time   `json:"CreationTime"`
+	Modified      time.Time   `json:"LastModifiedTime"`
+	Variants      []Variant   `json:"Variants"`
 }
 
-// VariantSnapshot is one production variant: the plan's settings and the
+// Variant is one production variant: the plan's settings and the
 // copies running now.
-type VariantSnapshot struct {
+type Variant struct {
 	Name         string  `json:"VariantName"`
 	ModelName    string  `json:"ModelName"`
 	InstanceType string  `json:"InstanceType"`
 	Weight       float64 `json:"CurrentWeight"`
 	// DesiredCount is the plan's instance count; Copies holds those running.
-	DesiredCount int            `json:"DesiredInstanceCount"`
-	Copies       []CopySnapshot `json:"Copies"`
+	DesiredCount int    `json:"DesiredInstanceCount"`
+	Copies       []Copy `json:"Copies"`
 }
 
-// CopySnapshot is one copy (instance) of a variant's container set, in chain
+// Copy is one copy (instance) of a variant's container set, in chain
 // order.
-type CopySnapshot struct {
-	Index      int                 `json:"Index"`
-	Containers []ContainerSnapshot `json:"Containers"`
+type Copy struct {
+	Index      int         `json:"Index"`
+	Containers []Container `json:"Containers"`
 }
 
-// ContainerSnapshot is one running container.
-type ContainerSnapshot struct {
+// Container is one running container.
+type Container struct {
 	Hostname string `json:"ContainerHostname"`
 	Image    string `json:"Image,omitempty"`
 	ID       string `json:"ContainerId,omitempty"`
@@ -61,21 +68,21 @@ type ContainerSnapshot struct {
 	LogTail      []string `json:"LogTail,omitempty"`
 	// MultiModel is set for a multi-model container: the models loaded now,
 	// and the cache shared by the variant's copies.
-	MultiModel *MultiModelSnapshot `json:"MultiModel,omitempty"`
+	MultiModel *MultiModel `json:"MultiModel,omitempty"`
 }
 
-// MultiModelSnapshot is a multi-model container's state.
-type MultiModelSnapshot struct {
+// MultiModel is a multi-model container's state.
+type MultiModel struct {
 	Loaded      []string `json:"LoadedModels"`
 	CacheBytes  int64    `json:"CacheBytes"`
 	CacheModels int      `json:"CacheModels"`
 	// GPU is set where the manager accounts the container's GPU memory.
-	GPU *GPUMemorySnapshot `json:"GPUMemory,omitempty"`
+	GPU *GPUMemory `json:"GPUMemory,omitempty"`
 }
 
-// GPUMemorySnapshot is a multi-model container's GPU memory as its manager
+// GPUMemory is a multi-model container's GPU memory as its manager
 // measured it around loads and unloads (mme.GPUReport).
-type GPUMemorySnapshot struct {
+type GPUMemory struct {
 	// UsedBytes is the container's own use where NVML lists its processes
 	// (PerContainer), else its GPUs' used memory.
 	UsedBytes    int64 `json:"UsedBytes"`
@@ -88,18 +95,21 @@ type GPUMemorySnapshot struct {
 	RestartRequested bool  `json:"RestartRequested,omitempty"`
 }
 
-func containerSnapshot(host, image string, ready bool, c any) ContainerSnapshot {
-	out := ContainerSnapshot{Hostname: host, Image: image, Ready: ready}
+// ContainerOf is the snapshot of container c (a pipeline.Container)
+// reachable as host, running image, with what its optional capabilities
+// tell.
+func ContainerOf(host, image string, ready bool, c any) Container {
+	out := Container{Hostname: host, Image: image, Ready: ready}
 	if d, ok := c.(containers.ContainerDetail); ok {
 		out.ID, out.Restarts, out.LastExitCode = d.ID(), d.Restarts(), d.LastExitCode()
 		out.LogTail, out.Unavailable = d.LogTail(), d.Unavailable()
 	}
 	if m, ok := c.(containers.MultiModelDetail); ok {
-		mm := &MultiModelSnapshot{Loaded: m.LoadedModels()}
+		mm := &MultiModel{Loaded: m.LoadedModels()}
 		mm.CacheBytes, mm.CacheModels = m.CacheUsage()
 		if g, ok := c.(containers.MultiModelGPUDetail); ok {
 			if r, ok := g.GPUMemory(); ok {
-				mm.GPU = &GPUMemorySnapshot{UsedBytes: int64(r.Used), TotalBytes: int64(r.Total), PerContainer: r.PerContainer,
+				mm.GPU = &GPUMemory{UsedBytes: int64(r.Used), TotalBytes: int64(r.Total), PerContainer: r.PerContainer,
 					UnreleasedBytes: int64(r.Unreleased), LeakyUnloads: r.LeakyUnloads, RestartRequested: r.RestartRequested}
 			}
 		}
