@@ -48,7 +48,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	}
 	resource := s.arn(spec.KindEndpoint, name)
 	keys := authz.InvokeContext(h)
-	authorized, api := s.preAuthorize(r.Context(), r, authz.ActionInvokeEndpointAsync, resource, keys)
+	authorized, api := s.gate.preAuthorize(r.Context(), r, authz.ActionInvokeEndpointAsync, resource, keys)
 	if api != nil {
 		apierr.Write(w, api)
 		return nil
@@ -65,9 +65,9 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	body := rb.bytes()
 	// The principal is needed beyond the endpoint's decision: the input
 	// object is authorized for it too.
-	principal, api := s.authenticate(r, body)
+	principal, api := s.gate.authenticate(r, body)
 	if api == nil && !authorized {
-		api = s.decide(r.Context(), r, principal, authz.ActionInvokeEndpointAsync, resource, keys)
+		api = s.gate.decide(r.Context(), r, principal, authz.ActionInvokeEndpointAsync, resource, keys)
 	}
 	if api != nil {
 		apierr.Write(w, api)
@@ -121,7 +121,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		apierr.Write(w, api)
 		return nil
 	}
-	if api := s.decide(r.Context(), r, principal, actionS3GetObject, s3ObjectARN(input), nil); api != nil {
+	if api := s.gate.decide(r.Context(), r, principal, actionS3GetObject, s3ObjectARN(input), nil); api != nil {
 		apierr.Write(w, api)
 		return nil
 	}

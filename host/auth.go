@@ -12,27 +12,41 @@ import (
 	"github.com/mce-run/mce/host/spec"
 )
 
+// gate is the authorization of host's calls: it authenticates requests
+// (SigV4) and asks the policies (authz) about the action, resource and
+// condition keys each call carries, with the resource tags of what the
+// call names when a policy can read them. It holds no state of its own:
+// the authorizer, and how to read a named resource's tags.
+type gate struct {
+	az *authz.Authorizer // nil: everything is allowed
+	// tagsOf reads the tags of the model, endpoint configuration, endpoint
+	// or inference component an ARN names (ok false: not one of this host).
+	tagsOf func(arn string) (tags []spec.Tag, ok bool, err error)
+}
+
+// enabled reports whether policies are in force.
+func (g *gate) enabled() bool { return g.az != nil && g.az.Enabled() }
+
 // authorize authenticates the request (SigV4, or anonymous when unsigned)
 // and asks the policies whether it may perform action on resource with the
 // given condition keys. A nil result means go ahead; otherwise the error to
 // write. With no authorizer, or one without policies, everything is allowed
 // (mce serve refuses that off loopback unless --insecure).
-func (s *Server) authorize(ctx context.Context, r *http.Request, body []byte, action, resource string, keys map[string]string) *apierr.Error {
-	p, api := s.authenticate(r, body)
+func (g *gate) authorize(ctx context.Context, r *http.Request, body []byte, action, resource string, keys map[string]string) *apierr.Error {
+	p, api := g.authenticate(r, body)
 	if api != nil {
 		return api
 	}
-	return s.decide(ctx, r, p, action, resource, keys)
+	return g.decide(ctx, r, p, action, resource, keys)
 }
 
 // authenticate verifies the request's signature over body and returns its
 // principal (anonymous when unsigned, or when no policies are in force).
-func (s *Server) authenticate(r *http.Request, body []byte) (authz.Principal, *apierr.Error) {
-	a := s.cfg.Authz
-	if a == nil || !a.Enabled() {
+func (g *gate) authenticate(r *http.Request, body []byte) (authz.Principal, *apierr.Error) {
+	if !g.enabled() {
 		return authz.Principal{Anonymous: true}, nil
 	}
-	p, err := a.Authenticate(r, body)
+	p, err := g.az.Authenticate(r, body)
 	if err != nil {
 		return p, authError(err)
 	}
@@ -49,8 +63,8 @@ func authError(err error) *apierr.Error {
 
 // decide asks the policies whether principal p may perform action on
 // resource; nil means go ahead.
-func (s *Server) decide(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys map[string]string) *apierr.Error {
-	return s.decideWith(ctx, r, p, action, resource, requestKeys{single: keys})
+func (g *gate) decide(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys map[string]string) *apierr.Error {
+	return g.decideWith(ctx, r, p, action, resource, requestKeys{single: keys})
 }
 
 // requestKeys are the condition keys a request carries: single-valued
@@ -96,8 +110,8 @@ func addTagKeys(m map[string]string, prefix string, tags []spec.Tag) {
 // decideWith is decide with every kind of request key, on the resource an
 // operation acts on: a Create call's resource does not exist yet and has
 // no tags (one of that name that exists is refused by the operation).
-func (s *Server) decideWith(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys) *apierr.Error {
-	return s.decideOn(ctx, r, p, action, resource, keys, !strings.HasPrefix(action, "sagemaker:Create"))
+func (g *gate) decideWith(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys) *apierr.Error {
+	return g.decideOn(ctx, r, p, action, resource, keys, !strings.HasPrefix(action, "sagemaker:Create"))
 }
 
 // decideOn is decideWith where existing says whether resource is an
@@ -107,15 +121,13 @@ func (s *Server) decideWith(ctx context.Context, r *http.Request, p authz.Princi
 // sagemaker:ResourceTag/<key>. Every check of a second resource (the
 // endpoint a component is placed on, an adapter's base, the configuration
 // an endpoint is made from) is on an existing one, whatever the action.
-func (s *Server) decideOn(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys, existing bool) *apierr.Error {
-	a := s.cfg.Authz
-	if a == nil || !a.Enabled() {
+func (g *gate) decideOn(ctx context.Context, r *http.Request, p authz.Principal, action, resource string, keys requestKeys, existing bool) *apierr.Error {
+	if !g.enabled() {
 		return nil
 	}
 	single := keys.single
-	if existing && a.ReadsResourceTags() {
-		if kind, name, ok := s.parseResourceARN(resource); ok {
-			tags, _, err := s.tagsOf(kind, name)
+	if existing && g.az.ReadsResourceTags() {
+		if tags, ok, err := g.tagsOf(resource); ok || err != nil {
 			if err != nil { // fail closed: the decision may depend on them
 				return &apierr.Error{Status: http.StatusInternalServerError, Code: apierr.CodeInternalFailure,
 					Message: "mce could not read the resource's tags to authorize the request.", Cause: err}
@@ -131,7 +143,7 @@ func (s *Server) decideOn(ctx context.Context, r *http.Request, p authz.Principa
 		}
 	}
 	in := authz.Input{Principal: p, Action: action, Resource: resource, Context: single, MultiContext: keys.multi, SourceIP: sourceIP(r), Time: time.Now()}
-	d, err := a.Authorize(ctx, in)
+	d, err := g.az.Authorize(ctx, in)
 	if err != nil || !d.Allowed {
 		return &apierr.Error{Status: http.StatusForbidden, Code: apierr.CodeAccessDenied, Message: d.DeniedMessage(in), Cause: err}
 	}

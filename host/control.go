@@ -144,7 +144,7 @@ func (s *Server) controlPlane(c echo.Context) error {
 	action, _ := authz.ControlPlaneAction(target)
 	// The body names the resource: before reading it, only what the
 	// headers decide (authentication) is checked.
-	if _, api := s.preAuthorize(r.Context(), r, action, "", nil); api != nil {
+	if _, api := s.gate.preAuthorize(r.Context(), r, action, "", nil); api != nil {
 		apierr.Write(w, api)
 		return nil
 	}
@@ -162,7 +162,7 @@ func (s *Server) controlPlane(c echo.Context) error {
 	body := rb.bytes()
 	// The caller is authenticated before the body is decoded, so that an
 	// unsigned or badly signed request learns nothing from the decoder.
-	p, api := s.authenticate(r, body)
+	p, api := s.gate.authenticate(r, body)
 	if api != nil {
 		apierr.Write(w, api)
 		return nil
@@ -173,16 +173,16 @@ func (s *Server) controlPlane(c echo.Context) error {
 		if !s.declaresAlso(opName, act, resource) {
 			return s.internalError(w.Header().Get(hdrRequestID), errUndeclaredCheck(opName, act, resource))
 		}
-		return s.decideOn(r.Context(), r, p, cmp.Or(act, action), resource, keys, true)
+		return s.gate.decideOn(r.Context(), r, p, cmp.Or(act, action), resource, keys, true)
 	})
 	out, err := s.control(ctx, op, body, func(resource string, keys requestKeys) *apierr.Error {
 		if e := accessOf(c); e != nil {
 			e.Resource = resource
 		}
-		if api := s.decideWith(r.Context(), r, p, action, resource, keys); api != nil {
+		if api := s.gate.decideWith(r.Context(), r, p, action, resource, keys); api != nil {
 			return api
 		}
-		return s.authorizeReads(r.Context(), r, p, keys.reads) // what the call makes mce read from S3
+		return s.gate.authorizeReads(r.Context(), r, p, keys.reads) // what the call makes mce read from S3
 	})
 	if err != nil {
 		apierr.Write(w, s.controlError(w.Header().Get(hdrRequestID), err))

@@ -130,7 +130,7 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	}
 	resource := s.arn(spec.KindEndpoint, name)
 	keys := authz.InvokeContext(h)
-	authorized, api := s.preAuthorize(r.Context(), r, action, resource, keys)
+	authorized, api := s.gate.preAuthorize(r.Context(), r, action, resource, keys)
 	if api != nil {
 		return admission{}, api
 	}
@@ -143,7 +143,7 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 		return admission{}, api
 	}
 	if !authorized {
-		if api := s.authorize(r.Context(), r, rb.bytes(), action, resource, keys); api != nil {
+		if api := s.gate.authorize(r.Context(), r, rb.bytes(), action, resource, keys); api != nil {
 			return refuse(api)
 		}
 	}

@@ -30,7 +30,7 @@ func (s *Server) containerLogs(c echo.Context) error {
 		access.Operation = cloudwatchlogs.ActionLogs
 	}
 	endpoint := s.logs.Tail(w, r, c.Param("name"), func(ctx context.Context, action, resource string) *apierr.Error {
-		return s.authorize(ctx, r, nil, action, resource, nil)
+		return s.gate.authorize(ctx, r, nil, action, resource, nil)
 	})
 	if access != nil && endpoint != "" {
 		access.Endpoint = endpoint
@@ -48,7 +48,7 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 		apierr.Write(w, api)
 		return nil
 	}
-	if _, api := s.preAuthorize(r.Context(), r, action, "", nil); api != nil {
+	if _, api := s.gate.preAuthorize(r.Context(), r, action, "", nil); api != nil {
 		apierr.Write(w, api)
 		return nil
 	}
@@ -59,13 +59,13 @@ func (s *Server) cloudWatchLogs(c echo.Context, op string) error {
 	}
 	defer rb.release()
 	body := rb.bytes()
-	p, api := s.authenticate(r, body)
+	p, api := s.gate.authenticate(r, body)
 	if api != nil {
 		apierr.Write(w, api)
 		return nil
 	}
 	endpoint, err := s.logs.Call(w, r, op, body, func(ctx context.Context, action, resource string) *apierr.Error {
-		return s.decide(ctx, r, p, action, resource, nil)
+		return s.gate.decide(ctx, r, p, action, resource, nil)
 	})
 	if e := accessOf(c); e != nil && endpoint != "" {
 		e.Endpoint = endpoint

@@ -14,19 +14,18 @@ import (
 // whose resource the path names), one the policies deny. done reports that
 // authorization is complete: the request may go ahead without authorize.
 // An empty resource means the body names it: only authentication is checked.
-func (s *Server) preAuthorize(ctx context.Context, r *http.Request, action, resource string, keys map[string]string) (done bool, api *apierr.Error) {
-	a := s.cfg.Authz
-	if a == nil || !a.Enabled() {
+func (g *gate) preAuthorize(ctx context.Context, r *http.Request, action, resource string, keys map[string]string) (done bool, api *apierr.Error) {
+	if !g.enabled() {
 		return true, nil
 	}
-	p, complete, err := a.AuthenticateHeaders(r)
+	p, complete, err := g.az.AuthenticateHeaders(r)
 	if err != nil {
 		return false, authError(err)
 	}
 	if !complete || resource == "" {
 		return false, nil
 	}
-	if api := s.decide(ctx, r, p, action, resource, keys); api != nil {
+	if api := g.decide(ctx, r, p, action, resource, keys); api != nil {
 		return false, api
 	}
 	return true, nil

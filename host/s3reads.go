@@ -94,17 +94,16 @@ func s3ReadsOf(in any) []s3Read {
 // authorizeReads authorizes principal p's reads (see above); nil means go
 // ahead. A location with a key mce refuses is a ValidationException, before
 // any decision.
-func (s *Server) authorizeReads(ctx context.Context, r *http.Request, p authz.Principal, reads []s3Read) *apierr.Error {
-	a := s.cfg.Authz
+func (g *gate) authorizeReads(ctx context.Context, r *http.Request, p authz.Principal, reads []s3Read) *apierr.Error {
 	for _, rd := range reads {
 		if msg := spec.S3KeyProblem(rd.member, rd.url); msg != "" {
 			return apierr.ValidationException("%s", msg)
 		}
-		if a == nil || !a.Enabled() {
+		if !g.enabled() {
 			continue
 		}
 		if !rd.prefix {
-			if api := s.decide(ctx, r, p, actionS3GetObject, s3ObjectARN(rd.url), nil); api != nil {
+			if api := g.decide(ctx, r, p, actionS3GetObject, s3ObjectARN(rd.url), nil); api != nil {
 				return api
 			}
 			continue
@@ -113,12 +112,12 @@ func (s *Server) authorizeReads(ctx context.Context, r *http.Request, p authz.Pr
 		if key != "" && !strings.HasSuffix(key, "/") {
 			key += "/" // a multi-model prefix is a folder (mme.CacheOptions.Prefix)
 		}
-		if api := s.decide(ctx, r, p, actionS3ListBucket, "arn:aws:s3:::"+bucket, nil); api != nil {
+		if api := g.decide(ctx, r, p, actionS3ListBucket, "arn:aws:s3:::"+bucket, nil); api != nil {
 			return api
 		}
 		under := "arn:aws:s3:::" + bucket + "/" + key
-		for _, res := range append([]string{under + "*"}, a.PrefixProbes(p, under)...) {
-			if api := s.decide(ctx, r, p, actionS3GetObject, res, nil); api != nil {
+		for _, res := range append([]string{under + "*"}, g.az.PrefixProbes(p, under)...) {
+			if api := g.decide(ctx, r, p, actionS3GetObject, res, nil); api != nil {
 				return api
 			}
 		}

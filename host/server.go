@@ -19,6 +19,7 @@ import (
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/components"
+	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
@@ -122,6 +123,7 @@ type Server struct {
 	metrics *metrics
 	reg     registry
 	ics     *components.Manager // inference components (endpoints_components.go)
+	gate    *gate               // authentication and decisions (auth.go)
 	store   *store.Store
 	ids     *requestIDs
 	failLog failLimiter // rate of the info lines of failed invocations
@@ -166,6 +168,13 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store,
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.bg = background.New(context.Background(), cfg.Logger)
+	s.gate = &gate{az: cfg.Authz, tagsOf: func(arn string) ([]spec.Tag, bool, error) {
+		kind, name, ok := s.parseResourceARN(arn)
+		if !ok {
+			return nil, false, nil
+		}
+		return s.tagsOf(kind, name)
+	}}
 	s.ctx = s.bg.Context()
 	s.ics = newComponents(s)
 	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
@@ -234,7 +243,7 @@ func New(cfg Config) *Server {
 	e.GET("/ping", func(c echo.Context) error { return c.NoContent(http.StatusOK) })
 	e.GET("/mce/endpoints", func(c echo.Context) error {
 		// The same information as ListEndpoints, so the same permission.
-		if api := s.authorize(c.Request().Context(), c.Request(), nil, "sagemaker:ListEndpoints", "*", nil); api != nil {
+		if api := s.gate.authorize(c.Request().Context(), c.Request(), nil, "sagemaker:ListEndpoints", "*", nil); api != nil {
 			apierr.Write(c.Response(), api)
 			return nil
 		}
