@@ -272,7 +272,7 @@ func newAsyncQueue(s *Server) *async.Queue {
 		Store: cfg.Store, Objects: cfg.AsyncObjects, Endpoints: asyncPeer{s}, Outcomes: asyncPeer{s}, Observer: s.metrics,
 		MaxPayload: cfg.AsyncMaxPayload, Memory: cfg.AsyncMemory, MaxBacklog: cfg.AsyncMaxBacklog,
 		InputPrefixes: cfg.AsyncInputPrefixes, OutputPrefixes: cfg.AsyncOutputPrefixes,
-		Background: s.bg, Registerer: s.metrics.reg, Logger: cfg.Logger,
+		Background: s.bg, Registerer: s.metrics.registry(), Logger: cfg.Logger,
 	})
 }
 

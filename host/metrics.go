@@ -179,6 +179,10 @@ func newMetrics() *metrics {
 	return m
 }
 
+// registry holds every series of the host: the collectors that read the
+// host's state register here, and the metrics endpoint serves it.
+func (m *metrics) registry() *prometheus.Registry { return m.reg }
+
 // forget drops a deleted endpoint's series: they would stay in every scrape,
 // and creating and deleting endpoints under new names would add series
 // without bound. The state metrics go by themselves (read at scrape time).

@@ -8,26 +8,34 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// endpointStatuses are the values mce_endpoint_status enumerates: every
-// EndpointStatus mce reports (SageMaker's RollingBack and
-// UpdateRollbackFailed never occur here).
-var endpointStatuses = []spec.Status{spec.StatusCreating, spec.StatusInService, spec.StatusUpdating, spec.StatusSystemUpdating,
-	spec.StatusFailed, spec.StatusDeleting, StatusOutOfService}
+// stateSource is what the state collector reads at scrape time; each
+// field is required.
+type stateSource struct {
+	// Inventory is what the host runs now: endpoints, their variants,
+	// copies and containers.
+	Inventory func() inventory.Inventory
+	// Inflight calls yield once for each variant that has a route now,
+	// with its invocations sent to containers and not yet answered.
+	Inflight func(yield func(endpoint, variant string, n int64))
+	// Statuses are the values mce_endpoint_status enumerates: every
+	// EndpointStatus the host reports.
+	Statuses []spec.Status
+}
 
-// stateCollector reports what the host runs now, read from Inventory and the
-// endpoints' routes at scrape time: no bookkeeping on the invocation path,
+// stateCollector reports what the host runs now, read from its inventory
+// and its routes at scrape time: no bookkeeping on the invocation path,
 // and the series of a deleted endpoint go with it.
 type stateCollector struct {
-	s *Server
+	src stateSource
 
 	status, desired, ready, restarts, inflight   *prometheus.Desc
 	loaded, modelLoaded, cacheBytes, cacheModels *prometheus.Desc
 	gpuUsed, gpuUnreleased                       *prometheus.Desc
 }
 
-func newStateCollector(s *Server) *stateCollector {
+func newStateCollector(src stateSource) *stateCollector {
 	return &stateCollector{
-		s: s,
+		src: src,
 		status: newDesc("endpoint_status",
 			"1 for the endpoint's current EndpointStatus, 0 for the others (DescribeEndpoint's EndpointStatus; no CloudWatch counterpart).",
 			lblEndpoint, lblStatus),
@@ -75,8 +83,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	for _, e := range c.s.Inventory().Endpoints {
-		for _, st := range endpointStatuses {
+	for _, e := range c.src.Inventory().Endpoints {
+		for _, st := range c.src.Statuses {
 			v := 0.0
 			if e.Status == st {
 				v = 1
@@ -88,19 +96,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			c.collectContainers(ch, e.Name, v)
 		}
 	}
-	for _, e := range c.s.reg.all() {
-		r := e.route.Load()
-		if r == nil {
-			continue
-		}
-		for _, v := range r.Variants() {
-			var n int64
-			for _, in := range v.Instances() {
-				n += in.Outstanding()
-			}
-			gauge(c.inflight, float64(n), e.name, v.Name())
-		}
-	}
+	c.src.Inflight(func(endpoint, variant string, n int64) {
+		gauge(c.inflight, float64(n), endpoint, variant)
+	})
 }
 
 // collectContainers reports a variant's containers, summed over its copies.

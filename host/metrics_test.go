@@ -71,12 +71,12 @@ func TestMetricsLint(t *testing.T) {
 	if _, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("m"), Body: body("x"), TargetContainerHostname: aws.String("a")}); err != nil {
 		t.Fatal(err)
 	}
-	h.srv.MultiModelObserver("m", "AllTraffic", "a").ModelCacheHit(true)
+	h.srv.metrics.multiModelObserver("m", "AllTraffic", "a").ModelCacheHit(true)
 	reg := prometheus.NewPedanticRegistry() // also checks each collector's Describe against what it collects
 	uc := newUsageCollector(usageStub{})
 	uc.refresh(context.Background())
-	reg.MustRegister(uc, newStateCollector(h.srv))
-	for _, g := range []prometheus.Gatherer{h.srv.metrics.reg, reg} {
+	reg.MustRegister(uc, newStateCollector(metricsState(h.srv)))
+	for _, g := range []prometheus.Gatherer{h.srv.metrics.registry(), reg} {
 		problems, err := testutil.GatherAndLint(g)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +85,7 @@ func TestMetricsLint(t *testing.T) {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
 	}
-	n, err := testutil.GatherAndCount(h.srv.metrics.reg)
+	n, err := testutil.GatherAndCount(h.srv.metrics.registry())
 	if err != nil || n < 20 {
 		t.Errorf("%d series gathered (%v); want the invocation, multi-model and state metrics", n, err)
 	}

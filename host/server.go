@@ -172,18 +172,18 @@ func New(cfg Config) *Server {
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.logs = newLogService(s)
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
-		b.SetMultiModelObserver(s.MultiModelObserver)
+		b.SetMultiModelObserver(s.metrics.multiModelObserver)
 	}
 	if src, ok := cfg.Backend.(containers.UsageSource); ok {
 		uc := newUsageCollector(src)
-		s.metrics.reg.MustRegister(uc)
+		s.metrics.registry().MustRegister(uc)
 		every := cfg.UsageInterval
 		if every <= 0 {
 			every = DefaultUsageInterval
 		}
 		s.bg.Go(func() { uc.run(s.ctx, every) })
 	}
-	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version), newComponentCollector(s))
+	s.metrics.registry().MustRegister(newStateCollector(metricsState(s)), newBuildInfo(cfg.Version), newComponentCollector(s.ics.Gauges))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
 		Timeout:    cfg.ContainerTimeout,
 		MaxPayload: MaxPayload,
@@ -250,7 +250,7 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // MetricsHandler serves the Prometheus metrics, unauthenticated: mount it
 // where only the operator reaches it (mce serve --metrics-listen).
 func (s *Server) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(s.metrics.registry(), promhttp.HandlerOpts{})
 }
 
 // EndStreams ends the calls that stream until told (mce logs --follow), so
