@@ -1,6 +1,7 @@
 package host
 
 import (
+	"github.com/mce-run/mce/host/metrics"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -13,8 +14,8 @@ var endpointStatuses = []spec.Status{spec.StatusCreating, spec.StatusInService, 
 // metricsState is what the state metrics read from s at scrape time: its
 // inventory, the calls in flight on each variant's route, and the statuses
 // it reports.
-func metricsState(s *Server) stateSource {
-	return stateSource{
+func metricsState(s *Server) metrics.StateSource {
+	return metrics.StateSource{
 		Inventory: s.Inventory,
 		Inflight: func(yield func(endpoint, variant string, n int64)) {
 			for _, e := range s.reg.all() {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/metrics"
 )
 
 // usageStub stands in for NVML and the engine's statistics, which need a
@@ -54,8 +55,8 @@ mce_gpu_memory_utilization_ratio{endpoint="e",variant="v"} 0.5
 # TYPE mce_gpu_utilization_ratio gauge
 mce_gpu_utilization_ratio{endpoint="e",variant="v"} 1
 `
-	uc := newUsageCollector(usageStub{})
-	uc.refresh(context.Background())
+	uc := metrics.NewUsageCollector(usageStub{})
+	uc.Refresh(context.Background())
 	if err := testutil.CollectAndCompare(uc, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
@@ -71,12 +72,12 @@ func TestMetricsLint(t *testing.T) {
 	if _, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("m"), Body: body("x"), TargetContainerHostname: aws.String("a")}); err != nil {
 		t.Fatal(err)
 	}
-	h.srv.metrics.multiModelObserver("m", "AllTraffic", "a").ModelCacheHit(true)
+	h.srv.metrics.MultiModelObserver("m", "AllTraffic", "a").ModelCacheHit(true)
 	reg := prometheus.NewPedanticRegistry() // also checks each collector's Describe against what it collects
-	uc := newUsageCollector(usageStub{})
-	uc.refresh(context.Background())
-	reg.MustRegister(uc, newStateCollector(metricsState(h.srv)))
-	for _, g := range []prometheus.Gatherer{h.srv.metrics.registry(), reg} {
+	uc := metrics.NewUsageCollector(usageStub{})
+	uc.Refresh(context.Background())
+	reg.MustRegister(uc, metrics.NewStateCollector(metricsState(h.srv)))
+	for _, g := range []prometheus.Gatherer{h.srv.metrics.Registry(), reg} {
 		problems, err := testutil.GatherAndLint(g)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +86,7 @@ func TestMetricsLint(t *testing.T) {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
 	}
-	n, err := testutil.GatherAndCount(h.srv.metrics.registry())
+	n, err := testutil.GatherAndCount(h.srv.metrics.Registry())
 	if err != nil || n < 20 {
 		t.Errorf("%d series gathered (%v); want the invocation, multi-model and state metrics", n, err)
 	}

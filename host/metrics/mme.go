@@ -1,4 +1,4 @@
-package host
+package metrics
 
 import (
 	"time"
@@ -48,10 +48,10 @@ func newMMEMetrics(reg *prometheus.Registry) *mmeMetrics {
 	return m
 }
 
-// multiModelObserver returns the metrics sink of one multi-model container
+// MultiModelObserver returns the metrics sink of one multi-model container
 // (one per Cache and one per Manager): what an engine that is a
 // containers.MultiModelObservable is given.
-func (m *metrics) multiModelObserver(endpoint, variant, container string) mme.Observer {
+func (m *Metrics) MultiModelObserver(endpoint, variant, container string) mme.Observer {
 	mm := m.mme
 	return &mmeObserver{
 		wait: mm.wait.WithLabelValues(endpoint, variant), download: mm.download.WithLabelValues(endpoint, variant),
@@ -81,7 +81,7 @@ func (o *mmeObserver) ModelCacheHit(hit bool) {
 }
 
 // LoadedModelCount is not kept here: mce_loaded_models is read from the
-// containers at scrape time (stateCollector), so that it disappears with
+// containers at scrape time (StateCollector), so that it disappears with
 // its endpoint instead of staying at its last value.
 func (o *mmeObserver) LoadedModelCount(int) {}
 

@@ -1,4 +1,4 @@
-package host
+package metrics
 
 import (
 	"runtime/debug"
@@ -8,9 +8,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// stateSource is what the state collector reads at scrape time; each
+// StateSource is what the state collector reads at scrape time; each
 // field is required.
-type stateSource struct {
+type StateSource struct {
 	// Inventory is what the host runs now: endpoints, their variants,
 	// copies and containers.
 	Inventory func() inventory.Inventory
@@ -22,19 +22,19 @@ type stateSource struct {
 	Statuses []spec.Status
 }
 
-// stateCollector reports what the host runs now, read from its inventory
+// StateCollector reports what the host runs now, read from its inventory
 // and its routes at scrape time: no bookkeeping on the invocation path,
 // and the series of a deleted endpoint go with it.
-type stateCollector struct {
-	src stateSource
+type StateCollector struct {
+	src StateSource
 
 	status, desired, ready, restarts, inflight   *prometheus.Desc
 	loaded, modelLoaded, cacheBytes, cacheModels *prometheus.Desc
 	gpuUsed, gpuUnreleased                       *prometheus.Desc
 }
 
-func newStateCollector(src stateSource) *stateCollector {
-	return &stateCollector{
+func NewStateCollector(src StateSource) *StateCollector {
+	return &StateCollector{
 		src: src,
 		status: newDesc("endpoint_status",
 			"1 for the endpoint's current EndpointStatus, 0 for the others (DescribeEndpoint's EndpointStatus; no CloudWatch counterpart).",
@@ -72,14 +72,14 @@ func newStateCollector(src stateSource) *stateCollector {
 	}
 }
 
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.status, c.desired, c.ready, c.restarts, c.inflight,
 		c.loaded, c.modelLoaded, c.cacheBytes, c.cacheModels, c.gpuUsed, c.gpuUnreleased} {
 		ch <- d
 	}
 }
 
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -102,7 +102,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectContainers reports a variant's containers, summed over its copies.
-func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint string, v inventory.Variant) {
+func (c *StateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint string, v inventory.Variant) {
 	type acc struct {
 		ready, restarts, loaded int
 		mm                      *inventory.MultiModel
@@ -161,9 +161,9 @@ func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint
 	}
 }
 
-// newBuildInfo is mce_build_info: 1, labelled with the version (Config.Version,
+// NewBuildInfo is mce_build_info: 1, labelled with the version (Config.Version,
 // else the module version Go embedded), the VCS revision and the Go version.
-func newBuildInfo(version string) prometheus.Gauge {
+func NewBuildInfo(version string) prometheus.Gauge {
 	revision, goVersion := "", ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		goVersion = bi.GoVersion
