@@ -7,9 +7,10 @@ import (
 )
 
 // ComponentCollector reports each inference component's copies and GPUs at
-// scrape time, from gauges (the components Manager's Gauges). Its invocations and latencies are those of its container
-// (the copies' container is named after the component): the
-// mce_container_* series with container="<component>".
+// scrape time, from gauges (the components Manager's Gauges). Its
+// invocations and latencies are those of its container (the copies'
+// container is named after the component): the mce_container_* series with
+// container="<component>".
 type ComponentCollector struct {
 	gauges                 func() []components.Gauge
 	desired, current, gpus *prometheus.Desc
@@ -17,6 +18,7 @@ type ComponentCollector struct {
 
 const lblComponent = "inference_component"
 
+// NewComponentCollector calls gauges at every scrape.
 func NewComponentCollector(gauges func() []components.Gauge) ComponentCollector {
 	return ComponentCollector{gauges: gauges,
 		desired: newDesc("inference_component_desired_copies",

@@ -41,6 +41,8 @@ var latencyBuckets = []float64{
 	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 }
 
+// Metrics holds the registry every mce series is in and the per-call
+// series. Create it with New; it is safe for concurrent use.
 type Metrics struct {
 	reg *prometheus.Registry
 
@@ -145,6 +147,10 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
 }
 
+// New registers the per-call, multi-model and streaming series, and Go's
+// runtime and process collectors, in a registry of their own. The
+// collectors that read the host (state, usage, components, build info) are
+// registered by the host, with what they read.
 func New() *Metrics {
 	ev, evc := labelsEV, labelsEVC
 	m := &Metrics{

@@ -33,6 +33,7 @@ type StateCollector struct {
 	gpuUsed, gpuUnreleased                       *prometheus.Desc
 }
 
+// NewStateCollector reads src at every scrape.
 func NewStateCollector(src StateSource) *StateCollector {
 	return &StateCollector{
 		src: src,
@@ -161,7 +162,7 @@ func (c *StateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint
 	}
 }
 
-// NewBuildInfo is mce_build_info: 1, labelled with the version (Config.Version,
+// NewBuildInfo is mce_build_info: 1, labelled with the version (host's Config.Version,
 // else the module version Go embedded), the VCS revision and the Go version.
 func NewBuildInfo(version string) prometheus.Gauge {
 	revision, goVersion := "", ""

@@ -12,7 +12,7 @@ import (
 // UsageCollector reports the instance metrics of CloudWatch's namespace
 // /aws/sagemaker/Endpoints (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 // The engine's statistics take a second or two per call (Docker's stats
-// endpoint), longer than a scrape should wait, so run samples them in the
+// endpoint), longer than a scrape should wait, so Run samples them in the
 // background every interval and a scrape only reads the last sample.
 // CloudWatch counts them in percent; Prometheus' base unit for a share is
 // the ratio, so each is the CloudWatch value divided by 100.
@@ -24,13 +24,15 @@ type UsageCollector struct {
 }
 
 // DefaultUsageInterval is how often the engine's usage figures are sampled
-// (Config.UsageInterval's default): CloudWatch's own period for these
+// (the default of host's Config.UsageInterval): CloudWatch's own period for these
 // metrics is a minute, and frequent samples load the engine.
 const DefaultUsageInterval = 5 * time.Second
 
 // usageSampleTimeout bounds one sample.
 const usageSampleTimeout = 30 * time.Second
 
+// NewUsageCollector reports src's figures once Run or Refresh sampled
+// them; until then it reports nothing.
 func NewUsageCollector(src containers.UsageSource) *UsageCollector {
 	return &UsageCollector{
 		src: src,
