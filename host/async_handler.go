@@ -272,7 +272,7 @@ func newAsyncQueue(s *Server) *async.Queue {
 		Store: cfg.Store, Objects: cfg.AsyncObjects, Endpoints: asyncPeer{s}, Outcomes: asyncPeer{s}, Observer: s.metrics,
 		MaxPayload: cfg.AsyncMaxPayload, Memory: cfg.AsyncMemory, MaxBacklog: cfg.AsyncMaxBacklog,
 		InputPrefixes: cfg.AsyncInputPrefixes, OutputPrefixes: cfg.AsyncOutputPrefixes,
-		Background: s.bg, Registerer: s.metrics.reg, Logger: cfg.Logger,
+		Background: s.bg, Registerer: s.metrics.Registry(), Logger: cfg.Logger,
 	})
 }
 
@@ -302,11 +302,11 @@ func (p asyncPeer) AsyncTarget(name string) (async.Target, bool) {
 func (p asyncPeer) Invoked(endpoint string, start time.Time, resp *pipeline.Response, err error) {
 	if err != nil {
 		if variant, _ := failedIn(err); variant != "" {
-			p.s.metrics.observeInvocation(endpoint, variant, time.Since(start), 0, err)
+			p.s.metrics.ObserveInvocation(endpoint, variant, time.Since(start), 0, err)
 		}
 		return
 	}
-	p.s.metrics.observeInvocation(endpoint, resp.Variant, time.Since(start), resp.ModelLatency, nil)
+	p.s.metrics.ObserveInvocation(endpoint, resp.Variant, time.Since(start), resp.ModelLatency, nil)
 	p.s.series.record(endpoint, resp.Variant, start, true)
 }
 

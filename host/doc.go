@@ -36,8 +36,14 @@
 // six operations as thin adapters (control_components.go: decode, the
 // second authorization, one Manager call, the answer's shape), the
 // Manager's wiring and the endpoint it sees (endpoints_components.go),
-// the header of an invocation (componentRoute in invoke.go) and their
-// metrics (metrics_components.go, from the Manager's Gauges).
+// the header of an invocation (componentRoute in invoke.go); their
+// metrics are host/metrics' ComponentCollector, fed the Manager's Gauges.
+//
+// The Prometheus series are package host/metrics: host observes each call
+// (ObserveInvocation in invoke.go, stream.go and async_handler.go; the
+// pipeline's per-container hops through its Observer), shows it its state
+// at scrape time through metrics_sources.go, registers its collectors in
+// New and serves the registry (MetricsHandler).
 //
 // Contexts: exported calls take the caller's context first and honour it;
 // work that must outlive a request (a launch, an update, a scale, a

@@ -485,7 +485,7 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	if _, err := s.store.Delete(store.Endpoints, e.name); err != nil {
 		s.log.Error().Err(err).Str("endpoint", e.name).Msg("could not remove the endpoint's record")
 	}
-	s.metrics.forget(e.name) // before the name is free for a new endpoint
+	s.metrics.Forget(e.name) // before the name is free for a new endpoint
 	s.reg.remove(e)
 	s.series.drop(e.name)
 	s.async.EndpointGone(e.name)

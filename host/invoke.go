@@ -66,7 +66,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		}
 		s.series.record(e.name, variant, start, false)
 		if variant != "" {
-			s.metrics.observeInvocation(e.name, variant, time.Since(start), 0, err)
+			s.metrics.ObserveInvocation(e.name, variant, time.Since(start), 0, err)
 		}
 		if r.Context().Err() != nil {
 			// The client hung up; nobody reads an answer. Record it in the
@@ -94,7 +94,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	rh.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	// Labelled with the endpoint's own spelling: names match case-insensitively,
 	// and a caller's spellings must not make series of their own.
-	s.metrics.observeInvocation(e.name, resp.Variant, time.Since(start), resp.ModelLatency, nil)
+	s.metrics.ObserveInvocation(e.name, resp.Variant, time.Since(start), resp.ModelLatency, nil)
 	s.series.record(e.name, resp.Variant, start, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)

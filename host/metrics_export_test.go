@@ -3,6 +3,7 @@ package host
 import (
 	"regexp"
 
+	"github.com/mce-run/mce/host/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,7 +14,7 @@ var fqNameRe = regexp.MustCompile(`fqName: "([^"]+)"`)
 // GPUs), so tests of the dashboard check the names against this list.
 func UsageMetricNames() []string {
 	ch := make(chan *prometheus.Desc, 16)
-	newUsageCollector(nil).Describe(ch)
+	metrics.NewUsageCollector(nil).Describe(ch)
 	close(ch)
 	var out []string
 	for d := range ch {

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/metrics"
 )
 
 // usageStub stands in for NVML and the engine's statistics, which need a
@@ -33,34 +33,6 @@ func (usageStub) GPUUtilization(i int) (float64, float64, error) {
 	return 50, 25, nil
 }
 
-// TestUsageRatios: CloudWatch's percentages become ratios (value / 100),
-// CPU and memory averaged over copies, GPUs summed over the variant's.
-func TestUsageRatios(t *testing.T) {
-	want := `
-# HELP mce_container_cpu_utilization_ratio CPU use of a container, summed over cores (0 to the number of cores), averaged over the variant's copies (CloudWatch CPUUtilization / 100).
-# TYPE mce_container_cpu_utilization_ratio gauge
-mce_container_cpu_utilization_ratio{container="c",endpoint="e",variant="v"} 1
-# HELP mce_container_memory_utilization_ratio Memory use of a container as a share of its limit (or of the host's memory), page cache excluded, averaged over copies (CloudWatch MemoryUtilization / 100).
-# TYPE mce_container_memory_utilization_ratio gauge
-mce_container_memory_utilization_ratio{container="c",endpoint="e",variant="v"} 0.3
-mce_container_memory_utilization_ratio{container="c",endpoint="e",variant="w"} 0.1
-# HELP mce_disk_utilization_ratio Used share of the filesystem holding mce's model artifacts and caches, shared by every variant (CloudWatch DiskUtilization / 100).
-# TYPE mce_disk_utilization_ratio gauge
-mce_disk_utilization_ratio 0.3
-# HELP mce_gpu_memory_utilization_ratio GPU memory use summed over the variant's GPUs (0 to the number of GPUs), from NVML (CloudWatch GPUMemoryUtilization / 100).
-# TYPE mce_gpu_memory_utilization_ratio gauge
-mce_gpu_memory_utilization_ratio{endpoint="e",variant="v"} 0.5
-# HELP mce_gpu_utilization_ratio GPU busy share summed over the variant's GPUs (0 to the number of GPUs), from NVML (CloudWatch GPUUtilization / 100).
-# TYPE mce_gpu_utilization_ratio gauge
-mce_gpu_utilization_ratio{endpoint="e",variant="v"} 1
-`
-	uc := newUsageCollector(usageStub{})
-	uc.refresh(context.Background())
-	if err := testutil.CollectAndCompare(uc, strings.NewReader(want)); err != nil {
-		t.Error(err)
-	}
-}
-
 // TestMetricsLint runs the Prometheus client's linter (the rules of promtool
 // check metrics) over every metric of a server that has served calls.
 func TestMetricsLint(t *testing.T) {
@@ -71,12 +43,12 @@ func TestMetricsLint(t *testing.T) {
 	if _, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("m"), Body: body("x"), TargetContainerHostname: aws.String("a")}); err != nil {
 		t.Fatal(err)
 	}
-	h.srv.MultiModelObserver("m", "AllTraffic", "a").ModelCacheHit(true)
+	h.srv.metrics.MultiModelObserver("m", "AllTraffic", "a").ModelCacheHit(true)
 	reg := prometheus.NewPedanticRegistry() // also checks each collector's Describe against what it collects
-	uc := newUsageCollector(usageStub{})
-	uc.refresh(context.Background())
-	reg.MustRegister(uc, newStateCollector(h.srv))
-	for _, g := range []prometheus.Gatherer{h.srv.metrics.reg, reg} {
+	uc := metrics.NewUsageCollector(usageStub{})
+	uc.Refresh(context.Background())
+	reg.MustRegister(uc, metrics.NewStateCollector(metricsState(h.srv)))
+	for _, g := range []prometheus.Gatherer{h.srv.metrics.Registry(), reg} {
 		problems, err := testutil.GatherAndLint(g)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +57,7 @@ func TestMetricsLint(t *testing.T) {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
 	}
-	n, err := testutil.GatherAndCount(h.srv.metrics.reg)
+	n, err := testutil.GatherAndCount(h.srv.metrics.Registry())
 	if err != nil || n < 20 {
 		t.Errorf("%d series gathered (%v); want the invocation, multi-model and state metrics", n, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/components"
+	"github.com/mce-run/mce/host/metrics"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/background"
@@ -104,7 +105,7 @@ type Config struct {
 	AsyncMaxBacklog int
 	// UsageInterval is how often a Backend that is a UsageSource is asked
 	// for its containers' resource use, in the background (scrapes read
-	// the last figures); default DefaultUsageInterval.
+	// the last figures); default metrics.DefaultUsageInterval.
 	UsageInterval time.Duration
 }
 
@@ -120,7 +121,7 @@ type Server struct {
 	log     zerolog.Logger
 	echo    *echo.Echo
 	invoker *pipeline.Invoker
-	metrics *metrics
+	metrics *metrics.Metrics
 	reg     registry
 	ics     *components.Manager // inference components (endpoints_components.go)
 	gate    *gate               // authentication and decisions (auth.go)
@@ -165,7 +166,7 @@ func New(cfg Config) *Server {
 	if cfg.BodyMemory <= 0 {
 		cfg.BodyMemory = DefaultBodyMemory
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, metrics: newMetrics(), ids: newRequestIDs(), store: cfg.Store,
+	s := &Server{cfg: cfg, log: cfg.Logger, metrics: metrics.New(), ids: newRequestIDs(), store: cfg.Store,
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.bg = background.New(context.Background(), cfg.Logger)
 	s.gate = &gate{az: cfg.Authz, tagsOf: func(arn string) ([]spec.Tag, bool, error) {
@@ -181,18 +182,18 @@ func New(cfg Config) *Server {
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.logs = newLogService(s)
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
-		b.SetMultiModelObserver(s.MultiModelObserver)
+		b.SetMultiModelObserver(s.metrics.MultiModelObserver)
 	}
 	if src, ok := cfg.Backend.(containers.UsageSource); ok {
-		uc := newUsageCollector(src)
-		s.metrics.reg.MustRegister(uc)
+		uc := metrics.NewUsageCollector(src)
+		s.metrics.Registry().MustRegister(uc)
 		every := cfg.UsageInterval
 		if every <= 0 {
-			every = DefaultUsageInterval
+			every = metrics.DefaultUsageInterval
 		}
-		s.bg.Go(func() { uc.run(s.ctx, every) })
+		s.bg.Go(func() { uc.Run(s.ctx, every) })
 	}
-	s.metrics.reg.MustRegister(newStateCollector(s), newBuildInfo(cfg.Version), newComponentCollector(s))
+	s.metrics.Registry().MustRegister(metrics.NewStateCollector(metricsState(s)), metrics.NewBuildInfo(cfg.Version), metrics.NewComponentCollector(s.ics.Gauges))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
 		Timeout:    cfg.ContainerTimeout,
 		MaxPayload: MaxPayload,
@@ -259,7 +260,7 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // MetricsHandler serves the Prometheus metrics, unauthenticated: mount it
 // where only the operator reaches it (mce serve --metrics-listen).
 func (s *Server) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(s.metrics.Registry(), promhttp.HandlerOpts{})
 }
 
 // EndStreams ends the calls that stream until told (mce logs --follow), so

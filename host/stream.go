@@ -12,6 +12,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/metrics"
 	"github.com/mce-run/mce/internal/wire"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -81,7 +82,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	res, err := s.invoker.InvokeStream(r.Context(), route, &req, sink)
 	if err == nil {
 		sink.release()
-		s.metrics.observeInvocation(e.name, res.Variant, time.Since(start), res.ModelLatency, nil)
+		s.metrics.ObserveInvocation(e.name, res.Variant, time.Since(start), res.ModelLatency, nil)
 		s.series.record(e.name, res.Variant, start, true)
 		return nil
 	}
@@ -92,7 +93,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	}
 	s.series.record(e.name, variant, start, false)
 	if variant != "" {
-		s.metrics.observeInvocation(e.name, variant, time.Since(start), 0, err)
+		s.metrics.ObserveInvocation(e.name, variant, time.Since(start), 0, err)
 	}
 	if r.Context().Err() != nil || errors.Is(err, pipeline.ErrSink) {
 		// The client hung up, or did not take the stream within its
@@ -142,7 +143,7 @@ type eventSink struct {
 	start    time.Time
 	timeout  time.Duration
 	endpoint string
-	metrics  *metrics
+	metrics  *metrics.Metrics
 	head     pipeline.StreamHead
 	conn     *net.TCPConn // the client's, when known (ConnContext)
 	began    bool
@@ -194,7 +195,7 @@ func (k *eventSink) Write(p []byte) error {
 	}
 	if !k.first {
 		k.first = true
-		k.metrics.observeFirstByte(k.endpoint, k.head.Variant, time.Since(k.start))
+		k.metrics.ObserveFirstByte(k.endpoint, k.head.Variant, time.Since(k.start))
 	}
 	return nil
 }

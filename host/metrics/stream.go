@@ -1,4 +1,4 @@
-package host
+package metrics
 
 import (
 	"time"
@@ -7,7 +7,7 @@ import (
 )
 
 // streamMetrics are the metrics of InvokeEndpointWithResponseStream beyond
-// those it shares with InvokeEndpoint (observeInvocation).
+// those it shares with InvokeEndpoint (ObserveInvocation).
 type streamMetrics struct {
 	// ttfb is the time from a streamed invocation's arrival to its first
 	// PayloadPart written to the client, in seconds (Prometheus's unit).
@@ -25,7 +25,7 @@ func newStreamMetrics(reg prometheus.Registerer) *streamMetrics {
 	return m
 }
 
-// observeFirstByte records the time to first byte of one streamed call.
-func (m *metrics) observeFirstByte(endpoint, variant string, d time.Duration) {
+// ObserveFirstByte records the time to first byte of one streamed call.
+func (m *Metrics) ObserveFirstByte(endpoint, variant string, d time.Duration) {
 	m.stream.ttfb.WithLabelValues(endpoint, variant).Observe(d.Seconds())
 }

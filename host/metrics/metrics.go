@@ -1,4 +1,4 @@
-package host
+package metrics
 
 import (
 	"errors"
@@ -41,7 +41,9 @@ var latencyBuckets = []float64{
 	0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 }
 
-type metrics struct {
+// Metrics holds the registry every mce series is in and the per-call
+// series. Create it with New; it is safe for concurrent use.
+type Metrics struct {
 	reg *prometheus.Registry
 
 	invocations      *prometheus.CounterVec
@@ -78,7 +80,7 @@ type containerMetrics struct {
 	latency                 prometheus.Observer
 }
 
-func (m *metrics) variant(endpoint, variant string) *variantMetrics {
+func (m *Metrics) variant(endpoint, variant string) *variantMetrics {
 	k := [2]string{endpoint, variant}
 	m.mu.RLock()
 	v := m.variants[k]
@@ -103,7 +105,7 @@ func (m *metrics) variant(endpoint, variant string) *variantMetrics {
 	return v
 }
 
-func (m *metrics) container(endpoint, variant, container string) *containerMetrics {
+func (m *Metrics) container(endpoint, variant, container string) *containerMetrics {
 	k := [3]string{endpoint, variant, container}
 	m.mu.RLock()
 	c := m.containers[k]
@@ -145,9 +147,13 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
 }
 
-func newMetrics() *metrics {
+// New registers the per-call, multi-model and streaming series, and Go's
+// runtime and process collectors, in a registry of their own. The
+// collectors that read the host (state, usage, components, build info) are
+// registered by the host, with what they read.
+func New() *Metrics {
 	ev, evc := labelsEV, labelsEVC
-	m := &metrics{
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		invocations: newCounterVec("invocations_total",
 			"InvokeEndpoint requests sent to a variant (CloudWatch Invocations).", ev),
@@ -179,10 +185,14 @@ func newMetrics() *metrics {
 	return m
 }
 
-// forget drops a deleted endpoint's series: they would stay in every scrape,
+// Registry holds every series of the host: the collectors that read the
+// host's state register here, and the metrics endpoint serves it.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Forget drops a deleted endpoint's series: they would stay in every scrape,
 // and creating and deleting endpoints under new names would add series
 // without bound. The state metrics go by themselves (read at scrape time).
-func (m *metrics) forget(endpoint string) {
+func (m *Metrics) Forget(endpoint string) {
 	m.mu.Lock()
 	for k := range m.variants {
 		if k[0] == endpoint {
@@ -210,7 +220,7 @@ func (m *metrics) forget(endpoint string) {
 }
 
 // ObserveContainer implements pipeline.Observer: one container call.
-func (m *metrics) ObserveContainer(endpoint, variant, container string, d time.Duration, status int, err error) {
+func (m *Metrics) ObserveContainer(endpoint, variant, container string, d time.Duration, status int, err error) {
 	c := m.container(endpoint, variant, container)
 	c.invocations.Inc()
 	switch {
@@ -224,10 +234,10 @@ func (m *metrics) ObserveContainer(endpoint, variant, container string, d time.D
 	}
 }
 
-var _ pipeline.Observer = (*metrics)(nil)
+var _ pipeline.Observer = (*Metrics)(nil)
 
-// observeInvocation records one InvokeEndpoint that reached a variant.
-func (m *metrics) observeInvocation(endpoint, variant string, total, model time.Duration, err error) {
+// ObserveInvocation records one InvokeEndpoint that reached a variant.
+func (m *Metrics) ObserveInvocation(endpoint, variant string, total, model time.Duration, err error) {
 	v := m.variant(endpoint, variant)
 	v.invocations.Inc()
 	if err != nil {

@@ -1,4 +1,4 @@
-package host
+package metrics
 
 import (
 	"context"
@@ -9,14 +9,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// usageCollector reports the instance metrics of CloudWatch's namespace
+// UsageCollector reports the instance metrics of CloudWatch's namespace
 // /aws/sagemaker/Endpoints (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
 // The engine's statistics take a second or two per call (Docker's stats
-// endpoint), longer than a scrape should wait, so run samples them in the
+// endpoint), longer than a scrape should wait, so Run samples them in the
 // background every interval and a scrape only reads the last sample.
 // CloudWatch counts them in percent; Prometheus' base unit for a share is
 // the ratio, so each is the CloudWatch value divided by 100.
-type usageCollector struct {
+type UsageCollector struct {
 	src                         containers.UsageSource
 	cpu, mem, disk, gpu, gpuMem *prometheus.Desc
 	mu                          sync.Mutex
@@ -24,15 +24,17 @@ type usageCollector struct {
 }
 
 // DefaultUsageInterval is how often the engine's usage figures are sampled
-// (Config.UsageInterval's default): CloudWatch's own period for these
+// (the default of host's Config.UsageInterval): CloudWatch's own period for these
 // metrics is a minute, and frequent samples load the engine.
 const DefaultUsageInterval = 5 * time.Second
 
 // usageSampleTimeout bounds one sample.
 const usageSampleTimeout = 30 * time.Second
 
-func newUsageCollector(src containers.UsageSource) *usageCollector {
-	return &usageCollector{
+// NewUsageCollector reports src's figures once Run or Refresh sampled
+// them; until then it reports nothing.
+func NewUsageCollector(src containers.UsageSource) *UsageCollector {
+	return &UsageCollector{
 		src: src,
 		cpu: newDesc("container_cpu_utilization_ratio",
 			"CPU use of a container, summed over cores (0 to the number of cores), averaged over the variant's copies (CloudWatch CPUUtilization / 100).", labelsEVC...),
@@ -47,7 +49,7 @@ func newUsageCollector(src containers.UsageSource) *usageCollector {
 	}
 }
 
-func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *UsageCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.cpu, c.mem, c.disk, c.gpu, c.gpuMem} {
 		ch <- d
 	}
@@ -55,7 +57,7 @@ func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector: the last sample, never a call
 // to the engine.
-func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *UsageCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	cached := c.cached
 	c.mu.Unlock()
@@ -64,12 +66,12 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// run samples at once and then every interval until ctx ends.
-func (c *usageCollector) run(ctx context.Context, every time.Duration) {
+// Run samples at once and then every interval until ctx ends.
+func (c *UsageCollector) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for ctx.Err() == nil { // a tick and the end may come together
-		c.refresh(ctx)
+		c.Refresh(ctx)
 		select {
 		case <-ctx.Done():
 		case <-t.C:
@@ -77,8 +79,8 @@ func (c *usageCollector) run(ctx context.Context, every time.Duration) {
 	}
 }
 
-// refresh takes one sample and makes it the one scrapes read.
-func (c *usageCollector) refresh(ctx context.Context) {
+// Refresh takes one sample and makes it the one scrapes read.
+func (c *UsageCollector) Refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, usageSampleTimeout)
 	defer cancel()
 	m := c.sample(ctx)
@@ -87,7 +89,7 @@ func (c *usageCollector) refresh(ctx context.Context) {
 	c.mu.Unlock()
 }
 
-func (c *usageCollector) sample(ctx context.Context) []prometheus.Metric {
+func (c *UsageCollector) sample(ctx context.Context) []prometheus.Metric {
 	type key struct{ e, v, c string }
 	type acc struct {
 		cpu, mem   float64

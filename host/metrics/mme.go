@@ -1,4 +1,4 @@
-package host
+package metrics
 
 import (
 	"time"
@@ -49,14 +49,15 @@ func newMMEMetrics(reg *prometheus.Registry) *mmeMetrics {
 }
 
 // MultiModelObserver returns the metrics sink of one multi-model container
-// (one per Cache and one per Manager).
-func (s *Server) MultiModelObserver(endpoint, variant, container string) mme.Observer {
-	m := s.metrics.mme
+// (one per Cache and one per Manager): what an engine that is a
+// containers.MultiModelObservable is given.
+func (m *Metrics) MultiModelObserver(endpoint, variant, container string) mme.Observer {
+	mm := m.mme
 	return &mmeObserver{
-		wait: m.wait.WithLabelValues(endpoint, variant), download: m.download.WithLabelValues(endpoint, variant),
-		load: m.load.WithLabelValues(endpoint, variant), unload: m.unload.WithLabelValues(endpoint, variant),
-		hits: m.hits.WithLabelValues(endpoint, variant), requests: m.requests.WithLabelValues(endpoint, variant),
-		evictions: m.evictions.WithLabelValues(endpoint, variant, container),
+		wait: mm.wait.WithLabelValues(endpoint, variant), download: mm.download.WithLabelValues(endpoint, variant),
+		load: mm.load.WithLabelValues(endpoint, variant), unload: mm.unload.WithLabelValues(endpoint, variant),
+		hits: mm.hits.WithLabelValues(endpoint, variant), requests: mm.requests.WithLabelValues(endpoint, variant),
+		evictions: mm.evictions.WithLabelValues(endpoint, variant, container),
 	}
 }
 
@@ -80,7 +81,7 @@ func (o *mmeObserver) ModelCacheHit(hit bool) {
 }
 
 // LoadedModelCount is not kept here: mce_loaded_models is read from the
-// containers at scrape time (stateCollector), so that it disappears with
+// containers at scrape time (StateCollector), so that it disappears with
 // its endpoint instead of staying at its last value.
 func (o *mmeObserver) LoadedModelCount(int) {}
 

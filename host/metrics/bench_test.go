@@ -1,4 +1,4 @@
-package host
+package metrics
 
 import (
 	"testing"
@@ -10,15 +10,15 @@ import (
 // It must not allocate once the label children are looked up
 // (TestObserveInvocationAllocatesNothing).
 //
-//	go test -run '^$' -bench ObserveInvocation ./host/
+//	go test -run '^$' -bench ObserveInvocation ./host/metrics/
 func BenchmarkObserveInvocation(b *testing.B) {
-	m := newMetrics()
+	m := New()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			m.ObserveContainer("ep", "AllTraffic", "a", 300*time.Microsecond, 200, nil)
 			m.ObserveContainer("ep", "AllTraffic", "b", 700*time.Microsecond, 200, nil)
-			m.observeInvocation("ep", "AllTraffic", 1200*time.Microsecond, time.Millisecond, nil)
+			m.ObserveInvocation("ep", "AllTraffic", 1200*time.Microsecond, time.Millisecond, nil)
 		}
 	})
 }
@@ -27,11 +27,11 @@ func BenchmarkObserveInvocation(b *testing.B) {
 // claim: once the label children exist, a call's observations allocate
 // nothing.
 func TestObserveInvocationAllocatesNothing(t *testing.T) {
-	m := newMetrics()
+	m := New()
 	observe := func() {
 		m.ObserveContainer("ep", "AllTraffic", "a", 300*time.Microsecond, 200, nil)
 		m.ObserveContainer("ep", "AllTraffic", "b", 700*time.Microsecond, 200, nil)
-		m.observeInvocation("ep", "AllTraffic", 1200*time.Microsecond, time.Millisecond, nil)
+		m.ObserveInvocation("ep", "AllTraffic", 1200*time.Microsecond, time.Millisecond, nil)
 	}
 	observe()
 	if n := testing.AllocsPerRun(1000, observe); n != 0 {

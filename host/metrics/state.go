@@ -1,4 +1,4 @@
-package host
+package metrics
 
 import (
 	"runtime/debug"
@@ -8,26 +8,35 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// endpointStatuses are the values mce_endpoint_status enumerates: every
-// EndpointStatus mce reports (SageMaker's RollingBack and
-// UpdateRollbackFailed never occur here).
-var endpointStatuses = []spec.Status{spec.StatusCreating, spec.StatusInService, spec.StatusUpdating, spec.StatusSystemUpdating,
-	spec.StatusFailed, spec.StatusDeleting, StatusOutOfService}
+// StateSource is what the state collector reads at scrape time; each
+// field is required.
+type StateSource struct {
+	// Inventory is what the host runs now: endpoints, their variants,
+	// copies and containers.
+	Inventory func() inventory.Inventory
+	// Inflight calls yield once for each variant that has a route now,
+	// with its invocations sent to containers and not yet answered.
+	Inflight func(yield func(endpoint, variant string, n int64))
+	// Statuses are the values mce_endpoint_status enumerates: every
+	// EndpointStatus the host reports.
+	Statuses []spec.Status
+}
 
-// stateCollector reports what the host runs now, read from Inventory and the
-// endpoints' routes at scrape time: no bookkeeping on the invocation path,
+// StateCollector reports what the host runs now, read from its inventory
+// and its routes at scrape time: no bookkeeping on the invocation path,
 // and the series of a deleted endpoint go with it.
-type stateCollector struct {
-	s *Server
+type StateCollector struct {
+	src StateSource
 
 	status, desired, ready, restarts, inflight   *prometheus.Desc
 	loaded, modelLoaded, cacheBytes, cacheModels *prometheus.Desc
 	gpuUsed, gpuUnreleased                       *prometheus.Desc
 }
 
-func newStateCollector(s *Server) *stateCollector {
-	return &stateCollector{
-		s: s,
+// NewStateCollector reads src at every scrape.
+func NewStateCollector(src StateSource) *StateCollector {
+	return &StateCollector{
+		src: src,
 		status: newDesc("endpoint_status",
 			"1 for the endpoint's current EndpointStatus, 0 for the others (DescribeEndpoint's EndpointStatus; no CloudWatch counterpart).",
 			lblEndpoint, lblStatus),
@@ -64,19 +73,19 @@ func newStateCollector(s *Server) *stateCollector {
 	}
 }
 
-func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.status, c.desired, c.ready, c.restarts, c.inflight,
 		c.loaded, c.modelLoaded, c.cacheBytes, c.cacheModels, c.gpuUsed, c.gpuUnreleased} {
 		ch <- d
 	}
 }
 
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	for _, e := range c.s.Inventory().Endpoints {
-		for _, st := range endpointStatuses {
+	for _, e := range c.src.Inventory().Endpoints {
+		for _, st := range c.src.Statuses {
 			v := 0.0
 			if e.Status == st {
 				v = 1
@@ -88,23 +97,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			c.collectContainers(ch, e.Name, v)
 		}
 	}
-	for _, e := range c.s.reg.all() {
-		r := e.route.Load()
-		if r == nil {
-			continue
-		}
-		for _, v := range r.Variants() {
-			var n int64
-			for _, in := range v.Instances() {
-				n += in.Outstanding()
-			}
-			gauge(c.inflight, float64(n), e.name, v.Name())
-		}
-	}
+	c.src.Inflight(func(endpoint, variant string, n int64) {
+		gauge(c.inflight, float64(n), endpoint, variant)
+	})
 }
 
 // collectContainers reports a variant's containers, summed over its copies.
-func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint string, v inventory.Variant) {
+func (c *StateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint string, v inventory.Variant) {
 	type acc struct {
 		ready, restarts, loaded int
 		mm                      *inventory.MultiModel
@@ -163,9 +162,9 @@ func (c *stateCollector) collectContainers(ch chan<- prometheus.Metric, endpoint
 	}
 }
 
-// newBuildInfo is mce_build_info: 1, labelled with the version (Config.Version,
+// NewBuildInfo is mce_build_info: 1, labelled with the version (host's Config.Version,
 // else the module version Go embedded), the VCS revision and the Go version.
-func newBuildInfo(version string) prometheus.Gauge {
+func NewBuildInfo(version string) prometheus.Gauge {
 	revision, goVersion := "", ""
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		goVersion = bi.GoVersion

@@ -1,22 +1,26 @@
-package host
+package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mce-run/mce/host/components"
 )
 
-// componentCollector reports each inference component's copies and GPUs at
-// scrape time, from the Manager's Gauges. Its invocations and latencies are those of its container
-// (the copies' container is named after the component): the
-// mce_container_* series with container="<component>".
-type componentCollector struct {
-	s                      *Server
+// ComponentCollector reports each inference component's copies and GPUs at
+// scrape time, from gauges (the components Manager's Gauges). Its
+// invocations and latencies are those of its container (the copies'
+// container is named after the component): the mce_container_* series with
+// container="<component>".
+type ComponentCollector struct {
+	gauges                 func() []components.Gauge
 	desired, current, gpus *prometheus.Desc
 }
 
 const lblComponent = "inference_component"
 
-func newComponentCollector(s *Server) componentCollector {
-	return componentCollector{s: s,
+// NewComponentCollector calls gauges at every scrape.
+func NewComponentCollector(gauges func() []components.Gauge) ComponentCollector {
+	return ComponentCollector{gauges: gauges,
 		desired: newDesc("inference_component_desired_copies",
 			"Copies the inference component asks for (DescribeInferenceComponent's RuntimeConfig.DesiredCopyCount).",
 			lblEndpoint, lblVariant, lblComponent),
@@ -29,14 +33,14 @@ func newComponentCollector(s *Server) componentCollector {
 	}
 }
 
-func (c componentCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c ComponentCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.desired
 	ch <- c.current
 	ch <- c.gpus
 }
 
-func (c componentCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, g := range c.s.ics.Gauges() {
+func (c ComponentCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, g := range c.gauges() {
 		labels := []string{g.Endpoint, g.Variant, g.Component}
 		ch <- prometheus.MustNewConstMetric(c.desired, prometheus.GaugeValue, float64(g.Desired), labels...)
 		ch <- prometheus.MustNewConstMetric(c.current, prometheus.GaugeValue, float64(g.Current), labels...)
