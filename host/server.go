@@ -128,8 +128,9 @@ type Server struct {
 	// bodyBudget holds Config.BodyMemory bytes; request bodies take from it
 	// as they arrive.
 	bodyBudget *semaphore.Weighted
-	// series feeds the status page's charts.
+	// series feeds the status page's charts; status is the page.
 	series *seriesRecorder
+	status *Page
 	// async is the InvokeEndpointAsync queues.
 	async *async.Queue
 
@@ -168,7 +169,7 @@ func New(cfg Config) *Server {
 	s.bg = background.New(context.Background(), cfg.Logger)
 	s.ctx = s.bg.Context()
 	s.ics = newComponents(s)
-	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
+	s.series, s.status = newStatus(s)
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.logs = newLogService(s)
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
@@ -218,8 +219,8 @@ func New(cfg Config) *Server {
 		// The status page goes where the metrics go, under the same rule.
 		for path, h := range map[string]http.HandlerFunc{
 			"/":            func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/status", http.StatusFound) },
-			"/status":      s.serveStatusPage,
-			"/status.json": s.serveStatusJSON,
+			"/status":      s.status.ServePage,
+			"/status.json": s.status.ServeJSON,
 		} {
 			e.GET(path, func(c echo.Context) error {
 				if a := s.cfg.Authz; a != nil && a.Enabled() {

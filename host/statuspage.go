@@ -15,6 +15,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/rs/zerolog"
+
 	"github.com/mce-run/mce/host/inventory"
 )
 
@@ -70,10 +72,53 @@ type StatusReport struct {
 
 const logLinesHidden = "hidden: container output can hold secrets, so it is shown only to requests that reach mce on a loopback address"
 
-// statusReport builds the report; log lines and container IDs only when
-// showLogs.
-func (s *Server) statusReport(showLogs bool) (StatusReport, []*window) {
-	inv := s.Inventory()
+// Options configure a Page. Every zero value is usable and means what its
+// comment says.
+type Options struct {
+	// Inventory returns the endpoints and their containers now; nil: no
+	// endpoints.
+	Inventory func() inventory.Inventory
+	// Exists reports whether an endpoint still exists, for one created
+	// after the inventory was taken; the series of endpoints neither in the
+	// inventory nor existing are dropped when the page is read. Nil: an
+	// endpoint exists while the inventory lists it.
+	Exists func(endpoint string) bool
+	// Series is the recorder of invocations the charts are drawn from; nil:
+	// an empty one (every endpoint's charts say it had no invocations).
+	Series *seriesRecorder
+	// Logger gets the page's own failures (a template that fails to
+	// render); the zero Logger discards them.
+	Logger zerolog.Logger
+}
+
+// Page serves the status page (ServePage) and its data (ServeJSON). Make
+// one with newPage; it is safe for concurrent use.
+type Page struct {
+	o Options
+}
+
+// newPage makes a Page.
+func newPage(o Options) *Page {
+	if o.Series == nil {
+		o.Series = newSeriesRecorder(time.Now(), nil)
+	}
+	return &Page{o: o}
+}
+
+// Report is what GET /status.json answers for a request that arrives on a
+// loopback address (showLogs) or elsewhere.
+func (p *Page) Report(showLogs bool) StatusReport {
+	rep, _ := p.report(showLogs)
+	return rep
+}
+
+// report builds the report, and the windows its series come from; log
+// lines and container IDs only when showLogs.
+func (p *Page) report(showLogs bool) (StatusReport, []*window) {
+	inv := inventory.Inventory{Taken: time.Now().UTC(), Endpoints: []inventory.Endpoint{}}
+	if p.o.Inventory != nil {
+		inv = p.o.Inventory()
+	}
 	known := map[string]bool{}
 	for i := range inv.Endpoints {
 		e := &inv.Endpoints[i]
@@ -92,10 +137,10 @@ func (s *Server) statusReport(showLogs bool) (StatusReport, []*window) {
 			}
 		}
 	}
-	ws := s.series.windows(inv.Taken, func(e string) bool { return known[e] || s.reg.get(e) != nil })
+	ws := p.o.Series.windows(inv.Taken, func(e string) bool { return known[e] || (p.o.Exists != nil && p.o.Exists(e)) })
 	rep := StatusReport{
 		Taken: inv.Taken, StepSeconds: int(SeriesStep / time.Second), WindowSeconds: int(SeriesWindow / time.Second),
-		LogLines: "shown", Endpoints: inv.Endpoints, Series: make([]Series, 0, len(ws)), SeriesDropped: s.series.dropped.Load(),
+		LogLines: "shown", Endpoints: inv.Endpoints, Series: make([]Series, 0, len(ws)), SeriesDropped: p.o.Series.dropped.Load(),
 	}
 	if !showLogs {
 		rep.LogLines = logLinesHidden
@@ -110,23 +155,9 @@ func (s *Server) statusReport(showLogs bool) (StatusReport, []*window) {
 	return rep, ws
 }
 
-// OperatorHandler serves the operator's listener (mce serve
-// --metrics-listen): GET /metrics, GET /status, GET /status.json, and GET /
-// sending browsers to /status. Unauthenticated: mount it where only the
-// operator reaches it.
-func (s *Server) OperatorHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", s.MetricsHandler())
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/status", http.StatusFound)
-	})
-	mux.HandleFunc("GET /status", s.serveStatusPage)
-	mux.HandleFunc("GET /status.json", s.serveStatusJSON)
-	return mux
-}
-
-func (s *Server) serveStatusJSON(w http.ResponseWriter, r *http.Request) {
-	rep, _ := s.statusReport(fromLoopback(r))
+// ServeJSON serves GET /status.json: the report, as JSON.
+func (p *Page) ServeJSON(w http.ResponseWriter, r *http.Request) {
+	rep, _ := p.report(fromLoopback(r))
 	b, err := json.Marshal(rep)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -140,12 +171,13 @@ func (s *Server) serveStatusJSON(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
-func (s *Server) serveStatusPage(w http.ResponseWriter, r *http.Request) {
+// ServePage serves GET /status: the report as a page, with charts.
+func (p *Page) ServePage(w http.ResponseWriter, r *http.Request) {
 	showLogs := fromLoopback(r)
-	rep, ws := s.statusReport(showLogs)
+	rep, ws := p.report(showLogs)
 	var buf bytes.Buffer
 	if err := statusTemplate.Execute(&buf, newStatusPage(rep, ws, showLogs)); err != nil {
-		s.log.Error().Err(err).Msg("rendering the status page")
+		p.o.Logger.Error().Err(err).Msg("rendering the status page")
 		http.Error(w, "rendering the status page failed", http.StatusInternalServerError)
 		return
 	}

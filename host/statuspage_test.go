@@ -293,7 +293,7 @@ func TestStatusSeriesDroppedWithEndpoint(t *testing.T) {
 	e := h.srv.reg.get("gone")
 	h.srv.deleteEndpoint(e)
 	h.srv.bg.Wait()
-	rep, _ := h.srv.statusReport(false)
+	rep := h.srv.status.Report(false)
 	if len(rep.Series) != 1 || rep.Series[0].EndpointName != "keep" || h.srv.series.len() != 1 {
 		t.Errorf("series after deleting an endpoint: %+v", rep.Series)
 	}
