@@ -3,6 +3,8 @@ package host
 import (
 	"net/http"
 	"time"
+
+	"github.com/mce-run/mce/host/statuspage"
 )
 
 // The operator's listener: the metrics and the status page, whose Page
@@ -11,10 +13,10 @@ import (
 // newStatus makes the recorder of the server's invocations (fed where
 // an invocation ends: invoke.go, stream.go, async_handler.go) and the
 // status page that charts them.
-func newStatus(s *Server) (*seriesRecorder, *Page) {
+func newStatus(s *Server) (*statuspage.Recorder, *statuspage.Page) {
 	exists := func(name string) bool { return s.reg.get(name) != nil }
-	series := newSeriesRecorder(time.Now(), exists)
-	return series, newPage(Options{Inventory: s.Inventory, Exists: exists, Series: series, Logger: s.cfg.Logger})
+	series := statuspage.NewRecorder(time.Now(), exists)
+	return series, statuspage.New(statuspage.Options{Inventory: s.Inventory, Exists: exists, Series: series, Logger: s.cfg.Logger})
 }
 
 // OperatorHandler serves the operator's listener (mce serve

@@ -19,6 +19,7 @@ import (
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/components"
+	"github.com/mce-run/mce/host/statuspage"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
@@ -129,8 +130,8 @@ type Server struct {
 	// as they arrive.
 	bodyBudget *semaphore.Weighted
 	// series feeds the status page's charts; status is the page.
-	series *seriesRecorder
-	status *Page
+	series *statuspage.Recorder
+	status *statuspage.Page
 	// async is the InvokeEndpointAsync queues.
 	async *async.Queue
 

@@ -1,4 +1,4 @@
-package host
+package statuspage
 
 import (
 	"strconv"
@@ -16,7 +16,7 @@ func TestCleanLogLine(t *testing.T) {
 		"nul\x00 cr\r":                 "nul\uFFFD cr\uFFFD",
 		"\u202Eevil":                   "\uFFFDevil",
 		"bad \xc3\x28":                 "bad \uFFFD(",
-		strings.Repeat("é", 400):       strings.Repeat("é", maxLogLineRunes) + "…",
+		strings.Repeat("é", 400):       strings.Repeat("é", MaxLogLineRunes) + "…",
 		`<img src=x onerror=alert(1)>`: `<img src=x onerror=alert(1)>`, // escaped by the template, kept as text
 	} {
 		if got := cleanLogLine(in); got != want {

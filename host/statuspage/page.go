@@ -1,4 +1,4 @@
-package host
+package statuspage
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 // and container IDs are given only to requests that arrive on a loopback
 // address: from this machine. Everything from the containers is hostile
 // text: html/template escapes it, and log lines lose terminal escapes and
-// control characters and are cut to maxLogLineRunes.
+// control characters and are cut to MaxLogLineRunes.
 
 //go:embed status.html
 var statusHTML string
@@ -39,8 +39,8 @@ var statusTemplate = template.Must(template.New("status").Funcs(template.FuncMap
 }).Parse(statusHTML))
 
 const (
-	// maxLogLineRunes cuts each log line shown.
-	maxLogLineRunes = 300
+	// MaxLogLineRunes cuts each log line shown.
+	MaxLogLineRunes = 300
 	// pageLogLines is how many of a container's last lines the page shows
 	// (status.json has all the inventory keeps).
 	pageLogLines = 8
@@ -65,22 +65,22 @@ type Options struct {
 	Exists func(endpoint string) bool
 	// Series is the recorder of invocations the charts are drawn from; nil:
 	// an empty one (every endpoint's charts say it had no invocations).
-	Series *seriesRecorder
+	Series *Recorder
 	// Logger gets the page's own failures (a template that fails to
 	// render); the zero Logger discards them.
 	Logger zerolog.Logger
 }
 
 // Page serves the status page (ServePage) and its data (ServeJSON). Make
-// one with newPage; it is safe for concurrent use.
+// one with New; it is safe for concurrent use.
 type Page struct {
 	o Options
 }
 
-// newPage makes a Page.
-func newPage(o Options) *Page {
+// New makes a Page.
+func New(o Options) *Page {
 	if o.Series == nil {
-		o.Series = newSeriesRecorder(time.Now(), nil)
+		o.Series = NewRecorder(time.Now(), nil)
 	}
 	return &Page{o: o}
 }
@@ -133,7 +133,7 @@ func fromLoopback(r *http.Request) bool {
 
 // statusPage is the template's data.
 type statusPage struct {
-	Report    StatusReport
+	Report    Report
 	ShowLogs  bool
 	Refresh   int
 	Endpoints []pageEndpoint
@@ -147,7 +147,7 @@ type pageEndpoint struct {
 }
 
 // newStatusPage lays out the report: the endpoints with their charts.
-func newStatusPage(rep StatusReport, ws []*window, showLogs bool) statusPage {
+func newStatusPage(rep Report, ws []*window, showLogs bool) statusPage {
 	p := statusPage{Report: rep, ShowLogs: showLogs, Refresh: int(SeriesStep / time.Second)}
 	for _, e := range rep.Endpoints {
 		pe := pageEndpoint{Endpoint: e}

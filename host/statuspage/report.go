@@ -1,4 +1,4 @@
-package host
+package statuspage
 
 import (
 	"time"
@@ -6,9 +6,9 @@ import (
 	"github.com/mce-run/mce/host/inventory"
 )
 
-// StatusReport is what GET /status.json answers: the inventory and the
+// Report is what GET /status.json answers: the inventory and the
 // charts' series.
-type StatusReport struct {
+type Report struct {
 	Taken         time.Time `json:"Taken"`
 	StepSeconds   int       `json:"StepSeconds"`
 	WindowSeconds int       `json:"WindowSeconds"`
@@ -24,14 +24,14 @@ const logLinesHidden = "hidden: container output can hold secrets, so it is show
 
 // Report is what GET /status.json answers for a request that arrives on a
 // loopback address (showLogs) or elsewhere.
-func (p *Page) Report(showLogs bool) StatusReport {
+func (p *Page) Report(showLogs bool) Report {
 	rep, _ := p.report(showLogs)
 	return rep
 }
 
 // report builds the report, and the windows its series come from; log
 // lines and container IDs only when showLogs.
-func (p *Page) report(showLogs bool) (StatusReport, []*window) {
+func (p *Page) report(showLogs bool) (Report, []*window) {
 	inv := inventory.Inventory{Taken: time.Now().UTC(), Endpoints: []inventory.Endpoint{}}
 	if p.o.Inventory != nil {
 		inv = p.o.Inventory()
@@ -55,7 +55,7 @@ func (p *Page) report(showLogs bool) (StatusReport, []*window) {
 		}
 	}
 	ws := p.o.Series.windows(inv.Taken, func(e string) bool { return known[e] || (p.o.Exists != nil && p.o.Exists(e)) })
-	rep := StatusReport{
+	rep := Report{
 		Taken: inv.Taken, StepSeconds: int(SeriesStep / time.Second), WindowSeconds: int(SeriesWindow / time.Second),
 		LogLines: "shown", Endpoints: inv.Endpoints, Series: make([]Series, 0, len(ws)), SeriesDropped: p.o.Series.dropped.Load(),
 	}

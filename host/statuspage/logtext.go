@@ -1,4 +1,4 @@
-package host
+package statuspage
 
 import (
 	"regexp"
@@ -12,7 +12,7 @@ var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(\
 
 // cleanLogLines makes container output safe to show as text: valid UTF-8,
 // no terminal escapes, no control or bidirectional-override characters
-// (which could make a line read as something else), at most maxLogLineRunes
+// (which could make a line read as something else), at most MaxLogLineRunes
 // runes each.
 func cleanLogLines(lines []string) []string {
 	out := make([]string, 0, len(lines))
@@ -34,8 +34,8 @@ func cleanLogLine(l string) string {
 		}
 		return r
 	}, l)
-	if utf8.RuneCountInString(l) > maxLogLineRunes {
-		l = string([]rune(l)[:maxLogLineRunes]) + "…"
+	if utf8.RuneCountInString(l) > MaxLogLineRunes {
+		l = string([]rune(l)[:MaxLogLineRunes]) + "…"
 	}
 	return l
 }
