@@ -307,7 +307,7 @@ func (p asyncPeer) Invoked(endpoint string, start time.Time, resp *pipeline.Resp
 		return
 	}
 	p.s.metrics.ObserveInvocation(endpoint, resp.Variant, time.Since(start), resp.ModelLatency, nil)
-	p.s.series.record(endpoint, resp.Variant, start, true)
+	p.s.series.Record(endpoint, resp.Variant, start, true)
 }
 
 func (p asyncPeer) Failure(endpoint, key string, err error) *apierr.Error {

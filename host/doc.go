@@ -5,8 +5,8 @@
 // (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html), the endpoint
 // registry and its lifecycle (Creating → InService | Failed → Deleting),
 // SageMaker's error shapes, the Prometheus metrics endpoint, and the
-// operator's status page (statuspage.go, fed by the bounded recorder in
-// series.go), and asynchronous inference (InvokeEndpointAsync in
+// operator's status page (package host/statuspage, built and mounted by
+// operator.go), and asynchronous inference (InvokeEndpointAsync in
 // async_handler.go: its headers, authorization and object names; the
 // durable queue, its dispatch, S3 input and output, recovery and metrics
 // are package host/async, which async_handler.go builds from the server's

@@ -487,7 +487,7 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	}
 	s.metrics.Forget(e.name) // before the name is free for a new endpoint
 	s.reg.remove(e)
-	s.series.drop(e.name)
+	s.series.Drop(e.name)
 	s.async.EndpointGone(e.name)
 	s.log.Info().Str("endpoint", e.name).Msg("endpoint deleted")
 }

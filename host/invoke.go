@@ -64,7 +64,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 				container = ctr
 			}
 		}
-		s.series.record(e.name, variant, start, false)
+		s.series.Record(e.name, variant, start, false)
 		if variant != "" {
 			s.metrics.ObserveInvocation(e.name, variant, time.Since(start), 0, err)
 		}
@@ -95,7 +95,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	// Labelled with the endpoint's own spelling: names match case-insensitively,
 	// and a caller's spellings must not make series of their own.
 	s.metrics.ObserveInvocation(e.name, resp.Variant, time.Since(start), resp.ModelLatency, nil)
-	s.series.record(e.name, resp.Variant, start, true)
+	s.series.Record(e.name, resp.Variant, start, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)
 	return nil

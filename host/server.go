@@ -21,6 +21,7 @@ import (
 	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/metrics"
 	"github.com/mce-run/mce/host/spec"
+	"github.com/mce-run/mce/host/statuspage"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
@@ -131,8 +132,9 @@ type Server struct {
 	// bodyBudget holds Config.BodyMemory bytes; request bodies take from it
 	// as they arrive.
 	bodyBudget *semaphore.Weighted
-	// series feeds the status page's charts.
-	series *seriesRecorder
+	// series feeds the status page's charts; status is the page.
+	series *statuspage.Recorder
+	status *statuspage.Page
 	// async is the InvokeEndpointAsync queues.
 	async *async.Queue
 
@@ -178,7 +180,7 @@ func New(cfg Config) *Server {
 	}}
 	s.ctx = s.bg.Context()
 	s.ics = newComponents(s)
-	s.series = newSeriesRecorder(time.Now(), func(name string) bool { return s.reg.get(name) != nil })
+	s.series, s.status = newStatus(s)
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.logs = newLogService(s)
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
@@ -228,8 +230,8 @@ func New(cfg Config) *Server {
 		// The status page goes where the metrics go, under the same rule.
 		for path, h := range map[string]http.HandlerFunc{
 			"/":            func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/status", http.StatusFound) },
-			"/status":      s.serveStatusPage,
-			"/status.json": s.serveStatusJSON,
+			"/status":      s.status.ServePage,
+			"/status.json": s.status.ServeJSON,
 		} {
 			e.GET(path, func(c echo.Context) error {
 				if a := s.cfg.Authz; a != nil && a.Enabled() {

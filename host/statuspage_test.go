@@ -18,6 +18,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/mme"
+	"github.com/mce-run/mce/host/statuspage"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -179,7 +180,7 @@ func TestStatusPage(t *testing.T) {
 			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("GET /status.json: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 			}
-			var rep StatusReport
+			var rep statuspage.Report
 			if err := json.Unmarshal([]byte(js), &rep); err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +188,7 @@ func TestStatusPage(t *testing.T) {
 				t.Fatalf("report %+v", rep)
 			}
 			c := rep.Endpoints[0].Variants[0].Copies[0].Containers[0]
-			if len(c.LogTail) != len(hostileLogs) || c.LogTail[1] != hostileLogs[1] || len([]rune(c.LogTail[3])) != maxLogLineRunes+1 || c.Restarts != 2 {
+			if len(c.LogTail) != len(hostileLogs) || c.LogTail[1] != hostileLogs[1] || len([]rune(c.LogTail[3])) != statuspage.MaxLogLineRunes+1 || c.Restarts != 2 {
 				t.Errorf("container %+v", c)
 			}
 			inv, errs := 0, 0
@@ -239,7 +240,7 @@ func TestStatusPageBeyondLoopback(t *testing.T) {
 	if !strings.Contains(page, ">english<") || !strings.Contains(page, "shown only to requests that reach mce on a loopback address") {
 		t.Error("the page beyond loopback lacks the containers or the reason for hiding logs")
 	}
-	var rep StatusReport
+	var rep statuspage.Report
 	if err := json.Unmarshal([]byte(serve("/status.json")), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -287,14 +288,14 @@ func TestStatusSeriesDroppedWithEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if h.srv.series.len() != 2 {
-		t.Fatalf("%d series, want 2", h.srv.series.len())
+	if h.srv.series.Len() != 2 {
+		t.Fatalf("%d series, want 2", h.srv.series.Len())
 	}
 	e := h.srv.reg.get("gone")
 	h.srv.deleteEndpoint(e)
 	h.srv.bg.Wait()
-	rep, _ := h.srv.statusReport(false)
-	if len(rep.Series) != 1 || rep.Series[0].EndpointName != "keep" || h.srv.series.len() != 1 {
+	rep := h.srv.status.Report(false)
+	if len(rep.Series) != 1 || rep.Series[0].EndpointName != "keep" || h.srv.series.Len() != 1 {
 		t.Errorf("series after deleting an endpoint: %+v", rep.Series)
 	}
 }
@@ -341,29 +342,4 @@ func get200(t *testing.T, url string) string {
 		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
 	}
 	return b
-}
-
-// TestCleanLogLine covers what a container may print.
-func TestCleanLogLine(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain":                        "plain",
-		"\x1b[1;31mERROR\x1b[0m x":     "ERROR x",
-		"\x1b]0;title\x07after":        "after",
-		"tab\there":                    "tab here",
-		"nul\x00 cr\r":                 "nul\uFFFD cr\uFFFD",
-		"\u202Eevil":                   "\uFFFDevil",
-		"bad \xc3\x28":                 "bad \uFFFD(",
-		strings.Repeat("é", 400):       strings.Repeat("é", maxLogLineRunes) + "…",
-		`<img src=x onerror=alert(1)>`: `<img src=x onerror=alert(1)>`, // escaped by the template, kept as text
-	} {
-		if got := cleanLogLine(in); got != want {
-			t.Errorf("cleanLogLine(%q) = %q, want %q", in, got, want)
-		}
-	}
-	if got := humanBytes(3 << 20); got != "3.0 MiB" {
-		t.Errorf("humanBytes = %q", got)
-	}
-	if got := strconv.Itoa(len(cleanLogLines(nil))); got != "0" {
-		t.Errorf("cleanLogLines(nil) has %s lines", got)
-	}
 }

@@ -83,7 +83,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	if err == nil {
 		sink.release()
 		s.metrics.ObserveInvocation(e.name, res.Variant, time.Since(start), res.ModelLatency, nil)
-		s.series.record(e.name, res.Variant, start, true)
+		s.series.Record(e.name, res.Variant, start, true)
 		return nil
 	}
 	variant := sink.head.Variant
@@ -91,7 +91,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	if variant == "" {
 		variant = fv
 	}
-	s.series.record(e.name, variant, start, false)
+	s.series.Record(e.name, variant, start, false)
 	if variant != "" {
 		s.metrics.ObserveInvocation(e.name, variant, time.Since(start), 0, err)
 	}

@@ -1,4 +1,4 @@
-package host
+package statuspage
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ func TestLatencyBins(t *testing.T) {
 // it held then is gone; invocations land in the bucket of their end.
 func TestSeriesRollover(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	r := newSeriesRecorder(t0, nil)
+	r := NewRecorder(t0, nil)
 	r.recordAt("ep", "A", t0.Add(1*time.Second), time.Millisecond, true)
 	r.recordAt("ep", "A", t0.Add(4*time.Second), 3*time.Millisecond, true)
 	r.recordAt("ep", "A", t0.Add(6*time.Second), time.Millisecond, false)
@@ -73,8 +73,8 @@ func TestSeriesRollover(t *testing.T) {
 	if ws := r.windows(later.Add(time.Hour), nil); len(ws) != 0 {
 		t.Errorf("an hour later: %d series with invocations, want none", len(ws))
 	}
-	if r.len() != 1 {
-		t.Errorf("the idle series was forgotten: %d series", r.len())
+	if r.Len() != 1 {
+		t.Errorf("the idle series was forgotten: %d series", r.Len())
 	}
 }
 
@@ -82,7 +82,7 @@ func TestSeriesRollover(t *testing.T) {
 // width (√2) of the truth and never above the maximum.
 func TestSeriesQuantiles(t *testing.T) {
 	t0 := time.Now()
-	r := newSeriesRecorder(t0, nil)
+	r := NewRecorder(t0, nil)
 	// 1..1000 ms: p50 is 500 ms, p99 990 ms.
 	for i := 1; i <= 1000; i++ {
 		r.recordAt("ep", "A", t0, time.Duration(i)*time.Millisecond, true)
@@ -119,7 +119,7 @@ func TestSeriesBounded(t *testing.T) {
 	t0 := time.Now()
 	live := map[string]bool{}
 	var mu sync.Mutex
-	r := newSeriesRecorder(t0, func(e string) bool { mu.Lock(); defer mu.Unlock(); return live[e] })
+	r := NewRecorder(t0, func(e string) bool { mu.Lock(); defer mu.Unlock(); return live[e] })
 	for i := range maxSeries + 10 {
 		name := fmt.Sprintf("ep%d", i)
 		mu.Lock()
@@ -127,12 +127,12 @@ func TestSeriesBounded(t *testing.T) {
 		mu.Unlock()
 		r.recordAt(name, "A", t0, time.Millisecond, true)
 	}
-	if r.len() != maxSeries || r.dropped.Load() != 10 {
-		t.Fatalf("%d series, %d dropped; want %d and 10", r.len(), r.dropped.Load(), maxSeries)
+	if r.Len() != maxSeries || r.dropped.Load() != 10 {
+		t.Fatalf("%d series, %d dropped; want %d and 10", r.Len(), r.dropped.Load(), maxSeries)
 	}
-	r.drop("ep0")
-	if r.len() != maxSeries-1 {
-		t.Errorf("drop left %d series", r.len())
+	r.Drop("ep0")
+	if r.Len() != maxSeries-1 {
+		t.Errorf("drop left %d series", r.Len())
 	}
 	// Endpoints that are gone make room at the cap, at most once a second.
 	mu.Lock()
@@ -143,15 +143,15 @@ func TestSeriesBounded(t *testing.T) {
 	mu.Unlock()
 	r.recordAt("new1", "A", t0.Add(time.Second), time.Millisecond, true) // fills the cap again
 	r.recordAt("new2", "A", t0.Add(2*time.Second), time.Millisecond, true)
-	if r.len() != maxSeries-20+1 {
-		t.Errorf("after pruning: %d series, want %d", r.len(), maxSeries-19)
+	if r.Len() != maxSeries-20+1 {
+		t.Errorf("after pruning: %d series, want %d", r.Len(), maxSeries-19)
 	}
 	// windows drops the series of endpoints keep does not know.
 	if ws := r.windows(t0, func(e string) bool { return e == "new2" }); len(ws) != 1 || ws[0].key.endpoint != "new2" {
 		t.Errorf("windows(keep) = %d series", len(ws))
 	}
-	if r.len() != 1 {
-		t.Errorf("%d series left, want 1", r.len())
+	if r.Len() != 1 {
+		t.Errorf("%d series left, want 1", r.Len())
 	}
 }
 
@@ -159,7 +159,7 @@ func TestSeriesBounded(t *testing.T) {
 // and series dropped (run with -race); no invocation is lost.
 func TestSeriesConcurrent(t *testing.T) {
 	t0 := time.Now()
-	r := newSeriesRecorder(t0, nil)
+	r := NewRecorder(t0, nil)
 	const workers, each = 8, 2000
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -182,7 +182,7 @@ func TestSeriesConcurrent(t *testing.T) {
 				return
 			default:
 				r.windows(t0.Add(time.Second), nil)
-				r.drop("tmp0")
+				r.Drop("tmp0")
 			}
 		}
 	}()
@@ -207,10 +207,10 @@ func TestSeriesConcurrent(t *testing.T) {
 // TestSeriesRecordAllocatesNothing: the hot path's call allocates nothing
 // once its series exists.
 func TestSeriesRecordAllocatesNothing(t *testing.T) {
-	r := newSeriesRecorder(time.Now(), nil)
+	r := NewRecorder(time.Now(), nil)
 	start := time.Now()
-	r.record("ep", "A", start, true)
-	if n := testing.AllocsPerRun(1000, func() { r.record("ep", "A", start, true) }); n != 0 {
+	r.Record("ep", "A", start, true)
+	if n := testing.AllocsPerRun(1000, func() { r.Record("ep", "A", start, true) }); n != 0 {
 		t.Errorf("record allocates %v times per call", n)
 	}
 }
@@ -218,12 +218,12 @@ func TestSeriesRecordAllocatesNothing(t *testing.T) {
 // BenchmarkSeriesRecord is the recorder's cost per invocation, all
 // goroutines on one series (the worst case for its lock).
 func BenchmarkSeriesRecord(b *testing.B) {
-	r := newSeriesRecorder(time.Now(), nil)
+	r := NewRecorder(time.Now(), nil)
 	start := time.Now()
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			r.record("endpoint-name", "AllTraffic", start, true)
+			r.Record("endpoint-name", "AllTraffic", start, true)
 		}
 	})
 }

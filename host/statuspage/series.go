@@ -1,4 +1,4 @@
-package host
+package statuspage
 
 import (
 	"sort"
@@ -80,10 +80,10 @@ type series struct {
 	slots [seriesSlots]slot
 }
 
-// seriesRecorder is safe for concurrent use. Recording takes an atomic load
+// Recorder is safe for concurrent use. Recording takes an atomic load
 // of an immutable map and one short per-series critical section; adding a
 // series copies the map (rare: once per endpoint and variant).
-type seriesRecorder struct {
+type Recorder struct {
 	// origin anchors the buckets on the monotonic clock, so a step of the
 	// wall clock neither loses nor misplaces invocations.
 	origin time.Time
@@ -97,25 +97,25 @@ type seriesRecorder struct {
 	dropped   atomic.Int64
 }
 
-func newSeriesRecorder(origin time.Time, live func(string) bool) *seriesRecorder {
-	r := &seriesRecorder{origin: origin, live: live}
+func NewRecorder(origin time.Time, live func(string) bool) *Recorder {
+	r := &Recorder{origin: origin, live: live}
 	r.m.Store(&map[seriesKey]*series{})
 	return r
 }
 
 // step is the bucket number of a time.
-func (r *seriesRecorder) step(t time.Time) int64 {
+func (r *Recorder) step(t time.Time) int64 {
 	return int64(t.Sub(r.origin) / SeriesStep)
 }
 
-// record counts one invocation of the endpoint and variant ("" when it
+// Record counts one invocation of the endpoint and variant ("" when it
 // failed before a variant was picked) that started at start and ended now;
 // the latency of a successful one goes into the bucket's histogram.
-func (r *seriesRecorder) record(endpoint, variant string, start time.Time, ok bool) {
+func (r *Recorder) Record(endpoint, variant string, start time.Time, ok bool) {
 	r.recordAt(endpoint, variant, time.Now(), time.Since(start), ok)
 }
 
-func (r *seriesRecorder) recordAt(endpoint, variant string, end time.Time, d time.Duration, ok bool) {
+func (r *Recorder) recordAt(endpoint, variant string, end time.Time, d time.Duration, ok bool) {
 	k := seriesKey{endpoint, variant}
 	s := (*r.m.Load())[k]
 	if s == nil {
@@ -152,7 +152,7 @@ func (r *seriesRecorder) recordAt(endpoint, variant string, end time.Time, d tim
 // add returns the series of k, creating it unless the recorder holds
 // maxSeries already; then it first drops the series of endpoints that are
 // gone (at most once per pruneEvery).
-func (r *seriesRecorder) add(k seriesKey, now time.Time) *series {
+func (r *Recorder) add(k seriesKey, now time.Time) *series {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old := *r.m.Load()
@@ -185,14 +185,14 @@ func (r *seriesRecorder) add(k seriesKey, now time.Time) *series {
 	return s
 }
 
-// drop forgets the series of an endpoint (it was deleted).
-func (r *seriesRecorder) drop(endpoint string) {
+// Drop forgets the series of an endpoint (it was deleted).
+func (r *Recorder) Drop(endpoint string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.retainLocked(func(e string) bool { return e != endpoint })
 }
 
-func (r *seriesRecorder) retainLocked(keep func(string) bool) {
+func (r *Recorder) retainLocked(keep func(string) bool) {
 	old := *r.m.Load()
 	m := make(map[seriesKey]*series, len(old))
 	for k, v := range old {
@@ -205,8 +205,8 @@ func (r *seriesRecorder) retainLocked(keep func(string) bool) {
 	}
 }
 
-// len is the number of series tracked.
-func (r *seriesRecorder) len() int { return len(*r.m.Load()) }
+// Len is the number of series tracked.
+func (r *Recorder) Len() int { return len(*r.m.Load()) }
 
 // Series is one endpoint and variant's invocations over the last
 // SeriesWindow, in SeriesStep buckets; buckets without invocations are left
@@ -246,7 +246,7 @@ type window struct {
 // ending now, sorted by endpoint and variant (a variant an update removed
 // drops out of the charts once its last invocation leaves the window). The series of endpoints that keep reports gone are
 // dropped first (nil keeps all).
-func (r *seriesRecorder) windows(now time.Time, keep func(string) bool) []*window {
+func (r *Recorder) windows(now time.Time, keep func(string) bool) []*window {
 	if keep != nil {
 		r.mu.Lock()
 		r.retainLocked(keep)
