@@ -3,8 +3,6 @@ package docker_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,15 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
-	"github.com/rs/zerolog"
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
-	"github.com/mce-run/mce/host"
-	"github.com/mce-run/mce/host/store"
-	"github.com/mce-run/mce/internal/sdkhttp"
-	"github.com/mce-run/mce/internal/testenv"
+	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
 
 // fourGPUs is NVML (go-nvml's mock) reporting four GPUs.
@@ -51,36 +45,21 @@ func fourGPUs() *gpu.Inventory {
 // needs one GPU each are planned with a GPU of their own, as Docker device
 // requests for those devices alone, and a fifth copy is reported short.
 func TestInferenceComponentGPUPlacement(t *testing.T) {
-	cli := testenv.Docker(t)
-	instance := testenv.Instance(t)
-	rt, err := docker.New(context.Background(), docker.Options{Client: cli, Instance: instance, StateDir: t.TempDir(),
-		GPUs: fourGPUs(), Logger: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	b := &docker.Engine{Runtime: rt}
-	c, err := b.InstanceCapacity(context.Background())
+	// Each copy's plan pins its own devices, and the engine gets a device
+	// request for those devices alone.
+	var rec *recorder
+	h := hostenv.New(t, hostenv.Options{
+		Runtime: func(o *docker.Options) { o.GPUs = fourGPUs() },
+		Wrap:    func(e *docker.Engine) containers.Engine { rec = &recorder{Engine: e}; return rec },
+	})
+	c, err := rec.Engine.InstanceCapacity(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.CPUs < 1 || c.MemoryMiB < 64 || !slices.Equal(c.GPUs, []string{"0", "1", "2", "3"}) {
 		t.Fatalf("InstanceCapacity = %+v", c)
 	}
-
-	// Each copy's plan pins its own devices, and the engine gets a device
-	// request for those devices alone.
-	rec := &recorder{Engine: b}
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	srv := host.New(host.Config{Backend: rec, Store: st, Logger: zerolog.Nop()})
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); srv.Close(context.Background()) })
-	sm := sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(hs.URL), Credentials: aws.AnonymousCredentials{},
-		HTTPClient: &sdkhttp.Client{Next: hs.Client()}})
+	sm := h.SageMakerClient()
 	ctx := context.Background()
 	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("gpus-config"),
 		ExecutionRoleArn: aws.String("arn:aws:iam::123456789012:role/mce"),
@@ -91,7 +70,7 @@ func TestInferenceComponentGPUPlacement(t *testing.T) {
 	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("gpus"), EndpointConfigName: aws.String("gpus-config")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.WaitEndpoint(ctx, "gpus"); err != nil {
+	if err := h.Server.WaitEndpoint(ctx, "gpus"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("llm"),

@@ -66,6 +66,10 @@ type Options struct {
 	// fixture then starts no runtime, needs no Docker engine, and checks
 	// no leftovers.
 	Backend containers.Engine
+	// Wrap, when set, is given the Docker engine and returns the engine the
+	// host drives (one that records the plans it launches, say); unused
+	// with Backend.
+	Wrap func(*docker.Engine) containers.Engine
 
 	// Host adjusts the host's configuration after the fixture fills it:
 	// Backend, Store, Logger, ModelData (the fetcher), ContainerTimeout 5 s
@@ -158,6 +162,9 @@ func New(t testing.TB, o Options) *Host {
 			t.Fatal(err)
 		}
 		backend = &docker.Engine{Runtime: h.Runtime}
+		if o.Wrap != nil {
+			backend = o.Wrap(backend.(*docker.Engine))
+		}
 	}
 
 	ownStore := o.Store == nil
