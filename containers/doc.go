@@ -8,18 +8,22 @@
 //	├── mme/               multi-model loading: the model cache and manager behind TargetModel (engine-neutral)
 //	│   └── agent/         the model cache sidecar of a multi-model pod, and its client
 //	├── artifact/          ModelDataUrl download and safe extraction into a local folder
-//	├── gpu/               NVML inventory, GPU requests and Docker device requests
+//	├── gpu/               NVML inventory, GPU requests and their CDI names, the GPU pre-flight (no Docker types)
 //	└── check/             `mce check IMAGE`: does an image honour the SageMaker container contract
 //
 // What this package holds, one job per file:
+//   - plan.go: the seam's vocabulary, what an engine is asked to run:
+//     EndpointPlan → VariantPlan → ContainerPlan (with Resources and the
+//     GPU request), AsyncPlan; package host/spec builds plans from
+//     SageMaker's shapes, the engines read them.
 //   - engine.go: the seam. Engine (launch, adopt, reconcile), Launched (one
 //     generation of an endpoint's containers), Problem, and the optional
 //     capabilities an engine may offer (Preflighter, UsageSource,
 //     MultiModelObservable; CopyPlacer and AdapterStore in capacity.go)
 //     and its containers may (ContainerDetail,
 //     MultiModelDetail, MultiModelGPUDetail). host drives engines through
-//     these (it names Engine Backend) and imports no engine; engines
-//     implement them without importing host.
+//     these and imports no engine; engines implement them without
+//     importing host.
 //   - contract.go: the SageMaker container environment: each container's
 //     port (ContainerPort, SAGEMAKER_BIND_TO_PORT), its safe port range, and
 //     the variables SageMaker sets (SageMakerEnv).
@@ -39,7 +43,9 @@
 //     (UnschedulableError), and AdapterStore (folders of adapters).
 //
 // What it must not hold: anything that links an engine's client (moby,
-// client-go) or the SageMaker API (package host). A test in internal/layering
-// keeps host, pipeline and authz free of engine clients and the engines free
-// of host.
+// Docker, any k8s.io package) or a host package. A test in
+// internal/layering keeps host, pipeline, authz and this package free of
+// engine clients and engine packages, everything under containers free of
+// host packages, each engine free of the other, and the Kubernetes engine
+// free of Docker's client.
 package containers

@@ -9,9 +9,9 @@ import (
 )
 
 // Engine brings an endpoint's containers up and down: the seam between host
-// (which knows no engine, and names this interface Backend) and the
-// engines, docker.Engine and kubernetes.Engine, handed to host by
-// `mce serve`; tests of the HTTP front may use httptest servers instead.
+// (which knows no engine; its Config.Backend holds one) and the engines,
+// docker.Engine and kubernetes.Engine, handed to host by `mce serve`; tests
+// of the HTTP front may use httptest servers instead.
 // What an engine can do beyond Engine it offers by implementing the optional
 // interfaces below and in capacity.go (found by type assertion on the
 // Engine value): Preflighter, UsageSource, MultiModelObservable,
