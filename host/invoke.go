@@ -78,6 +78,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).
 			AnErr("cause", errors.Unwrap(err)).Msg("invocation failed (detail)")
 		fail(api)
+		mirrorFailed(s.mirror, route, &req, err, false)
 		return nil
 	}
 	defer resp.Release()
@@ -98,7 +99,17 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	s.series.Record(e.name, resp.Variant, start, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)
+	s.mirror.Offer(route, resp.Variant, &req, false) // shadow variants: after the answer, never delaying it
 	return nil
+}
+
+// mirrorFailed offers a failed call to the route's shadow variants when
+// it reached the production variant's container (a ModelError): a shadow
+// sees the requests its production variant sees, answered or not.
+func mirrorFailed(m *pipeline.Mirror, route *pipeline.Route, req *pipeline.Request, err error, streamed bool) {
+	if me := (*pipeline.ModelError)(nil); errors.As(err, &me) && me.Variant != "" {
+		m.Offer(route, me.Variant, req, streamed)
+	}
 }
 
 // admitInvocation holds the checks that InvokeEndpoint and
