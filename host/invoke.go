@@ -58,15 +58,19 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	req.Adapter = adm.adapter // an adapter inference component (host/components/adapters.go)
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
-		if v, ctr := failedIn(err); v != "" {
-			variant = v
+		reached, ctr := failedIn(err)
+		if reached != "" {
+			variant = reached
 			if ctr != "" {
 				container = ctr
 			}
 		}
-		s.series.Record(e.name, variant, start, false)
-		if variant != "" {
-			s.metrics.ObserveInvocation(e.name, variant, time.Since(start), 0, err)
+		// Only a variant the call reached counts it: a TargetVariant that
+		// names none (or a shadow variant) is the caller's word, and must
+		// make no series.
+		s.series.Record(e.name, reached, start, false)
+		if reached != "" {
+			s.metrics.ObserveInvocation(e.name, reached, time.Since(start), 0, err)
 		}
 		if r.Context().Err() != nil {
 			// The client hung up; nobody reads an answer. Record it in the
