@@ -110,18 +110,6 @@ func (c ContainerPlan) ModelDataPath() (path string, ok bool) {
 	return filepath.Clean(p), true
 }
 
-// Production returns the plan's production variants (those that answer
-// calls), in order.
-func (p EndpointPlan) Production() []VariantPlan {
-	var out []VariantPlan
-	for _, v := range p.Variants {
-		if !v.Shadow {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // HostsComponents reports whether the endpoint's variants host inference
 // components (they name no model and run no containers of their own).
 func (p EndpointPlan) HostsComponents() bool {
