@@ -1,8 +1,12 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +16,11 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	rttypes "github.com/aws/aws-sdk-go-v2/service/sagemakerruntime/types"
+	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/pipeline"
 )
 
 // createShadowed makes, with the SDK, an endpoint name whose production
@@ -309,5 +316,95 @@ func TestShadowRefusals(t *testing.T) {
 	_, err = sm.ListInferenceExperiments(ctx, &sagemaker.ListInferenceExperimentsInput{})
 	if code, msg := apiCode(t, err); code != apierr.CodeUnknownOperation || !strings.Contains(msg, "ShadowProductionVariants") {
 		t.Errorf("ListInferenceExperiments: %s %q", code, msg)
+	}
+}
+
+// shadowBenchBackend launches the production variant on one loopback
+// server and the shadow on another.
+type shadowBenchBackend struct{ prod, shadow string }
+
+func (b shadowBenchBackend) Launch(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
+	return shadowBenchLaunched(b), nil
+}
+func (b shadowBenchBackend) Adopt(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
+	return shadowBenchLaunched(b), nil
+}
+func (shadowBenchBackend) Reconcile(context.Context) error { return nil }
+
+type shadowBenchLaunched shadowBenchBackend
+
+func (l shadowBenchLaunched) Copies(v string) [][]pipeline.Container {
+	if v == "Shadow" {
+		return [][]pipeline.Container{{benchContainer{l.shadow}}}
+	}
+	return [][]pipeline.Container{{benchContainer{l.prod}}}
+}
+func (shadowBenchLaunched) Scale(context.Context, string, int) error { return nil }
+func (shadowBenchLaunched) Close(context.Context) error              { return nil }
+
+// BenchmarkInvokeShadow is the host's whole InvokeEndpoint path (as
+// BenchmarkInvoke) for one client, calls one after another, with no shadow
+// and beside a shadow variant of weight 1 that answers as fast, sleeps
+// 200 ms, or answers 500; it reports the production calls' p50 and p99,
+// to compare as ratios within one run:
+//
+//	go test -run '^$' -bench InvokeShadow -benchmem ./host/
+func BenchmarkInvokeShadow(b *testing.B) {
+	echo := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.Copy(w, r.Body)
+	}
+	servers := map[string]http.HandlerFunc{
+		"fast": echo,
+		"slow": func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-r.Context().Done():
+			}
+			echo(w, r)
+		},
+		"failing": func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) },
+	}
+	urls := map[string]string{}
+	for name, h := range servers {
+		srv := httptest.NewServer(h)
+		defer srv.Close()
+		urls[name] = srv.URL
+	}
+	for _, shadow := range []string{"none", "fast", "slow", "failing"} {
+		b.Run(shadow, func(b *testing.B) {
+			s := New(Config{Backend: shadowBenchBackend{urls["fast"], urls[shadow]}, Store: openStore(b), Logger: zerolog.Nop()})
+			defer s.Close(context.Background())
+			p := plan("bench", "Serial", map[string][]string{"AllTraffic": {"echo:e"}, "Shadow": {"echo:s"}})
+			if shadow == "none" {
+				p.Variants = p.Variants[:1]
+			} else {
+				p.Variants[1].Shadow = true
+			}
+			if _, err := s.startEndpoint(p, p.ConfigName, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.WaitEndpoint(context.Background(), "bench"); err != nil {
+				b.Fatal(err)
+			}
+			h := s.Handler()
+			payload := bytes.Repeat([]byte("x"), 1024)
+			lat := make([]time.Duration, 0, 1<<16)
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/endpoints/bench/invocations", bytes.NewReader(payload))
+				req.Header.Set("Content-Type", "text/plain")
+				w := httptest.NewRecorder()
+				t0 := time.Now()
+				h.ServeHTTP(w, req)
+				lat = append(lat, time.Since(t0))
+				if w.Code != 200 {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
+		})
 	}
 }
