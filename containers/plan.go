@@ -17,7 +17,9 @@ type EndpointPlan struct {
 	Name       string
 	ConfigName string
 	Mode       string // "Serial" or "Direct", shared by all variants
-	Variants   []VariantPlan
+	// Variants are the production variants, then the shadow variants
+	// (VariantPlan.Shadow).
+	Variants []VariantPlan
 	// Async is set for an asynchronous endpoint (AsyncInferenceConfig).
 	Async *AsyncPlan `json:",omitempty"`
 }
@@ -52,6 +54,12 @@ type VariantPlan struct {
 	// MaxInstanceCount is ManagedInstanceScaling's MaxInstanceCount when its
 	// Status is ENABLED, 0 otherwise.
 	MaxInstanceCount int `json:",omitempty"`
+	// Shadow marks a shadow variant (ShadowProductionVariants): launched,
+	// scaled, adopted and removed as every variant is, it receives only
+	// sampled copies of the production variant's requests and never
+	// answers a caller. An engine may label what it runs for it; it needs
+	// nothing else.
+	Shadow bool `json:",omitempty"`
 	// CopyInstances is set on the plan of an inference-component copy only:
 	// how many instances the copies of all components on the variant may
 	// occupy together (MaxInstanceCount when set, else the variant's

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end test with the real AWS clients (make e2e, the last step of make test):
 # starts bin/mce with e2e/endpoints.yaml on a free 127.0.0.1 port, runs
-# e2e/test_runtime.py (the runtime API) and then e2e/test_control.py (the
-# control plane: models, endpoint configs, endpoints) in the same mce session,
+# e2e/test_runtime.py (the runtime API), e2e/test_control.py (the
+# control plane: models, endpoint configs, endpoints) and e2e/test_shadow.py
+# (shadow variants, their copies seen in /metrics) in the same mce session,
 # both with boto3 and the aws CLI from Debian (endpoint URL changed, nothing
 # else), then e2e/test_s3.py: s3:// model data (single archives, a multi-model
 # prefix, an S3Prefix folder, the SDK's repacked model.tar.gz and its s3://
@@ -200,7 +201,7 @@ run_script_with() {
   fi
   [ "$t_rc" -eq 0 ] || rc=1
 }
-for t in test_runtime test_control; do
+for t in test_runtime test_control test_shadow; do
   run_script "$t" --url "$url"
 done
 run_script test_s3 --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \

@@ -227,7 +227,7 @@ func fileDigest(b *spec.Bundle, ep spec.Endpoint) string {
 			continue
 		}
 		d.Config = &c.CreateEndpointConfigInput
-		for _, v := range c.ProductionVariants {
+		for _, v := range c.AllVariants() {
 			for _, m := range b.Models {
 				if strings.EqualFold(m.ModelName, v.ModelName) {
 					d.Models = append(d.Models, model{m.CreateModelInput, m.Dir})

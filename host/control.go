@@ -138,7 +138,7 @@ func (s *Server) controlPlane(c echo.Context) error {
 	op := operations[opName]
 	if !ok || service != "SageMaker" || op == nil {
 		apierr.Write(w, &apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeUnknownOperation,
-			Message: fmt.Sprintf("mce does not implement the operation %q (X-Amz-Target).", target)})
+			Message: unknownOperation(target, service, opName)})
 		return nil
 	}
 	action, _ := authz.ControlPlaneAction(target)
@@ -286,4 +286,18 @@ func (s *Server) deleteRecord(bucket string, kind spec.Kind, name string) (any, 
 		return nil, notFound(s, kind, name)
 	}
 	return struct{}{}, nil
+}
+
+// unknownOperation words the refusal of an operation mce does not serve.
+// SageMaker's InferenceExperiment operations (shadow tests run on a
+// schedule, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateInferenceExperiment.html)
+// are refused with the way mce offers instead: shadow variants in an
+// endpoint configuration.
+func unknownOperation(target, service, opName string) string {
+	if service == "SageMaker" && (strings.HasSuffix(opName, "InferenceExperiment") || opName == "ListInferenceExperiments") {
+		return fmt.Sprintf("mce does not serve SageMaker's InferenceExperiment operations (%s): it runs no scheduled shadow tests. "+
+			"It runs shadow variants from endpoint configurations: create one with ShadowProductionVariants and deploy it with "+
+			"CreateEndpoint or UpdateEndpoint; UpdateEndpointWeightsAndCapacities changes the shadow's share of the traffic.", opName)
+	}
+	return fmt.Sprintf("mce does not implement the operation %q (X-Amz-Target).", target)
 }

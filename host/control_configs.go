@@ -15,12 +15,18 @@ func (s *Server) CreateEndpointConfig(ctx context.Context, in spec.CreateEndpoin
 	if err := in.Validate(); err != nil {
 		return "", err
 	}
-	for _, v := range in.ProductionVariants {
+	for _, v := range in.AllVariants() {
 		if v.ComponentVariant() {
 			continue // hosts inference components
 		}
-		if _, err := s.getModel(v.ModelName); err != nil {
+		m, err := s.getModel(v.ModelName)
+		if err != nil {
 			return "", err
+		}
+		if in.HasShadows() {
+			if err := spec.CheckShadowModel(v.VariantName, m.Input); err != nil {
+				return "", err
+			}
 		}
 	}
 	rec := ConfigRecord{Input: in, ARN: s.arn(spec.KindEndpointConfig, in.EndpointConfigName), Created: time.Now(), Tags: tagList(in.Tags)}

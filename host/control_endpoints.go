@@ -104,6 +104,10 @@ type describeEndpointOutput struct {
 	// AsyncInferenceConfig is the queue settings of an asynchronous
 	// endpoint, as its configuration gave them.
 	AsyncInferenceConfig *spec.AsyncInferenceConfig `json:"AsyncInferenceConfig,omitempty"`
+
+	// ShadowProductionVariants are the shadow variants, in the shape of
+	// ProductionVariants.
+	ShadowProductionVariants []variantSummary `json:"ShadowProductionVariants,omitempty"`
 }
 
 // DescribeEndpoint is the endpoint as DescribeEndpoint shows it.
@@ -128,6 +132,10 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 		}
 		for _, c := range v.Containers {
 			vs.DeployedImages = append(vs.DeployedImages, deployedImage{SpecifiedImage: c.Image, ResolvedImage: c.Image, ResolutionTime: spec.Epoch(rec.Modified)})
+		}
+		if v.Shadow {
+			out.ShadowProductionVariants = append(out.ShadowProductionVariants, vs)
+			continue
 		}
 		out.ProductionVariants = append(out.ProductionVariants, vs)
 	}

@@ -45,6 +45,7 @@
 //	host/inventory       the shapes of what runs now (status page, GET /mce/endpoints, state metrics)
 //	host/statuspage      the operator's status page and the recorder behind its charts
 //	host/capture         data capture of invocations to S3
+//	host/shadow          what becomes of shadow variants' copies (series, status page, capture, drops)
 //
 // A new AWS API surface (CloudWatch metrics, Application Auto Scaling, …)
 // is a new room: a package under host named after the service it serves,

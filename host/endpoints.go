@@ -189,12 +189,18 @@ func (s *Server) install(e *Endpoint, plan containers.EndpointPlan, l containers
 	if plan.Mode == "Direct" {
 		mode = pipeline.Direct
 	}
-	var vs []*pipeline.Variant
+	var vs, shadows []*pipeline.Variant
 	for _, v := range plan.Variants {
 		pv := pipeline.NewVariant(v.Name, v.Weight, instances(l, v.Name))
 		pv.SetStrategy(pipeline.StrategyOf(v.RoutingStrategy))
+		if v.Shadow { // takes copies only (pipeline.Mirror)
+			shadows = append(shadows, pv)
+			continue
+		}
 		vs = append(vs, pv)
 	}
+	route := pipeline.NewRoute(e.name, mode, vs)
+	route.SetShadows(shadows)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.launched = l
@@ -203,7 +209,7 @@ func (s *Server) install(e *Endpoint, plan containers.EndpointPlan, l containers
 	}
 	e.multiModel.Store(planIsMultiModel(plan))
 	e.async.Store(plan.Async != nil)
-	e.route.Store(pipeline.NewRoute(e.name, mode, vs))
+	e.route.Store(route)
 	return true
 }
 
@@ -226,7 +232,7 @@ func (s *Server) drain(ctx context.Context, r *pipeline.Route) {
 		return
 	}
 	var insts []*pipeline.Instance
-	for _, v := range r.Variants() {
+	for _, v := range slices.Concat(r.Variants(), r.Shadows()) {
 		insts = append(insts, v.Instances()...)
 	}
 	pipeline.Drain(ctx, insts, s.cfg.ContainerTimeout)
@@ -396,12 +402,7 @@ func (s *Server) updateWeightsAndCapacities(e *Endpoint, targets map[string]Vari
 			if !ok {
 				continue
 			}
-			var pv *pipeline.Variant
-			for _, x := range route.Variants() {
-				if x.Name() == v.Name {
-					pv = x
-				}
-			}
+			pv := route.Variant(v.Name) // a shadow's weight is its share of the copies
 			if pv == nil {
 				errs = append(errs, fmt.Errorf("variant %s is not running", v.Name))
 				continue

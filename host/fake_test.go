@@ -33,10 +33,13 @@ type fakeContainer struct {
 	mu        sync.Mutex
 	seen      []http.Header
 	output    []containers.LogLine // what it printed (see logs_fake_test.go)
+	// stop ends the sleeps in progress when the test ends, before its
+	// server closes (Close waits for the calls in progress).
+	stop chan struct{}
 }
 
 func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
-	f := &fakeContainer{host: hostname}
+	f := &fakeContainer{host: hostname, stop: make(chan struct{})}
 	f.ready.Store(true)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.calls.Add(1)
@@ -68,6 +71,20 @@ func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 					w.Header().Set("Content-Type", "text/plain")
 					w.WriteHeader(n)
 					fmt.Fprintf(w, "%s: forced status %d", hostname, n)
+					return
+				}
+			case "sleepon": // sleepon=<hostname>:<duration>: only that container sleeps
+				h, dur, _ := strings.Cut(v, ":")
+				if h != hostname {
+					continue
+				}
+				d, _ := time.ParseDuration(dur)
+				select {
+				case <-time.After(d):
+				case <-f.stop:
+					return
+				case <-r.Context().Done():
+					f.cancelled.Add(1)
 					return
 				}
 			case "sleep":
@@ -106,6 +123,7 @@ func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 		io.WriteString(w, suffix)
 	}))
 	t.Cleanup(f.srv.Close)
+	t.Cleanup(func() { close(f.stop) }) // first: cleanups run last first
 	return f
 }
 

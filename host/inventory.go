@@ -19,7 +19,7 @@ func (s *Server) Inventory() inventory.Inventory {
 			Variants: []inventory.Variant{}}
 		for _, v := range rec.Plan.Variants {
 			vs := inventory.Variant{Name: v.Name, ModelName: v.ModelName, InstanceType: v.InstanceType,
-				Weight: v.Weight, DesiredCount: v.InstanceCount, Copies: []inventory.Copy{}}
+				Weight: v.Weight, DesiredCount: v.InstanceCount, Shadow: v.Shadow, Copies: []inventory.Copy{}}
 			images := map[string]string{}
 			for _, c := range v.Containers {
 				images[c.Hostname] = c.Image

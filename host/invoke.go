@@ -58,15 +58,19 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	req.Adapter = adm.adapter // an adapter inference component (host/components/adapters.go)
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
-		if v, ctr := failedIn(err); v != "" {
-			variant = v
+		reached, ctr := failedIn(err)
+		if reached != "" {
+			variant = reached
 			if ctr != "" {
 				container = ctr
 			}
 		}
-		s.series.Record(e.name, variant, start, false)
-		if variant != "" {
-			s.metrics.ObserveInvocation(e.name, variant, time.Since(start), 0, err)
+		// Only a variant the call reached counts it: a TargetVariant that
+		// names none (or a shadow variant) is the caller's word, and must
+		// make no series.
+		s.series.Record(e.name, reached, start, false)
+		if reached != "" {
+			s.metrics.ObserveInvocation(e.name, reached, time.Since(start), 0, err)
 		}
 		if r.Context().Err() != nil {
 			// The client hung up; nobody reads an answer. Record it in the
@@ -78,6 +82,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		s.log.Debug().Str("endpoint", name).Str("variant", variant).Str("request_id", reqID).Err(err).
 			AnErr("cause", errors.Unwrap(err)).Msg("invocation failed (detail)")
 		fail(api)
+		mirrorFailed(s.mirror, route, &req, err, false)
 		return nil
 	}
 	defer resp.Release()
@@ -98,7 +103,17 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	s.series.Record(e.name, resp.Variant, start, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)
+	s.mirror.Offer(route, resp.Variant, &req, false) // shadow variants: after the answer, never delaying it
 	return nil
+}
+
+// mirrorFailed offers a failed call to the route's shadow variants when
+// it reached the production variant's container (a ModelError): a shadow
+// sees the requests its production variant sees, answered or not.
+func mirrorFailed(m *pipeline.Mirror, route *pipeline.Route, req *pipeline.Request, err error, streamed bool) {
+	if me := (*pipeline.ModelError)(nil); errors.As(err, &me) && me.Variant != "" {
+		m.Offer(route, me.Variant, req, streamed)
+	}
 }
 
 // admitInvocation holds the checks that InvokeEndpoint and

@@ -1,6 +1,8 @@
 package host
 
 import (
+	"slices"
+
 	"github.com/mce-run/mce/host/metrics"
 	"github.com/mce-run/mce/host/spec"
 )
@@ -23,7 +25,7 @@ func metricsState(s *Server) metrics.StateSource {
 				if r == nil {
 					continue
 				}
-				for _, v := range r.Variants() {
+				for _, v := range slices.Concat(r.Variants(), r.Shadows()) {
 					var n int64
 					for _, in := range v.Instances() {
 						n += in.Outstanding()

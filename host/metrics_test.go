@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -60,5 +61,28 @@ func TestMetricsLint(t *testing.T) {
 	n, err := testutil.GatherAndCount(h.srv.metrics.Registry())
 	if err != nil || n < 20 {
 		t.Errorf("%d series gathered (%v); want the invocation, multi-model and state metrics", n, err)
+	}
+}
+
+// TestMetricsOfRefusedTargetVariant: a call refused because its
+// TargetVariant names no production variant (an unknown name, or a shadow
+// variant) reached no variant and counts in none: a caller's names make no
+// series, and a shadow's Invocations count only its copies.
+func TestMetricsOfRefusedTargetVariant(t *testing.T) {
+	h := newHarness(t, Config{MetricsOnAPI: true})
+	p := plan("m", "Serial", map[string][]string{"AllTraffic": {"a:A"}, "Shadow": {"s:S"}})
+	p.Variants[1].Shadow = true
+	if err := h.deploy(p); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"nope-1", "nope-2", "Shadow"} {
+		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("m"), Body: body("x"), TargetVariant: aws.String(target)})
+		wantAPIError(t, err, "ValidationError", target)
+	}
+	text := h.metricsText(t)
+	for _, series := range []string{`variant="nope-1"`, `variant="nope-2"`, `mce_invocations_total{endpoint="m",variant="Shadow"}`} {
+		if strings.Contains(text, series) {
+			t.Errorf("/metrics has %s after calls refused before reaching a variant", series)
+		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/metrics"
+	"github.com/mce-run/mce/host/shadow"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/statuspage"
 	"github.com/mce-run/mce/host/store"
@@ -122,6 +123,9 @@ type Server struct {
 	log     zerolog.Logger
 	echo    *echo.Echo
 	invoker *pipeline.Invoker
+	// mirror sends sampled copies of production calls to shadow
+	// variants (host/shadow says what becomes of them).
+	mirror  *pipeline.Mirror
 	metrics *metrics.Metrics
 	reg     registry
 	ics     *components.Manager // inference components (endpoints_components.go)
@@ -201,6 +205,12 @@ func New(cfg Config) *Server {
 		MaxPayload: MaxPayload,
 		Observer:   s.metrics,
 	})
+	s.mirror = s.invoker.NewMirror(pipeline.MirrorOptions{Context: s.ctx, Go: s.bg.Go, Observer: shadow.New(shadow.Options{
+		Invocation: s.metrics.ObserveInvocation, Dropped: s.metrics.ShadowDropped, Record: s.series.Record, Log: cfg.Logger,
+		// Answered is where data capture takes a shadow's answered calls,
+		// under the shadow's VariantName, as invoke.go hands it the
+		// production's.
+	})})
 	s.async = newAsyncQueue(s)
 
 	e := echo.New()
@@ -287,6 +297,7 @@ func (s *Server) ForgetAddress(baseURL string) {
 func (s *Server) Close(ctx context.Context) error {
 	s.bg.Cancel()
 	s.endStreams()
+	s.mirror.Close() // shadow copies: no new ones; those in flight were cut
 	s.bg.Wait()
 	var ls []containers.Launched
 	for _, e := range s.reg.all() {

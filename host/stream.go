@@ -84,8 +84,10 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 		sink.release()
 		s.metrics.ObserveInvocation(e.name, res.Variant, time.Since(start), res.ModelLatency, nil)
 		s.series.Record(e.name, res.Variant, start, true)
+		s.mirror.Offer(route, res.Variant, &req, true) // the shadow's copy is streamed too
 		return nil
 	}
+	defer mirrorFailed(s.mirror, route, &req, err, true)
 	variant := sink.head.Variant
 	fv, container := failedIn(err)
 	if variant == "" {

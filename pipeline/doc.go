@@ -19,6 +19,19 @@
 // Without it a variant is drawn at random with probability weight/sum over
 // the variants whose weight is above 0.
 //
+// Shadow variants (shadow.go). A Route's shadow variants (SetShadows) are
+// never drawn by weight, and a TargetVariant that names one is a
+// ValidationError. A Mirror (Invoker.NewMirror) gives each a copy of a
+// share of the production variant's calls — its weight over the
+// production variant's, at most 1 (ShadowShare) — when the host offers it
+// a call that reached the production container (Mirror.Offer, after the
+// answer). The copy's body is copied; it is sent on a goroutine of its own,
+// through the same instance choice, hops, timeouts and caps as any call
+// (streamed when the production call was); its outcome goes to a
+// ShadowObserver, never to the caller. A shadow holds at most
+// MirrorOptions.MaxInFlight copies and all copies at most
+// MirrorOptions.MaxBytes of bodies; a copy beyond is dropped and reported.
+//
 // Instance. Among the variant's instances that are ready for this call (for
 // Direct: the target container is ready; for Serial: every container is), the
 // one with the fewest outstanding requests is chosen, ties broken at random.

@@ -204,6 +204,14 @@ func (iv *Invoker) invoke(ctx context.Context, r *Route, req *Request, sink Sink
 	if err != nil {
 		return nil, err
 	}
+	return iv.callVariant(ctx, r, v, req, sink)
+}
+
+// callVariant is invoke once the variant is chosen: it picks v's instance
+// and calls its containers. A shadow copy (shadow.go) comes in here.
+func (iv *Invoker) callVariant(ctx context.Context, r *Route, v *Variant, req *Request, sink Sink) (*Response, error) {
+	direct := r.Mode == Direct
+	host := req.TargetContainerHostname
 	insts := v.Instances()
 	inst, idx, known := choose(insts, direct, host, nil, v.Strategy() == Random)
 	if inst == nil {

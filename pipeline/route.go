@@ -116,8 +116,8 @@ func (in *Instance) readyFor(idx int) bool {
 	return true
 }
 
-// Variant is a production variant: a name, a routing weight and the
-// instances that serve it. Weight and instances can be replaced at any time
+// Variant is a production or shadow variant: a name, a routing weight and
+// the instances that serve it. Weight and instances can be replaced at any time
 // (scaling, restarts, UpdateEndpointWeightsAndCapacities) while invocations
 // run; it is safe for concurrent use and the invocation path takes no locks.
 type Variant struct {
@@ -125,6 +125,9 @@ type Variant struct {
 	weight   atomic.Uint64 // math.Float64bits of a finite weight ≥ 0
 	insts    atomic.Pointer[[]*Instance]
 	strategy atomic.Int32 // a Strategy
+	// mirrored counts the copies a shadow variant holds (Mirror): sent
+	// or waiting to be, their bodies held.
+	mirrored atomic.Int32
 }
 
 // Strategy is how a variant spreads calls over its ready instances
@@ -221,6 +224,7 @@ type Route struct {
 	Endpoint string
 	Mode     Mode
 	variants atomic.Pointer[[]*Variant]
+	shadows  atomic.Pointer[[]*Variant] // nil or non-empty (shadow.go)
 }
 
 // NewRoute returns the route of endpoint in mode with the variants vs.

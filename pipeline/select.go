@@ -18,6 +18,13 @@ func (r *Route) pickVariant(target string) (*Variant, error) {
 				return v, nil
 			}
 		}
+		if r.shadow(target) != nil {
+			return nil, &ValidationError{
+				Endpoint: r.Endpoint,
+				Message: "Variant " + target + " is a shadow variant of endpoint " + r.Endpoint +
+					": it receives copies of the production variant's requests only, and cannot be named with TargetVariant.",
+			}
+		}
 		return nil, &ValidationError{
 			Endpoint: r.Endpoint,
 			Message:  "Variant " + target + " is not a production variant of endpoint " + r.Endpoint + ".",

@@ -36,6 +36,9 @@ func (d *Deployment) createOptions(v VariantSpec, cp, index int, cs ContainerSpe
 	labels[LabelContainer] = cs.Hostname
 	labels[LabelGeneration] = strconv.Itoa(d.gen)
 	labels[LabelSpec] = v.fingerprint()
+	if v.Shadow {
+		labels[LabelShadow] = "true"
+	}
 
 	cport, err := network.ParsePort(strconv.Itoa(port) + "/tcp")
 	if err != nil {

@@ -16,6 +16,10 @@ const (
 	// LabelSpec fingerprints the variant's container definitions; a restarted
 	// mce adopts a running container only when its fingerprint matches.
 	LabelSpec = "io.mce.spec"
+	// LabelShadow is "true" on the containers of a shadow variant
+	// (ShadowProductionVariants), absent elsewhere: `docker ps --filter
+	// label=io.mce.shadow=true` lists them.
+	LabelShadow = "io.mce.shadow"
 )
 
 // LabelBindToPort is the image label SageMaker requires of containers that

@@ -55,6 +55,9 @@ type VariantSpec struct {
 	// internal network, with no route out of the machine
 	// (CreateModel's EnableNetworkIsolation).
 	NetworkIsolation bool `json:",omitempty"`
+	// Shadow marks a shadow variant (containers.VariantPlan.Shadow): its
+	// containers are labelled LabelShadow; it runs as every variant does.
+	Shadow bool `json:",omitempty"`
 }
 
 // EndpointSpec is everything needed to bring up one endpoint's containers.

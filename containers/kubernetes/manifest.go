@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"strconv"
@@ -31,6 +32,10 @@ const (
 	LabelEndpoint   = "mce.run/endpoint"   // EndpointName
 	LabelVariant    = "mce.run/variant"    // VariantName
 	LabelGeneration = "mce.run/generation" // the endpoint's generation
+	// LabelShadow is "true" on the Deployment and pods of a shadow variant
+	// (ShadowProductionVariants), absent elsewhere; it is not part of the
+	// selector.
+	LabelShadow = "mce.run/shadow"
 	// AnnotationSpec fingerprints the generated object (its replicas and
 	// owner aside); Adopt takes over only objects whose fingerprint matches.
 	AnnotationSpec = "mce.run/spec"
@@ -248,19 +253,24 @@ func Deployment(o ManifestOptions, plan containers.EndpointPlan, gen int, v cont
 	for _, c := range v.Containers {
 		hostnames = append(hostnames, c.Hostname)
 	}
+	labels := sel
+	if v.Shadow {
+		labels = maps.Clone(sel)
+		labels[LabelShadow] = "true"
+	}
 	d := &appsv1.Deployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      deploymentName(o.Instance, plan.Name, gen, v.Name),
 			Namespace: o.Namespace,
-			Labels:    sel,
+			Labels:    labels,
 		},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: new(int32(v.InstanceCount)),
 			Selector: &metav1.LabelSelector{MatchLabels: sel},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
-					Labels: sel,
+					Labels: labels,
 					Annotations: map[string]string{
 						AnnotationHostnames:     strings.Join(hostnames, ","),
 						"mce.run/endpoint-name": plan.Name, "mce.run/variant-name": v.Name,

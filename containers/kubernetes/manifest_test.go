@@ -380,3 +380,31 @@ func TestSubmitDirectoryFetched(t *testing.T) {
 		t.Errorf("PodFailure = %q", got)
 	}
 }
+
+// A shadow variant's Deployment and pods carry LabelShadow, outside the
+// selector; a production variant's do not (TestDeploymentManifest).
+func TestShadowDeploymentLabels(t *testing.T) {
+	plan := testPlan()
+	prod := plan.Variants[0]
+	shadow := prod
+	shadow.Shadow = true
+	d, err := Deployment(testOptions(), plan, 1, shadow, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Deployment(testOptions(), plan, 1, prod, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, labels := range map[string]map[string]string{"labels": d.Labels, "pod labels": d.Spec.Template.Labels} {
+		if labels[LabelShadow] != "true" || labels[LabelVariant] != "AllTraffic" {
+			t.Errorf("shadow %s = %v, want %s=true beside the variant's", what, labels, LabelShadow)
+		}
+	}
+	if _, ok := d.Spec.Selector.MatchLabels[LabelShadow]; ok {
+		t.Errorf("the selector %v holds %s", d.Spec.Selector.MatchLabels, LabelShadow)
+	}
+	if d.Annotations[AnnotationSpec] == p.Annotations[AnnotationSpec] {
+		t.Error("a shadow and a production variant of the same containers share a fingerprint: one would be adopted as the other")
+	}
+}

@@ -36,13 +36,16 @@ type Endpoint struct {
 	Variants      []Variant   `json:"Variants"`
 }
 
-// Variant is one production variant: the plan's settings and the
-// copies running now.
+// Variant is one production or shadow variant: the plan's settings and
+// the copies running now.
 type Variant struct {
 	Name         string  `json:"VariantName"`
 	ModelName    string  `json:"ModelName"`
 	InstanceType string  `json:"InstanceType"`
 	Weight       float64 `json:"CurrentWeight"`
+	// Shadow marks a shadow variant (ShadowProductionVariants): it gets
+	// copies of the production variant's requests and answers no caller.
+	Shadow bool `json:"Shadow,omitempty"`
 	// DesiredCount is the plan's instance count; Copies holds those running.
 	DesiredCount int    `json:"DesiredInstanceCount"`
 	Copies       []Copy `json:"Copies"`

@@ -61,6 +61,7 @@ type Metrics struct {
 
 	mme    *mmeMetrics
 	stream *streamMetrics
+	shadow *shadowMetrics
 
 	mu         sync.RWMutex
 	variants   map[[2]string]*variantMetrics
@@ -182,6 +183,7 @@ func New() *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.mme = newMMEMetrics(m.reg)
 	m.stream = newStreamMetrics(m.reg)
+	m.shadow = newShadowMetrics(m.reg)
 	return m
 }
 
@@ -213,7 +215,7 @@ func (m *Metrics) Forget(endpoint string) {
 		m.modelLatency, m.overheadLatency, m.containerLatency,
 		m.containerInvocations, m.container4xx, m.container5xx,
 		m.mme.wait, m.mme.download, m.mme.load, m.mme.unload, m.mme.hits, m.mme.requests, m.mme.evictions,
-		m.stream.ttfb,
+		m.stream.ttfb, m.shadow.dropped,
 	} {
 		v.DeletePartialMatch(match)
 	}

@@ -83,9 +83,9 @@ func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(s
 	}
 	var warns []string
 	modeOf := ""
-	for _, v := range c.ProductionVariants {
+	for _, v := range c.variants() {
 		if v.ComponentVariant() { // hosts inference components: no containers of its own
-			vp, w := variantPlan(v, CreateModelInput{}, "")
+			vp, w := variantPlan(v.ProductionVariant, CreateModelInput{}, "")
 			warns = append(warns, w...)
 			plan.Variants, plan.Mode = append(plan.Variants, vp), ModeSerial
 			continue
@@ -93,6 +93,11 @@ func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(s
 		m, dir, err := lookup(v.ModelName)
 		if err != nil {
 			return containers.EndpointPlan{}, nil, err
+		}
+		if c.HasShadows() {
+			if err := CheckShadowModel(v.VariantName, m); err != nil {
+				return containers.EndpointPlan{}, nil, err
+			}
 		}
 		mode := m.ExecutionMode()
 		if plan.Mode == "" {
@@ -103,8 +108,9 @@ func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(s
 					strconv.Quote(modeOf) + " is " + plan.Mode + " and variant " + strconv.Quote(v.VariantName) + " is " + mode + ".",
 			}}
 		}
-		vp, w := variantPlan(v, m, dir)
+		vp, w := variantPlan(v.ProductionVariant, m, dir)
 		vp.NetworkIsolation = isTrue(m.EnableNetworkIsolation) || isTrue(c.EnableNetworkIsolation)
+		vp.Shadow = v.shadow
 		warns = append(warns, w...)
 		plan.Variants = append(plan.Variants, vp)
 	}

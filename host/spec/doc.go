@@ -73,8 +73,8 @@
 //     type's GPU count (ml.g5.12xlarge → 4) unless Resources.Gpus says
 //     otherwise; CPU types give none.
 //   - Members SageMaker has but mce cannot honour (ServerlessConfig,
-//     AsyncInferenceConfig, ShadowProductionVariants, ExplainerConfig,
-//     DataCaptureConfig, ModelPackageName, AdditionalModelDataSources, …) are refused
+//     ExplainerConfig, DataCaptureConfig, ModelPackageName,
+//     AdditionalModelDataSources, …) are refused
 //     with "… is not supported by mce"; harmless ones (
 //     ExecutionRoleArn, VpcConfig, KmsKeyId, ImageConfig, VolumeSizeInGB, …)
 //     are accepted and reported as warnings ("… ignored locally"). Tags
@@ -83,6 +83,12 @@
 //     InitialInstanceCount (SageMaker makes them optional for serverless
 //     variants and inference components, which mce does not run), and all
 //     variants of an endpoint must share one InferenceExecutionConfig Mode.
+//   - ShadowProductionVariants follow SageMaker's rules for shadow
+//     variants (shadow.go): one production and one shadow variant, names
+//     unique across both, none of the features SageMaker excludes from
+//     shadow testing (asynchronous, serverless, multi-container and
+//     multi-model endpoints, Inf1, Elastic Inference); BuildPlan puts the
+//     shadow variant after the production one, marked Shadow.
 //   - Containers without ContainerHostname are named container-1,
 //     container-2, … by position; a PrimaryContainer is named primary.
 //

@@ -102,7 +102,7 @@ type CreateEndpointConfigInput struct {
 	KMSKeyID                 string                `json:"KmsKeyId,omitempty"`                 // ignored locally
 	AsyncInferenceConfig     *AsyncInferenceConfig `json:"AsyncInferenceConfig,omitempty"`     // asynchronous inference
 	ExplainerConfig          json.RawMessage       `json:"ExplainerConfig,omitempty"`          // refused
-	ShadowProductionVariants []ProductionVariant   `json:"ShadowProductionVariants,omitempty"` // refused
+	ShadowProductionVariants []ProductionVariant   `json:"ShadowProductionVariants,omitempty"` // shadow.go
 	ExecutionRoleARN         string                `json:"ExecutionRoleArn,omitempty"`         // ignored locally
 	VpcConfig                *VpcConfig            `json:"VpcConfig,omitempty"`                // ignored locally
 	EnableNetworkIsolation   *bool                 `json:"EnableNetworkIsolation,omitempty"`   // isolates every variant

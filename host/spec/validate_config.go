@@ -43,6 +43,12 @@ func (c *CreateEndpointConfigInput) Validate() error {
 	for i := range c.ProductionVariants {
 		checkVariant(&ck, member1("productionVariants", i), &c.ProductionVariants[i])
 	}
+	if c.ShadowProductionVariants != nil {
+		ck.listLen("shadowProductionVariants", len(c.ShadowProductionVariants), 1, maxVariants)
+	}
+	for i := range c.ShadowProductionVariants {
+		checkVariant(&ck, member1("shadowProductionVariants", i), &c.ShadowProductionVariants[i])
+	}
 	ck.tags("tags", c.Tags)
 	ck.str("kmsKeyId", c.KMSKeyID, maxKMSKeyIDLen, nil, "")
 	ck.roleARN("executionRoleArn", c.ExecutionRoleARN)
@@ -60,7 +66,6 @@ func (c *CreateEndpointConfigInput) Validate() error {
 	}{
 		{c.DataCaptureConfig != nil, "DataCaptureConfig", "data capture writes to S3 from SageMaker's front end"},
 		{present(c.ExplainerConfig), "ExplainerConfig", "online explainability needs SageMaker Clarify"},
-		{len(c.ShadowProductionVariants) > 0, "ShadowProductionVariants", "shadow testing is not emulated"},
 	} {
 		if r.set {
 			s.add(r.field + " is not supported by mce: " + r.why + ".")
@@ -79,24 +84,31 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		}
 	}
 	first := map[string]bool{}
-	for _, v := range c.ProductionVariants {
+	for _, v := range c.variants() {
 		name := strconv.Quote(v.VariantName)
+		kind, Kind := "production variant ", "Production variant "
+		if v.shadow {
+			kind, Kind = "shadow variant ", "Shadow variant "
+		}
 		if present(v.ServerlessConfig) {
-			s.add("ServerlessConfig is not supported by mce (production variant " + name + "): give InstanceType and InitialInstanceCount instead.")
+			s.add("ServerlessConfig is not supported by mce (" + kind + name + "): give InstanceType and InitialInstanceCount instead.")
 		} else {
 			if v.InstanceType == "" {
-				s.add("Production variant " + name + " needs an InstanceType: mce runs instance-based variants only.")
+				s.add(Kind + name + " needs an InstanceType: mce runs instance-based variants only.")
 			}
 			if v.InitialInstanceCount == nil {
-				s.add("Production variant " + name + " needs an InitialInstanceCount.")
+				s.add(Kind + name + " needs an InitialInstanceCount.")
 			}
 		}
+		// Names are unique across production and shadow variants: both
+		// are variants of the endpoint, named alike in its metrics.
 		if first[v.VariantName] {
 			s.add("VariantName must be unique within an endpoint configuration; " + name + " appears more than once.")
 		}
 		first[v.VariantName] = true
 	}
 	checkComponentVariants(&s, c)
+	checkShadowVariants(&s, c)
 	return s.err()
 }
 
@@ -148,8 +160,11 @@ func (c *CreateEndpointConfigInput) Warnings() []string {
 	w.ifSet(c.MetricsConfig != nil, "MetricsConfig")
 	w.ifSet(c.AsyncInferenceConfig != nil && c.AsyncInferenceConfig.OutputConfig != nil && c.AsyncInferenceConfig.OutputConfig.KMSKeyID != "", "AsyncInferenceConfig.OutputConfig.KmsKeyId")
 	w.ifSet(c.DataCaptureConfig != nil && c.DataCaptureConfig.KMSKeyID != "", "DataCaptureConfig.KmsKeyId")
-	for _, v := range c.ProductionVariants {
+	for _, v := range c.variants() {
 		in := " (production variant " + strconv.Quote(v.VariantName) + ")"
+		if v.shadow {
+			in = " (shadow variant " + strconv.Quote(v.VariantName) + ")"
+		}
 		w.ifSet(v.VolumeSizeInGB != nil, "VolumeSizeInGB"+in)
 		w.ifSet(v.AcceleratorType != "", "AcceleratorType"+in)
 		w.ifSet(v.CoreDumpConfig != nil, "CoreDumpConfig"+in)

@@ -105,3 +105,15 @@ func TestPageOnItsOptions(t *testing.T) {
 		t.Errorf("report beyond loopback %+v", rep)
 	}
 }
+
+// A shadow variant is marked on the page, beside its production variant.
+func TestPageMarksShadowVariants(t *testing.T) {
+	p := New(Options{Inventory: func() inventory.Inventory {
+		return inventory.Inventory{Taken: time.Now().UTC(), Endpoints: []inventory.Endpoint{{Name: "ab", Status: "InService",
+			Variants: []inventory.Variant{{Name: "Prod", Weight: 1}, {Name: "Challenger", Weight: 0.5, Shadow: true}}}}}
+	}})
+	page := serve(t, p, "/status", true)
+	if !strings.Contains(page, "<td>Challenger (shadow: gets copies, answers no caller)</td>") || !strings.Contains(page, "<td>Prod</td>") {
+		t.Error("the page does not mark the shadow variant (and only it)")
+	}
+}
