@@ -17,6 +17,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/async"
+	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/metrics"
@@ -104,6 +105,11 @@ type Config struct {
 	// all endpoints together; beyond it InvokeEndpointAsync answers 503
 	// ServiceUnavailable. Default async.DefaultBacklog.
 	AsyncMaxBacklog int
+	// Capture writes the data capture of every endpoint with a
+	// DataCaptureConfig (docs/data-capture.md); nil refuses
+	// DataCaptureConfig. The server registers its metrics; its owner
+	// closes it after Close, which writes what it buffered.
+	Capture *capture.Writer
 	// UsageInterval is how often a Backend that is a UsageSource is asked
 	// for its containers' resource use, in the background (scrapes read
 	// the last figures); default metrics.DefaultUsageInterval.
@@ -149,6 +155,8 @@ type Server struct {
 	endStreams context.CancelFunc
 	// logs answers the calls that read containers' output.
 	logs *cloudwatchlogs.Service
+	// captures is the endpoints' data capture (datacapture.go).
+	captures captures
 }
 
 // New builds the server and its routes.
@@ -171,6 +179,10 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: metrics.New(), ids: newRequestIDs(), store: cfg.Store,
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.bg = background.New(context.Background(), cfg.Logger)
+	s.captures = captures{w: cfg.Capture, log: cfg.Logger}
+	if cfg.Capture != nil {
+		s.metrics.Registry().MustRegister(cfg.Capture)
+	}
 	s.gate = &gate{az: cfg.Authz, tagsOf: func(arn string) ([]spec.Tag, bool, error) {
 		kind, name, ok := s.parseResourceARN(arn)
 		if !ok {

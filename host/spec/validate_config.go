@@ -58,7 +58,6 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		field string
 		why   string
 	}{
-		{c.DataCaptureConfig != nil, "DataCaptureConfig", "data capture writes to S3 from SageMaker's front end"},
 		{present(c.ExplainerConfig), "ExplainerConfig", "online explainability needs SageMaker Clarify"},
 		{len(c.ShadowProductionVariants) > 0, "ShadowProductionVariants", "shadow testing is not emulated"},
 	} {
