@@ -69,6 +69,7 @@ type serveFlags struct {
 	asyncInPrefixes  []string
 	asyncOutPrefixes []string
 	captureBuffer    byteSize
+	captureInterval  time.Duration
 	log              logFlags
 	logTo            io.Writer // where mce's log goes; nil for stderr (tests set it)
 	kube             kubeFlags
@@ -134,6 +135,7 @@ naming the container and the cause.`,
 	fl.StringArrayVar(&f.asyncOutPrefixes, "async-output-prefix", nil, "S3 location (s3://bucket or s3://bucket/prefix) asynchronous answers and failures may be written to (the endpoints' S3OutputPath and S3FailurePath); repeatable; none: anywhere mce's S3 credentials reach")
 	f.captureBuffer = capture.DefaultMaxBufferBytes
 	fl.Var(&f.captureBuffer, "capture-buffer", "the most bytes of captured requests and answers (data capture) held in memory until they are written to S3; a sampled call beyond it is not captured (mce_data_capture_records_dropped_total, reason buffer_full)")
+	fl.DurationVar(&f.captureInterval, "capture-interval", capture.DefaultFlushInterval, "how long a data capture file gathers calls before it is written to S3 (sooner once it holds 8 MiB, and at shutdown)")
 	fl.IntVar(&f.asyncMaxBacklog, "async-max-backlog", async.DefaultBacklog, "the most InvokeEndpointAsync requests queued or running, all endpoints together (ServiceUnavailable beyond)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
@@ -372,7 +374,11 @@ func (s *serving) checkPrefixes(context.Context) (func(), error) {
 // to capture: it writes what it buffered, within --drain.
 func (s *serving) startCapture(context.Context) (func(), error) {
 	outs := s.prefixes[1]
+	if s.f.captureInterval < 0 {
+		return nil, &exitError{code: 2, msg: "--capture-interval must not be negative"}
+	}
 	w, err := capture.New(capture.Options{Store: s.fetcher, Log: s.log, MaxBufferBytes: int64(s.f.captureBuffer),
+		FlushInterval: s.f.captureInterval,
 		Allowed: func(url string) bool {
 			return len(outs) == 0 || slices.ContainsFunc(outs, func(p string) bool { return strings.HasPrefix(url, p) })
 		}})
