@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -515,6 +516,35 @@ func TestDataCaptureStoreDown(t *testing.T) {
 	}
 	if !ids["one"] || !ids["two"] {
 		t.Errorf("records written once the store came back: %v, want one and two", ids)
+	}
+
+	// Every data capture series is now in a scrape: docs/metrics.md lists
+	// them all, and no other (the docs test of metrics_docker_test.go
+	// leaves these to this test).
+	b, err := os.ReadFile("../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(mce_data_capture_[a-z0-9_]+)` \\|").FindAllStringSubmatch(string(b), -1) {
+		documented[m[1]] = true
+	}
+	rec := httptest.NewRecorder()
+	h.srv.MetricsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	served := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (mce_data_capture_[a-z0-9_]+) `).FindAllStringSubmatch(rec.Body.String(), -1) {
+		served[m[1]] = true
+		if !documented[m[1]] {
+			t.Errorf("docs/metrics.md has no row for %s", m[1])
+		}
+	}
+	for name := range documented {
+		if !served[name] {
+			t.Errorf("docs/metrics.md lists %s, which the scrape lacks", name)
+		}
+	}
+	if len(served) != 7 {
+		t.Errorf("%d data capture series served, want 7: %v", len(served), served)
 	}
 }
 

@@ -153,9 +153,12 @@ Endpoints:
 			// The GPU metrics need a GPU (a multi-model container's GPU
 			// memory too: TestStatusPageFailedAndMultiModel serves those from a
 			// stand-in report); the asynchronous ones an async endpoint (TestAsync*
-			// scrape those).
+			// scrape those); the data capture ones a capture writer, which
+			// this host has not, and sampled calls (TestDataCaptureStoreDown
+			// checks them against this document).
 			if fams[name] == nil && !(strings.HasPrefix(name, "mce_gpu_") && slices.Contains(host.UsageMetricNames(), name)) &&
-				!strings.HasPrefix(name, "mce_mme_gpu_") && !strings.HasPrefix(name, "mce_async_") && !strings.HasPrefix(name, "mce_inference_component_") {
+				!strings.HasPrefix(name, "mce_mme_gpu_") && !strings.HasPrefix(name, "mce_async_") && !strings.HasPrefix(name, "mce_inference_component_") &&
+				!strings.HasPrefix(name, "mce_data_capture_") {
 				t.Errorf("docs/metrics.md lists %s, which mce does not serve", name)
 			}
 		}
