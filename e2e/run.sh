@@ -10,7 +10,9 @@
 # SAGEMAKER_SUBMIT_DIRECTORY in mce-framework/sklearn) uploaded with both clients to a real S3 server,
 # versitygw, which this script starts on loopback and points mce at with
 # --s3-endpoint, --s3-path-style and the standard AWS_* variables, and e2e/test_async.py:
-# InvokeEndpointAsync with inputs and answers in that store, and e2e/test_components.py: inference
+# InvokeEndpointAsync with inputs and answers in that store, e2e/test_capture.py: data capture into that
+# store (--capture-interval 1s) as the SageMaker Python SDK sets it up and changes it, read back with boto3 and
+# the aws CLI, and e2e/test_components.py: inference
 # components (an endpoint without models, create/describe/list/update/scale/delete, invocations by
 # component name, the documented errors, tags) with a boto3 and an aws CLI new enough to know them
 # (Debian's predate them: the first python3 on PATH, then /usr/bin/python3, whose botocore has
@@ -158,7 +160,8 @@ scripts/mme-models.sh "$s3dir/mme" 3 >/dev/null
 
 # mce reads S3 through --s3-endpoint, with credentials from the standard chain.
 AWS_ACCESS_KEY_ID="$s3key" AWS_SECRET_ACCESS_KEY="$s3secret" AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true \
-  start_mce pid1 "$instance" "$port" "$state" "$log" e2e/endpoints.yaml --s3-endpoint "$s3url" --s3-path-style
+  start_mce pid1 "$instance" "$port" "$state" "$log" e2e/endpoints.yaml --s3-endpoint "$s3url" --s3-path-style \
+  --capture-interval 1s
 
 # --- the clients: Debian's python3/boto3 and aws CLI, fake credentials, nothing
 # from this machine's AWS configuration or Python environment.
@@ -209,6 +212,8 @@ run_script test_s3 --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-secret 
 run_script test_async --url "$url" --s3-endpoint "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \
   --bucket e2e-async --endpoint e2e-async --create mce-example/probe:latest \
   --csv-model "$PWD/build/models/classifier.tar.gz" --csv-image mce-example/classifier:latest
+run_script test_capture --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \
+  --model "$PWD/build/models/classifier.tar.gz" --image mce-example/classifier:latest
 if [ -z "$ic_missing" ]; then
   run_script_with "$ic_python" test_components --url "$url" --aws "$ic_aws" --models "$PWD/build/models"
 else

@@ -75,7 +75,7 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 			}
 			continue
 		}
-		plan, err := s.planFor(ep.CreateEndpointInput)
+		plan, dc, err := s.planFor(ep.CreateEndpointInput)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", ep.File, ep.Path, err)
 		}
@@ -101,7 +101,7 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 			if err := s.WaitEndpoint(ctx, ep.EndpointName); err != nil && e.Status() != spec.StatusInService {
 				return nil, err
 			}
-			if err := s.updateEndpoint(e, plan, ep.EndpointConfigName); err != nil {
+			if err := s.updateEndpoint(e, plan, dc, ep.EndpointConfigName); err != nil {
 				return nil, err
 			}
 		}

@@ -69,7 +69,8 @@ func (s *Server) otherTargets() authz.Targets {
 		authz.ActionInvokeEndpointWithResponseStream: {endpoint},
 		authz.ActionInvokeEndpointAsync:              {endpoint},
 		actionS3GetObject:                            {s3ObjectARN("s3://**")},
-		actionS3ListBucket:                           {"arn:aws:s3:::*"}, // a folder of model data (s3reads.go)
+		actionS3ListBucket:                           {"arn:aws:s3:::*"},       // a folder of model data (s3reads.go)
+		actionS3PutObject:                            {s3ObjectARN("s3://**")}, // under a data capture destination
 		cloudwatchlogs.ActionLogs:                    {logs},
 		"sagemaker:ListEndpoints":                    {authz.ResourceNone}, // GET /mce/endpoints
 	}

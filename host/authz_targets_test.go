@@ -89,7 +89,7 @@ func TestAuthzTargetsCoverEveryDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newAdapterHarness(t, Config{Authz: a})
+	h := newAdapterHarness(t, Config{Authz: a, Capture: newCaptureWriter(t, newCaptureStore(), nil)})
 	sm, rt := h.smAs("AKIAADMIN0000EXAMPLE", "admin-secret"), h.runtimeAs("AKIAADMIN0000EXAMPLE", "admin-secret")
 	ctx := context.Background()
 	must := func(what string, err error) {
@@ -115,6 +115,12 @@ func TestAuthzTargetsCoverEveryDecision(t *testing.T) {
 		ModelDataSource: &smtypes.ModelDataSource{S3DataSource: &smtypes.S3ModelDataSource{S3Uri: aws.String("s3://models/folder/"),
 			S3DataType: smtypes.S3ModelDataTypeS3Prefix, CompressionType: smtypes.ModelCompressionTypeNone}}}})
 	must("CreateModel (S3 folder)", err)
+	// A data capture destination: the caller's s3:PutObject under it.
+	_, err = sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("captured"),
+		ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), ModelName: aws.String("m"),
+			InitialInstanceCount: aws.Int32(1), InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large}},
+		DataCaptureConfig: sdkCapture(true, 20, "s3://capture/dc")})
+	must("CreateEndpointConfig (data capture)", err)
 	for _, c := range []string{"c1", "c2"} {
 		_, err = sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(c),
 			ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), ModelName: aws.String("m"),

@@ -15,6 +15,9 @@ func (s *Server) CreateEndpointConfig(ctx context.Context, in spec.CreateEndpoin
 	if err := in.Validate(); err != nil {
 		return "", err
 	}
+	if err := s.captures.check(in.DataCaptureConfig); err != nil {
+		return "", err
+	}
 	for _, v := range in.AllVariants() {
 		if v.ComponentVariant() {
 			continue // hosts inference components

@@ -9,14 +9,16 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/spec"
 )
 
-// planFor resolves an endpoint on a stored configuration and its models.
-func (s *Server) planFor(in spec.CreateEndpointInput) (containers.EndpointPlan, error) {
+// planFor resolves an endpoint on a stored configuration and its models;
+// the configuration's DataCaptureConfig comes with the plan.
+func (s *Server) planFor(in spec.CreateEndpointInput) (containers.EndpointPlan, *spec.DataCaptureConfig, error) {
 	cfg, err := s.getConfig(in.EndpointConfigName)
 	if err != nil {
-		return containers.EndpointPlan{}, err
+		return containers.EndpointPlan{}, nil, err
 	}
 	lookup := func(name string) (spec.CreateModelInput, string, bool) {
 		rec, err := s.getModel(name)
@@ -26,7 +28,7 @@ func (s *Server) planFor(in spec.CreateEndpointInput) (containers.EndpointPlan, 
 	for _, w := range warns {
 		s.log.Warn().Str("endpoint", in.EndpointName).Msg(w)
 	}
-	return plan, err
+	return plan, cfg.Input.DataCaptureConfig, err
 }
 
 // CreateEndpoint creates an endpoint on a stored configuration. It answers at
@@ -44,14 +46,14 @@ func (s *Server) CreateEndpoint(ctx context.Context, in spec.CreateEndpointInput
 	if e := s.reg.get(in.EndpointName); e != nil {
 		return "", &spec.AlreadyExistsError{Kind: spec.KindEndpoint, Name: in.EndpointName, ARN: s.arn(spec.KindEndpoint, in.EndpointName)}
 	}
-	plan, err := s.planFor(in)
+	plan, dc, err := s.planFor(in)
 	if err != nil {
 		return "", err
 	}
 	if err := apierr.Ended(ctx, s.arn(spec.KindEndpoint, in.EndpointName)); err != nil {
 		return "", err
 	}
-	e, err := s.startEndpoint(plan, in.EndpointConfigName, in.Tags)
+	e, err := s.startEndpoint(plan, dc, in.EndpointConfigName, in.Tags)
 	if err != nil {
 		return "", err
 	}
@@ -108,6 +110,8 @@ type describeEndpointOutput struct {
 	// ShadowProductionVariants are the shadow variants, in the shape of
 	// ProductionVariants.
 	ShadowProductionVariants []variantSummary `json:"ShadowProductionVariants,omitempty"`
+	// DataCaptureConfig is its data capture now (datacapture.go).
+	DataCaptureConfig *capture.Status `json:"DataCaptureConfig,omitempty"`
 }
 
 // DescribeEndpoint is the endpoint as DescribeEndpoint shows it.
@@ -118,7 +122,7 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 		EndpointName: rec.Name, EndpointArn: rec.ARN, EndpointConfigName: rec.ConfigName,
 		EndpointStatus: status, FailureReason: reason,
 		CreationTime: spec.Epoch(rec.Created), LastModifiedTime: spec.Epoch(rec.Modified),
-		AsyncInferenceConfig: asyncConfigOf(rec.Plan.Async),
+		AsyncInferenceConfig: asyncConfigOf(rec.Plan.Async), DataCaptureConfig: s.captures.status(e, rec.DataCapture),
 	}
 	if out.EndpointStatus == spec.StatusCreating || out.EndpointStatus == spec.StatusFailed ||
 		(out.EndpointStatus == spec.StatusUpdating && e.route.Load() == nil) {
@@ -186,7 +190,7 @@ func (s *Server) opUpdateEndpoint(ctx context.Context, in *updateEndpointInput) 
 	if err := alsoAuthorize(ctx, s.arn(spec.KindEndpointConfig, in.EndpointConfigName), requestKeys{}); err != nil {
 		return nil, err
 	}
-	plan, err := s.planFor(spec.CreateEndpointInput{EndpointName: e.name, EndpointConfigName: in.EndpointConfigName})
+	plan, dc, err := s.planFor(spec.CreateEndpointInput{EndpointName: e.name, EndpointConfigName: in.EndpointConfigName})
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +216,7 @@ func (s *Server) opUpdateEndpoint(ctx context.Context, in *updateEndpointInput) 
 			}
 		}
 	}
-	if err := s.updateEndpoint(e, plan, in.EndpointConfigName); err != nil {
+	if err := s.updateEndpoint(e, plan, dc, in.EndpointConfigName); err != nil {
 		return nil, err
 	}
 	return map[string]string{"EndpointArn": e.record().ARN}, nil

@@ -334,7 +334,7 @@ func TestDeleteWhileCreating(t *testing.T) {
 	h.backend.delay = time.Minute
 	sm := h.sm()
 	ctx := context.Background()
-	if _, err := h.srv.startEndpoint(plan("slow", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "slow", nil); err != nil {
+	if _, err := h.srv.startEndpoint(plan("slow", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), nil, "slow", nil); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond)

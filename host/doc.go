@@ -27,7 +27,8 @@
 //     place (apierr.Write) — SageMaker's code, HTTP status,
 //     X-Amzn-ErrorType and a JSON body with __type and Message; layers below
 //     return typed errors and errormap.go maps them;
-//   - the wiring of its rooms (server.go: New, Handler, Close), the
+//   - the wiring of its rooms (server.go: New, Handler, Close; datacapture.go:
+//     each endpoint's Capturer of host/capture), the
 //     operator's listener (operator.go: /metrics and the status page) and
 //     the access and failure logs (accesslog.go, faillog.go).
 //

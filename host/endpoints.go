@@ -11,6 +11,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
@@ -34,6 +35,8 @@ type Endpoint struct {
 	multiModel atomic.Bool
 	async      atomic.Bool // the serving plan has AsyncInferenceConfig
 	deleting   atomic.Bool // set under mu, never cleared; read anywhere
+	// capturer is the endpoint's data capture (datacapture.go); nil: none.
+	capturer atomic.Pointer[capture.Capturer]
 
 	ops      sync.Mutex // one lifecycle operation at a time
 	mu       sync.Mutex // guards rec, launched, cancelOp and the setting of deleting and route
@@ -82,6 +85,7 @@ func (s *Server) newEndpoint(rec EndpointRecord) *Endpoint {
 	e.status.Store(rec.Status)
 	e.multiModel.Store(planIsMultiModel(rec.Plan))
 	e.async.Store(rec.Plan.Async != nil)
+	s.captures.attach(e, rec.DataCapture)
 	return e
 }
 
@@ -96,17 +100,20 @@ func planIsMultiModel(p containers.EndpointPlan) bool {
 	return false
 }
 
-// startEndpoint registers a new endpoint (with its tags, if any) as Creating
-// and launches it in the background.
-func (s *Server) startEndpoint(plan containers.EndpointPlan, configName string, tags []spec.Tag) (*Endpoint, error) {
+// startEndpoint registers a new endpoint (with its tags and data capture,
+// if any) as Creating and launches it in the background.
+func (s *Server) startEndpoint(plan containers.EndpointPlan, dc *spec.DataCaptureConfig, configName string, tags []spec.Tag) (*Endpoint, error) {
 	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
+		return nil, err
+	}
+	if err := s.captures.check(dc); err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	rec := EndpointRecord{
 		Name: plan.Name, ARN: spec.ARN(s.cfg.Region, s.cfg.Account, spec.KindEndpoint, plan.Name),
 		ConfigName: configName, Status: spec.StatusCreating, Created: now, Modified: now, Generation: 1, Plan: plan,
-		Tags: slices.Clone(tags),
+		Tags: slices.Clone(tags), DataCapture: dc,
 	}
 	e := s.newEndpoint(rec)
 	if !s.reg.add(e) {
@@ -245,11 +252,14 @@ func (s *Server) drain(ctx context.Context, r *pipeline.Route) {
 // A Failed endpoint may be updated too (it runs nothing): it is Updating
 // while the new configuration launches, then InService, or Failed again
 // with the new reason.
-func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, configName string) error {
+func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *spec.DataCaptureConfig, configName string) error {
 	if st := e.Status(); st != spec.StatusInService && st != spec.StatusFailed {
 		return errInProgress(e)
 	}
 	if err := s.checkCapacity(planContainers(plan), nil); err != nil {
+		return err
+	}
+	if err := s.captures.check(dc); err != nil {
 		return err
 	}
 	var wasFailed bool
@@ -274,10 +284,14 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 		// stays Failed with the new configuration's reason; an InService
 		// one keeps serving its previous configuration.
 		failed := func(reason string) {
+			if wasFailed {
+				s.captures.attach(e, dc)
+			}
 			s.save(e, func(r *EndpointRecord) {
 				r.Pending = ""
 				if wasFailed {
 					r.Status, r.ConfigName, r.Plan, r.FailureReason = spec.StatusFailed, configName, plan, apierr.Truncate(reason, maxFailureReason)
+					r.DataCapture = dc
 					return
 				}
 				r.Status = spec.StatusInService
@@ -294,11 +308,14 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 				prefix = "Update to endpoint configuration " + configName + " failed: "
 			}
 			reason := preflightReason(prefix, problems, maxFailureReason)
+			if wasFailed {
+				s.captures.attach(e, dc)
+			}
 			s.save(e, func(r *EndpointRecord) {
 				r.Pending, r.FailureReason = "", reason
 				r.Status = spec.StatusInService
 				if wasFailed {
-					r.Status, r.ConfigName, r.Plan = spec.StatusFailed, configName, plan
+					r.Status, r.ConfigName, r.Plan, r.DataCapture = spec.StatusFailed, configName, plan, dc
 				}
 			})
 			return
@@ -328,8 +345,10 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, confi
 			}
 			return
 		}
+		s.captures.attach(e, dc) // the next call is the new configuration's
 		s.save(e, func(r *EndpointRecord) {
 			r.Status, r.Generation, r.Plan, r.ConfigName, r.Pending, r.FailureReason = spec.StatusInService, gen, plan, configName, "", ""
+			r.DataCapture = dc
 		})
 		s.drain(s.ctx, oldRoute)
 		if old != nil {
@@ -486,6 +505,7 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	if _, err := s.store.Delete(store.Endpoints, e.name); err != nil {
 		s.log.Error().Err(err).Str("endpoint", e.name).Msg("could not remove the endpoint's record")
 	}
+	s.captures.drop(e)
 	s.metrics.Forget(e.name) // before the name is free for a new endpoint
 	s.reg.remove(e)
 	s.series.Drop(e.name)

@@ -41,7 +41,9 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		cfg.Backend = b
 	}
 	cfg.Logger = zerolog.Nop()
-	cfg.Store = openStore(t)
+	if cfg.Store == nil {
+		cfg.Store = openStore(t)
+	}
 	s := New(cfg)
 	hs := httptest.NewUnstartedServer(s.Handler())
 	hs.Config.ConnContext = ConnContext
@@ -62,7 +64,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // deploy creates the endpoint from a plan and waits until its launch ends.
 func (h *harness) deploy(p containers.EndpointPlan) error {
 	h.t.Helper()
-	if _, err := h.srv.startEndpoint(p, p.ConfigName, nil); err != nil {
+	if _, err := h.srv.startEndpoint(p, nil, p.ConfigName, nil); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -257,7 +259,7 @@ func TestEndpointStates(t *testing.T) {
 	t.Run("creating", func(t *testing.T) {
 		h := newHarness(t, Config{})
 		h.backend.delay = 2 * time.Second
-		if _, err := h.srv.startEndpoint(plan("later", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "later", nil); err != nil {
+		if _, err := h.srv.startEndpoint(plan("later", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), nil, "later", nil); err != nil {
 			t.Fatal(err)
 		}
 		_, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("later"), Body: body("x")})
@@ -286,7 +288,7 @@ func TestEndpointStates(t *testing.T) {
 		if err := h.deploy(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}})); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.srv.startEndpoint(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), "twice", nil); err == nil {
+		if _, err := h.srv.startEndpoint(plan("twice", "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), nil, "twice", nil); err == nil {
 			t.Fatal("a second endpoint with the same name was accepted")
 		}
 	})
@@ -553,7 +555,7 @@ func TestCloseStopsContainersKeepsEndpoints(t *testing.T) {
 	st := openStore(t)
 	s := New(Config{Backend: b, Logger: zerolog.Nop(), Store: st})
 	for _, name := range []string{"e1", "e2"} {
-		if _, err := s.startEndpoint(plan(name, "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), name, nil); err != nil {
+		if _, err := s.startEndpoint(plan(name, "Serial", map[string][]string{"AllTraffic": {"primary:P"}}), nil, name, nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.WaitEndpoint(context.Background(), name); err != nil {

@@ -37,6 +37,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		return nil
 	}
 	e, route := adm.e, adm.route
+	tk := e.capturer.Load().Sample() // data capture (datacapture.go)
 	defer adm.rb.release()
 	body := adm.rb.bytes()
 	if tm := header(h, hdrTargetModel); tm != "" {
@@ -103,6 +104,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	s.series.Record(e.name, resp.Variant, start, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)
+	captured(tk, resp.Variant, req.InferenceID, start, &req, resp.Body, resp.ContentType)
 	s.mirror.Offer(route, resp.Variant, &req, false) // shadow variants: after the answer, never delaying it
 	return nil
 }

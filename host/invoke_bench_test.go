@@ -61,7 +61,7 @@ func BenchmarkInvoke(b *testing.B) {
 	s := New(Config{Backend: benchBackend{echoSrv.URL}, Store: st, Logger: zerolog.Nop()})
 	defer s.Close(context.Background())
 	p := plan("bench", "Serial", map[string][]string{"AllTraffic": {"echo:e"}})
-	if _, err := s.startEndpoint(p, p.ConfigName, nil); err != nil {
+	if _, err := s.startEndpoint(p, nil, p.ConfigName, nil); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.WaitEndpoint(context.Background(), "bench"); err != nil {

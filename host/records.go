@@ -46,6 +46,9 @@ type EndpointRecord struct {
 	Generation int
 	// Plan is what runs now, with the current weights and instance counts.
 	Plan containers.EndpointPlan
+	// DataCapture is the configuration's DataCaptureConfig, as the
+	// endpoint runs it now (host/capture); nil without one.
+	DataCapture *spec.DataCaptureConfig `json:",omitempty"`
 	// Pending is the configuration an update in progress moves to.
 	Pending string `json:",omitempty"`
 	// Desired holds weights and counts an UpdateEndpointWeightsAndCapacities

@@ -32,11 +32,20 @@ import (
 // there (authz.PrefixProbes), so that a Deny of one object inside it
 // refuses the folder. The s3:prefix condition key is not set.
 //
+// Writes likewise: CreateEndpointConfig's DataCaptureConfig makes mce
+// write capture files under DestinationS3Uri, so the caller needs
+// s3:PutObject on arn:aws:s3:::bucket/prefix/* and on the probes of its
+// statements there, as for a folder read.
+//
 // Endpoint files (mce serve -f) are the operator's and are not authorized;
 // neither are components by ModelName, whose model's data was authorized
 // for the model's creator.
 
 const actionS3ListBucket = "s3:ListBucket"
+
+// actionS3PutObject is what a caller needs under a data capture
+// destination.
+const actionS3PutObject = "s3:PutObject"
 
 // actionS3GetObject is the IAM action a caller needs on an object mce reads
 // for it (an asynchronous input, model data).
@@ -52,6 +61,7 @@ type s3Read struct {
 	member string // what the call names it, for messages
 	url    string
 	prefix bool // every object under it
+	write  bool // objects mce writes under it (a prefix)
 }
 
 // s3ReadsOf lists the s3:// locations the decoded input makes mce read.
@@ -87,6 +97,10 @@ func s3ReadsOf(in any) []s3Read {
 		component(v.Specification)
 	case *updateComponentInput:
 		component(v.Specification)
+	case *spec.CreateEndpointConfigInput:
+		if d := v.DataCaptureConfig; d != nil && strings.HasPrefix(d.DestinationS3URI, "s3://") {
+			out = append(out, s3Read{member: "DataCaptureConfig.DestinationS3Uri", url: d.DestinationS3URI, prefix: true, write: true})
+		}
 	}
 	return out
 }
@@ -112,12 +126,15 @@ func (g *gate) authorizeReads(ctx context.Context, r *http.Request, p authz.Prin
 		if key != "" && !strings.HasSuffix(key, "/") {
 			key += "/" // a multi-model prefix is a folder (mme.CacheOptions.Prefix)
 		}
-		if api := g.decide(ctx, r, p, actionS3ListBucket, "arn:aws:s3:::"+bucket, nil); api != nil {
+		action := actionS3GetObject
+		if rd.write {
+			action = actionS3PutObject
+		} else if api := g.decide(ctx, r, p, actionS3ListBucket, "arn:aws:s3:::"+bucket, nil); api != nil {
 			return api
 		}
 		under := "arn:aws:s3:::" + bucket + "/" + key
 		for _, res := range append([]string{under + "*"}, g.az.PrefixProbes(p, under)...) {
-			if api := g.decide(ctx, r, p, actionS3GetObject, res, nil); api != nil {
+			if api := g.decide(ctx, r, p, action, res, nil); api != nil {
 				return api
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/async"
+	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/metrics"
@@ -105,6 +106,11 @@ type Config struct {
 	// all endpoints together; beyond it InvokeEndpointAsync answers 503
 	// ServiceUnavailable. Default async.DefaultBacklog.
 	AsyncMaxBacklog int
+	// Capture writes the data capture of every endpoint with a
+	// DataCaptureConfig (docs/data-capture.md); nil refuses
+	// DataCaptureConfig. The server registers its metrics; its owner
+	// closes it after Close, which writes what it buffered.
+	Capture *capture.Writer
 	// UsageInterval is how often a Backend that is a UsageSource is asked
 	// for its containers' resource use, in the background (scrapes read
 	// the last figures); default metrics.DefaultUsageInterval.
@@ -153,6 +159,8 @@ type Server struct {
 	endStreams context.CancelFunc
 	// logs answers the calls that read containers' output.
 	logs *cloudwatchlogs.Service
+	// captures is the endpoints' data capture (datacapture.go).
+	captures captures
 }
 
 // New builds the server and its routes.
@@ -175,6 +183,10 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, metrics: metrics.New(), ids: newRequestIDs(), store: cfg.Store,
 		bodyBudget: semaphore.NewWeighted(cfg.BodyMemory)}
 	s.bg = background.New(context.Background(), cfg.Logger)
+	s.captures = captures{w: cfg.Capture, log: cfg.Logger}
+	if cfg.Capture != nil {
+		s.metrics.Registry().MustRegister(cfg.Capture)
+	}
 	s.gate = &gate{az: cfg.Authz, tagsOf: func(arn string) ([]spec.Tag, bool, error) {
 		kind, name, ok := s.parseResourceARN(arn)
 		if !ok {
@@ -207,9 +219,7 @@ func New(cfg Config) *Server {
 	})
 	s.mirror = s.invoker.NewMirror(pipeline.MirrorOptions{Context: s.ctx, Go: s.bg.Go, Observer: shadow.New(shadow.Options{
 		Invocation: s.metrics.ObserveInvocation, Dropped: s.metrics.ShadowDropped, Record: s.series.Record, Log: cfg.Logger,
-		// Answered is where data capture takes a shadow's answered calls,
-		// under the shadow's VariantName, as invoke.go hands it the
-		// production's.
+		Answered: func(c *pipeline.ShadowCall) { captureShadow(s.reg.get(c.Endpoint), c) }, // data capture (datacapture.go)
 	})})
 	s.async = newAsyncQueue(s)
 

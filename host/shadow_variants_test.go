@@ -381,7 +381,7 @@ func BenchmarkInvokeShadow(b *testing.B) {
 			} else {
 				p.Variants[1].Shadow = true
 			}
-			if _, err := s.startEndpoint(p, p.ConfigName, nil); err != nil {
+			if _, err := s.startEndpoint(p, nil, p.ConfigName, nil); err != nil {
 				b.Fatal(err)
 			}
 			if err := s.WaitEndpoint(context.Background(), "bench"); err != nil {

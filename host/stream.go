@@ -1,6 +1,7 @@
 package host
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/metrics"
 	"github.com/mce-run/mce/internal/wire"
 	"github.com/mce-run/mce/pipeline"
@@ -78,10 +80,12 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	req := pipelineRequest(h, body) // TargetModel was refused above
 	req.Adapter = adm.adapter
 	sink := &eventSink{w: w, rc: http.NewResponseController(w), start: start, timeout: s.cfg.ContainerTimeout,
-		endpoint: e.name, metrics: s.metrics, conn: tcpConn(r.Context())}
+		endpoint: e.name, metrics: s.metrics, conn: tcpConn(r.Context()), tee: e.capturer.Load().Sample().Tee()}
 	res, err := s.invoker.InvokeStream(r.Context(), route, &req, sink)
 	if err == nil {
 		sink.release()
+		sink.tee.Record(capture.Call{Variant: res.Variant, InferenceID: req.InferenceID, Time: start, Input: body,
+			InputContentType: req.ContentType, OutputContentType: cmp.Or(sink.head.ContentType, defaultContentType)})
 		s.metrics.ObserveInvocation(e.name, res.Variant, time.Since(start), res.ModelLatency, nil)
 		s.series.Record(e.name, res.Variant, start, true)
 		s.mirror.Offer(route, res.Variant, &req, true) // the shadow's copy is streamed too
@@ -148,6 +152,7 @@ type eventSink struct {
 	metrics  *metrics.Metrics
 	head     pipeline.StreamHead
 	conn     *net.TCPConn // the client's, when known (ConnContext)
+	tee      *capture.Tee // the parts, for data capture (nil: not sampled)
 	began    bool
 	first    bool // a PayloadPart was written
 }
@@ -195,6 +200,7 @@ func (k *eventSink) Write(p []byte) error {
 	if err := k.rc.Flush(); err != nil {
 		return err
 	}
+	k.tee.Write(p)
 	if !k.first {
 		k.first = true
 		k.metrics.ObserveFirstByte(k.endpoint, k.head.Variant, time.Since(k.start))

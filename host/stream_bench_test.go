@@ -66,7 +66,7 @@ func BenchmarkStreamTimeToFirstByte(b *testing.B) {
 	s := New(Config{Backend: benchBackend{container}, Store: st, Logger: zerolog.Nop()})
 	defer s.Close(context.Background())
 	p := plan("ttfb", "Serial", map[string][]string{"AllTraffic": {"echo:e"}})
-	if _, err := s.startEndpoint(p, p.ConfigName, nil); err != nil {
+	if _, err := s.startEndpoint(p, nil, p.ConfigName, nil); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.WaitEndpoint(context.Background(), "ttfb"); err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/async"
+	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -66,6 +68,8 @@ type serveFlags struct {
 	asyncMaxBacklog  int
 	asyncInPrefixes  []string
 	asyncOutPrefixes []string
+	captureBuffer    byteSize
+	captureInterval  time.Duration
 	log              logFlags
 	logTo            io.Writer // where mce's log goes; nil for stderr (tests set it)
 	kube             kubeFlags
@@ -129,6 +133,9 @@ naming the container and the cause.`,
 	fl.Var(&f.asyncMemory, "async-memory", "the most bytes of InvokeEndpointAsync inputs and answers held in memory at once, all requests together: each running request reserves its input's size plus --async-max-payload for its answer (at least twice --async-max-payload)")
 	fl.StringArrayVar(&f.asyncInPrefixes, "async-input-prefix", nil, "S3 location (s3://bucket or s3://bucket/prefix) InvokeEndpointAsync may read InputLocation from; repeatable; none: any location the caller may s3:GetObject")
 	fl.StringArrayVar(&f.asyncOutPrefixes, "async-output-prefix", nil, "S3 location (s3://bucket or s3://bucket/prefix) asynchronous answers and failures may be written to (the endpoints' S3OutputPath and S3FailurePath); repeatable; none: anywhere mce's S3 credentials reach")
+	f.captureBuffer = capture.DefaultMaxBufferBytes
+	fl.Var(&f.captureBuffer, "capture-buffer", "the most bytes of captured requests and answers (data capture) held in memory until they are written to S3; a sampled call beyond it is not captured (mce_data_capture_records_dropped_total, reason buffer_full)")
+	fl.DurationVar(&f.captureInterval, "capture-interval", capture.DefaultFlushInterval, "how long a data capture file gathers calls before it is written to S3 (sooner once it holds 8 MiB, and at shutdown)")
 	fl.IntVar(&f.asyncMaxBacklog, "async-max-backlog", async.DefaultBacklog, "the most InvokeEndpointAsync requests queued or running, all endpoints together (ServiceUnavailable beyond)")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
@@ -249,6 +256,8 @@ func serve(ctx context.Context, f serveFlags) error {
 		s.openLog,
 		s.loadFiles, // validated before anything touches Docker
 		s.makeFetcher,
+		s.checkPrefixes,
+		s.startCapture, // before the API listens: it stops after the host, writing what it buffered
 		s.resolveStateDir,
 		s.loadPolicies, // before anything listens; reloaded on SIGHUP (stop: no more SIGHUP)
 		s.listenAPI,    // stop: close the listener
@@ -290,6 +299,8 @@ type serving struct {
 	bundle       *spec.Bundle
 	plans        []containers.EndpointPlan // the files' endpoints, for the pre-flight
 	fetcher      *artifact.Fetcher
+	prefixes     [2][]string // --async-input-prefix and --async-output-prefix, normalized
+	capture      *capture.Writer
 	az           *authz.Authorizer
 	loopbackOnly bool // the API listens on loopback only
 	ln           net.Listener
@@ -341,6 +352,45 @@ func (s *serving) makeFetcher(context.Context) (func(), error) {
 	}
 	s.fetcher = fetcher
 	return nil, nil
+}
+
+// checkPrefixes normalizes --async-input-prefix and --async-output-prefix.
+func (s *serving) checkPrefixes(context.Context) (func(), error) {
+	for i, list := range [][]string{s.f.asyncInPrefixes, s.f.asyncOutPrefixes} {
+		for _, p := range list {
+			n, err := async.NormalizeS3Prefix(p)
+			if err != nil {
+				return nil, &exitError{code: 2, msg: "--async-" + [2]string{"input", "output"}[i] + "-prefix: " + err.Error()}
+			}
+			s.prefixes[i] = append(s.prefixes[i], n)
+		}
+	}
+	return nil, nil
+}
+
+// startCapture starts the data capture writer (host/capture) on the S3
+// client, writing only under --async-output-prefix when it is given. It
+// stops after the host (steps stop in reverse order), when no call is left
+// to capture: it writes what it buffered, within --drain.
+func (s *serving) startCapture(context.Context) (func(), error) {
+	outs := s.prefixes[1]
+	if s.f.captureInterval < 0 {
+		return nil, &exitError{code: 2, msg: "--capture-interval must not be negative"}
+	}
+	w, err := capture.New(capture.Options{Store: s.fetcher, Log: s.log, MaxBufferBytes: int64(s.f.captureBuffer),
+		FlushInterval: s.f.captureInterval,
+		Allowed: func(url string) bool {
+			return len(outs) == 0 || slices.ContainsFunc(outs, func(p string) bool { return strings.HasPrefix(url, p) })
+		}})
+	if err != nil {
+		return nil, err
+	}
+	s.capture = w
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.f.drain)
+		defer cancel()
+		_ = w.Close(ctx) // logs what it could not write
+	}, nil
 }
 
 func (s *serving) resolveStateDir(context.Context) (func(), error) {
@@ -468,16 +518,6 @@ func (s *serving) newHost(context.Context) (func(), error) {
 	if eng.modelData != nil {
 		modelData = eng.modelData // the engine reads file:// data elsewhere (the kubernetes engine: in the pod)
 	}
-	var asyncPrefixes [2][]string
-	for i, list := range [][]string{f.asyncInPrefixes, f.asyncOutPrefixes} {
-		for _, p := range list {
-			n, err := async.NormalizeS3Prefix(p)
-			if err != nil {
-				return nil, &exitError{code: 2, msg: "--async-" + [2]string{"input", "output"}[i] + "-prefix: " + err.Error()}
-			}
-			asyncPrefixes[i] = append(asyncPrefixes[i], n)
-		}
-	}
 	s.srv = host.New(host.Config{
 		AccessLog: s.accessLog,
 		Region:    f.region, Account: f.account, ContainerTimeout: f.containerTimeout,
@@ -485,7 +525,8 @@ func (s *serving) newHost(context.Context) (func(), error) {
 		MaxContainers: f.maxContainers, Authz: s.az, Logger: s.log, Version: version,
 		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
 		AsyncObjects: fetcher, AsyncMaxPayload: int64(f.asyncMaxPayload), AsyncMemory: int64(f.asyncMemory),
-		AsyncMaxBacklog: f.asyncMaxBacklog, AsyncInputPrefixes: asyncPrefixes[0], AsyncOutputPrefixes: asyncPrefixes[1],
+		AsyncMaxBacklog: f.asyncMaxBacklog, AsyncInputPrefixes: s.prefixes[0], AsyncOutputPrefixes: s.prefixes[1],
+		Capture: s.capture,
 		// Unsigned scrapers keep /metrics on the API listener only in local
 		// development: loopback and no policies (the host also checks the
 		// policies on every scrape).

@@ -137,6 +137,11 @@ type Outcomes interface {
 	// Invoked records one invocation that started at start: resp when it
 	// answered, err (wrapping the pipeline's typed errors) when it failed.
 	Invoked(endpoint string, start time.Time, resp *pipeline.Response, err error)
+	// Answered hands over a request that answered: its input (as sent to
+	// the container, with its Content-Type) and the answer, before the
+	// queue lets go of them (data capture copies what it keeps). It must
+	// not block, nor keep input or resp.
+	Answered(rec Record, input []byte, inputType string, resp *pipeline.Response)
 	// Failure is the error InvokeEndpoint would have answered for err,
 	// written to the request's failure location; key names the request
 	// in mce's log.
@@ -261,6 +266,8 @@ func (q *Queue) Memory() (held, peak int64) { return q.held.Load(), q.peak.Load(
 type noOutcomes struct{}
 
 func (noOutcomes) Invoked(string, time.Time, *pipeline.Response, error) {}
+
+func (noOutcomes) Answered(Record, []byte, string, *pipeline.Response) {}
 
 func (noOutcomes) Failure(endpoint, key string, err error) *apierr.Error {
 	var api *apierr.Error
@@ -505,6 +512,9 @@ func (q *Queue) run(eq *endpointQueue, it *item, route *pipeline.Route) {
 	req := pipeline.Request{Body: in.body, ContentType: inputContentType(rec.ContentType, in.contentType), Accept: rec.Accept,
 		CustomAttributes: rec.CustomAttributes, InferenceID: rec.InferenceID, TargetVariant: it.variant}
 	resp, err := q.invoker.Invoke(ctx, route, &req)
+	if err == nil {
+		q.outcomes.Answered(rec, req.Body, req.ContentType, resp)
+	}
 	inputHeld := int64(cap(in.body))
 	in.body, req.Body = nil, nil // not needed any more
 	if err != nil {

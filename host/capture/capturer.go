@@ -221,3 +221,24 @@ func (c *Capturer) Status() Status {
 
 // Config is a copy of the configuration the capturer follows now.
 func (c *Capturer) Config() spec.DataCaptureConfig { return clone(c.pol.Load().cfg) }
+
+// Check reports whether cfg could be carried out (NewCapturer would
+// accept it), without building a capturer: host asks at
+// CreateEndpointConfig, CreateEndpoint and UpdateEndpoint, so that a
+// destination outside Options.Allowed is refused when it is named.
+func (w *Writer) Check(cfg spec.DataCaptureConfig) error {
+	_, err := compile(cfg, w.opts.Allowed)
+	return err
+}
+
+// StatusOf is how DescribeEndpoint shows a configuration no capturer
+// carries out (one mce could not build after a restart): as configured,
+// with CaptureStatus Stopped.
+func StatusOf(cfg spec.DataCaptureConfig) Status {
+	st := Status{EnableCapture: cfg.EnableCapture == nil || *cfg.EnableCapture, CaptureStatus: CaptureStopped,
+		DestinationS3URI: cfg.DestinationS3URI, KMSKeyID: cfg.KMSKeyID}
+	if cfg.InitialSamplingPercentage != nil {
+		st.CurrentSamplingPercentage = *cfg.InitialSamplingPercentage
+	}
+	return st
+}

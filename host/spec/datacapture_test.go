@@ -10,13 +10,13 @@ import (
 // DataCaptureConfig as boto3 sends them and checks the answer against
 // SageMaker's constraints
 // (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DataCaptureConfig.html,
-// API_CaptureOption.html, API_CaptureContentTypeHeader.html). A valid
-// configuration is still refused (refused below) until the coordinator wires
-// host/capture in; the constraint failures come first, in SageMaker's words.
+// API_CaptureOption.html, API_CaptureContentTypeHeader.html): a valid
+// configuration is accepted; the constraint failures come in SageMaker's
+// words, and mce's own refusals (an https:// destination, a key with a ..
+// segment) after them.
 func TestDataCaptureConfigValidate(t *testing.T) {
 	const (
 		prefix1 = "1 validation error detected: "
-		refused = "DataCaptureConfig is not supported by mce: data capture writes to S3 from SageMaker's front end."
 		dc      = "dataCaptureConfig."
 	)
 	// body is a one-variant CreateEndpointConfig body with capture as
@@ -34,10 +34,10 @@ func TestDataCaptureConfigValidate(t *testing.T) {
 		name, capture, want string
 	}{
 		// What the SageMaker Python SDK's DataCaptureConfig._to_request_dict sends.
-		{"the SDK's configuration", sdk, refused},
-		{"minimal", `"InitialSamplingPercentage":0,"DestinationS3Uri":"s3://b","CaptureOptions":[{"CaptureMode":"InputAndOutput"}]`, refused},
+		{"the SDK's configuration", sdk, ""},
+		{"minimal", `"InitialSamplingPercentage":0,"DestinationS3Uri":"s3://b","CaptureOptions":[{"CaptureMode":"InputAndOutput"}]`, ""},
 		{"KMS key ARN and alias", `"InitialSamplingPercentage":100,"DestinationS3Uri":"s3://b/p/","CaptureOptions":[{"CaptureMode":"Input"}],` +
-			`"KmsKeyId":"arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"`, refused},
+			`"KmsKeyId":"arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"`, ""},
 		{"required members", `"EnableCapture":false`, "3 validation errors detected: " +
 			"Value null at '" + dc + "initialSamplingPercentage' failed to satisfy constraint: Member must not be null; " +
 			"Value null at '" + dc + "destinationS3Uri' failed to satisfy constraint: Member must not be null; " +
@@ -51,9 +51,9 @@ func TestDataCaptureConfigValidate(t *testing.T) {
 		{"destination too long", strings.Replace(sdk, `s3://bucket/model-monitor/data-capture`, long, 1),
 			prefix1 + "Value '" + long + "' at '" + dc + "destinationS3Uri' failed to satisfy constraint: Member must have length less than or equal to 512"},
 		{"https destination", strings.Replace(sdk, `s3://bucket/model-monitor/data-capture`, `https://bucket.s3.amazonaws.com/capture`, 1),
-			refused + ` mce writes captured data to s3:// locations only; DestinationS3Uri "https://bucket.s3.amazonaws.com/capture" is an https:// URL.`},
+			`mce writes captured data to s3:// locations only; DestinationS3Uri "https://bucket.s3.amazonaws.com/capture" is an https:// URL.`},
 		{"destination with a dot-dot segment", strings.Replace(sdk, `s3://bucket/model-monitor/data-capture`, `s3://bucket/capture/../secret`, 1),
-			refused + ` The data capture destination "s3://bucket/capture/../secret" is refused: its key has a ".." path segment.` +
+			`The data capture destination "s3://bucket/capture/../secret" is refused: its key has a ".." path segment.` +
 				" S3 takes such keys literally, but S3-compatible stores that keep objects as files resolve them to another object; name the object itself."},
 		{"KMS key outside the pattern", sdk + `,"KmsKeyId":"key id"`,
 			prefix1 + "Value 'key id' at '" + dc + "kmsKeyId' failed to satisfy constraint: Member must satisfy regular expression pattern: [a-zA-Z0-9:/_-]*"},

@@ -73,7 +73,7 @@
 //     type's GPU count (ml.g5.12xlarge → 4) unless Resources.Gpus says
 //     otherwise; CPU types give none.
 //   - Members SageMaker has but mce cannot honour (ServerlessConfig,
-//     ExplainerConfig, DataCaptureConfig, ModelPackageName,
+//     ExplainerConfig, ModelPackageName,
 //     AdditionalModelDataSources, …) are refused
 //     with "… is not supported by mce"; harmless ones (
 //     ExecutionRoleArn, VpcConfig, KmsKeyId, ImageConfig, VolumeSizeInGB, …)

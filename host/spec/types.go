@@ -97,7 +97,7 @@ type VpcConfig struct {
 type CreateEndpointConfigInput struct {
 	EndpointConfigName       string                `json:"EndpointConfigName,omitempty"`
 	ProductionVariants       []ProductionVariant   `json:"ProductionVariants,omitempty"`
-	DataCaptureConfig        *DataCaptureConfig    `json:"DataCaptureConfig,omitempty"`        // checked, then refused until the capture is wired
+	DataCaptureConfig        *DataCaptureConfig    `json:"DataCaptureConfig,omitempty"`        // host/capture carries it out
 	Tags                     []Tag                 `json:"Tags,omitempty"`                     // kept: ListTags
 	KMSKeyID                 string                `json:"KmsKeyId,omitempty"`                 // ignored locally
 	AsyncInferenceConfig     *AsyncInferenceConfig `json:"AsyncInferenceConfig,omitempty"`     // asynchronous inference

@@ -64,7 +64,6 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		field string
 		why   string
 	}{
-		{c.DataCaptureConfig != nil, "DataCaptureConfig", "data capture writes to S3 from SageMaker's front end"},
 		{present(c.ExplainerConfig), "ExplainerConfig", "online explainability needs SageMaker Clarify"},
 	} {
 		if r.set {

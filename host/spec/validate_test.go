@@ -386,12 +386,11 @@ func TestCreateEndpointConfigValidate(t *testing.T) {
 				S3OutputPath: "https://b.s3.amazonaws.com/out", NotificationConfig: json.RawMessage(`{"SuccessTopic":"arn:aws:sns:us-east-1:123456789012:t"}`)}}
 		}, "NotificationConfig is not supported by mce: it publishes to no SNS topic. Poll the OutputLocation (or FailureLocation) that InvokeEndpointAsync returns. " +
 			`mce writes asynchronous results to s3:// locations only; "https://b.s3.amazonaws.com/out" is an https:// URL.`},
-		{"capture and explainer are refused", func(c *CreateEndpointConfigInput) {
+		{"the explainer is refused, capture is not", func(c *CreateEndpointConfigInput) {
 			c.DataCaptureConfig = &DataCaptureConfig{InitialSamplingPercentage: ptr[int32](100), DestinationS3URI: "s3://b/capture",
 				CaptureOptions: []CaptureOption{{CaptureMode: CaptureInputAndOutput}}}
 			c.ExplainerConfig = json.RawMessage(`{}`)
-		}, "DataCaptureConfig is not supported by mce: data capture writes to S3 from SageMaker's front end. " +
-			"ExplainerConfig is not supported by mce: online explainability needs SageMaker Clarify."},
+		}, "ExplainerConfig is not supported by mce: online explainability needs SageMaker Clarify."},
 		{"missing instance type", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].InstanceType = "" },
 			`Production variant "AllTraffic" needs an InstanceType: mce runs instance-based variants only.`},
 		{"missing instance count", func(c *CreateEndpointConfigInput) { c.ProductionVariants[0].InitialInstanceCount = nil },
