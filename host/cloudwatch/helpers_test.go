@@ -2,6 +2,7 @@ package cloudwatch
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -109,3 +110,7 @@ func datapoints(t testing.TB, out map[string]any) []map[string]any {
 	}
 	return dps
 }
+
+type ctxT = context.Context
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

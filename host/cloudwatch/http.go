@@ -238,14 +238,10 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, p protocol,
 		return
 	case protoCBOR:
 		w.Header().Set(headerSmithy, smithyRPCv2CBOR)
-		if e.Code != e.Type {
-			w.Header().Set(headerQueryErr, e.Code+";"+string(e.Fault))
-		}
+		w.Header().Set(headerQueryErr, e.Code+";"+string(e.Fault))
 		writeBody(w, contentTypeCBOR, e.Status, encodeCBORError(e))
 	default:
-		if e.Code != e.Type {
-			w.Header().Set(headerQueryErr, e.Code+";"+string(e.Fault))
-		}
+		w.Header().Set(headerQueryErr, e.Code+";"+string(e.Fault))
 		writeBody(w, contentTypeJSON, e.Status, encodeJSONError(e))
 	}
 }
