@@ -245,11 +245,15 @@ func TestGetMetricDataRules(t *testing.T) {
 		{"both", func(m map[string]any) {
 			m["MetricDataQueries"] = []map[string]any{{"Id": "e", "Expression": "m1", "MetricStat": stat("Sum")}}
 		}, "exactly one of MetricStat and Expression"},
-		{"bad id", func(m map[string]any) { m["MetricDataQueries"] = []map[string]any{{"Id": "A1", "MetricStat": stat("Sum")}} }, "Id is invalid"},
+		{"bad id", func(m map[string]any) {
+			m["MetricDataQueries"] = []map[string]any{{"Id": "A1", "MetricStat": stat("Sum")}}
+		}, "Id is invalid"},
 		{"same id", func(m map[string]any) {
 			m["MetricDataQueries"] = []map[string]any{{"Id": "a", "MetricStat": stat("Sum")}, {"Id": "a", "MetricStat": stat("Sum")}}
 		}, "not unique"},
-		{"bad stat", func(m map[string]any) { m["MetricDataQueries"] = []map[string]any{{"Id": "a", "MetricStat": stat("Median")}} }, "is not a valid statistic"},
+		{"bad stat", func(m map[string]any) {
+			m["MetricDataQueries"] = []map[string]any{{"Id": "a", "MetricStat": stat("Median")}}
+		}, "is not a valid statistic"},
 		{"bad period", func(m map[string]any) {
 			st := stat("Sum")
 			st["Period"] = 45
