@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -114,3 +115,5 @@ func datapoints(t testing.TB, out map[string]any) []map[string]any {
 type ctxT = context.Context
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+func nan() float64 { return math.NaN() }
