@@ -23,7 +23,14 @@ import (
 	"github.com/mce-run/mce/internal/sdkhttp"
 )
 
-func TestMain(m *testing.M) { os.Exit(awstest.Run(m)) }
+func TestMain(m *testing.M) {
+	code := awstest.Run(m)
+	if fuzzSvc != nil {
+		fuzzSvc.Close()
+		os.RemoveAll(fuzzDir)
+	}
+	os.Exit(code)
+}
 
 // sdkServer serves s on 127.0.0.1 and returns aws-sdk-go-v2's CloudWatch
 // client for it (RPC v2 CBOR, the protocol of service/cloudwatch v1.52 and
