@@ -25,12 +25,12 @@ type Options struct {
 	// MaxSeries bounds the number of distinct series (namespace, metric,
 	// dimensions, unit, resolution). Past it a new series' datapoints are
 	// dropped, counted (Stats.SeriesRefused, Stats.Dropped) and logged once
-	// a minute. Default 10,000.
+	// a minute. Default 20,000.
 	MaxSeries int
 	// MaxDiskBytes bounds the segment files. Past it the oldest hours are
 	// deleted before their retention (logged, Stats.SegmentsEvicted);
 	// when only the hours being written are left, closed datapoints are
-	// lost (logged, Stats.RecordsLost). Default 1 GiB.
+	// lost (logged, Stats.RecordsLost). Default 2 GiB.
 	MaxDiskBytes int64
 	// FlushInterval is how often closed periods are written. A period is
 	// on disk at most FlushInterval after it closes. Default 1 s.
@@ -56,8 +56,8 @@ type Options struct {
 const (
 	defaultRetention     = 24 * time.Hour
 	minRetention         = 3 * time.Hour
-	defaultMaxSeries     = 10000
-	defaultMaxDiskBytes  = 1 << 30
+	defaultMaxSeries     = 20000
+	defaultMaxDiskBytes  = 2 << 30
 	defaultFlushInterval = time.Second
 	defaultMaxRequest    = 1 << 20
 )
@@ -310,8 +310,13 @@ func (s *Service) Stats() Stats {
 	st := s.st
 	st.mu.RLock()
 	out := Stats{Series: len(st.reg.byKey), DiskBytes: st.diskBytes, Segments: len(st.segs)}
+	for _, se := range st.reg.byKey {
+		se.mu.Lock()
+		out.Observations += se.observed
+		se.mu.Unlock()
+	}
+	out.Observations += st.c.observations.Load()
 	st.mu.RUnlock()
-	out.Observations = st.c.observations.Load()
 	out.Dropped = st.c.dropped.Load()
 	out.SeriesRefused = st.c.seriesRefused.Load()
 	out.InvalidValues = st.c.invalidValues.Load()

@@ -9,8 +9,11 @@ import (
 )
 
 // Percentiles come from a DDSketch (github.com/DataDog/sketches-go): a
-// histogram whose bucket i holds the values in (γ^(i-1), γ^i] with
-// γ = (1+α)/(1−α). Every quantile it answers is within a relative error α
+// histogram whose buckets grow geometrically (bucket i holds the values in
+// (γ^(i-1), γ^i], γ = (1+α)/(1−α)); the index is computed by cubic
+// interpolation of log₂ on the float's bits, not math.Log, which keeps the
+// same guarantee for about 1 % more buckets and a third of the cost on the
+// hot path. Every quantile it answers is within a relative error α
 // of the true value at that rank, whatever the distribution, and two
 // sketches of the same γ merge exactly by adding bucket counts — so
 // one-minute datapoints add up into any longer period without losing the
@@ -32,7 +35,7 @@ const (
 var sketchMapping = mustMapping()
 
 func mustMapping() mapping.IndexMapping {
-	m, err := mapping.NewLogarithmicMapping(sketchAccuracy)
+	m, err := mapping.NewCubicallyInterpolatedMapping(sketchAccuracy)
 	if err != nil {
 		panic(err) // a constant accuracy in (0, 1) cannot fail
 	}

@@ -138,9 +138,10 @@ type series struct {
 
 	lastSeen atomic.Int64 // the start of the newest period with data
 
-	mu      sync.Mutex
-	slots   [2]bucket
-	retired bool // removed from the registry; handles resolve again
+	mu       sync.Mutex
+	slots    [2]bucket
+	retired  bool   // removed from the registry; handles resolve again
+	observed uint64 // values stored, for Stats
 
 	hours []hourRefs // under store.mu, sorted by hour
 }
@@ -213,7 +214,7 @@ func clip(s string) string {
 
 // counters are the store's running totals (Stats reads them).
 type counters struct {
-	observations    atomic.Uint64
+	observations    atomic.Uint64 // of series no longer in the registry
 	dropped         atomic.Uint64 // observations not stored (see Stats)
 	seriesRefused   atomic.Uint64
 	invalidValues   atomic.Uint64
@@ -253,6 +254,7 @@ func (st *store) lookupLocked(ns, name string, dims []Dimension, unit string, re
 
 // removeLocked takes s out of the registry (store.mu held for writing).
 func (st *store) removeLocked(s *series) {
+	st.c.observations.Add(s.observed) // s.mu held by the caller
 	delete(st.reg.byKey, s.key)
 	l := st.reg.byMetric[s.mkey]
 	l = slices.DeleteFunc(l, func(x *series) bool { return x == s })
@@ -278,9 +280,20 @@ type Series struct {
 	retryAt atomic.Int64
 }
 
-// Observe adds v to the series' current period. NaN and ±Inf are dropped
-// and counted (CloudWatch refuses them too).
+// Observe adds v to the series' current period (by the Service's clock).
+// NaN and ±Inf are dropped and counted (CloudWatch refuses them too).
 func (h *Series) Observe(v float64) {
+	if h == nil {
+		return
+	}
+	h.ObserveAt(h.st.now(), v)
+}
+
+// ObserveAt adds v to the period holding t: the hot path's form, for a
+// caller that has read the clock already (the end of the call it measured),
+// which saves the clock read Observe makes. A t in a period already
+// written is dropped and counted.
+func (h *Series) ObserveAt(t time.Time, v float64) {
 	if h == nil {
 		return
 	}
@@ -297,9 +310,8 @@ func (h *Series) Observe(v float64) {
 				return
 			}
 		}
-		switch st.observe(s, v) {
+		switch st.observe(s, t.Unix(), v) {
 		case observed:
-			st.c.observations.Add(1)
 			return
 		case dropped:
 			st.c.dropped.Add(1)
@@ -339,8 +351,7 @@ const (
 	retired
 )
 
-func (st *store) observe(s *series, v float64) outcome {
-	now := st.nowUnix()
+func (st *store) observe(s *series, now int64, v float64) outcome {
 	p := now - mod(now, s.res)
 	s.mu.Lock()
 	if s.retired {
@@ -362,6 +373,7 @@ func (st *store) observe(s *series, v float64) outcome {
 		return dropped
 	}
 	b.st.add(v)
+	s.observed++
 	if b.sketch == nil {
 		b.sketch = newSketch()
 	}
