@@ -83,8 +83,14 @@ func (st *store) flush(final bool) {
 
 	st.mu.Lock()
 	for _, w := range done {
+		// A batch's hour may have been evicted for the disk bound by a later
+		// batch of this flush: its records are gone with the file.
+		kept := w.base >= 0 && st.segs[w.hb.hour] != nil
+		if w.base >= 0 && !kept {
+			st.c.recordsLost.Add(uint64(len(w.hb.items)))
+		}
 		for _, it := range w.hb.items {
-			if w.base >= 0 {
+			if kept {
 				addRef(it.s, w.hb.hour, recRef{off: uint32(w.base) + uint32(it.off), size: uint32(it.size), sec: uint16(it.start - w.hb.hour)})
 			}
 			it.s.mu.Lock()

@@ -40,7 +40,7 @@ import (
 const (
 	segMagic      = "MCECWM1\n"
 	recHeaderLen  = 8
-	maxRecordLen  = 1 << 20 // far above any record mce writes (a full sketch is ~16 KiB)
+	maxRecordLen  = 1 << 20 // far above any record mce writes (a full sketch encodes in under 16 KiB)
 	segNamePrefix = "metrics-"
 	segNameSuffix = ".seg"
 	segHourLayout = "2006010215"

@@ -18,16 +18,17 @@ import (
 // sketches of the same γ merge exactly by adding bucket counts — so
 // one-minute datapoints add up into any longer period without losing the
 // guarantee, which a t-digest or a sampled reservoir cannot promise. With
-// α = 1 % a latency range of 10 µs … 100 s takes about 800 buckets; the
-// store keeps at most maxBins (the lowest collapse first, so only the
-// smallest values of a range wider than 10^17 lose precision).
+// α = 1 % a factor of 10 takes about 115 buckets (8 bytes each, for the
+// values' actual range only); the store keeps at most maxBins, the lowest
+// collapsing first, so only the smallest values of a period whose values
+// span more than a factor of ~10^8 lose precision.
 //
 // CloudWatch defines percentiles on the raw values; it answers none for a
 // period with a negative value, and neither does mce (the sketch keeps them,
 // the answer omits them).
 const (
 	sketchAccuracy = 0.01
-	maxBins        = 2048
+	maxBins        = 1024
 )
 
 // sketchMapping is shared by every sketch: the encoding omits it, and every
