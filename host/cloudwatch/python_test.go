@@ -22,8 +22,15 @@ import (
 // Period; the server checks which protocol each spoke.
 
 const botoScript = `
-import sys, json, datetime
+import os, sys, json, datetime
 import boto3, botocore
+if os.environ.get("CW_PROTOCOL"):
+    # Put one of the protocols CloudWatch's model lists first in botocore's
+    # preference (botocore 1.43 picks json over smithy-rpc-v2-cbor).
+    import botocore.model
+    first = os.environ["CW_PROTOCOL"]
+    botocore.model.PRIORITY_ORDERED_SUPPORTED_PROTOCOLS = (first,) + tuple(
+        p for p in botocore.model.PRIORITY_ORDERED_SUPPORTED_PROTOCOLS if p != first)
 url, t0 = sys.argv[1], float(sys.argv[2])
 cw = boto3.client("cloudwatch", endpoint_url=url, region_name="us-east-1")
 start = datetime.datetime.fromtimestamp(t0, datetime.timezone.utc)
@@ -150,10 +157,13 @@ func clientEnv() []string {
 
 func TestBoto3Clients(t *testing.T) {
 	for _, tc := range []struct {
-		python, what, protocol string
+		python, what, protocol, prefer string
 	}{
-		{"python3", "boto3 1.43 (AWS JSON 1.0)", "awsJson1_0"},
-		{"/usr/bin/python3", "Debian's boto3 (the query protocol)", "awsQuery"},
+		{"python3", "boto3 1.43 (AWS JSON 1.0)", "awsJson1_0", ""},
+		{"/usr/bin/python3", "Debian's boto3 (the query protocol)", "awsQuery", ""},
+		// botocore's own CBOR codec, a second implementation beside
+		// aws-sdk-go-v2's: boto3 1.43 told to prefer the protocol.
+		{"python3", "boto3 1.43 preferring smithy-rpc-v2-cbor", "rpcv2Cbor", "smithy-rpc-v2-cbor"},
 	} {
 		t.Run(tc.protocol, func(t *testing.T) {
 			needClient(t, tc.python, tc.what)
@@ -166,7 +176,7 @@ func TestBoto3Clients(t *testing.T) {
 				t.Fatal(err)
 			}
 			cmd := exec.Command(tc.python, script, url, fmt.Sprint(t0.Unix()))
-			cmd.Env = clientEnv()
+			cmd.Env = append(clientEnv(), "CW_PROTOCOL="+tc.prefer)
 			outb, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", tc.what, err, outb)
