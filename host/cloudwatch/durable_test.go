@@ -283,3 +283,28 @@ func TestFlusherBehindDropsAndCounts(t *testing.T) {
 		t.Errorf("NaN: %+v", st)
 	}
 }
+
+// TestLateValueJustBeforeTheBoundaryCounts: a value whose time was read just
+// before a period ended, and which arrives after the flusher's tick past
+// the boundary, still counts in its period, and the period is written once
+// (the flusher waits a second past the end).
+func TestLateValueJustBeforeTheBoundaryCounts(t *testing.T) {
+	c := newClock(t0.Add(59 * time.Second))
+	s := openTest(t, t.TempDir(), c, nil)
+	h := mustSeries(t, s, "Custom", "M", nil, "Count", Standard)
+	h.ObserveAt(c.Now(), 1)
+	ended := t0.Add(59*time.Second + 999*time.Millisecond) // the call ended here…
+	c.Set(t0.Add(60*time.Second + 300*time.Millisecond))
+	s.Flush()             // …the flusher ticks…
+	h.ObserveAt(ended, 1) // …and then its value arrives
+	c.Set(t0.Add(2 * time.Minute))
+	s.Flush()
+	if st := s.Stats(); st.Dropped != 0 || st.RecordsWritten != 1 {
+		t.Errorf("the late value: %+v, want none dropped and one record", st)
+	}
+	dps := datapoints(t, okJSON(t, s, "GetMetricStatistics", map[string]any{"Namespace": "Custom", "MetricName": "M",
+		"StartTime": t0.Unix(), "EndTime": t0.Add(time.Minute).Unix(), "Period": 60, "Statistics": []string{"Sum"}}))
+	if len(dps) != 1 || dps[0]["Sum"] != 2.0 {
+		t.Errorf("%v, want Sum 2 in the first minute", dps)
+	}
+}

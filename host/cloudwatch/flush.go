@@ -13,6 +13,11 @@ import (
 // nothing left. Close runs it one last time with every open period counted
 // as closed, so nothing told to the store before Close is lost.
 
+// sealGrace is how long after a period closes the flusher waits before it
+// writes it: a value whose time the caller read just before the boundary
+// and which arrives just after still counts in its period.
+const sealGrace = 1 // second
+
 type pendingPoint struct {
 	s     *series
 	slot  int
@@ -43,7 +48,7 @@ func (st *store) flush(final bool) {
 		s.mu.Lock()
 		for i := range s.slots {
 			b := &s.slots[i]
-			if b.start == 0 || b.sealed || (!final && b.start+s.res > now) {
+			if b.start == 0 || b.sealed || (!final && b.start+s.res+sealGrace > now) {
 				continue
 			}
 			hour := b.start - mod(b.start, hourSeconds)

@@ -33,7 +33,8 @@ type Options struct {
 	// lost (logged, Stats.RecordsLost). Default 2 GiB.
 	MaxDiskBytes int64
 	// FlushInterval is how often closed periods are written. A period is
-	// on disk at most FlushInterval after it closes. Default 1 s.
+	// on disk at most 1 s (a grace for values just before its end) plus
+	// FlushInterval after it closes. Default 1 s.
 	FlushInterval time.Duration
 	// MaxRequestBytes bounds a request body (ServeHTTP, Serve). Default
 	// 1 MiB, far above the largest valid request (500 GetMetricData

@@ -291,8 +291,9 @@ func (h *Series) Observe(v float64) {
 
 // ObserveAt adds v to the period holding t: the hot path's form, for a
 // caller that has read the clock already (the end of the call it measured),
-// which saves the clock read Observe makes. A t in a period already
-// written is dropped and counted.
+// which saves the clock read Observe makes. t is a reading of now: a t in
+// a period already written opens it again (its records merge when read);
+// one whose slot still holds another period is dropped and counted.
 func (h *Series) ObserveAt(t time.Time, v float64) {
 	if h == nil {
 		return
