@@ -110,7 +110,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(s.maxBody)+1))
 	if err != nil {
 		p, _ := detect(r)
-		s.writeError(w, r, p, newErr(http.StatusBadRequest, CodeSerialization, CodeSerialization, "The request body could not be read."))
+		writeError(w, p, newErr(http.StatusBadRequest, CodeSerialization, CodeSerialization, "The request body could not be read."))
 		return
 	}
 	s.Serve(w, r, body)
@@ -124,41 +124,41 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Service) Serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	p, op := detect(r)
 	if p == protoNone {
-		s.writeError(w, r, protoJSON, newErr(http.StatusNotFound, CodeUnknownOperation, CodeUnknownOperation, "Not a CloudWatch request."))
+		writeError(w, protoJSON, newErr(http.StatusNotFound, CodeUnknownOperation, CodeUnknownOperation, "Not a CloudWatch request."))
 		return
 	}
 	if len(body) > s.maxBody {
-		s.writeError(w, r, p, newErr(http.StatusRequestEntityTooLarge, CodeRequestTooLarge, CodeRequestTooLarge, "The request body is larger than mce accepts for CloudWatch."))
+		writeError(w, p, newErr(http.StatusRequestEntityTooLarge, CodeRequestTooLarge, CodeRequestTooLarge, "The request body is larger than mce accepts for CloudWatch."))
 		return
 	}
 	var form *awsquery.Form
 	if p == protoQuery {
 		f, err := awsquery.Parse(body, awsquery.Limits{})
 		if err != nil {
-			s.writeError(w, r, p, newErr(http.StatusBadRequest, CodeMalformedQueryString, CodeMalformedQueryString, err.Error()))
+			writeError(w, p, newErr(http.StatusBadRequest, CodeMalformedQueryString, CodeMalformedQueryString, err.Error()))
 			return
 		}
 		if f.Version() != APIVersion {
-			s.writeError(w, r, p, newErr(http.StatusBadRequest, CodeInvalidAction, CodeInvalidAction, "The Version "+quoted(f.Version())+" is not CloudWatch's (2010-08-01)."))
+			writeError(w, p, newErr(http.StatusBadRequest, CodeInvalidAction, CodeInvalidAction, "The Version "+quoted(f.Version())+" is not CloudWatch's (2010-08-01)."))
 			return
 		}
 		form, op = f, f.Action()
 	}
 	if p == protoCBOR {
 		if e := checkCBORHeaders(r); e != nil {
-			s.writeError(w, r, p, e)
+			writeError(w, p, e)
 			return
 		}
 	}
 	switch op {
 	case "GetMetricStatistics", "GetMetricData", "ListMetrics":
 	default:
-		s.writeError(w, r, p, unknownOperation(p, op))
+		writeError(w, p, unknownOperation(p, op))
 		return
 	}
 	if s.authorize != nil {
 		if err := s.authorize(r.Context(), r, "cloudwatch:"+op); err != nil {
-			s.writeError(w, r, p, accessDenied(err))
+			writeError(w, p, accessDenied(err))
 			return
 		}
 	}
@@ -182,10 +182,10 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, body []byte) {
 		}
 	}
 	if e != nil {
-		s.writeError(w, r, p, e)
+		writeError(w, p, e)
 		return
 	}
-	s.writeOutput(w, r, p, op, out)
+	writeOutput(w, p, op, out)
 }
 
 // nilIfErr keeps a typed nil pointer out of an interface.
@@ -230,7 +230,7 @@ func requestID(w http.ResponseWriter) string {
 }
 
 // writeError is the one place an error is written, in p's shape.
-func (s *Service) writeError(w http.ResponseWriter, r *http.Request, p protocol, e *APIError) {
+func writeError(w http.ResponseWriter, p protocol, e *APIError) {
 	id := requestID(w)
 	switch p {
 	case protoQuery:
@@ -246,7 +246,7 @@ func (s *Service) writeError(w http.ResponseWriter, r *http.Request, p protocol,
 	}
 }
 
-func (s *Service) writeOutput(w http.ResponseWriter, r *http.Request, p protocol, op string, out any) {
+func writeOutput(w http.ResponseWriter, p protocol, op string, out any) {
 	id := requestID(w)
 	switch p {
 	case protoQuery:
@@ -254,7 +254,7 @@ func (s *Service) writeOutput(w http.ResponseWriter, r *http.Request, p protocol
 	case protoCBOR:
 		b, err := cborEnc.Marshal(out)
 		if err != nil {
-			s.writeError(w, r, p, internalError("The answer could not be encoded."))
+			writeError(w, p, internalError("The answer could not be encoded."))
 			return
 		}
 		w.Header().Set(headerSmithy, smithyRPCv2CBOR)
@@ -262,7 +262,7 @@ func (s *Service) writeOutput(w http.ResponseWriter, r *http.Request, p protocol
 	default:
 		b, err := marshalJSON(out)
 		if err != nil {
-			s.writeError(w, r, p, internalError("The answer could not be encoded."))
+			writeError(w, p, internalError("The answer could not be encoded."))
 			return
 		}
 		writeBody(w, contentTypeJSON, http.StatusOK, b)
