@@ -4,8 +4,11 @@
 // speak — AWS JSON 1.0 (boto3 and the aws CLI of today), Smithy RPC v2 CBOR
 // (aws-sdk-go-v2's cloudwatch from v1.52) and the query protocol (older
 // boto3 and aws CLI) — decoded to the same typed inputs and answered, errors
-// included, in each protocol's own shape; and a recorder (Series, Observe,
-// AddSampler) that the invocation path feeds.
+// included, in each protocol's own shape; and a recorder (Series with
+// ObserveAt/Observe, AddSampler for gauges) that the invocation path feeds.
+// Host calls Serve with the body it read (after IsRequest, authentication
+// and with Options.Authorize for the decision), WriteError for its own
+// refusals of a CloudWatch call, and Statistics to read figures in Go.
 //
 // It owns: the wire of those three operations (http.go, codec.go; the
 // generic query-protocol form and XML are internal/awsquery's), their
