@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mce-run/mce/internal/awsquery"
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // The HTTP entry: which requests are CloudWatch's, which protocol each
@@ -32,10 +33,10 @@ const (
 	contentTypeJSON = "application/x-amz-json-1.0"
 	contentTypeCBOR = "application/cbor"
 	contentTypeForm = "application/x-www-form-urlencoded"
-	headerTarget    = "X-Amz-Target"
+	headerTarget    = wire.HeaderAmzTarget
 	headerSmithy    = "Smithy-Protocol"
-	headerQueryErr  = "X-Amzn-Query-Error"
-	headerRequestID = "X-Amzn-Requestid"
+	headerQueryErr  = wire.HeaderQueryError
+	headerRequestID = wire.HeaderRequestID
 	smithyRPCv2CBOR = "rpc-v2-cbor"
 )
 
