@@ -233,8 +233,10 @@ func TestSeriesLimit(t *testing.T) {
 	if _, err := s.Series("Custom", "M", nil, "Furlongs", Standard); err == nil {
 		t.Error("a unit that is not CloudWatch's is refused")
 	}
-	if _, err := s.Series("Custom", "M", nil, "Count", 7); err == nil {
-		t.Error("a resolution of 7 s is refused")
+	for _, res := range []Resolution{1, 7, 120} {
+		if _, err := s.Series("Custom", "M", nil, "Count", res); err == nil {
+			t.Errorf("a resolution of %d s is refused", res)
+		}
 	}
 }
 

@@ -37,9 +37,12 @@ const (
 	HighResolution Resolution = 10
 )
 
+// valid: 5 s and up. A one-second series would need its period written
+// before the next-but-one begins, faster than the flusher's second of grace
+// and its tick allow with two slots.
 func (r Resolution) valid() bool {
 	switch r {
-	case 1, 5, 10, 20, 30, 60:
+	case 5, 10, 20, 30, 60:
 		return true
 	}
 	return false
@@ -200,7 +203,7 @@ func checkIdentity(ns, name, unit string, res Resolution) error {
 	case !validUnit(unit):
 		return fmt.Errorf("unit %q is not one of CloudWatch's", clip(unit))
 	case !res.valid():
-		return fmt.Errorf("resolution %d s: one of 1, 5, 10, 20, 30, 60", res)
+		return fmt.Errorf("resolution %d s: one of 5, 10, 20, 30, 60", res)
 	}
 	return nil
 }
