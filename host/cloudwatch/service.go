@@ -34,7 +34,10 @@ type Options struct {
 	MaxDiskBytes int64
 	// FlushInterval is how often closed periods are written. A period is
 	// on disk at most 1 s (a grace for values just before its end) plus
-	// FlushInterval after it closes. Default 1 s.
+	// FlushInterval after it closes. Keep it under the shortest resolution
+	// recorded less 2 s: a series keeps two periods in memory, and a value
+	// whose slot still holds an unwritten period is dropped (counted).
+	// Default 1 s.
 	FlushInterval time.Duration
 	// MaxRequestBytes bounds a request body (ServeHTTP, Serve). Default
 	// 1 MiB, far above the largest valid request (500 GetMetricData
