@@ -102,14 +102,36 @@ type headerChecked struct {
 // endpoints' container output.
 const LogsTargetPrefix = "Logs_20140328."
 
+// CloudWatch metrics calls (host/cloudwatch) are told by their target in
+// AWS JSON 1.0 and by their path in RPC v2 CBOR; in the query protocol they
+// are the form POSTed to / (no SageMaker call is one: the control plane
+// names its operation in X-Amz-Target, the runtime posts to /endpoints/…).
+const (
+	monitoringService      = "monitoring"
+	cloudWatchTargetPrefix = "GraniteServiceVersion20100801."
+	cloudWatchCBORPrefix   = "/service/GraniteServiceVersion20100801/"
+)
+
 // SigningService is the service a request must be signed for: "logs" for
-// CloudWatch Logs calls (clients sign those for CloudWatch Logs), else
-// "sagemaker". A signature is valid for its own service only.
+// CloudWatch Logs calls (clients sign those for CloudWatch Logs),
+// "monitoring" for CloudWatch metrics calls, else "sagemaker". A signature
+// is valid for its own service only.
 func SigningService(r *http.Request) string {
-	if strings.HasPrefix(r.Header.Get(wire.HeaderAmzTarget), LogsTargetPrefix) {
+	target := r.Header.Get(wire.HeaderAmzTarget)
+	switch {
+	case strings.HasPrefix(target, LogsTargetPrefix):
 		return logsService
+	case strings.HasPrefix(target, cloudWatchTargetPrefix),
+		strings.HasPrefix(r.URL.Path, cloudWatchCBORPrefix),
+		target == "" && r.URL.Path == "/" && isForm(r.Header.Get("Content-Type")):
+		return monitoringService
 	}
 	return signingService
+}
+
+func isForm(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded")
 }
 
 // verifySigV4Headers makes every check of verifySigV4 that needs no body:

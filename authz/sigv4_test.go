@@ -337,6 +337,47 @@ func TestAuthErrorIs(t *testing.T) {
 	}
 }
 
+// TestCloudWatchIsSignedForMonitoring: CloudWatch metrics calls, in each of
+// their protocols (AWS JSON 1.0 by X-Amz-Target, RPC v2 CBOR by path, the
+// query protocol as a form POSTed to /), are signed for "monitoring" as
+// CloudWatch's clients sign them; a signature for "sagemaker" is refused
+// for them, and theirs for SageMaker's calls (an invocation whose body is a
+// form included).
+func TestCloudWatchIsSignedForMonitoring(t *testing.T) {
+	srv := authServer(t, loadTestdata(t))
+	for _, c := range []struct {
+		name, path, target, contentType, service, want string
+	}{
+		{"json", "/", "GraniteServiceVersion20100801.GetMetricStatistics", "application/x-amz-json-1.0", "monitoring", ""},
+		{"json as sagemaker", "/", "GraniteServiceVersion20100801.GetMetricStatistics", "application/x-amz-json-1.0", "sagemaker", "Credential should be scoped to correct service: 'monitoring'."},
+		{"cbor", "/service/GraniteServiceVersion20100801/operation/GetMetricData", "", "application/cbor", "monitoring", ""},
+		{"cbor as sagemaker", "/service/GraniteServiceVersion20100801/operation/GetMetricData", "", "application/cbor", "sagemaker", "'monitoring'"},
+		{"query", "/", "", "application/x-www-form-urlencoded; charset=utf-8", "monitoring", ""},
+		{"query as sagemaker", "/", "", "application/x-www-form-urlencoded", "sagemaker", "'monitoring'"},
+		{"control plane as monitoring", "/", "SageMaker.ListEndpoints", "application/x-amz-json-1.1", "monitoring", "'sagemaker'"},
+		{"a form invocation is SageMaker's", "/endpoints/ep/invocations", "", "application/x-www-form-urlencoded", "sagemaker", ""},
+		{"a form invocation as monitoring", "/endpoints/ep/invocations", "", "application/x-www-form-urlencoded", "monitoring", "'sagemaker'"},
+	} {
+		body := []byte("Action=ListMetrics&Version=2010-08-01")
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+c.path, bytes.NewReader(body))
+		if c.target != "" {
+			req.Header.Set("X-Amz-Target", c.target)
+		}
+		req.Header.Set("Content-Type", c.contentType)
+		creds := aws.Credentials{AccessKeyID: aliceKey, SecretAccessKey: aliceSecret}
+		if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, sha256HexOf(body), c.service, "us-east-1", testNow.Add(-3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		got := send(t, req)
+		switch {
+		case c.want == "" && got.principal == "":
+			t.Errorf("%s: %+v, want accepted", c.name, got)
+		case c.want != "" && (got.code != CodeInvalidSignature || !strings.Contains(got.message, c.want)):
+			t.Errorf("%s: %+v, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // TestSigningServiceFollowsTheTarget: CloudWatch Logs calls are signed for
 // service "logs", every other call for "sagemaker"; a signature for one is
 // refused for the other.

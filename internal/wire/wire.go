@@ -49,6 +49,10 @@ const (
 	HeaderAsyncInvocationTime = "X-Amzn-SageMaker-InvocationTimeoutSeconds"
 	HeaderAsyncOutputLocation = "X-Amzn-SageMaker-OutputLocation"
 	HeaderAsyncFailure        = "X-Amzn-SageMaker-FailureLocation"
+
+	// The error code of a JSON or CBOR answer of an awsQueryCompatible
+	// service (CloudWatch) as its query protocol names it: "Code;Sender".
+	HeaderQueryError = "X-Amzn-Query-Error"
 )
 
 // Name patterns of the SageMaker API: NamePattern is ModelName's as
