@@ -265,8 +265,8 @@ func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (a
 			if in.VariantNameEquals != "" && rec.VariantName != in.VariantNameEquals {
 				continue
 			}
-			items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: string(rec.Status),
-				out: map[string]any{"InferenceComponentName": rec.Name, "InferenceComponentArn": rec.ARN,
+			items = append(items, listItem{Name: rec.Name, Created: rec.Created, Modified: rec.Modified, Status: string(rec.Status),
+				Out: map[string]any{"InferenceComponentName": rec.Name, "InferenceComponentArn": rec.ARN,
 					"EndpointName": rec.EndpointName, "EndpointArn": s.arn(spec.KindEndpoint, rec.EndpointName),
 					"VariantName": rec.VariantName, "InferenceComponentStatus": string(rec.Status),
 					"CreationTime": spec.Epoch(rec.Created), "LastModifiedTime": spec.Epoch(rec.Modified)}})

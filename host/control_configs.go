@@ -86,8 +86,8 @@ func (s *Server) opListEndpointConfigs(_ context.Context, in *listInput) (any, e
 	return listOperation(in, "EndpointConfigs", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
 		var items []listItem
 		err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {
-			items = append(items, listItem{name: r.Input.EndpointConfigName, created: r.Created, modified: r.Created,
-				out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": spec.Epoch(r.Created)}})
+			items = append(items, listItem{Name: r.Input.EndpointConfigName, Created: r.Created, Modified: r.Created,
+				Out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": spec.Epoch(r.Created)}})
 			return nil
 		})
 		return items, err

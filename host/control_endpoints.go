@@ -161,8 +161,8 @@ func (s *Server) opListEndpoints(_ context.Context, in *listInput) (any, error) 
 			rec := e.record()
 			shown, _ := e.shown(rec)
 			st := string(shown)
-			items = append(items, listItem{name: rec.Name, created: rec.Created, modified: rec.Modified, status: st,
-				out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": spec.Epoch(rec.Created),
+			items = append(items, listItem{Name: rec.Name, Created: rec.Created, Modified: rec.Modified, Status: st,
+				Out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": spec.Epoch(rec.Created),
 					"LastModifiedTime": spec.Epoch(rec.Modified), "EndpointStatus": st}})
 		}
 		return items, nil

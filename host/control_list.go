@@ -25,16 +25,18 @@ type listInput struct {
 	StatusEquals           string
 }
 
+// listItem is one resource as the List* operations filter, sort and show
+// it: Out is its summary in the answer.
 type listItem struct {
-	name     string
-	created  time.Time
-	modified time.Time
-	status   string
-	out      any
+	Name     string
+	Created  time.Time
+	Modified time.Time
+	Status   string
+	Out      any
 }
 
 // page filters, sorts and pages items as the List* operations do.
-func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, error) {
+func (in listInput) Page(items []listItem, sortKeys ...string) ([]any, string, error) {
 	if in.SortBy == "" {
 		in.SortBy = "CreationTime"
 	}
@@ -57,12 +59,12 @@ func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, e
 	var kept []listItem
 	for _, it := range items {
 		switch {
-		case in.NameContains != "" && !strings.Contains(strings.ToLower(it.name), strings.ToLower(in.NameContains)):
-		case in.CreationTimeBefore != nil && !it.created.Before(time.Time(*in.CreationTimeBefore)):
-		case in.CreationTimeAfter != nil && !it.created.After(time.Time(*in.CreationTimeAfter)):
-		case in.LastModifiedTimeBefore != nil && !it.modified.Before(time.Time(*in.LastModifiedTimeBefore)):
-		case in.LastModifiedTimeAfter != nil && !it.modified.After(time.Time(*in.LastModifiedTimeAfter)):
-		case in.StatusEquals != "" && it.status != in.StatusEquals:
+		case in.NameContains != "" && !strings.Contains(strings.ToLower(it.Name), strings.ToLower(in.NameContains)):
+		case in.CreationTimeBefore != nil && !it.Created.Before(time.Time(*in.CreationTimeBefore)):
+		case in.CreationTimeAfter != nil && !it.Created.After(time.Time(*in.CreationTimeAfter)):
+		case in.LastModifiedTimeBefore != nil && !it.Modified.Before(time.Time(*in.LastModifiedTimeBefore)):
+		case in.LastModifiedTimeAfter != nil && !it.Modified.After(time.Time(*in.LastModifiedTimeAfter)):
+		case in.StatusEquals != "" && it.Status != in.StatusEquals:
 		default:
 			kept = append(kept, it)
 		}
@@ -70,11 +72,11 @@ func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, e
 	before := func(a, b listItem) bool { // ascending order; names break ties
 		switch in.SortBy {
 		case "Name":
-			return a.name < b.name
+			return a.Name < b.Name
 		case "Status":
-			return a.status < b.status || (a.status == b.status && a.name < b.name)
+			return a.Status < b.Status || (a.Status == b.Status && a.Name < b.Name)
 		}
-		return a.created.Before(b.created) || (a.created.Equal(b.created) && a.name < b.name)
+		return a.Created.Before(b.Created) || (a.Created.Equal(b.Created) && a.Name < b.Name)
 	}
 	sort.SliceStable(kept, func(i, j int) bool {
 		if in.SortOrder == "Descending" {
@@ -94,7 +96,7 @@ func (in listInput) page(items []listItem, sortKeys ...string) ([]any, string, e
 	end := min(start+max, len(kept))
 	out := make([]any, 0, end-start)
 	for _, it := range kept[start:end] {
-		out = append(out, it.out)
+		out = append(out, it.Out)
 	}
 	next := ""
 	if end < len(kept) {
@@ -120,7 +122,7 @@ func listOperation(in *listInput, key string, sortKeys []string, collect func() 
 	if err != nil {
 		return nil, err
 	}
-	page, next, err := in.page(items, sortKeys...)
+	page, next, err := in.Page(items, sortKeys...)
 	if err != nil {
 		return nil, err
 	}

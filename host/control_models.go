@@ -92,8 +92,8 @@ func (s *Server) opListModels(_ context.Context, in *listInput) (any, error) {
 	return listOperation(in, "Models", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
 		var items []listItem
 		err := store.List(s.store, store.Models, func(r ModelRecord) error {
-			items = append(items, listItem{name: r.Input.ModelName, created: r.Created, modified: r.Created,
-				out: map[string]any{"ModelName": r.Input.ModelName, "ModelArn": r.ARN, "CreationTime": spec.Epoch(r.Created)}})
+			items = append(items, listItem{Name: r.Input.ModelName, Created: r.Created, Modified: r.Created,
+				Out: map[string]any{"ModelName": r.Input.ModelName, "ModelArn": r.ARN, "CreationTime": spec.Epoch(r.Created)}})
 			return nil
 		})
 		return items, err
