@@ -13,6 +13,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/listing"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/wire"
@@ -89,19 +90,19 @@ var operations = map[string]operation{
 		return s.arn(spec.KindModel, in.ModelName)
 	}, (*Server).opCreateModel},
 	"DescribeModel": op[modelNameInput]{modelResource, (*Server).opDescribeModel},
-	"ListModels":    op[listInput]{nil, (*Server).opListModels},
+	"ListModels":    op[listing.Input]{nil, (*Server).opListModels},
 	"DeleteModel":   op[modelNameInput]{modelResource, (*Server).opDeleteModel},
 	"CreateEndpointConfig": op[spec.CreateEndpointConfigInput]{func(s *Server, in *spec.CreateEndpointConfigInput) string {
 		return s.arn(spec.KindEndpointConfig, in.EndpointConfigName)
 	}, (*Server).opCreateEndpointConfig},
 	"DescribeEndpointConfig": op[configNameInput]{configResource, (*Server).opDescribeEndpointConfig},
-	"ListEndpointConfigs":    op[listInput]{nil, (*Server).opListEndpointConfigs},
+	"ListEndpointConfigs":    op[listing.Input]{nil, (*Server).opListEndpointConfigs},
 	"DeleteEndpointConfig":   op[configNameInput]{configResource, (*Server).opDeleteEndpointConfig},
 	"CreateEndpoint": op[spec.CreateEndpointInput]{func(s *Server, in *spec.CreateEndpointInput) string {
 		return s.arn(spec.KindEndpoint, in.EndpointName)
 	}, (*Server).opCreateEndpoint},
 	"DescribeEndpoint": op[endpointInput]{endpointResource, (*Server).opDescribeEndpoint},
-	"ListEndpoints":    op[listInput]{nil, (*Server).opListEndpoints},
+	"ListEndpoints":    op[listing.Input]{nil, (*Server).opListEndpoints},
 	"UpdateEndpoint": op[updateEndpointInput]{func(s *Server, in *updateEndpointInput) string {
 		return s.arn(spec.KindEndpoint, in.EndpointName)
 	}, (*Server).opUpdateEndpoint},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/components"
+	"github.com/mce-run/mce/host/listing"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -36,7 +37,7 @@ type (
 	}
 
 	listComponentsInput struct {
-		listInput
+		listing.Input
 		EndpointNameEquals string
 		VariantNameEquals  string
 	}
@@ -255,8 +256,8 @@ func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (a
 			}
 		}
 	}
-	return listOperation(&in.listInput, "InferenceComponents", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
-		var items []listItem
+	return listing.Operation(&in.Input, "InferenceComponents", []string{"Name", "CreationTime", "Status"}, func() ([]listing.Item, error) {
+		var items []listing.Item
 		for _, c := range s.ics.All() {
 			rec := c.Record()
 			if in.EndpointNameEquals != "" && !strings.EqualFold(rec.EndpointName, in.EndpointNameEquals) {
@@ -265,7 +266,7 @@ func (s *Server) opListComponents(_ context.Context, in *listComponentsInput) (a
 			if in.VariantNameEquals != "" && rec.VariantName != in.VariantNameEquals {
 				continue
 			}
-			items = append(items, listItem{Name: rec.Name, Created: rec.Created, Modified: rec.Modified, Status: string(rec.Status),
+			items = append(items, listing.Item{Name: rec.Name, Created: rec.Created, Modified: rec.Modified, Status: string(rec.Status),
 				Out: map[string]any{"InferenceComponentName": rec.Name, "InferenceComponentArn": rec.ARN,
 					"EndpointName": rec.EndpointName, "EndpointArn": s.arn(spec.KindEndpoint, rec.EndpointName),
 					"VariantName": rec.VariantName, "InferenceComponentStatus": string(rec.Status),

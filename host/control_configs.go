@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/listing"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -82,11 +83,11 @@ func (s *Server) opDeleteEndpointConfig(_ context.Context, in *configNameInput) 
 	return s.deleteRecord(store.EndpointConfigs, spec.KindEndpointConfig, in.EndpointConfigName)
 }
 
-func (s *Server) opListEndpointConfigs(_ context.Context, in *listInput) (any, error) {
-	return listOperation(in, "EndpointConfigs", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
-		var items []listItem
+func (s *Server) opListEndpointConfigs(_ context.Context, in *listing.Input) (any, error) {
+	return listing.Operation(in, "EndpointConfigs", []string{"Name", "CreationTime"}, func() ([]listing.Item, error) {
+		var items []listing.Item
 		err := store.List(s.store, store.EndpointConfigs, func(r ConfigRecord) error {
-			items = append(items, listItem{Name: r.Input.EndpointConfigName, Created: r.Created, Modified: r.Created,
+			items = append(items, listing.Item{Name: r.Input.EndpointConfigName, Created: r.Created, Modified: r.Created,
 				Out: map[string]any{"EndpointConfigName": r.Input.EndpointConfigName, "EndpointConfigArn": r.ARN, "CreationTime": spec.Epoch(r.Created)}})
 			return nil
 		})

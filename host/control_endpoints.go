@@ -10,6 +10,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/capture"
+	"github.com/mce-run/mce/host/listing"
 	"github.com/mce-run/mce/host/spec"
 )
 
@@ -154,14 +155,14 @@ func (s *Server) opDescribeEndpoint(_ context.Context, in *endpointInput) (any, 
 	return s.describe(e), nil
 }
 
-func (s *Server) opListEndpoints(_ context.Context, in *listInput) (any, error) {
-	return listOperation(in, "Endpoints", []string{"Name", "CreationTime", "Status"}, func() ([]listItem, error) {
-		var items []listItem
+func (s *Server) opListEndpoints(_ context.Context, in *listing.Input) (any, error) {
+	return listing.Operation(in, "Endpoints", []string{"Name", "CreationTime", "Status"}, func() ([]listing.Item, error) {
+		var items []listing.Item
 		for _, e := range s.reg.all() {
 			rec := e.record()
 			shown, _ := e.shown(rec)
 			st := string(shown)
-			items = append(items, listItem{Name: rec.Name, Created: rec.Created, Modified: rec.Modified, Status: st,
+			items = append(items, listing.Item{Name: rec.Name, Created: rec.Created, Modified: rec.Modified, Status: st,
 				Out: map[string]any{"EndpointName": rec.Name, "EndpointArn": rec.ARN, "CreationTime": spec.Epoch(rec.Created),
 					"LastModifiedTime": spec.Epoch(rec.Modified), "EndpointStatus": st}})
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/listing"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -88,11 +89,11 @@ func (s *Server) opDeleteModel(_ context.Context, in *modelNameInput) (any, erro
 	return s.deleteRecord(store.Models, spec.KindModel, in.ModelName)
 }
 
-func (s *Server) opListModels(_ context.Context, in *listInput) (any, error) {
-	return listOperation(in, "Models", []string{"Name", "CreationTime"}, func() ([]listItem, error) {
-		var items []listItem
+func (s *Server) opListModels(_ context.Context, in *listing.Input) (any, error) {
+	return listing.Operation(in, "Models", []string{"Name", "CreationTime"}, func() ([]listing.Item, error) {
+		var items []listing.Item
 		err := store.List(s.store, store.Models, func(r ModelRecord) error {
-			items = append(items, listItem{Name: r.Input.ModelName, Created: r.Created, Modified: r.Created,
+			items = append(items, listing.Item{Name: r.Input.ModelName, Created: r.Created, Modified: r.Created,
 				Out: map[string]any{"ModelName": r.Input.ModelName, "ModelArn": r.ARN, "CreationTime": spec.Epoch(r.Created)}})
 			return nil
 		})

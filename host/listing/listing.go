@@ -1,4 +1,9 @@
-package host
+// Package listing is the filtering, sorting and NextToken paging that
+// every SageMaker List* operation shares (NameContains, the time filters,
+// StatusEquals, SortBy, SortOrder, MaxResults, NextToken), with
+// SageMaker's validation messages. It owns no state: the operations hand
+// it their items.
+package listing
 
 import (
 	"encoding/base64"
@@ -11,8 +16,8 @@ import (
 	"github.com/mce-run/mce/host/spec"
 )
 
-// listInput is the common part of the List* operations.
-type listInput struct {
+// Input is the common part of the List* operations.
+type Input struct {
 	SortBy                 string
 	SortOrder              string
 	NextToken              string
@@ -25,9 +30,9 @@ type listInput struct {
 	StatusEquals           string
 }
 
-// listItem is one resource as the List* operations filter, sort and show
+// Item is one resource as the List* operations filter, sort and show
 // it: Out is its summary in the answer.
-type listItem struct {
+type Item struct {
 	Name     string
 	Created  time.Time
 	Modified time.Time
@@ -36,7 +41,7 @@ type listItem struct {
 }
 
 // page filters, sorts and pages items as the List* operations do.
-func (in listInput) Page(items []listItem, sortKeys ...string) ([]any, string, error) {
+func (in Input) Page(items []Item, sortKeys ...string) ([]any, string, error) {
 	if in.SortBy == "" {
 		in.SortBy = "CreationTime"
 	}
@@ -56,7 +61,7 @@ func (in listInput) Page(items []listItem, sortKeys ...string) ([]any, string, e
 		}
 		max = *in.MaxResults
 	}
-	var kept []listItem
+	var kept []Item
 	for _, it := range items {
 		switch {
 		case in.NameContains != "" && !strings.Contains(strings.ToLower(it.Name), strings.ToLower(in.NameContains)):
@@ -69,7 +74,7 @@ func (in listInput) Page(items []listItem, sortKeys ...string) ([]any, string, e
 			kept = append(kept, it)
 		}
 	}
-	before := func(a, b listItem) bool { // ascending order; names break ties
+	before := func(a, b Item) bool { // ascending order; names break ties
 		switch in.SortBy {
 		case "Name":
 			return a.Name < b.Name
@@ -114,10 +119,10 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// listOperation is the shape of the List operations: collect every item,
+// Operation is the shape of the List operations: collect every item,
 // then filter, sort and page them as in says, under key (with NextToken when
 // more remain).
-func listOperation(in *listInput, key string, sortKeys []string, collect func() ([]listItem, error)) (any, error) {
+func Operation(in *Input, key string, sortKeys []string, collect func() ([]Item, error)) (any, error) {
 	items, err := collect()
 	if err != nil {
 		return nil, err
