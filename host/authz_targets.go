@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/spec"
 )
@@ -76,6 +77,9 @@ func (s *Server) otherTargets() authz.Targets {
 	}
 	for _, op := range cloudwatchlogs.Operations() {
 		t["logs:"+op] = []string{logs}
+	}
+	for _, op := range cloudwatch.Operations() { // CloudWatch metrics (cloudwatch_handler.go)
+		t["cloudwatch:"+op] = []string{authz.ResourceNone}
 	}
 	return t
 }

@@ -135,6 +135,9 @@ func (s *Server) controlPlane(c echo.Context) error {
 	if op, ok := strings.CutPrefix(target, authz.LogsTargetPrefix); ok {
 		return s.cloudWatchLogs(c, op)
 	}
+	if isCloudWatch(r) {
+		return serveCloudWatch(s, c)
+	}
 	service, opName, ok := strings.Cut(target, ".")
 	op := operations[opName]
 	if !ok || service != "SageMaker" || op == nil {

@@ -72,6 +72,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 		s.series.Record(e.name, reached, start, false)
 		if reached != "" {
 			s.metrics.ObserveInvocation(e.name, reached, time.Since(start), 0, err)
+			s.metrics.ObserveComponent(adm.component, time.Since(start), 0, err)
 		}
 		if r.Context().Err() != nil {
 			// The client hung up; nobody reads an answer. Record it in the
@@ -101,6 +102,7 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	// Labelled with the endpoint's own spelling: names match case-insensitively,
 	// and a caller's spellings must not make series of their own.
 	s.metrics.ObserveInvocation(e.name, resp.Variant, time.Since(start), resp.ModelLatency, nil)
+	s.metrics.ObserveComponent(adm.component, time.Since(start), resp.ModelLatency, nil)
 	s.series.Record(e.name, resp.Variant, start, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)
@@ -131,6 +133,9 @@ type admission struct {
 	route   *pipeline.Route
 	rb      requestBody
 	adapter string
+	// component is the inference component called, in its own spelling
+	// ("" for none), for its metrics.
+	component string
 }
 
 func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name string, h http.Header, action string) (admission, *apierr.Error) {
@@ -184,7 +189,13 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if api != nil {
 		return refuse(api)
 	}
-	return admission{e: e, route: route, rb: rb, adapter: adapter}, nil
+	var component string
+	if name := header(h, hdrInferenceComp); name != "" {
+		if c := s.ics.Get(name); c != nil {
+			component = c.Name()
+		}
+	}
+	return admission{e: e, route: route, rb: rb, adapter: adapter, component: component}, nil
 }
 
 // pipelineRequest is the container call that an invocation's headers and

@@ -18,9 +18,11 @@ import (
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/capture"
+	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/cloudwatchlogs"
 	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/metrics"
+	"github.com/mce-run/mce/host/sagemakermetrics"
 	"github.com/mce-run/mce/host/shadow"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/statuspage"
@@ -82,6 +84,11 @@ type Config struct {
 	// AsyncObjects reads the inputs and writes the answers of
 	// InvokeEndpointAsync; nil refuses it (ServiceUnavailable).
 	AsyncObjects async.ObjectStore
+	// CloudWatch is the CloudWatch metrics API and its store (mce serve
+	// opens it in <state>/cloudwatch): the server answers its calls and
+	// publishes SageMaker's metrics to it. Nil answers none and publishes
+	// nothing. The caller closes it after the server.
+	CloudWatch *cloudwatch.Service
 	// AsyncMaxPayload caps an asynchronous input and its answer, each held
 	// in memory while the request runs; default async.DefaultPayload, at
 	// most async.PayloadLimit.
@@ -147,6 +154,9 @@ type Server struct {
 	status *statuspage.Page
 	// async is the InvokeEndpointAsync queues.
 	async *async.Queue
+	// published feeds SageMaker's CloudWatch metrics (nil without
+	// Config.CloudWatch; cloudwatch_handler.go).
+	published *sagemakermetrics.Publisher
 
 	// bg runs the work that outlives requests (launches, updates,
 	// reconciles, dispatch loops); Close stops it. ctx is its lifetime,
@@ -222,6 +232,7 @@ func New(cfg Config) *Server {
 		Answered: func(c *pipeline.ShadowCall) { captureShadow(s.reg.get(c.Endpoint), c) }, // data capture (datacapture.go)
 	})})
 	s.async = newAsyncQueue(s)
+	s.published = newPublisher(s) // after every source it samples
 
 	e := echo.New()
 	e.HideBanner = true
@@ -233,6 +244,7 @@ func New(cfg Config) *Server {
 	e.Use(s.recoverPanics)
 	e.Use(s.boundUnreadBody)
 	e.POST("/", s.controlPlane)
+	e.POST(cloudwatch.CBORPathPrefix+":op", func(c echo.Context) error { return serveCloudWatch(s, c) })
 	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
 	e.POST("/endpoints/:name/invocations-response-stream", s.invokeEndpointStream)
 	e.POST("/endpoints/:name/async-invocations", s.invokeEndpointAsync)
@@ -323,6 +335,9 @@ func (s *Server) Close(ctx context.Context) error {
 	err := parallel.Each(ls, func(l containers.Launched) error { return l.Close(ctx) })
 	s.invoker.Close()
 	s.async.Close()
+	if s.published != nil {
+		s.published.Close()
+	}
 	return err
 }
 

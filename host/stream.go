@@ -87,6 +87,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 		sink.tee.Record(capture.Call{Variant: res.Variant, InferenceID: req.InferenceID, Time: start, Input: body,
 			InputContentType: req.ContentType, OutputContentType: cmp.Or(sink.head.ContentType, defaultContentType)})
 		s.metrics.ObserveInvocation(e.name, res.Variant, time.Since(start), res.ModelLatency, nil)
+		s.metrics.ObserveComponent(adm.component, time.Since(start), res.ModelLatency, nil)
 		s.series.Record(e.name, res.Variant, start, true)
 		s.mirror.Offer(route, res.Variant, &req, true) // the shadow's copy is streamed too
 		return nil
@@ -100,6 +101,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 	s.series.Record(e.name, variant, start, false)
 	if variant != "" {
 		s.metrics.ObserveInvocation(e.name, variant, time.Since(start), 0, err)
+		s.metrics.ObserveComponent(adm.component, time.Since(start), 0, err)
 	}
 	if r.Context().Err() != nil || errors.Is(err, pipeline.ErrSink) {
 		// The client hung up, or did not take the stream within its

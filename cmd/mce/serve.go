@@ -27,6 +27,7 @@ import (
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/capture"
+	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -265,6 +266,7 @@ func serve(ctx context.Context, f serveFlags) error {
 		s.startPprof,     // --debug-listen (stop: close it)
 		s.startEngine,    // stop: close the engine
 		s.openStore,      // stop: close the state store
+		s.openCloudWatch, // stop (after the host's): write the open periods and close
 		s.startAccessLog, // stop: flush and close it
 		s.newHost,
 		s.startMetrics, // --metrics-listen (stop: close it)
@@ -306,6 +308,7 @@ type serving struct {
 	ln           net.Listener
 	eng          *engine
 	st           *store.Store
+	cw           *cloudwatch.Service
 	accessLog    *host.AccessLog
 	srv          *host.Server
 	hs           *http.Server
@@ -500,6 +503,23 @@ func (s *serving) openStore(context.Context) (func(), error) {
 	return func() { st.Close() }, nil
 }
 
+// openCloudWatch opens the CloudWatch metrics store in the instance's
+// state folder (<state>/cloudwatch): the host answers the metrics API from
+// it and publishes SageMaker's metrics to it. It closes after the host, so
+// the last calls' datapoints are written.
+func (s *serving) openCloudWatch(context.Context) (func(), error) {
+	cw, err := cloudwatch.Open(cloudwatch.Options{Dir: filepath.Join(s.eng.instanceDir, "cloudwatch"), Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.cw = cw
+	return func() {
+		if err := cw.Close(); err != nil {
+			s.log.Warn().Err(err).Msg("closing the CloudWatch metrics store")
+		}
+	}, nil
+}
+
 func (s *serving) startAccessLog(context.Context) (func(), error) {
 	accessLog, closeAccessLog, err := openAccessLog(s.f.accessLog)
 	if err != nil {
@@ -526,7 +546,8 @@ func (s *serving) newHost(context.Context) (func(), error) {
 		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
 		AsyncObjects: fetcher, AsyncMaxPayload: int64(f.asyncMaxPayload), AsyncMemory: int64(f.asyncMemory),
 		AsyncMaxBacklog: f.asyncMaxBacklog, AsyncInputPrefixes: s.prefixes[0], AsyncOutputPrefixes: s.prefixes[1],
-		Capture: s.capture,
+		Capture:    s.capture,
+		CloudWatch: s.cw,
 		// Unsigned scrapers keep /metrics on the API listener only in local
 		// development: loopback and no policies (the host also checks the
 		// policies on every scrape).

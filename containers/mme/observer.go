@@ -53,3 +53,50 @@ func roundDuration(d time.Duration) string {
 	}
 	return d.Round(time.Millisecond).String()
 }
+
+// Tee is an Observer that tells each of its observers, in order.
+type Tee []Observer
+
+func (t Tee) ModelLoadingWaitTime(d time.Duration) {
+	for _, o := range t {
+		o.ModelLoadingWaitTime(d)
+	}
+}
+
+func (t Tee) ModelDownloadingTime(d time.Duration) {
+	for _, o := range t {
+		o.ModelDownloadingTime(d)
+	}
+}
+
+func (t Tee) ModelLoadingTime(d time.Duration) {
+	for _, o := range t {
+		o.ModelLoadingTime(d)
+	}
+}
+
+func (t Tee) ModelUnloadingTime(d time.Duration) {
+	for _, o := range t {
+		o.ModelUnloadingTime(d)
+	}
+}
+
+func (t Tee) ModelEvicted() {
+	for _, o := range t {
+		o.ModelEvicted()
+	}
+}
+
+func (t Tee) ModelCacheHit(hit bool) {
+	for _, o := range t {
+		o.ModelCacheHit(hit)
+	}
+}
+
+func (t Tee) LoadedModelCount(n int) {
+	for _, o := range t {
+		o.LoadedModelCount(n)
+	}
+}
+
+var _ Observer = Tee(nil)

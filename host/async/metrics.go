@@ -93,6 +93,26 @@ type queueStat struct {
 	oldest    time.Duration
 }
 
+// Backlog is one asynchronous endpoint's queue: the requests queued or
+// running, the instances that serve them, and the age of the oldest.
+type Backlog struct {
+	Endpoint  string
+	Size      int
+	Instances int
+	Oldest    time.Duration
+}
+
+// Backlogs reads every endpoint's queue (SageMaker's
+// ApproximateBacklogSize and the metrics beside it).
+func (q *Queue) Backlogs() []Backlog {
+	sts := q.stats(time.Now())
+	out := make([]Backlog, len(sts))
+	for i, st := range sts {
+		out[i] = Backlog{Endpoint: st.endpoint, Size: st.backlog, Instances: st.instances, Oldest: st.oldest}
+	}
+	return out
+}
+
 func (q *Queue) stats(now time.Time) []queueStat {
 	q.mu.Lock()
 	defer q.mu.Unlock()

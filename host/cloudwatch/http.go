@@ -1,11 +1,13 @@
 package cloudwatch
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mce-run/mce/internal/awsquery"
@@ -39,6 +41,10 @@ const (
 	headerRequestID = wire.HeaderRequestID
 	smithyRPCv2CBOR = "rpc-v2-cbor"
 )
+
+// Operations are the CloudWatch operations mce serves; each is authorized
+// as the action cloudwatch:<Operation> on "*".
+func Operations() []string { return []string{"GetMetricStatistics", "GetMetricData", "ListMetrics"} }
 
 type protocol int
 
@@ -123,6 +129,13 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // error in the request's protocol. A request that is not CloudWatch's
 // (IsRequest false) is answered 404 in the JSON shape.
 func (s *Service) Serve(w http.ResponseWriter, r *http.Request, body []byte) {
+	s.ServeAuthorized(w, r, body, s.authorize)
+}
+
+// ServeAuthorized is Serve with the decision made by authorize instead of
+// Options.Authorize: host, which has authenticated the caller of this very
+// request, decides for that principal. A nil authorize allows the call.
+func (s *Service) ServeAuthorized(w http.ResponseWriter, r *http.Request, body []byte, authorize func(ctx context.Context, r *http.Request, action string) error) {
 	p, op := detect(r)
 	if p == protoNone {
 		writeError(w, protoJSON, newErr(http.StatusNotFound, CodeUnknownOperation, CodeUnknownOperation, "Not a CloudWatch request."))
@@ -151,14 +164,12 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, body []byte) {
 			return
 		}
 	}
-	switch op {
-	case "GetMetricStatistics", "GetMetricData", "ListMetrics":
-	default:
+	if !slices.Contains(Operations(), op) {
 		writeError(w, p, unknownOperation(p, op))
 		return
 	}
-	if s.authorize != nil {
-		if err := s.authorize(r.Context(), r, "cloudwatch:"+op); err != nil {
+	if authorize != nil {
+		if err := authorize(r.Context(), r, "cloudwatch:"+op); err != nil {
 			writeError(w, p, accessDenied(err))
 			return
 		}

@@ -150,6 +150,9 @@ func (m *Manager) saveComponent(c *Component, change func(*Record)) {
 	}
 }
 
+// Route is the route to the component's serving copies (nil before any).
+func (c *Component) Route() *pipeline.Route { return c.route.Load() }
+
 // setRoute points the component's route at its running copies.
 func (c *Component) setRoute() {
 	c.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/mce-run/mce/containers/mme"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -66,7 +67,23 @@ type Metrics struct {
 	mu         sync.RWMutex
 	variants   map[[2]string]*variantMetrics
 	containers map[[3]string]*containerMetrics
+
+	// sink is told every call and multi-model event too (SetSink).
+	sink Sink
 }
+
+// Sink is a second destination of the per-call observations: SageMaker's
+// CloudWatch metrics (host/sagemakermetrics) beside the Prometheus series.
+type Sink interface {
+	Invocation(endpoint, variant string, total, model time.Duration, err error)
+	ComponentInvocation(component string, total, model time.Duration, err error)
+	MultiModelObserver(endpoint, variant, container string) mme.Observer
+	Forget(endpoint string)
+}
+
+// SetSink makes s a second destination of every observation. Call it
+// before the first one.
+func (m *Metrics) SetSink(s Sink) { m.sink = s }
 
 // variantMetrics and containerMetrics are the children of the vectors for
 // one label set, looked up once and kept: WithLabelValues hashes its labels
@@ -207,6 +224,9 @@ func (m *Metrics) Forget(endpoint string) {
 		}
 	}
 	m.mu.Unlock()
+	if m.sink != nil {
+		m.sink.Forget(endpoint)
+	}
 	match := prometheus.Labels{lblEndpoint: endpoint}
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
@@ -238,8 +258,20 @@ func (m *Metrics) ObserveContainer(endpoint, variant, container string, d time.D
 
 var _ pipeline.Observer = (*Metrics)(nil)
 
+// ObserveComponent records one call to an inference component, besides
+// the ObserveInvocation of its endpoint's variant: the Prometheus series
+// count it under the variant; the sink publishes it per component.
+func (m *Metrics) ObserveComponent(component string, total, model time.Duration, err error) {
+	if m.sink != nil {
+		m.sink.ComponentInvocation(component, total, model, err)
+	}
+}
+
 // ObserveInvocation records one InvokeEndpoint that reached a variant.
 func (m *Metrics) ObserveInvocation(endpoint, variant string, total, model time.Duration, err error) {
+	if m.sink != nil {
+		m.sink.Invocation(endpoint, variant, total, model, err)
+	}
 	v := m.variant(endpoint, variant)
 	v.invocations.Inc()
 	if err != nil {

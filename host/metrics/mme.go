@@ -53,12 +53,16 @@ func newMMEMetrics(reg *prometheus.Registry) *mmeMetrics {
 // containers.MultiModelObservable is given.
 func (m *Metrics) MultiModelObserver(endpoint, variant, container string) mme.Observer {
 	mm := m.mme
-	return &mmeObserver{
+	o := &mmeObserver{
 		wait: mm.wait.WithLabelValues(endpoint, variant), download: mm.download.WithLabelValues(endpoint, variant),
 		load: mm.load.WithLabelValues(endpoint, variant), unload: mm.unload.WithLabelValues(endpoint, variant),
 		hits: mm.hits.WithLabelValues(endpoint, variant), requests: mm.requests.WithLabelValues(endpoint, variant),
 		evictions: mm.evictions.WithLabelValues(endpoint, variant, container),
 	}
+	if m.sink != nil {
+		return mme.Tee{o, m.sink.MultiModelObserver(endpoint, variant, container)}
+	}
+	return o
 }
 
 // mmeObserver holds its metric children, looked up once: the cache hit is

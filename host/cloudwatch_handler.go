@@ -1,0 +1,211 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/cloudwatch"
+	"github.com/mce-run/mce/host/components"
+	"github.com/mce-run/mce/host/sagemakermetrics"
+	"github.com/mce-run/mce/internal/wire"
+)
+
+// CloudWatch's front: the metrics API's calls (an X-Amz-Target of
+// GraniteServiceVersion20100801 or a query-protocol form on POST /, which
+// controlPlane passes on, and the RPC v2 CBOR path) are let in here — the
+// request ID, authentication of the caller (signed for "monitoring"), the
+// body within its limit — and the cloudwatch Service answers them with the
+// decision taken for that caller. What fills the store is
+// host/sagemakermetrics, fed by host/metrics' sink.
+
+// maxCloudWatchBody bounds a CloudWatch request: far above the largest
+// valid one (500 GetMetricData queries of 30 dimensions each).
+const maxCloudWatchBody = 1 << 20
+
+// isCloudWatch tells whether a POST / is CloudWatch's from its headers: an
+// X-Amz-Target of CloudWatch, or a form without one (the query protocol,
+// whose Version the Service checks).
+func isCloudWatch(r *http.Request) bool {
+	target := r.Header.Get(wire.HeaderAmzTarget)
+	if target != "" {
+		return strings.HasPrefix(target, cloudwatch.TargetPrefix)
+	}
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	return err == nil && mt == "application/x-www-form-urlencoded"
+}
+
+// serveCloudWatch lets one CloudWatch metrics call in and has the Service
+// answer it. Every refusal is written in the call's own protocol.
+func serveCloudWatch(s *Server, c echo.Context) error {
+	r, w := c.Request(), c.Response()
+	if w.Header().Get(hdrRequestID) == "" {
+		w.Header().Set(hdrRequestID, s.ids.next())
+	}
+	if e := accessOf(c); e != nil {
+		e.Operation = "cloudwatch:" + cloudWatchOperation(r)
+	}
+	refuse := func(api *apierr.Error) error {
+		cloudwatch.WriteError(w, r, api.Status, cloudWatchCode(api.Code), api.Message)
+		return nil
+	}
+	svc := s.cfg.CloudWatch
+	if svc == nil {
+		return refuse(&apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeUnknownOperation,
+			Message: "This mce serves no CloudWatch metrics: it runs without a state folder for them."})
+	}
+	if _, api := s.gate.preAuthorize(r.Context(), r, "", "", nil); api != nil {
+		return refuse(api)
+	}
+	rb, api := s.readBody(w, r, maxCloudWatchBody, func(int64) *apierr.Error {
+		return &apierr.Error{Status: http.StatusRequestEntityTooLarge, Code: "RequestEntityTooLarge",
+			Message: "The request body is larger than mce accepts for CloudWatch."}
+	})
+	if api != nil {
+		return refuse(api)
+	}
+	defer rb.release()
+	body := rb.bytes()
+	if r.Header.Get(wire.HeaderAmzTarget) == "" && r.URL.Path == "/" && !cloudwatch.IsRequest(r, body) {
+		// A form that is not CloudWatch's (another query-protocol service).
+		return refuse(&apierr.Error{Status: http.StatusBadRequest, Code: "InvalidAction",
+			Message: "mce serves the query protocol for CloudWatch (Version 2010-08-01) only."})
+	}
+	p, api := s.gate.authenticate(r, body)
+	if api != nil {
+		return refuse(api)
+	}
+	svc.ServeAuthorized(w, r, body, func(ctx context.Context, r *http.Request, action string) error {
+		if api := s.gate.decide(ctx, r, p, action, "*", nil); api != nil {
+			return errors.New(api.Message) // answered as AccessDenied (403) with this message
+		}
+		return nil
+	})
+	return nil
+}
+
+// cloudWatchCode is the code CloudWatch, a query-compatible service,
+// gives the authentication failures authz names as the JSON services do.
+func cloudWatchCode(code string) string {
+	switch code {
+	case authz.CodeIncompleteSignature:
+		return "IncompleteSignature"
+	case authz.CodeInvalidSignature:
+		return "SignatureDoesNotMatch"
+	case authz.CodeUnrecognizedClient:
+		return "InvalidClientTokenId"
+	case authz.CodeAccessDenied:
+		return "AccessDenied"
+	}
+	return code
+}
+
+// cloudWatchOperation names the operation for the access log from what
+// the headers and path tell (the query protocol's is in the body: "*").
+func cloudWatchOperation(r *http.Request) string {
+	if op, ok := strings.CutPrefix(r.Header.Get(wire.HeaderAmzTarget), cloudwatch.TargetPrefix); ok {
+		return op
+	}
+	if op, ok := strings.CutPrefix(r.URL.Path, cloudwatch.CBORPathPrefix); ok {
+		return op
+	}
+	return "*"
+}
+
+// newPublisher makes the publisher of SageMaker's CloudWatch metrics and
+// makes it host/metrics' sink, when the server has a CloudWatch store. It
+// reads the server's endpoints, components and queues through Sources.
+func newPublisher(s *Server) *sagemakermetrics.Publisher {
+	if s.cfg.CloudWatch == nil {
+		return nil
+	}
+	src := sagemakermetrics.Sources{
+		Variants:   func() []sagemakermetrics.VariantLoad { return variantLoads(s.reg.all()) },
+		Components: func() []sagemakermetrics.ComponentLoad { return componentLoads(s.ics.All()) },
+		Backlogs: func() []sagemakermetrics.Backlog {
+			bs := s.async.Backlogs()
+			out := make([]sagemakermetrics.Backlog, len(bs))
+			for i, b := range bs {
+				out[i] = sagemakermetrics.Backlog(b)
+			}
+			return out
+		},
+	}
+	if u, ok := s.cfg.Backend.(containers.UsageSource); ok {
+		src.Usage = u
+	}
+	p, err := sagemakermetrics.New(sagemakermetrics.Options{Service: s.cfg.CloudWatch, Sources: src, Logger: s.cfg.Logger})
+	if err != nil {
+		s.log.Error().Err(err).Msg("SageMaker's CloudWatch metrics are not published")
+		return nil
+	}
+	s.metrics.SetSink(p)
+	return p
+}
+
+// variantLoads reads each endpoint's production and shadow variants: their
+// instances and the calls in flight on them.
+func variantLoads(es []*Endpoint) []sagemakermetrics.VariantLoad {
+	var out []sagemakermetrics.VariantLoad
+	for _, e := range es {
+		route := e.route.Load()
+		if route == nil {
+			continue
+		}
+		for _, v := range append(route.Variants(), route.Shadows()...) {
+			l := sagemakermetrics.VariantLoad{Endpoint: e.name, Variant: v.Name()}
+			for _, in := range v.Instances() {
+				l.Instances++
+				l.InFlight += in.Outstanding()
+			}
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// componentLoads reads each inference component's copies, the calls on
+// them and what a copy reserved.
+func componentLoads(cs []*components.Component) []sagemakermetrics.ComponentLoad {
+	var out []sagemakermetrics.ComponentLoad
+	for _, c := range cs {
+		rec := c.Record()
+		l := sagemakermetrics.ComponentLoad{Endpoint: rec.EndpointName, Variant: rec.VariantName, Component: rec.Name}
+		if route := c.Route(); route != nil {
+			for _, v := range route.Variants() {
+				for _, in := range v.Instances() {
+					l.Copies++
+					l.InFlight += in.Outstanding()
+				}
+			}
+		}
+		if r := rec.Spec.ComputeResourceRequirements; r != nil {
+			l.CPUCores = derefFloat(r.NumberOfCpuCoresRequired)
+			l.MemoryMiB = derefInt(r.MinMemoryRequiredInMb)
+			l.GPUs = int(derefFloat(r.NumberOfAcceleratorDevicesRequired))
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func derefFloat[T ~float32 | ~float64](p *T) float64 {
+	if p == nil {
+		return 0
+	}
+	return float64(*p)
+}
+
+func derefInt(p *int32) int {
+	if p == nil {
+		return 0
+	}
+	return int(*p)
+}

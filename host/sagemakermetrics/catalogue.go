@@ -1,0 +1,78 @@
+package sagemakermetrics
+
+import "github.com/mce-run/mce/host/cloudwatch"
+
+// The catalogue: each metric mce publishes, with the namespace, unit and
+// resolution SageMaker gives it
+// (https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html).
+// The dimensions are set where the handles are made: EndpointName and
+// VariantName, or InferenceComponentName, or EndpointName alone (the
+// asynchronous backlog).
+
+// Namespaces SageMaker publishes endpoint metrics in.
+const (
+	NamespaceInvocations = "AWS/SageMaker"
+	NamespaceEndpoints   = "/aws/sagemaker/Endpoints"
+	NamespaceComponents  = "/aws/sagemaker/InferenceComponents"
+)
+
+type metric struct {
+	namespace, name, unit string
+	resolution            cloudwatch.Resolution
+}
+
+func inv(name, unit string) metric {
+	return metric{NamespaceInvocations, name, unit, cloudwatch.Standard}
+}
+
+var (
+	// Per endpoint and variant, and per inference component.
+	mInvocations            = inv("Invocations", "None")
+	mInvocationsPerInstance = inv("InvocationsPerInstance", "None")
+	mInvocation4XX          = inv("Invocation4XXErrors", "None")
+	mInvocation5XX          = inv("Invocation5XXErrors", "None")
+	mModelErrors            = inv("InvocationModelErrors", "None")
+	mModelLatency           = inv("ModelLatency", "Microseconds")
+	mOverheadLatency        = inv("OverheadLatency", "Microseconds")
+	// Calls in flight, at SageMaker's high resolution.
+	mConcurrentPerModel = metric{NamespaceInvocations, "ConcurrentRequestsPerModel", "None", cloudwatch.HighResolution}
+	mConcurrentPerCopy  = metric{NamespaceInvocations, "ConcurrentRequestsPerCopy", "None", cloudwatch.HighResolution}
+	// Multi-model endpoints, per endpoint and variant.
+	mModelLoadingWaitTime = inv("ModelLoadingWaitTime", "Microseconds")
+	mModelLoadingTime     = inv("ModelLoadingTime", "Microseconds")
+	mModelUnloadingTime   = inv("ModelUnloadingTime", "Microseconds")
+	mModelDownloadingTime = inv("ModelDownloadingTime", "Microseconds")
+	mModelCacheHit        = inv("ModelCacheHit", "None")
+	mLoadedModelCount     = inv("LoadedModelCount", "None")
+	// Asynchronous endpoints, per endpoint.
+	mBacklogSize            = inv("ApproximateBacklogSize", "None")
+	mBacklogSizePerInstance = inv("ApproximateBacklogSizePerInstance", "None")
+	mOldestRequestAge       = inv("ApproximateAgeOfOldestRequest", "Seconds")
+	mBacklogNoCapacity      = inv("HasBacklogWithoutCapacity", "None")
+	// Resource use, per endpoint and variant.
+	mCPU       = metric{NamespaceEndpoints, "CPUUtilization", "Percent", cloudwatch.Standard}
+	mMemory    = metric{NamespaceEndpoints, "MemoryUtilization", "Percent", cloudwatch.Standard}
+	mGPU       = metric{NamespaceEndpoints, "GPUUtilization", "Percent", cloudwatch.Standard}
+	mGPUMemory = metric{NamespaceEndpoints, "GPUMemoryUtilization", "Percent", cloudwatch.Standard}
+	mDisk      = metric{NamespaceEndpoints, "DiskUtilization", "Percent", cloudwatch.Standard}
+	// Resource use of an inference component's copies against what each
+	// copy reserved.
+	mCPUNormalized       = metric{NamespaceComponents, "CPUUtilizationNormalized", "Percent", cloudwatch.Standard}
+	mMemoryNormalized    = metric{NamespaceComponents, "MemoryUtilizationNormalized", "Percent", cloudwatch.Standard}
+	mGPUNormalized       = metric{NamespaceComponents, "GPUUtilizationNormalized", "Percent", cloudwatch.Standard}
+	mGPUMemoryNormalized = metric{NamespaceComponents, "GPUMemoryUtilizationNormalized", "Percent", cloudwatch.Standard}
+)
+
+// Catalogue lists every metric the Publisher writes, for the docs' table
+// and the tests that hold the two together.
+func Catalogue() []struct{ Namespace, Name, Unit string } {
+	var out []struct{ Namespace, Name, Unit string }
+	for _, m := range []metric{mInvocations, mInvocationsPerInstance, mInvocation4XX, mInvocation5XX, mModelErrors,
+		mModelLatency, mOverheadLatency, mConcurrentPerModel, mConcurrentPerCopy, mModelLoadingWaitTime,
+		mModelLoadingTime, mModelUnloadingTime, mModelDownloadingTime, mModelCacheHit, mLoadedModelCount,
+		mBacklogSize, mBacklogSizePerInstance, mOldestRequestAge, mBacklogNoCapacity, mCPU, mMemory, mGPU,
+		mGPUMemory, mDisk, mCPUNormalized, mMemoryNormalized, mGPUNormalized, mGPUMemoryNormalized} {
+		out = append(out, struct{ Namespace, Name, Unit string }{m.namespace, m.name, m.unit})
+	}
+	return out
+}
