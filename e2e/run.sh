@@ -12,7 +12,9 @@
 # --s3-endpoint, --s3-path-style and the standard AWS_* variables, and e2e/test_async.py:
 # InvokeEndpointAsync with inputs and answers in that store, e2e/test_capture.py: data capture into that
 # store (--capture-interval 1s) as the SageMaker Python SDK sets it up and changes it, read back with boto3 and
-# the aws CLI, and e2e/test_components.py: inference
+# the aws CLI, e2e/test_cloudwatch.py: the A/B loop (two variants, traffic, each variant's figures read from
+# mce's CloudWatch API, a weight shift, the captured records) with Debian's clients (query protocol) and the
+# newer pair (JSON), and e2e/test_components.py: inference
 # components (an endpoint without models, create/describe/list/update/scale/delete, invocations by
 # component name, the documented errors, tags) with a boto3 and an aws CLI new enough to know them
 # (Debian's predate them: the first python3 on PATH, then /usr/bin/python3, whose botocore has
@@ -214,7 +216,13 @@ run_script test_async --url "$url" --s3-endpoint "$s3url" --s3-key "$s3key" --s3
   --csv-model "$PWD/build/models/classifier.tar.gz" --csv-image mce-example/classifier:latest
 run_script test_capture --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-secret "$s3secret" \
   --model "$PWD/build/models/classifier.tar.gz" --image mce-example/classifier:latest
+# The A/B loop with CloudWatch: Debian's boto3 and aws CLI (CloudWatch's query protocol), then, where they are,
+# the newer pair (AWS JSON 1.0); aws-sdk-go-v2's RPC v2 CBOR is host's TestCloudWatchInvocationsPerVariant.
+run_script test_cloudwatch --url "$url" --aws /usr/bin/aws --prefix cwq --s3-url "$s3url" --s3-key "$s3key" \
+  --s3-secret "$s3secret"
 if [ -z "$ic_missing" ]; then
+  run_script_with "$ic_python" test_cloudwatch --url "$url" --aws "$ic_aws" --prefix cwj --s3-url "$s3url" \
+    --s3-key "$s3key" --s3-secret "$s3secret"
   run_script_with "$ic_python" test_components --url "$url" --aws "$ic_aws" --models "$PWD/build/models"
 else
   echo "SKIPPED [e2e] e2e/test_components.py (inference components with boto3 and the aws CLI): ${ic_missing}" \
