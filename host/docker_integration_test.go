@@ -39,6 +39,15 @@ func dockerHostURL(t testing.TB, files ...string) (*sagemakerruntime.Client, str
 
 func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ...string) (*sagemakerruntime.Client, string) {
 	t.Helper()
+	h := dockerHostOn(t, containerTimeout, files...)
+	return h.RuntimeClient(), h.URL
+}
+
+// dockerHostOn is a host on Docker serving files, for a test that needs more
+// of it than its client and URL (its instance, to tell its containers from
+// those of tests running beside it).
+func dockerHostOn(t testing.TB, containerTimeout time.Duration, files ...string) *hostenv.Host {
+	t.Helper()
 	testenv.Docker(t)
 	for _, img := range []string{"probe", "sentiment", "featurizer", "classifier"} {
 		testenv.Image(t, img)
@@ -51,7 +60,7 @@ func dockerHostURLTimeout(t testing.TB, containerTimeout time.Duration, files ..
 		Host:       func(c *host.Config) { c.ContainerTimeout = containerTimeout },
 	})
 	h.Apply(t, files...)
-	return h.RuntimeClient(), h.URL
+	return h
 }
 
 func invoke(t *testing.T, c *sagemakerruntime.Client, in *sagemakerruntime.InvokeEndpointInput) (*sagemakerruntime.InvokeEndpointOutput, error) {

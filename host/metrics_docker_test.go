@@ -53,7 +53,8 @@ EndpointConfigs:
 Endpoints:
   - {EndpointName: probes, EndpointConfigName: probes}
 `), 0o644)
-	c, url := dockerHostURL(t, file, mmeEndpointFile(t, dir, 20))
+	h := dockerHostOn(t, 5*time.Second, file, mmeEndpointFile(t, dir, 20))
+	c, url := h.RuntimeClient(), h.URL
 	ctx := context.Background()
 	call := func(host, attrs string) error {
 		in := &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("probes"), TargetContainerHostname: aws.String(host),
@@ -203,7 +204,9 @@ Endpoints:
 	}
 
 	// kill -9 of the container's process: it is restarted, and counted.
-	f := client.Filters{}.Add("label", docker.LabelEndpoint+"=probes").Add("label", docker.LabelContainer+"=second")
+	// This host's container only: other tests' hosts run probes/second too.
+	f := client.Filters{}.Add("label", docker.LabelInstance+"="+h.Instance).
+		Add("label", docker.LabelEndpoint+"=probes").Add("label", docker.LabelContainer+"=second")
 	list, err := cli.ContainerList(ctx, client.ContainerListOptions{Filters: f})
 	if err != nil || len(list.Items) != 1 {
 		t.Fatalf("containers of probes/second: %v, %d", err, len(list.Items))
