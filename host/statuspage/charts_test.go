@@ -69,3 +69,50 @@ func TestLatencyChartPerVariant(t *testing.T) {
 		t.Errorf("p50 of A at y=%v, of B at y=%v: want B's line far above A's", a, b)
 	}
 }
+
+// TestVariantSummaries: the window's figures per variant add up what was
+// recorded: invocations, errors, shares of the endpoint's traffic and the
+// percentiles of the successful calls (within a bin of the truth).
+func TestVariantSummaries(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := NewRecorder(t0, nil)
+	for i := range 100 { // spread over several buckets
+		r.recordAt("ep", "A", t0.Add(time.Duration(i)*time.Second), 2*time.Millisecond, true)
+	}
+	for i := range 50 {
+		r.recordAt("ep", "B", t0.Add(time.Duration(i)*time.Second), 20*time.Millisecond, i%5 != 0)
+	}
+	sums := summaries(nil, r.windows(t0.Add(2*time.Minute), nil))
+	if len(sums) != 1 || sums[0].EndpointName != "ep" || sums[0].Invocations != 150 || sums[0].Errors != 10 || len(sums[0].Variants) != 2 {
+		t.Fatalf("summaries %+v", sums)
+	}
+	a, b := sums[0].Variants[0], sums[0].Variants[1]
+	near := func(name string, got, want, tol float64) {
+		t.Helper()
+		if got < want-tol || got > want+tol {
+			t.Errorf("%s = %v, want %v ± %v", name, got, want, tol)
+		}
+	}
+	if a.VariantName != "A" || a.Invocations != 100 || a.Errors != 0 || a.ErrorPercent != 0 {
+		t.Errorf("A: %+v", a)
+	}
+	near("A's share", a.TrafficPercent, 66.67, 0.01)
+	near("B's share", b.TrafficPercent, 33.33, 0.01)
+	if b.VariantName != "B" || b.Invocations != 50 || b.Errors != 10 || b.ErrorPercent != 20 {
+		t.Errorf("B: %+v", b)
+	}
+	// A bin is √2 wide and a percentile never exceeds the maximum.
+	within := func(name string, got float64, d time.Duration) {
+		t.Helper()
+		if s := d.Seconds(); got > s || got < s/1.4143 {
+			t.Errorf("%s = %v s, want within a bin below %v", name, got, d)
+		}
+	}
+	within("A's p50", a.LatencyP50Seconds, 2*time.Millisecond)
+	within("A's p99", a.LatencyP99Seconds, 2*time.Millisecond)
+	within("B's p50", b.LatencyP50Seconds, 20*time.Millisecond)
+	within("B's p99", b.LatencyP99Seconds, 20*time.Millisecond)
+	if a.LatencyMaxSeconds != 0.002 || b.LatencyMeanSeconds != 0.02 {
+		t.Errorf("A's max %v, B's mean %v", a.LatencyMaxSeconds, b.LatencyMeanSeconds)
+	}
+}
