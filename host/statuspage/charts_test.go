@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mce-run/mce/host/inventory"
 )
 
 // TestLatencyChartPerVariant: the latency chart has, per variant, a solid
@@ -114,5 +116,29 @@ func TestVariantSummaries(t *testing.T) {
 	within("B's p99", b.LatencyP99Seconds, 20*time.Millisecond)
 	if a.LatencyMaxSeconds != 0.002 || b.LatencyMeanSeconds != 0.02 {
 		t.Errorf("A's max %v, B's mean %v", a.LatencyMaxSeconds, b.LatencyMeanSeconds)
+	}
+}
+
+// TestVariantSummariesWithShadow: a shadow variant's copies are not the
+// callers' calls: the production variants' shares add up to 100 % without
+// them, and the shadow's share is that of the calls copied to it.
+func TestVariantSummariesWithShadow(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := NewRecorder(t0, nil)
+	for i := range 100 {
+		r.recordAt("ep", "Prod", t0.Add(time.Duration(i)*time.Second), 2*time.Millisecond, true)
+		if i%2 == 0 {
+			r.recordAt("ep", "Challenger", t0.Add(time.Duration(i)*time.Second), 3*time.Millisecond, true)
+		}
+	}
+	eps := []inventory.Endpoint{{Name: "ep", Variants: []inventory.Variant{{Name: "Prod"}, {Name: "Challenger", Shadow: true}}}}
+	sums := summaries(eps, r.windows(t0.Add(2*time.Minute), nil))
+	if len(sums) != 1 || sums[0].Invocations != 100 || len(sums[0].Variants) != 2 {
+		t.Fatalf("summaries %+v", sums)
+	}
+	c, p := sums[0].Variants[0], sums[0].Variants[1]
+	if c.VariantName != "Challenger" || !c.Shadow || c.Invocations != 50 || c.TrafficPercent != 50 ||
+		p.VariantName != "Prod" || p.Shadow || p.TrafficPercent != 100 {
+		t.Errorf("variants %+v", sums[0].Variants)
 	}
 }

@@ -189,10 +189,15 @@ func newStatusPage(rep Report, ws []*window, showLogs bool) statusPage {
 				continue
 			}
 			for _, v := range sum.Variants {
-				pe.Window = append(pe.Window, variantRow{Name: variantLabel(v.VariantName), Colour: colours[v.VariantName],
+				row := variantRow{Name: variantLabel(v.VariantName), Colour: colours[v.VariantName],
 					Invocations: v.Invocations, Errors: v.Errors,
 					ErrorPercent: percent(v.ErrorPercent), TrafficPercent: percent(v.TrafficPercent),
-					P50: millis(v.LatencyP50Seconds), P99: millis(v.LatencyP99Seconds)})
+					P50: millis(v.LatencyP50Seconds), P99: millis(v.LatencyP99Seconds)}
+				if v.Shadow { // its invocations are copies of the callers'
+					row.Name += " (shadow)"
+					row.TrafficPercent += " copied"
+				}
+				pe.Window = append(pe.Window, row)
 			}
 		}
 		p.Endpoints = append(p.Endpoints, pe)

@@ -108,15 +108,27 @@ func TestPageOnItsOptions(t *testing.T) {
 	}
 }
 
-// A shadow variant is marked on the page, beside its production variant.
+// A shadow variant is marked on the page, beside its production variant;
+// in the per-variant table its share is that of the calls copied to it.
 func TestPageMarksShadowVariants(t *testing.T) {
+	series := NewRecorder(time.Now(), nil)
+	for i := range 4 {
+		series.recordAt("ab", "Prod", time.Now(), time.Millisecond, true)
+		if i%2 == 0 {
+			series.recordAt("ab", "Challenger", time.Now(), time.Millisecond, true)
+		}
+	}
 	p := New(Options{Inventory: func() inventory.Inventory {
 		return inventory.Inventory{Taken: time.Now().UTC(), Endpoints: []inventory.Endpoint{{Name: "ab", Status: "InService",
 			Variants: []inventory.Variant{{Name: "Prod", Weight: 1}, {Name: "Challenger", Weight: 0.5, Shadow: true}}}}}
-	}})
+	}, Series: series})
 	page := serve(t, p, "/status", true)
 	if !strings.Contains(page, "<td>Challenger (shadow: gets copies, answers no caller)</td>") || !strings.Contains(page, "<td>Prod</td>") {
 		t.Error("the page does not mark the shadow variant (and only it)")
+	}
+	if !regexp.MustCompile(`<span class="variant">Challenger \(shadow\)</span></td><td class="num">2</td>.*<td class="num">50.0 % copied</td></tr>`).MatchString(page) ||
+		!regexp.MustCompile(`<span class="variant">Prod</span></td><td class="num">4</td>.*<td class="num">100.0 %</td></tr>`).MatchString(page) {
+		t.Error("the per-variant table does not give the shadow the share of calls copied to it, and Prod all of them")
 	}
 }
 

@@ -25,27 +25,32 @@ type Report struct {
 }
 
 // EndpointSummary is one endpoint's invocations over the whole window
-// (SeriesWindow), and each variant's.
+// (SeriesWindow), and each variant's. Invocations and Errors are the
+// callers' calls: those of the production variants (and those that failed
+// before one was picked), not a shadow variant's copies.
 type EndpointSummary struct {
 	EndpointName string `json:"EndpointName"`
 	Invocations  int    `json:"Invocations"`
 	Errors       int    `json:"Errors"`
-	// Variants are those with invocations in the window, and the
-	// production variants the inventory lists that had none, by name.
-	// Shadow variants are not among them: their copies of a call are not
-	// counted here.
+	// Variants are those with invocations in the window, shadows
+	// included, and the production variants the inventory lists that had
+	// none, by name.
 	Variants []VariantSummary `json:"Variants"`
 }
 
 // VariantSummary is one variant's invocations over the window: its
 // buckets added together. VariantName is "" for invocations that failed
-// before a variant was picked. TrafficPercent is its share of the
-// endpoint's invocations (0 to 100); ErrorPercent is that of its own
-// invocations that failed. The latencies are those of its successful
-// invocations over the whole window, in seconds, from the same histogram
-// as SeriesPoint's, and as close (within a bin, √2).
+// before a variant was picked. TrafficPercent is its invocations as a
+// share of the endpoint's (0 to 100; the production variants' add up to
+// 100); for a shadow variant (Shadow, as the inventory says) they are the
+// copies it got, so its TrafficPercent is the share of calls copied to
+// it. ErrorPercent is the share of its own invocations that failed. The
+// latencies are those of its successful invocations over the whole window,
+// in seconds, from the same histogram as SeriesPoint's, and as close
+// (within a bin, √2).
 type VariantSummary struct {
 	VariantName        string  `json:"VariantName"`
+	Shadow             bool    `json:"Shadow,omitempty"`
 	Invocations        int     `json:"Invocations"`
 	Errors             int     `json:"Errors"`
 	ErrorPercent       float64 `json:"ErrorPercent"`
@@ -115,11 +120,14 @@ func (p *Page) report(showLogs bool) (Report, []*window) {
 func summaries(eps []inventory.Endpoint, ws []*window) []EndpointSummary {
 	out := make([]EndpointSummary, 0, len(eps))
 	at := map[string]int{}
+	shadow := map[seriesKey]bool{}
 	for _, e := range eps {
 		at[e.Name] = len(out)
 		vs := []VariantSummary{}
 		for _, v := range e.Variants {
-			if !v.Shadow {
+			if v.Shadow {
+				shadow[seriesKey{e.Name, v.Name}] = true
+			} else {
 				vs = append(vs, VariantSummary{VariantName: v.Name})
 			}
 		}
@@ -134,8 +142,10 @@ func summaries(eps []inventory.Endpoint, ws []*window) []EndpointSummary {
 		}
 		s := &out[i]
 		v := windowSummary(w)
-		s.Invocations += v.Invocations
-		s.Errors += v.Errors
+		if v.Shadow = shadow[w.key]; !v.Shadow {
+			s.Invocations += v.Invocations
+			s.Errors += v.Errors
+		}
 		j := 0
 		for j < len(s.Variants) && s.Variants[j].VariantName != v.VariantName {
 			j++
