@@ -20,8 +20,8 @@ type chart struct {
 	Grid   []gridLine
 	Lines  []chartLine
 	// Total is the sum of what the chart plots per bucket (invocations
-	// for the rate chart, buckets with latency for the other): 0 means an
-	// empty chart.
+	// for the rate chart; for the latency chart, buckets with a latency,
+	// summed over the variants): 0 means an empty chart.
 	Total int
 	Empty string
 }
@@ -53,34 +53,52 @@ const (
 	chartTop, chartBottom   = 10, 128
 )
 
+// lineColour is the colour of the i-th of an endpoint's variants (in the
+// order of windows: by name) in both charts and the per-variant table.
+func lineColour(i int) string { return lineColours[i%len(lineColours)] }
+
 // endpointCharts draws an endpoint's invocations per second (a line per
-// variant, and one for errors) and its latency (p50 and p99 of all
-// variants together), and counts its invocations and errors in the window.
+// variant, and one for errors) and its latency (per variant, a solid p50
+// and a dashed p99 line in the variant's colour), and counts its
+// invocations and errors in the window.
 func endpointCharts(ws []*window) (rate, latency chart, invocations, errors int) {
 	step := SeriesStep.Seconds()
 	rate = chart{Title: "Invocations per second", Empty: "no invocations in the last 15 minutes"}
 	latency = chart{Title: "Latency of successful invocations (ms)", Empty: "no successful invocations in the last 15 minutes"}
-	var rateVals [][]float64
+	var rateVals, latVals [][]float64
 	var errVals = make([]float64, seriesSlots)
-	var all window
 	for i, w := range ws {
 		vals := make([]float64, seriesSlots)
-		for j, sl := range w.slots {
+		p50 := make([]float64, seriesSlots)
+		p99 := make([]float64, seriesSlots)
+		buckets := 0 // with a latency
+		for j := range w.slots {
+			sl := &w.slots[j]
 			vals[j] = float64(sl.invocations) / step
 			errVals[j] += float64(sl.errors) / step
 			invocations += int(sl.invocations)
 			errors += int(sl.errors)
+			if sl.invocations > sl.errors {
+				p50[j] = float64(sl.quantile(0.5)) / float64(time.Millisecond)
+				p99[j] = float64(sl.quantile(0.99)) / float64(time.Millisecond)
+				buckets++
+			} else {
+				p50[j], p99[j] = -1, -1 // no value: the line breaks
+			}
 		}
-		name := w.key.variant
-		if name == "" {
-			name = "(failed before routing)"
-		}
+		name := variantLabel(w.key.variant)
+		colour := lineColour(i)
 		rateVals = append(rateVals, vals)
-		rate.Lines = append(rate.Lines, chartLine{Label: name, Colour: lineColours[i%len(lineColours)]})
-		if i == 0 {
-			all.first = w.first
+		rate.Lines = append(rate.Lines, chartLine{Label: name, Colour: colour})
+		// A variant without a successful call in the window (all failed,
+		// or failed before routing) has no latency to draw, nor a legend.
+		if buckets > 0 {
+			latVals = append(latVals, p50, p99)
+			latency.Lines = append(latency.Lines,
+				chartLine{Label: name + " p50", Colour: colour, Dots: []chartPoint{}},
+				chartLine{Label: name + " p99", Colour: colour, Dashed: true}) // no dots: dashed reads as dashed
+			latency.Total += buckets
 		}
-		all.merge(w)
 	}
 	if errors > 0 {
 		rateVals = append(rateVals, errVals)
@@ -88,22 +106,17 @@ func endpointCharts(ws []*window) (rate, latency chart, invocations, errors int)
 	}
 	rate.Total = invocations
 	rate.plot(rateVals, func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + "/s" })
-
-	p50 := make([]float64, seriesSlots)
-	p99 := make([]float64, seriesSlots)
-	for j := range all.slots {
-		sl := &all.slots[j]
-		if sl.invocations > sl.errors {
-			p50[j] = float64(sl.quantile(0.5)) / float64(time.Millisecond)
-			p99[j] = float64(sl.quantile(0.99)) / float64(time.Millisecond)
-			latency.Total++
-		} else {
-			p50[j], p99[j] = -1, -1 // no value: the line breaks
-		}
-	}
-	latency.Lines = []chartLine{{Label: "p50", Colour: "#2563eb", Dots: []chartPoint{}}, {Label: "p99", Colour: "#ea580c", Dots: []chartPoint{}}}
-	latency.plot([][]float64{p50, p99}, func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + " ms" })
+	latency.plot(latVals, func(v float64) string { return strconv.FormatFloat(v, 'g', 3, 64) + " ms" })
 	return rate, latency, invocations, errors
+}
+
+// variantLabel names a variant on the page; "" is the invocations that
+// failed before a variant was picked.
+func variantLabel(v string) string {
+	if v == "" {
+		return "(failed before routing)"
+	}
+	return v
 }
 
 // plot fills the chart's geometry and each line's runs from its values, one

@@ -5,7 +5,8 @@
 //
 // It owns what the page shows and how, one job per file: the Page, its
 // Options and handlers, the template's layout (page.go, status.html), the
-// report /status.json answers (report.go), the charts' maths (charts.go),
+// report /status.json answers with its per-variant Summaries over the
+// window (report.go), the charts' maths (charts.go: a line per variant),
 // the cleaning of what containers print (logtext.go) and the Recorder
 // (series.go: per endpoint and variant, a ring of SeriesStep buckets over
 // SeriesWindow with a latency histogram each; at most maxSeries series, and
@@ -25,7 +26,7 @@
 // and log lines lose terminal escapes and control characters and are cut to
 // MaxLogLineRunes. The page's Content-Security-Policy allows no script.
 //
-// A new chart (say, per-variant figures from CloudWatch-style metrics)
+// A new chart (say, figures from CloudWatch-style metrics)
 // comes as one more source in Options — a narrow func or interface whose
 // nil means "no such chart" — read in report.go into new fields of Report
 // (added only, so that scripts reading /status.json keep working), drawn

@@ -144,6 +144,19 @@ type pageEndpoint struct {
 	Containers          int // running now, all variants
 	Invocations, Errors int
 	Rate, Latency       chart
+	// Window is the per-variant table: nil when the endpoint had no
+	// invocations in the window (the charts say so).
+	Window []variantRow
+}
+
+// variantRow is one variant's line of the per-variant table, its figures
+// as shown.
+type variantRow struct {
+	Name                         string
+	Colour                       string // of its lines in the charts; "" when it has none
+	Invocations, Errors          int
+	ErrorPercent, TrafficPercent string
+	P50, P99                     string // ms, or "—" without a successful invocation
 }
 
 // newStatusPage lays out the report: the endpoints with their charts.
@@ -163,15 +176,52 @@ func newStatusPage(rep Report, ws []*window, showLogs bool) statusPage {
 			}
 		}
 		var mine []*window
+		colours := map[string]string{}
 		for _, w := range ws {
 			if w.key.endpoint == e.Name {
+				colours[w.key.variant] = lineColour(len(mine))
 				mine = append(mine, w)
 			}
 		}
 		pe.Rate, pe.Latency, pe.Invocations, pe.Errors = endpointCharts(mine)
+		for _, sum := range rep.Summaries {
+			if sum.EndpointName != e.Name || sum.Invocations == 0 {
+				continue
+			}
+			for _, v := range sum.Variants {
+				row := variantRow{Name: variantLabel(v.VariantName), Colour: colours[v.VariantName],
+					Invocations: v.Invocations, Errors: v.Errors,
+					ErrorPercent: percent(v.ErrorPercent), TrafficPercent: percent(v.TrafficPercent),
+					P50: millis(v.LatencyP50Seconds), P99: millis(v.LatencyP99Seconds)}
+				if v.Shadow { // its invocations are copies of the callers'
+					row.Name += " (shadow)"
+					row.TrafficPercent += " copied"
+				}
+				pe.Window = append(pe.Window, row)
+			}
+		}
 		p.Endpoints = append(p.Endpoints, pe)
 	}
 	return p
+}
+
+// percent shows a percentage with one decimal.
+func percent(p float64) string { return strconv.FormatFloat(p, 'f', 1, 64) + " %" }
+
+// millis shows a latency in seconds as milliseconds with three significant
+// figures (but no exponent), or a dash for none.
+func millis(s float64) string {
+	if s <= 0 {
+		return "—"
+	}
+	ms := s * 1000
+	switch {
+	case ms < 10:
+		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
+	case ms < 100:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	}
+	return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
 }
 
 // ModelList is a short list of names and how many more there are.
