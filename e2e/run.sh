@@ -218,11 +218,11 @@ run_script test_capture --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-se
   --model "$PWD/build/models/classifier.tar.gz" --image mce-example/classifier:latest
 # The A/B loop with CloudWatch: Debian's boto3 and aws CLI (CloudWatch's query protocol), then, where they are,
 # the newer pair (AWS JSON 1.0); aws-sdk-go-v2's RPC v2 CBOR is host's TestCloudWatchInvocationsPerVariant.
-run_script test_cloudwatch --url "$url" --aws /usr/bin/aws --prefix cwq --s3-url "$s3url" --s3-key "$s3key" \
-  --s3-secret "$s3secret"
+run_script test_cloudwatch --url "$url" --aws /usr/bin/aws --prefix cwq --protocol query --s3-url "$s3url" \
+  --s3-key "$s3key" --s3-secret "$s3secret"
 if [ -z "$ic_missing" ]; then
-  run_script_with "$ic_python" test_cloudwatch --url "$url" --aws "$ic_aws" --prefix cwj --s3-url "$s3url" \
-    --s3-key "$s3key" --s3-secret "$s3secret"
+  run_script_with "$ic_python" test_cloudwatch --url "$url" --aws "$ic_aws" --prefix cwj --protocol "AWS JSON 1.0" \
+    --s3-url "$s3url" --s3-key "$s3key" --s3-secret "$s3secret"
   run_script_with "$ic_python" test_components --url "$url" --aws "$ic_aws" --models "$PWD/build/models"
 else
   echo "SKIPPED [e2e] e2e/test_components.py (inference components with boto3 and the aws CLI): ${ic_missing}" \

@@ -71,10 +71,12 @@ class Run:
                                config=botocore.config.Config(s3={"addressing_style": "path"}))
         self.endpoint = a.prefix + "-ab"
         self.start = time.time() - 60
+        self.wire = set()  # the Content-Types this boto3 sent CloudWatch: the protocol it speaks
+        self.cw.meta.events.register("before-send.cloudwatch", self.saw)
 
-    def protocol(self):
-        """The protocol this botocore speaks to CloudWatch (json or query)."""
-        return self.cw.meta.service_model.protocol
+    def saw(self, request, **_):
+        ct = request.headers.get("Content-Type") or b""
+        self.wire.add(ct.decode() if isinstance(ct, bytes) else ct)
 
     # --- deploy
     def deploy(self):
@@ -144,7 +146,6 @@ class Run:
 
     def run(self):
         ck = self.ck
-        ck.info("botocore %s speaks CloudWatch's %s protocol" % (botocore.__version__, self.protocol()))
         self.s3.create_bucket(Bucket=BUCKET) if BUCKET not in [b["Name"] for b in self.s3.list_buckets()["Buckets"]] else None
         self.deploy()
         answered = {"VariantA": [], "VariantB": []}
@@ -170,6 +171,10 @@ class Run:
                 ck.eq("%s %s SampleCount (calls answered 2xx)" % (v, m), self.stat(v, m, "SampleCount"), n)
             pct = self.stat(v, "ModelLatency", ext=["p50", "p99"])
             ck.ok("%s ModelLatency p50 and p99 (µs) come back" % v, 0 < pct["p50"] <= pct["p99"], repr(pct))
+        names = {"application/x-amz-json-1.0": "AWS JSON 1.0", "application/cbor": "RPC v2 CBOR",
+                 "application/x-www-form-urlencoded; charset=utf-8": "query"}
+        spoke = sorted(set(names.get(w, w) for w in self.wire))
+        ck.eq("botocore %s spoke CloudWatch's %s" % (botocore.__version__, self.a.protocol), spoke, [self.a.protocol])
         # The aws CLI reads the same figures.
         for v, n in (("VariantA", N_A + 2), ("VariantB", N_B)):
             self.cli.eq("%s Invocations Sum read with the aws CLI" % v, self.cli_stat(v, "Invocations"), n)
@@ -250,6 +255,8 @@ def main():
     ap.add_argument("--url", required=True, help="mce's URL")
     ap.add_argument("--aws", default="/usr/bin/aws", help="the aws CLI of the same release as this python's boto3")
     ap.add_argument("--prefix", default="cw", help="names this run's endpoint (two runs, two clients)")
+    ap.add_argument("--protocol", required=True, choices=["query", "AWS JSON 1.0", "RPC v2 CBOR"],
+                    help="the protocol this python's boto3 must speak to CloudWatch")
     ap.add_argument("--s3-url", required=True)
     ap.add_argument("--s3-key", required=True)
     ap.add_argument("--s3-secret", required=True)
