@@ -152,14 +152,35 @@ func (p *Publisher) series(m metric, dims []cloudwatch.Dimension) *cloudwatch.Se
 	return h
 }
 
+// lazySeries is a handle resolved on its first value: a variant that is
+// never multi-model, or whose engine reports no resource use, takes no
+// room among the store's series (Options.MaxSeries) for those metrics.
+type lazySeries struct {
+	p    *Publisher
+	m    metric
+	dims []cloudwatch.Dimension
+	once sync.Once
+	h    *cloudwatch.Series
+}
+
+func (p *Publisher) lazy(m metric, dims []cloudwatch.Dimension) *lazySeries {
+	return &lazySeries{p: p, m: m, dims: dims}
+}
+
+// ObserveAt resolves the handle once, then records v at t.
+func (l *lazySeries) ObserveAt(t time.Time, v float64) {
+	l.once.Do(func() { l.h = l.p.series(l.m, l.dims) })
+	l.h.ObserveAt(t, v)
+}
+
 // variantSeries are one variant's invocation and multi-model handles.
 type variantSeries struct {
-	invocations, perInstance, err4xx, err5xx, modelErrors *cloudwatch.Series
-	modelLatency, overheadLatency                         *cloudwatch.Series
-	concurrent                                            *cloudwatch.Series
-	mmeWait, mmeLoad, mmeUnload, mmeDownload, mmeHit      *cloudwatch.Series
-	loadedModels                                          *cloudwatch.Series
-	cpu, memory, gpu, gpuMemory, disk                     *cloudwatch.Series
+	invocations, perInstance, err4xx, err5xx, modelErrors *lazySeries
+	modelLatency, overheadLatency                         *lazySeries
+	concurrent                                            *lazySeries
+	mmeWait, mmeLoad, mmeUnload, mmeDownload, mmeHit      *lazySeries
+	loadedModels                                          *lazySeries
+	cpu, memory, gpu, gpuMemory, disk                     *lazySeries
 	// instances is the variant's instance count, refreshed by the
 	// concurrency sampler (InvocationsPerInstance sends 1/instances).
 	instances atomic.Int64
@@ -184,15 +205,15 @@ func (p *Publisher) variant(endpoint, variant string) *variantSeries {
 	}
 	d := variantDims(endpoint, variant)
 	v = &variantSeries{
-		invocations: p.series(mInvocations, d), perInstance: p.series(mInvocationsPerInstance, d),
-		err4xx: p.series(mInvocation4XX, d), err5xx: p.series(mInvocation5XX, d), modelErrors: p.series(mModelErrors, d),
-		modelLatency: p.series(mModelLatency, d), overheadLatency: p.series(mOverheadLatency, d),
-		concurrent: p.series(mConcurrentPerModel, d),
-		mmeWait:    p.series(mModelLoadingWaitTime, d), mmeLoad: p.series(mModelLoadingTime, d),
-		mmeUnload: p.series(mModelUnloadingTime, d), mmeDownload: p.series(mModelDownloadingTime, d),
-		mmeHit: p.series(mModelCacheHit, d), loadedModels: p.series(mLoadedModelCount, d),
-		cpu: p.series(mCPU, d), memory: p.series(mMemory, d), gpu: p.series(mGPU, d),
-		gpuMemory: p.series(mGPUMemory, d), disk: p.series(mDisk, d),
+		invocations: p.lazy(mInvocations, d), perInstance: p.lazy(mInvocationsPerInstance, d),
+		err4xx: p.lazy(mInvocation4XX, d), err5xx: p.lazy(mInvocation5XX, d), modelErrors: p.lazy(mModelErrors, d),
+		modelLatency: p.lazy(mModelLatency, d), overheadLatency: p.lazy(mOverheadLatency, d),
+		concurrent: p.lazy(mConcurrentPerModel, d),
+		mmeWait:    p.lazy(mModelLoadingWaitTime, d), mmeLoad: p.lazy(mModelLoadingTime, d),
+		mmeUnload: p.lazy(mModelUnloadingTime, d), mmeDownload: p.lazy(mModelDownloadingTime, d),
+		mmeHit: p.lazy(mModelCacheHit, d), loadedModels: p.lazy(mLoadedModelCount, d),
+		cpu: p.lazy(mCPU, d), memory: p.lazy(mMemory, d), gpu: p.lazy(mGPU, d),
+		gpuMemory: p.lazy(mGPUMemory, d), disk: p.lazy(mDisk, d),
 	}
 	v.instances.Store(1)
 	p.variants[k] = v
@@ -201,7 +222,7 @@ func (p *Publisher) variant(endpoint, variant string) *variantSeries {
 
 // invocation is what one call adds to a set of invocation series.
 type invocationSeries struct {
-	invocations, err4xx, err5xx, modelErrors, modelLatency, overheadLatency *cloudwatch.Series
+	invocations, err4xx, err5xx, modelErrors, modelLatency, overheadLatency *lazySeries
 }
 
 func observeCall(s invocationSeries, end time.Time, total, model time.Duration, err error) {
@@ -248,9 +269,9 @@ func (p *Publisher) Invocation(endpoint, variant string, total, model time.Durat
 
 // componentSeries are one inference component's handles.
 type componentSeries struct {
-	invocations, err4xx, err5xx, modelErrors, modelLatency, overheadLatency *cloudwatch.Series
-	concurrent                                                              *cloudwatch.Series
-	cpu, memory, gpu, gpuMemory                                             *cloudwatch.Series
+	invocations, err4xx, err5xx, modelErrors, modelLatency, overheadLatency *lazySeries
+	concurrent                                                              *lazySeries
+	cpu, memory, gpu, gpuMemory                                             *lazySeries
 }
 
 func (p *Publisher) component(name string) *componentSeries {
@@ -267,11 +288,11 @@ func (p *Publisher) component(name string) *componentSeries {
 	}
 	d := []cloudwatch.Dimension{{Name: "InferenceComponentName", Value: name}}
 	c = &componentSeries{
-		invocations: p.series(mInvocations, d), err4xx: p.series(mInvocation4XX, d), err5xx: p.series(mInvocation5XX, d),
-		modelErrors: p.series(mModelErrors, d), modelLatency: p.series(mModelLatency, d),
-		overheadLatency: p.series(mOverheadLatency, d), concurrent: p.series(mConcurrentPerCopy, d),
-		cpu: p.series(mCPUNormalized, d), memory: p.series(mMemoryNormalized, d),
-		gpu: p.series(mGPUNormalized, d), gpuMemory: p.series(mGPUMemoryNormalized, d),
+		invocations: p.lazy(mInvocations, d), err4xx: p.lazy(mInvocation4XX, d), err5xx: p.lazy(mInvocation5XX, d),
+		modelErrors: p.lazy(mModelErrors, d), modelLatency: p.lazy(mModelLatency, d),
+		overheadLatency: p.lazy(mOverheadLatency, d), concurrent: p.lazy(mConcurrentPerCopy, d),
+		cpu: p.lazy(mCPUNormalized, d), memory: p.lazy(mMemoryNormalized, d),
+		gpu: p.lazy(mGPUNormalized, d), gpuMemory: p.lazy(mGPUMemoryNormalized, d),
 	}
 	p.components[name] = c
 	return c
