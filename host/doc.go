@@ -42,14 +42,16 @@
 //	host/components      inference components (records, copies, reconcile, adapters, recovery)
 //	host/async           the InvokeEndpointAsync queue (dispatch, S3 input and output, recovery)
 //	host/cloudwatchlogs  containers' output as CloudWatch Logs (mce logs, FilterLogEvents, …)
+//	host/cloudwatch      the CloudWatch metrics API (JSON, CBOR, query) and its durable datapoint store
+//	host/sagemakermetrics SageMaker's CloudWatch metrics, published from what host observes
+//	host/listing         the List* operations' filters, sorting and paging
 //	host/metrics         the Prometheus series host feeds and serves
 //	host/inventory       the shapes of what runs now (status page, GET /mce/endpoints, state metrics)
 //	host/statuspage      the operator's status page and the recorder behind its charts
 //	host/capture         data capture of invocations to S3
 //	host/shadow          what becomes of shadow variants' copies (series, status page, capture, drops)
 //
-// A new AWS API surface (CloudWatch metrics, Application Auto Scaling, …)
-// is a new room: a package under host named after the service it serves,
+// A new AWS API surface (Application Auto Scaling, …) is a new room: a package under host named after the service it serves,
 // with its own protocol decoding and error shapes, given what it needs in
 // Options; host only routes its requests to it (after authentication and
 // the body's bounds) and authorizes them (docs/layout.md says how). It is
