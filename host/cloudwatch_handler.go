@@ -3,13 +3,11 @@ package host
 import (
 	"context"
 	"errors"
-	"mime"
 	"net/http"
-	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/labstack/echo/v4"
 
-	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/cloudwatch"
@@ -30,18 +28,6 @@ import (
 // valid one (500 GetMetricData queries of 30 dimensions each).
 const maxCloudWatchBody = 1 << 20
 
-// isCloudWatch tells whether a POST / is CloudWatch's from its headers: an
-// X-Amz-Target of CloudWatch, or a form without one (the query protocol,
-// whose Version the Service checks).
-func isCloudWatch(r *http.Request) bool {
-	target := r.Header.Get(wire.HeaderAmzTarget)
-	if target != "" {
-		return strings.HasPrefix(target, cloudwatch.TargetPrefix)
-	}
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	return err == nil && mt == "application/x-www-form-urlencoded"
-}
-
 // serveCloudWatch lets one CloudWatch metrics call in and has the Service
 // answer it. Every refusal is written in the call's own protocol.
 func serveCloudWatch(s *Server, c echo.Context) error {
@@ -50,10 +36,10 @@ func serveCloudWatch(s *Server, c echo.Context) error {
 		w.Header().Set(hdrRequestID, s.ids.next())
 	}
 	if e := accessOf(c); e != nil {
-		e.Operation = "cloudwatch:" + cloudWatchOperation(r)
+		e.Operation = "cloudwatch:" + cloudwatch.OperationOf(r)
 	}
 	refuse := func(api *apierr.Error) error {
-		cloudwatch.WriteError(w, r, api.Status, cloudWatchCode(api.Code), api.Message)
+		cloudwatch.WriteError(w, r, api.Status, cloudwatch.QueryCode(api.Code), api.Message)
 		return nil
 	}
 	svc := s.cfg.CloudWatch
@@ -89,34 +75,6 @@ func serveCloudWatch(s *Server, c echo.Context) error {
 		return nil
 	})
 	return nil
-}
-
-// cloudWatchCode is the code CloudWatch, a query-compatible service,
-// gives the authentication failures authz names as the JSON services do.
-func cloudWatchCode(code string) string {
-	switch code {
-	case authz.CodeIncompleteSignature:
-		return "IncompleteSignature"
-	case authz.CodeInvalidSignature:
-		return "SignatureDoesNotMatch"
-	case authz.CodeUnrecognizedClient:
-		return "InvalidClientTokenId"
-	case authz.CodeAccessDenied:
-		return "AccessDenied"
-	}
-	return code
-}
-
-// cloudWatchOperation names the operation for the access log from what
-// the headers and path tell (the query protocol's is in the body: "*").
-func cloudWatchOperation(r *http.Request) string {
-	if op, ok := strings.CutPrefix(r.Header.Get(wire.HeaderAmzTarget), cloudwatch.TargetPrefix); ok {
-		return op
-	}
-	if op, ok := strings.CutPrefix(r.URL.Path, cloudwatch.CBORPathPrefix); ok {
-		return op
-	}
-	return "*"
 }
 
 // newPublisher makes the publisher of SageMaker's CloudWatch metrics and
@@ -187,25 +145,11 @@ func componentLoads(cs []*components.Component) []sagemakermetrics.ComponentLoad
 			}
 		}
 		if r := rec.Spec.ComputeResourceRequirements; r != nil {
-			l.CPUCores = derefFloat(r.NumberOfCpuCoresRequired)
-			l.MemoryMiB = derefInt(r.MinMemoryRequiredInMb)
-			l.GPUs = int(derefFloat(r.NumberOfAcceleratorDevicesRequired))
+			l.CPUCores = aws.ToFloat64(r.NumberOfCpuCoresRequired)
+			l.MemoryMiB = int(aws.ToInt32(r.MinMemoryRequiredInMb))
+			l.GPUs = int(aws.ToFloat64(r.NumberOfAcceleratorDevicesRequired))
 		}
 		out = append(out, l)
 	}
 	return out
-}
-
-func derefFloat[T ~float32 | ~float64](p *T) float64 {
-	if p == nil {
-		return 0
-	}
-	return float64(*p)
-}
-
-func derefInt(p *int32) int {
-	if p == nil {
-		return 0
-	}
-	return int(*p)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/listing"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
@@ -135,7 +136,7 @@ func (s *Server) controlPlane(c echo.Context) error {
 	if op, ok := strings.CutPrefix(target, authz.LogsTargetPrefix); ok {
 		return s.cloudWatchLogs(c, op)
 	}
-	if isCloudWatch(r) {
+	if cloudwatch.MayBeRequest(r) {
 		return serveCloudWatch(s, c)
 	}
 	service, opName, ok := strings.Cut(target, ".")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/accesslog"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/capture"
@@ -79,7 +80,7 @@ type Config struct {
 	Version string
 	// AccessLog, when set, gets one line per request (mce serve
 	// --access-log); the caller closes it after the HTTP server stopped.
-	AccessLog *AccessLog
+	AccessLog *accesslog.Writer
 	Logger    zerolog.Logger
 	// AsyncObjects reads the inputs and writes the answers of
 	// InvokeEndpointAsync; nil refuses it (ServiceUnavailable).

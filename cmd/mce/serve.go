@@ -25,6 +25,7 @@ import (
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/accesslog"
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/cloudwatch"
@@ -309,7 +310,7 @@ type serving struct {
 	eng          *engine
 	st           *store.Store
 	cw           *cloudwatch.Service
-	accessLog    *host.AccessLog
+	accessLog    *accesslog.Writer
 	srv          *host.Server
 	hs           *http.Server
 	serveErr     chan error // the API server's end
@@ -738,19 +739,19 @@ func plural(n int) string {
 // openAccessLog opens --access-log: "" for none, "-" for stdout, else a
 // file appended to (created with mode 0640). The returned func flushes and
 // closes it; call it after the HTTP server stopped.
-func openAccessLog(path string) (*host.AccessLog, func(), error) {
+func openAccessLog(path string) (*accesslog.Writer, func(), error) {
 	switch path {
 	case "":
 		return nil, func() {}, nil
 	case "-":
-		l := host.NewAccessLog(os.Stdout)
+		l := accesslog.New(os.Stdout)
 		return l, l.Close, nil
 	}
 	file, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--access-log: %w", err)
 	}
-	l := host.NewAccessLog(file)
+	l := accesslog.New(file)
 	return l, func() {
 		l.Close()
 		file.Close()

@@ -93,6 +93,44 @@ func detect(r *http.Request) (protocol, string) {
 	return protoNone, ""
 }
 
+// MayBeRequest tells from r's headers and path alone whether it is
+// CloudWatch's, for a router that has not read the body: an X-Amz-Target of
+// CloudWatch, the RPC v2 CBOR path, or a POST / form without a target (the
+// query protocol, whose Version IsRequest checks once the body is read).
+func MayBeRequest(r *http.Request) bool {
+	p, _ := detect(r)
+	return p != protoNone
+}
+
+// OperationOf names the operation from the headers and path ("*" for the
+// query protocol, whose operation is in the body), for the access log.
+func OperationOf(r *http.Request) string {
+	if _, op := detect(r); op != "" {
+		return op
+	}
+	return "*"
+}
+
+// QueryCode is the code CloudWatch, a query-compatible service, gives the
+// authentication failures that JSON services name otherwise: host's
+// authorizer says IncompleteSignatureException, InvalidSignatureException,
+// UnrecognizedClientException and AccessDeniedException; CloudWatch's
+// clients see IncompleteSignature, SignatureDoesNotMatch,
+// InvalidClientTokenId and AccessDenied. Other codes are kept.
+func QueryCode(code string) string {
+	switch code {
+	case "IncompleteSignatureException":
+		return "IncompleteSignature"
+	case "InvalidSignatureException":
+		return "SignatureDoesNotMatch"
+	case "UnrecognizedClientException":
+		return "InvalidClientTokenId"
+	case "AccessDeniedException":
+		return CodeAccessDenied
+	}
+	return code
+}
+
 // IsRequest reports whether r (whose body host has read into body) is a
 // CloudWatch metrics call: an X-Amz-Target of GraniteServiceVersion20100801,
 // a path under /service/GraniteServiceVersion20100801/operation/, or a POST
