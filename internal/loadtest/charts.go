@@ -229,6 +229,9 @@ func (rep *Report) variantsPlot() *plot.Plot {
 	if top > 0 {
 		p.Y.Max = top * 1.6 // room for the six legend entries above the bars
 	}
+	// half a slot either side, so the first and last groups sit clear of
+	// the axes as the middle ones do
+	p.X.Min, p.X.Max = -0.5, float64(len(vs))-0.5
 	return p
 }
 

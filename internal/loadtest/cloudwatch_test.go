@@ -363,3 +363,32 @@ func readReportJSON(t *testing.T, path string) *Report {
 	}
 	return &r
 }
+
+// TestVariantsWithoutCloudWatch: with mce's figures not asked for
+// (--cloudwatch=false, or SageMaker), two variants still get a table of
+// what this tool measured, without the server-side columns.
+func TestVariantsWithoutCloudWatch(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	rep := runAgainst(t, InvokerFunc(func(ctx context.Context, call Call) Outcome {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return Outcome{Variant: []string{"blue", "green"}[n%2]}
+	}), nil)
+	if rep.CloudWatch != nil || len(rep.Variants) != 2 || rep.Variants[0].Answered+rep.Variants[1].Answered != rep.Stages[0].Completed {
+		t.Fatalf("cloudwatch %+v, variants %+v", rep.CloudWatch, rep.Variants)
+	}
+	var sum bytes.Buffer
+	rep.Summary(&sum)
+	if s := sum.String(); !strings.Contains(s, "client p99") || !strings.Contains(s, "green") || strings.Contains(s, "invocations") {
+		t.Errorf("summary:\n%s", s)
+	}
+	var html bytes.Buffer
+	if err := rep.WriteHTML(&html, nil); err != nil {
+		t.Fatal(err)
+	}
+	if h := html.String(); !strings.Contains(h, `<td class="l">green</td>`) || strings.Contains(h, "server side (mce") {
+		t.Errorf("the HTML report's variants: %s", h[strings.Index(h, `<table id="variants">`):])
+	}
+}

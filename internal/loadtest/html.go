@@ -92,14 +92,14 @@ pre { background: #f6f8fa; padding: 1em; overflow: auto; font-size: 0.85em; }
 {{- end}}
 {{- end}}
 <table id="variants">
-<tr><th class="l" rowspan="2">variant</th><th colspan="3">client side (this tool)</th><th colspan="9">server side (mce's CloudWatch API)</th></tr>
-<tr><th>answered</th><th>p50 ms</th><th>p99 ms</th><th>Invocations</th><th>4XX errors</th><th>5XX errors</th><th>ModelLatency p50 ms</th><th>p99 ms</th><th>avg ms</th><th>OverheadLatency p50 ms</th><th>p99 ms</th><th>avg ms</th></tr>
+<tr><th class="l" rowspan="2">variant</th><th colspan="3">client side (this tool)</th>{{if .R.CloudWatch}}<th colspan="9">server side (mce's CloudWatch API)</th>{{end}}</tr>
+<tr><th>answered</th><th>p50 ms</th><th>p99 ms</th>{{if .R.CloudWatch}}<th>Invocations</th><th>4XX errors</th><th>5XX errors</th><th>ModelLatency p50 ms</th><th>p99 ms</th><th>avg ms</th><th>OverheadLatency p50 ms</th><th>p99 ms</th><th>avg ms</th>{{end}}</tr>
 {{- range .R.Variants}}
 <tr><td class="l">{{.Variant}}</td><td>{{.Answered}}</td>{{with .Latency}}<td>{{ms .P50}}</td><td>{{ms .P99}}</td>{{else}}<td></td><td></td>{{end}}
-{{- with .Mce}}<td>{{printf "%.0f" .Invocations}}</td><td>{{printf "%.0f" .Errors4XX}}</td><td>{{printf "%.0f" .Errors5XX}}</td>
+{{- if $.R.CloudWatch}}{{with .Mce}}<td>{{printf "%.0f" .Invocations}}</td><td>{{printf "%.0f" .Errors4XX}}</td><td>{{printf "%.0f" .Errors5XX}}</td>
 {{- with .ModelLatency}}<td>{{ms .P50}}</td><td>{{ms .P99}}</td><td>{{ms .Mean}}</td>{{else}}<td></td><td></td><td></td>{{end}}
 {{- with .OverheadLatency}}<td>{{ms .P50}}</td><td>{{ms .P99}}</td><td>{{ms .Mean}}</td>{{else}}<td></td><td></td><td></td>{{end}}
-{{- else}}<td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td>{{end}}</tr>
+{{- else}}<td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td>{{end}}{{end}}</tr>
 {{- end}}
 </table>
 {{- end}}

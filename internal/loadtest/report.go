@@ -442,29 +442,39 @@ func (rep *Report) variantsSummary(w io.Writer) {
 		}
 		return
 	}
-	fmt.Fprintf(w, "%-14s %9s %10s %10s %11s %6s %6s %9s %9s %9s %9s %9s %9s\n", "variant", "answered", "client p50", "client p99",
-		"invocations", "4xx", "5xx", "model p50", "model p99", "model avg", "ovhd p50", "ovhd p99", "ovhd avg")
+	client := "%-14s %9v %10s %10s"
+	server := " %11s %6s %6s %9s %9s %9s %9s %9s %9s"
+	format := client
+	if cw != nil {
+		format += server
+	}
+	format += "\n"
+	head := []any{"variant", "answered", "client p50", "client p99"}
+	if cw != nil {
+		head = append(head, "invocations", "4xx", "5xx", "model p50", "model p99", "model avg", "ovhd p50", "ovhd p99", "ovhd avg")
+	}
+	fmt.Fprintf(w, format, head...)
+	ms := func(v float64) string { return fmt.Sprintf("%.2f", v) }
 	for _, v := range rep.Variants {
-		cp50, cp99 := "-", "-"
+		cells := []any{trunc(v.Variant, 14), v.Answered, "-", "-"}
 		if v.Latency != nil && v.Latency.Count > 0 {
-			cp50, cp99 = fmt.Sprintf("%.2f", v.Latency.P50), fmt.Sprintf("%.2f", v.Latency.P99)
+			cells[2], cells[3] = ms(v.Latency.P50), ms(v.Latency.P99)
 		}
-		inv, e4, e5 := "-", "-", "-"
-		lat := func(l *ServerLatency) []any {
-			if l == nil {
-				return []any{"-", "-", "-"}
+		if cw != nil {
+			lat := func(l *ServerLatency) []any {
+				if l == nil {
+					return []any{"-", "-", "-"}
+				}
+				return []any{ms(l.P50), ms(l.P99), ms(l.Mean)}
 			}
-			return []any{fmt.Sprintf("%.2f", l.P50), fmt.Sprintf("%.2f", l.P99), fmt.Sprintf("%.2f", l.Mean)}
+			if m := v.Mce; m != nil {
+				cells = append(cells, fmt.Sprintf("%.0f", m.Invocations), fmt.Sprintf("%.0f", m.Errors4XX), fmt.Sprintf("%.0f", m.Errors5XX))
+				cells = append(append(cells, lat(m.ModelLatency)...), lat(m.OverheadLatency)...)
+			} else {
+				cells = append(append(append(cells, "-", "-", "-"), lat(nil)...), lat(nil)...)
+			}
 		}
-		var ml, ol []any
-		if m := v.Mce; m != nil {
-			inv, e4, e5 = fmt.Sprintf("%.0f", m.Invocations), fmt.Sprintf("%.0f", m.Errors4XX), fmt.Sprintf("%.0f", m.Errors5XX)
-			ml, ol = lat(m.ModelLatency), lat(m.OverheadLatency)
-		} else {
-			ml, ol = lat(nil), lat(nil)
-		}
-		args := append([]any{trunc(v.Variant, 14), v.Answered, cp50, cp99, inv, e4, e5}, append(ml, ol...)...)
-		fmt.Fprintf(w, "%-14s %9d %10s %10s %11s %6s %6s %9s %9s %9s %9s %9s %9s\n", args...)
+		fmt.Fprintf(w, format, cells...)
 	}
 }
 
