@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
@@ -51,6 +52,7 @@ type loadtestFlags struct {
 	out            string
 	metricsURL     string
 	scrapeInterval time.Duration
+	cloudWatch     bool
 	quiet          bool
 	req            loadtest.Request
 	timeout        time.Duration
@@ -67,7 +69,10 @@ guidance does, and writes a report: per stage and per second, requests/s, p50/p9
 latency and errors by SageMaker error code; the highest-throughput stage within a latency
 target; cold (first call to a model) against warm latency; and, when the target is mce,
 its own metrics scraped meanwhile (model latency vs overhead, models loaded, cache hits,
-model loading wait, CPU/memory/GPU), with the most models resident.
+model loading wait, CPU/memory/GPU), with the most models resident, and after the run
+mce's own figures per variant from its CloudWatch API (Invocations, 4XX/5XX errors,
+ModelLatency and OverheadLatency p50/p99/average; --cloudwatch=false for none) beside
+the calls each variant answered and their latency as measured here.
 
 Stages come from flags for simple cases or from a plan file (YAML or JSON, --plan; flags
 given as well override it):
@@ -141,6 +146,7 @@ the generator's own CPU time and achieved send rate, to show when it was the lim
 	fl.StringVar(&f.out, "out", "", "folder for the report (default loadtest-ENDPOINT-TIME)")
 	fl.StringVar(&f.metricsURL, "metrics-url", "", "mce's /metrics to scrape during the run (default: found from --endpoint-url; off: none)")
 	fl.DurationVar(&f.scrapeInterval, "scrape-interval", time.Second, "how often to scrape mce's metrics")
+	fl.BoolVar(&f.cloudWatch, "cloudwatch", true, "against mce, ask its CloudWatch API after the run for each variant's server-side figures (--cloudwatch=false: don't)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress on standard error")
 	return cmd
 }
@@ -262,6 +268,12 @@ func runLoadtest(ctx context.Context, cmd *cobra.Command, f loadtestFlags, endpo
 		o.Scraper = loadtest.NewScraper(mu, endpoint, f.scrapeInterval)
 		target += ", scraping " + mu
 	}
+	if f.cloudWatch && f.endpointURL != "" {
+		if o.CloudWatch, err = newLoadtestCloudWatch(ctx, f.endpointURL, f.region); err != nil {
+			return err
+		}
+		target += ", then its CloudWatch API"
+	}
 	if !f.quiet {
 		fmt.Fprintf(stderr, "load test of %s at %s: %d stages, %s at most\n", endpoint, target, len(p.Stages), p.PlannedDuration())
 	}
@@ -329,6 +341,23 @@ func joinHostPort(h, port string) string {
 		return "[" + h + "]:" + port
 	}
 	return h + ":" + port
+}
+
+// newLoadtestCloudWatch returns what asks mce's CloudWatch API for the
+// variants' figures after a run: aws-sdk-go-v2's CloudWatch client on the
+// same URL, with the credentials and region of the load test's SageMaker
+// Runtime clients (signed for "monitoring" when there are credentials,
+// unsigned in mce's anonymous local mode otherwise).
+func newLoadtestCloudWatch(ctx context.Context, endpointURL, region string) (*loadtest.CloudWatch, error) {
+	cfg, err := loadSDKConfig(ctx, region)
+	if err != nil {
+		return nil, err
+	}
+	c := cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
+		o.BaseEndpoint = aws.String(endpointURL)
+		o.HTTPClient = sdkhttp.New()
+	})
+	return &loadtest.CloudWatch{Client: c, URL: endpointURL, Timeout: loadtest.DefaultCloudWatchTimeout}, nil
 }
 
 // newLoadtestClient returns a maker of the SageMaker Runtime clients of a

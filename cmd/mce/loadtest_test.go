@@ -55,7 +55,10 @@ Models:
 // TestLoadtestAgainstMce runs mce loadtest for a few seconds against mce
 // serving the probe: user and rate stages, streaming with time to first
 // byte, the probe's forced errors and an unknown endpoint counted by their
-// SageMaker codes, mce's metrics scraped meanwhile, and bad flags refused.
+// SageMaker codes, mce's metrics scraped meanwhile, each variant's figures
+// read from mce's CloudWatch API after the run (a two-variant endpoint: the
+// calls mce counts per variant are those the load test saw each answer),
+// and bad flags refused.
 func TestLoadtestAgainstMce(t *testing.T) {
 	ctx, url := serveProbe(t, `
 EndpointConfigs:
@@ -101,22 +104,73 @@ Endpoints:
 	if inv == 0 {
 		t.Error("mce's metrics saw no invocations during the run")
 	}
-	for _, name := range []string{loadtest.FileHTML, loadtest.FileStagesCSV, loadtest.FileSecondsCSV, loadtest.FileMetricsCSV, "latency.png", "mce_latency.png"} {
+	if cw := r.CloudWatch; cw == nil || cw.Error != "" || cw.URL != url || len(r.Variants) != 1 {
+		t.Fatalf("cloudwatch %+v, variants %+v", cw, r.Variants)
+	}
+	if v := r.Variants[0]; v.Variant != "AllTraffic" || v.Mce == nil || v.Mce.Invocations != float64(v.Answered) ||
+		v.Answered != r.Stages[0].Completed+r.Stages[1].Completed || v.Mce.ModelLatency == nil || v.Mce.ModelLatency.P50 < 5*0.99 {
+		t.Errorf("variant %+v, mce %+v", v, v.Mce)
+	}
+	for _, name := range []string{loadtest.FileHTML, loadtest.FileStagesCSV, loadtest.FileSecondsCSV, loadtest.FileMetricsCSV, "latency.png", "mce_latency.png", "variants.png"} {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
 			t.Error(err)
 		}
 	}
 
+	// two variants: mce's CloudWatch API counts, per variant, the calls the
+	// load test saw that variant answer (InvokedProductionVariant)
+	sm := sagemaker.New(sagemaker.Options{Region: "us-east-1", BaseEndpoint: aws.String(url), Credentials: aws.AnonymousCredentials{}})
+	variant := func(name string) smtypes.ProductionVariant {
+		return smtypes.ProductionVariant{VariantName: aws.String(name), ModelName: aws.String("m"), InitialInstanceCount: aws.Int32(1),
+			InstanceType: smtypes.ProductionVariantInstanceTypeMlC5Large, InitialVariantWeight: aws.Float32(1)}
+	}
+	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("ab-config"),
+		ProductionVariants: []smtypes.ProductionVariant{variant("VariantA"), variant("VariantB")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("ab"), EndpointConfigName: aws.String("ab-config")}); err != nil {
+		t.Fatal(err)
+	}
+	waitInServiceSDK(t, sm, "ab")
+	dir = t.TempDir()
+	if out, err = runCLI(ctx, "loadtest", "ab", "--endpoint-url", url, "--users", "4", "--duration", "1s", "--payload", payload,
+		"--custom-attributes", "sleep=2ms", "--out", dir, "-q", "--metrics-url", "off"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "mce's own server-side figures, from its CloudWatch API") {
+		t.Errorf("summary:\n%s", out)
+	}
+	r = readReport(t, dir)
+	if cw := r.CloudWatch; cw == nil || cw.Error != "" || len(r.Variants) != 2 || r.Variants[0].Variant != "VariantA" || r.Variants[1].Variant != "VariantB" {
+		t.Fatalf("cloudwatch %+v, variants %+v, errors %v", cw, r.Variants, r.ErrorSamples)
+	}
+	var answered int64
+	for _, v := range r.Variants {
+		m := v.Mce
+		if v.Answered == 0 || m == nil || m.Invocations != float64(v.Answered) || m.Errors4XX != 0 || m.Errors5XX != 0 ||
+			m.ModelLatency == nil || m.ModelLatency.Count != v.Answered || m.ModelLatency.P50 < 2*0.99 ||
+			m.OverheadLatency == nil || m.OverheadLatency.Count != v.Answered || v.Latency == nil || v.Latency.P50 < m.ModelLatency.P50*0.99 {
+			t.Errorf("%s: answered %d (client %+v), mce %+v model %+v overhead %+v", v.Variant, v.Answered, v.Latency, m, m.ModelLatency, m.OverheadLatency)
+		}
+		answered += v.Answered
+	}
+	if s := r.Stages[0]; s.Errors != 0 || s.Completed != answered {
+		t.Errorf("stage: %d calls, %d errors; the variants answered %d", s.Completed, s.Errors, answered)
+	}
+
 	// a rate stage, streamed: the first part comes before the whole answer
 	dir = t.TempDir()
 	if out, err := runCLI(ctx, "loadtest", "ep", "--endpoint-url", url, "--rate", "20", "--duration", "1s", "--stream",
-		"--custom-attributes", "stream=3,every=30ms", "--out", dir, "-q", "--metrics-url", "off"); err != nil {
+		"--custom-attributes", "stream=3,every=30ms", "--out", dir, "-q", "--metrics-url", "off", "--cloudwatch=false"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	r = readReport(t, dir)
 	s := r.Stages[0]
-	if s.Completed == 0 || s.Errors != 0 || s.TTFB == nil || s.P50 < 60 || s.TTFB.P50 >= s.P50 || r.Metrics != nil {
-		t.Errorf("stream: %+v ttfb %+v metrics %v", s, s.TTFB, r.Metrics)
+	if s.Completed == 0 || s.Errors != 0 || s.TTFB == nil || s.P50 < 60 || s.TTFB.P50 >= s.P50 || r.Metrics != nil || r.CloudWatch != nil {
+		t.Errorf("stream: %+v ttfb %+v metrics %v cloudwatch %v", s, s.TTFB, r.Metrics, r.CloudWatch)
+	}
+	if len(r.Variants) != 1 || r.Variants[0].Variant != "AllTraffic" || r.Variants[0].Answered != s.Completed || r.Variants[0].Mce != nil {
+		t.Errorf("stream: variants %+v", r.Variants)
 	}
 
 	// failures by code: the model's 500, an unknown endpoint

@@ -137,7 +137,102 @@ func (rep *Report) Charts() ([]Chart, error) {
 			return nil, err
 		}
 	}
+	if p := rep.variantsPlot(); p != nil {
+		if err := add("variants", "Per variant: client-side latency beside mce's model and overhead latency", p); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
+}
+
+// variantsPlot draws, per variant, this tool's latency beside mce's
+// ModelLatency and OverheadLatency (p50 and p99 of each, side by side); nil
+// when mce's figures have no latency.
+func (rep *Report) variantsPlot() *plot.Plot {
+	vs := rep.Variants
+	has := false
+	for _, v := range vs {
+		if v.Mce != nil && (v.Mce.ModelLatency != nil || v.Mce.OverheadLatency != nil) {
+			has = true
+		}
+	}
+	if !has {
+		return nil
+	}
+	type series struct {
+		name string
+		col  color.Color
+		val  func(VariantReport) float64
+	}
+	// the p99 bars: the p50 colour halfway to white
+	light := func(c color.RGBA) color.RGBA {
+		return color.RGBA{R: c.R/2 + 0x80, G: c.G/2 + 0x80, B: c.B/2 + 0x80, A: 0xff}
+	}
+	client := func(f func(*Latency) float64) func(VariantReport) float64 {
+		return func(v VariantReport) float64 {
+			if v.Latency == nil {
+				return 0
+			}
+			return f(v.Latency)
+		}
+	}
+	server := func(model bool, f func(*ServerLatency) float64) func(VariantReport) float64 {
+		return func(v VariantReport) float64 {
+			if v.Mce == nil {
+				return 0
+			}
+			l := v.Mce.OverheadLatency
+			if model {
+				l = v.Mce.ModelLatency
+			}
+			if l == nil {
+				return 0
+			}
+			return f(l)
+		}
+	}
+	p50 := func(l *ServerLatency) float64 { return l.P50 }
+	p99 := func(l *ServerLatency) float64 { return l.P99 }
+	all := []series{
+		{"client p50", colP50, client(func(l *Latency) float64 { return l.P50 })},
+		{"client p99", light(colP50), client(func(l *Latency) float64 { return l.P99 })},
+		{"mce ModelLatency p50", colP90, server(true, p50)},
+		{"mce ModelLatency p99", light(colP90), server(true, p99)},
+		{"mce OverheadLatency p50", colOK, server(false, p50)},
+		{"mce OverheadLatency p99", light(colOK), server(false, p99)},
+	}
+	p := newPlot("Latency per variant: this tool (client) and mce (server side)", "variant", "ms")
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.Variant
+	}
+	p.NominalX(names...)
+	// six bars a variant in at most about 6.5 inches
+	w := min(vg.Points(14), 6.5*vg.Inch/vg.Length(len(vs))*0.8/vg.Length(len(all)))
+	var top float64
+	for k, s := range all {
+		vals := make(plotter.Values, len(vs))
+		for i, v := range vs {
+			vals[i] = s.val(v)
+			top = max(top, vals[i])
+		}
+		b, err := plotter.NewBarChart(vals, w)
+		if err != nil {
+			continue
+		}
+		b.Color = s.col
+		b.LineStyle.Width = 0
+		b.Offset = (vg.Length(k) - vg.Length(len(all)-1)/2) * w
+		p.Add(b)
+		p.Legend.Add(s.name, b)
+	}
+	if top > 0 {
+		p.Y.Max = top * 1.6 // room for the six legend entries above the bars
+	}
+	// half a slot either side, so the first and last groups sit clear of
+	// the axes as the middle ones do
+	p.X.Min, p.X.Max = -0.5, float64(len(vs))-0.5
+	return p
 }
 
 func newPlot(title, x, y string) *plot.Plot {

@@ -82,6 +82,27 @@ pre { background: #f6f8fa; padding: 1em; overflow: auto; font-size: 0.85em; }
 {{- range .R.Stages}}{{with .Mce}}<tr><td class="l">{{$.Name .}}</td><td>{{printf "%.0f" .Invocations}}</td><td>{{ms .ModelLatencyMS}}</td><td>{{ms .OverheadLatencyMS}}</td><td>{{printf "%.0f" .LoadedModelsMax}}</td><td>{{ms .CacheHitRatio}}</td><td>{{ms .ModelLoadingWait}}</td><td>{{ms .CPUMax}}</td><td>{{ms .MemoryMax}}</td><td>{{ms .GPUMax}}</td></tr>{{end}}{{end}}
 </table>
 {{- end}}
+{{- if .R.ShowVariants}}
+<h3 id="variants-heading">Per variant: client side and mce's server side</h3>
+{{- with .R.CloudWatch}}
+{{- if .Error}}
+<p class="missed" id="cloudwatch-error">No server-side figures: {{.Error}}</p>
+{{- else}}
+<p>Server side: mce's own figures of each variant (namespace AWS/SageMaker), read from its CloudWatch API at {{.URL}} after the run, over {{time .Start}} to {{time .End}} (one period of {{.PeriodS}} s; these whole minutes may hold calls made just before or after the run). Client side: the latency this tool measured of the successful calls each variant answered (InvokedProductionVariant), from their intended send time.</p>
+{{- end}}
+{{- end}}
+<table id="variants">
+<tr><th class="l" rowspan="2">variant</th><th colspan="3">client side (this tool)</th>{{if .R.CloudWatch}}<th colspan="9">server side (mce's CloudWatch API)</th>{{end}}</tr>
+<tr><th>answered</th><th>p50 ms</th><th>p99 ms</th>{{if .R.CloudWatch}}<th>Invocations</th><th>4XX errors</th><th>5XX errors</th><th>ModelLatency p50 ms</th><th>p99 ms</th><th>avg ms</th><th>OverheadLatency p50 ms</th><th>p99 ms</th><th>avg ms</th>{{end}}</tr>
+{{- range .R.Variants}}
+<tr><td class="l">{{.Variant}}</td><td>{{.Answered}}</td>{{with .Latency}}<td>{{ms .P50}}</td><td>{{ms .P99}}</td>{{else}}<td></td><td></td>{{end}}
+{{- if $.R.CloudWatch}}{{with .Mce}}<td>{{printf "%.0f" .Invocations}}</td><td>{{printf "%.0f" .Errors4XX}}</td><td>{{printf "%.0f" .Errors5XX}}</td>
+{{- with .ModelLatency}}<td>{{ms .P50}}</td><td>{{ms .P99}}</td><td>{{ms .Mean}}</td>{{else}}<td></td><td></td><td></td>{{end}}
+{{- with .OverheadLatency}}<td>{{ms .P50}}</td><td>{{ms .P99}}</td><td>{{ms .Mean}}</td>{{else}}<td></td><td></td><td></td>{{end}}
+{{- else}}<td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td><td></td>{{end}}{{end}}</tr>
+{{- end}}
+</table>
+{{- end}}
 <h2>Charts</h2>
 {{- range .Charts}}
 <figure id="chart-{{.Name}}" class="chart">

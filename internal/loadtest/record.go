@@ -67,12 +67,22 @@ type result struct {
 	ttfb     time.Duration // from sent; 0 when not streaming
 	code     string        // "" for success
 	message  string        // the error's text, kept for the first of each code
+	variant  string        // the variant that answered, "" when unknown
 }
 
 // maxCodes bounds the distinct error codes kept: codes come from the
 // endpoint (a ModelStreamError's code is the container's), so past this
 // they are counted as "Other".
 const maxCodes = 100
+
+// maxVariants bounds the variants kept apart (SageMaker allows 10
+// production variants an endpoint): the names come from the endpoint, so
+// past this their calls are counted under OtherVariants.
+const maxVariants = 20
+
+// OtherVariants is the name under which calls answered by variants past
+// the first 20 are counted.
+const OtherVariants = "(other)"
 
 // stageAcc accumulates one stage.
 type stageAcc struct {
@@ -109,6 +119,8 @@ type recorder struct {
 	cold, warm *hdrhistogram.Histogram
 	seen       map[string]bool
 
+	variants map[string]*hdrhistogram.Histogram // latency of successful calls by the variant that answered
+
 	// the second being filled, reset when it closes
 	cur      int
 	curStage int
@@ -119,7 +131,8 @@ type recorder struct {
 }
 
 func newRecorder(start time.Time, stages int, maxSeconds int) *recorder {
-	r := &recorder{start: start, cold: newHist(), warm: newHist(), seen: map[string]bool{}, samples: map[string]string{}, curAcc: newStageAcc(), maxSecs: maxSeconds}
+	r := &recorder{start: start, cold: newHist(), warm: newHist(), seen: map[string]bool{}, samples: map[string]string{}, curAcc: newStageAcc(), maxSecs: maxSeconds,
+		variants: map[string]*hdrhistogram.Histogram{}}
 	for range stages {
 		r.stages = append(r.stages, newStageAcc())
 	}
@@ -169,6 +182,19 @@ func (r *recorder) add(res result) {
 		}
 	}
 	recordDur(r.stages[res.stage].lag, res.sent.Sub(res.intended))
+	if res.code == "" && res.variant != "" {
+		h := r.variants[res.variant]
+		if h == nil {
+			if len(r.variants) >= maxVariants {
+				res.variant = OtherVariants
+			}
+			if h = r.variants[res.variant]; h == nil {
+				h = newHist()
+				r.variants[res.variant] = h
+			}
+		}
+		recordDur(h, lat)
+	}
 	if res.code == "" && res.model != "" {
 		if !r.seen[res.model] {
 			r.seen[res.model] = true
@@ -222,6 +248,28 @@ func (r *recorder) finish(now time.Time) []Second {
 		}
 	}
 	return r.seconds
+}
+
+// variantReports returns the client-side figures of each variant that
+// answered, by name.
+func (r *recorder) variantReports() []VariantReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []VariantReport
+	for _, name := range sortedKeys(r.variants) {
+		l := summarise(r.variants[name])
+		out = append(out, VariantReport{Variant: name, Answered: l.Count, Latency: &l})
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func sortedCodes(m map[string]int64) []string {

@@ -32,7 +32,14 @@ type Report struct {
 	Generator    Generator         `json:"generator"`
 	Seconds      []Second          `json:"seconds"`
 	Metrics      *Metrics          `json:"mce_metrics,omitempty"`
-	Plan         *Plan             `json:"plan"`
+	// Variants are the endpoint's variants that answered calls of the run
+	// (client side) and, against mce, mce's own figures of each, read from
+	// its CloudWatch API after the run (server side).
+	Variants []VariantReport `json:"variants,omitempty"`
+	// CloudWatch says where and over which minutes mce's figures were
+	// read, or why they are missing; nil when they were not asked for.
+	CloudWatch *CloudWatchReport `json:"mce_cloudwatch,omitempty"`
+	Plan       *Plan             `json:"plan"`
 }
 
 // StageReport is one stage's figures. Latency counts from the intended send
@@ -386,6 +393,7 @@ func (rep *Report) Summary(w io.Writer) {
 	if a.MostModelsResident != nil && (*a.MostModelsResident > 0 || rep.Plan.Traffic.Models > 0) {
 		fmt.Fprintf(w, "most models resident: %.0f\n", *a.MostModelsResident)
 	}
+	rep.variantsSummary(w)
 	g := rep.Generator
 	fmt.Fprintf(w, "generator: %.2f of %d cores (user %.0f ms, system %.0f ms), at most %d calls in flight\n", g.CPUCores, g.GOMAXPROCS, g.CPUUserMS, g.CPUSystemMS, g.PeakInFlight)
 	for _, n := range g.Notes {
@@ -393,6 +401,80 @@ func (rep *Report) Summary(w io.Writer) {
 	}
 	if rep.StopReason != "" {
 		fmt.Fprintf(w, "stopped: %s\n", rep.StopReason)
+	}
+}
+
+// ShowVariants says whether the report has per-variant figures worth a
+// table: mce's were asked for, or more than one variant answered.
+func (rep *Report) ShowVariants() bool {
+	return rep.CloudWatch != nil || len(rep.Variants) > 1
+}
+
+// Minutes words the window of mce's figures, e.g.
+// "10:04–10:06 UTC" (whole minutes, the end excluded).
+func (c *CloudWatchReport) Minutes() string {
+	layout := "15:04"
+	if c.Start.UTC().YearDay() != c.End.UTC().YearDay() || c.Start.UTC().Year() != c.End.UTC().Year() {
+		layout = "2006-01-02 15:04"
+	}
+	return c.Start.UTC().Format(layout) + "–" + c.End.UTC().Format(layout) + " UTC"
+}
+
+// variantsSummary writes the per-variant table: this tool's figures of the
+// calls each variant answered beside mce's own, server-side ones.
+func (rep *Report) variantsSummary(w io.Writer) {
+	if !rep.ShowVariants() {
+		return
+	}
+	cw := rep.CloudWatch
+	switch {
+	case cw == nil:
+		fmt.Fprintln(w, "per variant, latencies in ms (client side: the calls each variant answered, as this tool measured them):")
+	case cw.Error != "":
+		fmt.Fprintf(w, "per variant: no server-side figures: %s\n", cw.Error)
+	default:
+		fmt.Fprintln(w, "per variant, latencies in ms; answered, client p50/p99: this tool's figures of the calls each variant answered;")
+		fmt.Fprintf(w, "invocations to ovhd avg: mce's own server-side figures, from its CloudWatch API over %s:\n", cw.Minutes())
+	}
+	if len(rep.Variants) == 0 {
+		if cw != nil && cw.Error == "" {
+			fmt.Fprintf(w, "  mce's CloudWatch API has no Invocations of %s in those minutes\n", rep.Endpoint)
+		}
+		return
+	}
+	client := "%-14s %9v %10s %10s"
+	server := " %11s %6s %6s %9s %9s %9s %9s %9s %9s"
+	format := client
+	if cw != nil {
+		format += server
+	}
+	format += "\n"
+	head := []any{"variant", "answered", "client p50", "client p99"}
+	if cw != nil {
+		head = append(head, "invocations", "4xx", "5xx", "model p50", "model p99", "model avg", "ovhd p50", "ovhd p99", "ovhd avg")
+	}
+	fmt.Fprintf(w, format, head...)
+	ms := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	for _, v := range rep.Variants {
+		cells := []any{trunc(v.Variant, 14), v.Answered, "-", "-"}
+		if v.Latency != nil && v.Latency.Count > 0 {
+			cells[2], cells[3] = ms(v.Latency.P50), ms(v.Latency.P99)
+		}
+		if cw != nil {
+			lat := func(l *ServerLatency) []any {
+				if l == nil {
+					return []any{"-", "-", "-"}
+				}
+				return []any{ms(l.P50), ms(l.P99), ms(l.Mean)}
+			}
+			if m := v.Mce; m != nil {
+				cells = append(cells, fmt.Sprintf("%.0f", m.Invocations), fmt.Sprintf("%.0f", m.Errors4XX), fmt.Sprintf("%.0f", m.Errors5XX))
+				cells = append(append(cells, lat(m.ModelLatency)...), lat(m.OverheadLatency)...)
+			} else {
+				cells = append(append(append(cells, "-", "-", "-"), lat(nil)...), lat(nil)...)
+			}
+		}
+		fmt.Fprintf(w, format, cells...)
 	}
 }
 

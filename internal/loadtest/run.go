@@ -28,6 +28,9 @@ type Outcome struct {
 	Message string
 	// TTFB is the time from the send to the first part of a streamed answer.
 	TTFB time.Duration
+	// Variant is the production variant that answered a successful call
+	// (InvokedProductionVariant), "" when the endpoint did not say.
+	Variant string
 }
 
 // Invoker sends one request and waits for its whole answer. It must be safe
@@ -54,6 +57,9 @@ type Options struct {
 	ProgressTTY bool
 	// Scraper, when set, scrapes the endpoint's metrics during the run.
 	Scraper *Scraper
+	// CloudWatch, when set, is asked after the run for mce's server-side
+	// figures of each variant of the endpoint over the run's minutes.
+	CloudWatch *CloudWatch
 }
 
 // Run executes a validated plan and returns its report. It returns early,
@@ -151,7 +157,13 @@ func (r *runner) run(ctx context.Context) *Report {
 	if r.o.Scraper != nil {
 		rep.Metrics = r.o.Scraper.Stop()
 	}
+	rep.Variants = r.rec.variantReports()
 	rep.answer()
+	if r.o.CloudWatch != nil {
+		// after Ctrl-C too: a partial report keeps mce's figures of the
+		// calls it made, within the CloudWatch time limit
+		r.o.CloudWatch.fill(context.WithoutCancel(ctx), rep)
+	}
 	return rep
 }
 
@@ -444,7 +456,7 @@ func (r *runner) send(stage int, model string, body []byte, intended time.Time) 
 		// not a timeout
 		out.Code = "Timeout"
 	}
-	r.rec.add(result{stage: stage, model: model, intended: intended, sent: sent, done: done, ttfb: out.TTFB, code: out.Code, message: out.Message})
+	r.rec.add(result{stage: stage, model: model, intended: intended, sent: sent, done: done, ttfb: out.TTFB, code: out.Code, message: out.Message, variant: out.Variant})
 }
 
 // progress writes a line a second until stop closes.

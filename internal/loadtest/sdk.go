@@ -48,13 +48,17 @@ func (s *SDK) Invoke(ctx context.Context, c Call) Outcome {
 	if q.Stream {
 		return s.stream(ctx, c)
 	}
-	_, err := s.Client.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
+	out, err := s.Client.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{
 		EndpointName: aws.String(s.Endpoint), Body: c.Body, TargetModel: optional(c.Model),
 		ContentType: optional(q.ContentType), Accept: optional(q.Accept), CustomAttributes: optional(q.CustomAttributes),
 		TargetContainerHostname: optional(q.TargetContainer), TargetVariant: optional(q.TargetVariant),
 		InferenceComponentName: optional(q.InferenceComponent),
 	})
-	return outcome(ctx, err)
+	o := outcome(ctx, err)
+	if err == nil {
+		o.Variant = aws.ToString(out.InvokedProductionVariant)
+	}
+	return o
 }
 
 func outcome(ctx context.Context, err error) Outcome {
@@ -92,14 +96,14 @@ func (s *SDK) stream(ctx context.Context, c Call) Outcome {
 	}
 	es := out.GetStream()
 	defer es.Close()
-	var o Outcome
+	o := Outcome{Variant: aws.ToString(out.InvokedProductionVariant)}
 	for ev := range es.Events() {
 		if p, ok := ev.(*types.ResponseStreamMemberPayloadPart); ok && o.TTFB == 0 && len(p.Value.Bytes) > 0 {
 			o.TTFB = max(time.Since(start), time.Microsecond)
 		}
 	}
 	if err := es.Err(); err != nil {
-		o.Code, o.Message = ErrorCode(ctx, err), err.Error()
+		o.Code, o.Message, o.Variant = ErrorCode(ctx, err), err.Error(), ""
 	}
 	return o
 }
