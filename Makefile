@@ -72,7 +72,10 @@ fmt-check:
 quick:
 	$(GO) test -short -count=1 ./...
 
-unit: build images models framework-images framework-models versitygw   # build: the README snippet test (internal/docsnippets) runs bin/mce
+# build: the README snippet test (internal/docsnippets) runs bin/mce; kube-image: mce's own image, which compose/README.md's
+# snippet builds too — built here, before the tests run in parallel, so the snippet finds it made and its 300 s wait for
+# the endpoints is not spent compiling mce beside the race-enabled tests (a fresh clone's CI timed out so)
+unit: build images kube-image models framework-images framework-models versitygw
 	$(GO) test $(TESTFLAGS) ./...
 
 e2e: deps build images models framework-images
