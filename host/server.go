@@ -213,14 +213,10 @@ func New(cfg Config) *Server {
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
 		b.SetMultiModelObserver(s.metrics.MultiModelObserver)
 	}
+	var uc *metrics.UsageCollector
 	if src, ok := cfg.Backend.(containers.UsageSource); ok {
-		uc := metrics.NewUsageCollector(src)
+		uc = metrics.NewUsageCollector(src)
 		s.metrics.Registry().MustRegister(uc)
-		every := cfg.UsageInterval
-		if every <= 0 {
-			every = metrics.DefaultUsageInterval
-		}
-		s.bg.Go(func() { uc.Run(s.ctx, every) })
 	}
 	s.metrics.Registry().MustRegister(metrics.NewStateCollector(metricsState(s)), metrics.NewBuildInfo(cfg.Version), metrics.NewComponentCollector(s.ics.Gauges))
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
@@ -234,6 +230,16 @@ func New(cfg Config) *Server {
 	})})
 	s.async = newAsyncQueue(s)
 	s.published = newPublisher(s) // after every source it samples
+	if uc != nil {
+		if s.published != nil {
+			uc.Also(s.published.ObserveUsage) // one read of the engine's usage for both
+		}
+		every := cfg.UsageInterval
+		if every <= 0 {
+			every = metrics.DefaultUsageInterval
+		}
+		s.bg.Go(func() { uc.Run(s.ctx, every) })
+	}
 
 	e := echo.New()
 	e.HideBanner = true

@@ -21,7 +21,15 @@ type UsageCollector struct {
 	cpu, mem, disk, gpu, gpuMem *prometheus.Desc
 	mu                          sync.Mutex
 	cached                      []prometheus.Metric // the last sample
+	// also is told each sample's figures (Also): the one read of the
+	// engine's usage feeds every consumer.
+	also func([]containers.Usage)
 }
+
+// Also hands each sample's figures to fn as well (SageMaker's CloudWatch
+// metrics), so that the engine is asked once per interval whoever reads
+// them. Call it before Run.
+func (c *UsageCollector) Also(fn func([]containers.Usage)) { c.also = fn }
 
 // DefaultUsageInterval is how often the engine's usage figures are sampled
 // (the default of host's Config.UsageInterval): CloudWatch's own period for these
@@ -97,7 +105,11 @@ func (c *UsageCollector) sample(ctx context.Context) []prometheus.Metric {
 	}
 	per := map[key]*acc{}
 	variants := map[[2]string]map[int]bool{}
-	for _, u := range c.src.Usage(ctx) {
+	us := c.src.Usage(ctx)
+	if c.also != nil {
+		c.also(us)
+	}
+	for _, u := range us {
 		k := key{u.Endpoint, u.Variant, u.Container}
 		a := per[k]
 		if a == nil {

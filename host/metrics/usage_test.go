@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -55,5 +56,20 @@ mce_gpu_utilization_ratio{endpoint="e",variant="v"} 1
 	uc.Refresh(context.Background())
 	if err := testutil.CollectAndCompare(uc, strings.NewReader(want)); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestUsageAlsoSeesEachSample: the consumer given to Also gets the very
+// figures of each sample, so SageMaker's CloudWatch metrics need no read of
+// the engine of their own.
+func TestUsageAlsoSeesEachSample(t *testing.T) {
+	uc := NewUsageCollector(usageStub{})
+	var got [][]containers.Usage
+	uc.Also(func(us []containers.Usage) { got = append(got, us) })
+	uc.Refresh(context.Background())
+	uc.Refresh(context.Background())
+	want := usageStub{}.Usage(context.Background())
+	if len(got) != 2 || !reflect.DeepEqual(got[0], want) || !reflect.DeepEqual(got[1], want) {
+		t.Fatalf("Also was told %v, want the stub's figures twice: %v", got, want)
 	}
 }

@@ -71,7 +71,9 @@ type Sources struct {
 	Components func() []ComponentLoad
 	// Backlogs lists the asynchronous endpoints' queues.
 	Backlogs func() []Backlog
-	// Usage is the engine's resource use, when it reports it.
+	// Usage is the engine's resource use, when it reports it: its disk
+	// and GPU figures are read here; the containers' own figures come in
+	// through ObserveUsage, from the sample host's metrics take anyway.
 	Usage containers.UsageSource
 }
 
@@ -81,9 +83,9 @@ type Options struct {
 	Service *cloudwatch.Service
 	// Sources feed the gauges.
 	Sources Sources
-	// UtilizationEvery is how often resource use and the backlogs are
-	// sampled. Default 10 s (each sample is a datapoint of its minute).
-	UtilizationEvery time.Duration
+	// BacklogEvery is how often the asynchronous backlogs are sampled.
+	// Default 10 s (each sample is a datapoint of its minute).
+	BacklogEvery time.Duration
 	// ConcurrencyEvery is how often the calls in flight are sampled
 	// (ConcurrentRequestsPerModel, ConcurrentRequestsPerCopy, published at
 	// SageMaker's high resolution of 10 s). Default 1 s.
@@ -115,8 +117,8 @@ func New(o Options) (*Publisher, error) {
 	if o.Service == nil {
 		return nil, errors.New("sagemakermetrics: Options.Service is required")
 	}
-	if o.UtilizationEvery <= 0 {
-		o.UtilizationEvery = 10 * time.Second
+	if o.BacklogEvery <= 0 {
+		o.BacklogEvery = 10 * time.Second
 	}
 	if o.ConcurrencyEvery <= 0 {
 		o.ConcurrencyEvery = time.Second
@@ -129,7 +131,7 @@ func New(o Options) (*Publisher, error) {
 		mmeCounts: map[[2]string]map[string]*atomic.Int64{}}
 	p.stops = append(p.stops,
 		o.Service.AddSampler(o.ConcurrencyEvery, func(context.Context) { p.sampleConcurrency(p.now()) }),
-		o.Service.AddSampler(o.UtilizationEvery, func(ctx context.Context) { p.sampleUtilization(ctx, p.now()) }),
+		o.Service.AddSampler(o.BacklogEvery, func(context.Context) { p.sampleBacklogs(p.now()) }),
 		o.Service.AddSampler(time.Minute, func(context.Context) { p.sampleLoadedModels(p.now()) }),
 	)
 	return p, nil

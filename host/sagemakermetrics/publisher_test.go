@@ -41,7 +41,7 @@ func open(t testing.TB, c *clock, src Sources, mod func(*cloudwatch.Options)) (*
 		t.Fatal(err)
 	}
 	// The samplers tick on the wall clock; the tests call them by hand.
-	p, err := New(Options{Service: svc, Sources: src, Now: c.Now, UtilizationEvery: time.Hour, ConcurrencyEvery: time.Hour})
+	p, err := New(Options{Service: svc, Sources: src, Now: c.Now, BacklogEvery: time.Hour, ConcurrencyEvery: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,8 @@ func TestUtilizationAndBacklog(t *testing.T) {
 			return []Backlog{{Endpoint: "async", Size: 6, Instances: 2, Oldest: 90 * time.Second}, {Endpoint: "starved", Size: 1}}
 		},
 	}, nil)
-	p.sampleUtilization(context.Background(), c.Now())
+	p.sampleBacklogs(c.Now())
+	p.ObserveUsage(u.us)
 	d := vdims("ep", "A")
 	for _, tc := range []struct {
 		ns, metric, stat string

@@ -1,7 +1,6 @@
 package sagemakermetrics
 
 import (
-	"context"
 	"runtime"
 	"time"
 
@@ -78,13 +77,19 @@ func (p *Publisher) sampleLoadedModels(now time.Time) {
 	}
 }
 
-// sampleUtilization publishes resource use and the asynchronous backlog.
-func (p *Publisher) sampleUtilization(ctx context.Context, now time.Time) {
+// sampleBacklogs publishes the asynchronous backlog.
+func (p *Publisher) sampleBacklogs(now time.Time) {
 	if p.src.Backlogs != nil {
 		for _, b := range p.src.Backlogs() {
 			p.observeBacklog(b, now)
 		}
 	}
+}
+
+// ObserveUsage publishes one sample of the containers' resource use (the
+// one host/metrics' UsageCollector takes: the engine is asked once), with
+// the disk and GPU figures of Sources.Usage.
+func (p *Publisher) ObserveUsage(us []containers.Usage) {
 	if p.src.Usage == nil {
 		return
 	}
@@ -95,7 +100,7 @@ func (p *Publisher) sampleUtilization(ctx context.Context, now time.Time) {
 			comps[[3]string{c.Endpoint, c.Variant, c.Component}] = c
 		}
 	}
-	p.observeUsage(p.src.Usage.Usage(ctx), comps, p.src.Usage, now)
+	p.observeUsage(us, comps, p.src.Usage, p.now())
 }
 
 func (p *Publisher) observeBacklog(b Backlog, now time.Time) {
