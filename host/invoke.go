@@ -185,17 +185,15 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if route == nil {
 		return refuse(apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 	}
-	route, adapter, api := s.componentRoute(e, route, h) // inference components (components.Manager.Route)
+	route, component, isAdapter, api := s.componentRoute(e, route, h) // inference components (components.Manager.Route)
 	if api != nil {
 		return refuse(api)
 	}
-	var component string
-	if name := header(h, hdrInferenceComp); name != "" {
-		if c := s.ics.Get(name); c != nil {
-			component = c.Name()
-		}
+	adm := admission{e: e, route: route, rb: rb, component: component}
+	if isAdapter {
+		adm.adapter = component
 	}
-	return admission{e: e, route: route, rb: rb, adapter: adapter, component: component}, nil
+	return adm, nil
 }
 
 // pipelineRequest is the container call that an invocation's headers and
@@ -248,23 +246,23 @@ var componentHeaderRe = regexp.MustCompile(`^[a-zA-Z0-9]([\-a-zA-Z0-9]*[a-zA-Z0-
 
 // componentRoute is the route an invocation of e takes: e's own, or for an
 // endpoint that hosts inference components, the named component's
-// (components.Manager.Route); and the adapter component the call names,
-// if it names one.
-func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Header) (*pipeline.Route, string, *apierr.Error) {
+// (components.Manager.Route), with that component's own name and whether
+// it is an adapter.
+func (s *Server) componentRoute(e *Endpoint, route *pipeline.Route, h http.Header) (r *pipeline.Route, component string, adapter bool, api *apierr.Error) {
 	name := header(h, hdrInferenceComp)
 	if !e.record().Plan.HostsComponents() {
 		if name != "" {
-			return nil, "", apierr.Validation("Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components. Please remove the Inference Component Name header and try again.")
+			return nil, "", false, apierr.Validation("Inference Component Name header is not allowed for endpoints to which you dont plan to deploy inference components. Please remove the Inference Component Name header and try again.")
 		}
-		return route, "", nil
+		return route, "", false, nil
 	}
 	if name == "" {
 		api := apierr.Validation("Inference Component Name header is required for endpoints to which you plan to deploy inference components. Please include Inference Component Name header or consider using SageMaker models.")
 		api.ErrorCode = "INFERENCE_COMPONENT_NAME_MISSING" // as SageMaker's body carries it
-		return nil, "", api
+		return nil, "", false, api
 	}
 	if len(name) > 63 || !componentHeaderRe.MatchString(name) {
-		return nil, "", apierr.Validation("1 validation error detected: Value '%s' at 'inferenceComponentName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$", name)
+		return nil, "", false, apierr.Validation("1 validation error detected: Value '%s' at 'inferenceComponentName' failed to satisfy constraint: Member must satisfy regular expression pattern: ^[a-zA-Z0-9]([\\-a-zA-Z0-9]*[a-zA-Z0-9])?$", name)
 	}
 	return s.ics.Route(e.name, name)
 }

@@ -90,7 +90,7 @@ func TestRoutingStrategy(t *testing.T) {
 		t.Run(c.endpoint, func(t *testing.T) {
 			route := h.srv.reg.get(c.endpoint).route.Load()
 			if c.component != "" {
-				route, _, _ = h.srv.ics.Route(c.endpoint, c.component)
+				route, _, _, _ = h.srv.ics.Route(c.endpoint, c.component)
 			}
 			v := route.Variants()[0]
 			if v.Strategy() != c.want {
