@@ -21,8 +21,17 @@ type metric struct {
 	resolution            cloudwatch.Resolution
 }
 
+// catalogue is every metric below, in the order declared: def adds each
+// as its variable is initialized, so the list cannot miss one.
+var catalogue []metric
+
+func def(m metric) metric {
+	catalogue = append(catalogue, m)
+	return m
+}
+
 func inv(name, unit string) metric {
-	return metric{NamespaceInvocations, name, unit, cloudwatch.Standard}
+	return def(metric{NamespaceInvocations, name, unit, cloudwatch.Standard})
 }
 
 var (
@@ -35,8 +44,8 @@ var (
 	mModelLatency           = inv("ModelLatency", "Microseconds")
 	mOverheadLatency        = inv("OverheadLatency", "Microseconds")
 	// Calls in flight, at SageMaker's high resolution.
-	mConcurrentPerModel = metric{NamespaceInvocations, "ConcurrentRequestsPerModel", "None", cloudwatch.HighResolution}
-	mConcurrentPerCopy  = metric{NamespaceInvocations, "ConcurrentRequestsPerCopy", "None", cloudwatch.HighResolution}
+	mConcurrentPerModel = def(metric{NamespaceInvocations, "ConcurrentRequestsPerModel", "None", cloudwatch.HighResolution})
+	mConcurrentPerCopy  = def(metric{NamespaceInvocations, "ConcurrentRequestsPerCopy", "None", cloudwatch.HighResolution})
 	// Multi-model endpoints, per endpoint and variant.
 	mModelLoadingWaitTime = inv("ModelLoadingWaitTime", "Microseconds")
 	mModelLoadingTime     = inv("ModelLoadingTime", "Microseconds")
@@ -50,29 +59,25 @@ var (
 	mOldestRequestAge       = inv("ApproximateAgeOfOldestRequest", "Seconds")
 	mBacklogNoCapacity      = inv("HasBacklogWithoutCapacity", "None")
 	// Resource use, per endpoint and variant.
-	mCPU       = metric{NamespaceEndpoints, "CPUUtilization", "Percent", cloudwatch.Standard}
-	mMemory    = metric{NamespaceEndpoints, "MemoryUtilization", "Percent", cloudwatch.Standard}
-	mGPU       = metric{NamespaceEndpoints, "GPUUtilization", "Percent", cloudwatch.Standard}
-	mGPUMemory = metric{NamespaceEndpoints, "GPUMemoryUtilization", "Percent", cloudwatch.Standard}
-	mDisk      = metric{NamespaceEndpoints, "DiskUtilization", "Percent", cloudwatch.Standard}
+	mCPU       = def(metric{NamespaceEndpoints, "CPUUtilization", "Percent", cloudwatch.Standard})
+	mMemory    = def(metric{NamespaceEndpoints, "MemoryUtilization", "Percent", cloudwatch.Standard})
+	mGPU       = def(metric{NamespaceEndpoints, "GPUUtilization", "Percent", cloudwatch.Standard})
+	mGPUMemory = def(metric{NamespaceEndpoints, "GPUMemoryUtilization", "Percent", cloudwatch.Standard})
+	mDisk      = def(metric{NamespaceEndpoints, "DiskUtilization", "Percent", cloudwatch.Standard})
 	// Resource use of an inference component's copies against what each
 	// copy reserved.
-	mCPUNormalized       = metric{NamespaceComponents, "CPUUtilizationNormalized", "Percent", cloudwatch.Standard}
-	mMemoryNormalized    = metric{NamespaceComponents, "MemoryUtilizationNormalized", "Percent", cloudwatch.Standard}
-	mGPUNormalized       = metric{NamespaceComponents, "GPUUtilizationNormalized", "Percent", cloudwatch.Standard}
-	mGPUMemoryNormalized = metric{NamespaceComponents, "GPUMemoryUtilizationNormalized", "Percent", cloudwatch.Standard}
+	mCPUNormalized       = def(metric{NamespaceComponents, "CPUUtilizationNormalized", "Percent", cloudwatch.Standard})
+	mMemoryNormalized    = def(metric{NamespaceComponents, "MemoryUtilizationNormalized", "Percent", cloudwatch.Standard})
+	mGPUNormalized       = def(metric{NamespaceComponents, "GPUUtilizationNormalized", "Percent", cloudwatch.Standard})
+	mGPUMemoryNormalized = def(metric{NamespaceComponents, "GPUMemoryUtilizationNormalized", "Percent", cloudwatch.Standard})
 )
 
 // Catalogue lists every metric the Publisher writes, for the docs' table
 // and the tests that hold the two together.
 func Catalogue() []struct{ Namespace, Name, Unit string } {
-	var out []struct{ Namespace, Name, Unit string }
-	for _, m := range []metric{mInvocations, mInvocationsPerInstance, mInvocation4XX, mInvocation5XX, mModelErrors,
-		mModelLatency, mOverheadLatency, mConcurrentPerModel, mConcurrentPerCopy, mModelLoadingWaitTime,
-		mModelLoadingTime, mModelUnloadingTime, mModelDownloadingTime, mModelCacheHit, mLoadedModelCount,
-		mBacklogSize, mBacklogSizePerInstance, mOldestRequestAge, mBacklogNoCapacity, mCPU, mMemory, mGPU,
-		mGPUMemory, mDisk, mCPUNormalized, mMemoryNormalized, mGPUNormalized, mGPUMemoryNormalized} {
-		out = append(out, struct{ Namespace, Name, Unit string }{m.namespace, m.name, m.unit})
+	out := make([]struct{ Namespace, Name, Unit string }, len(catalogue))
+	for i, m := range catalogue {
+		out[i] = struct{ Namespace, Name, Unit string }{m.namespace, m.name, m.unit}
 	}
 	return out
 }

@@ -256,6 +256,9 @@ func TestPruneForgetsGoneVariants(t *testing.T) {
 // catalogue of docs/cloudwatch-metrics.md, with its namespace and unit.
 func TestCatalogueIsDocumented(t *testing.T) {
 	doc := readDoc(t)
+	if n := len(Catalogue()); n != 28 {
+		t.Fatalf("the catalogue lists %d metrics, want the 28 declared", n)
+	}
 	for _, m := range Catalogue() {
 		row := fmt.Sprintf("| `%s` | `%s` |", m.Namespace, m.Name)
 		i := indexOf(doc, row)
