@@ -13,7 +13,6 @@ import (
 	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/sagemakermetrics"
-	"github.com/mce-run/mce/internal/wire"
 )
 
 // CloudWatch's front: the metrics API's calls (an X-Amz-Target of
@@ -59,15 +58,12 @@ func serveCloudWatch(s *Server, c echo.Context) error {
 	}
 	defer rb.release()
 	body := rb.bytes()
-	if r.Header.Get(wire.HeaderAmzTarget) == "" && r.URL.Path == "/" && !cloudwatch.IsRequest(r, body) {
-		// A form that is not CloudWatch's (another query-protocol service).
-		return refuse(&apierr.Error{Status: http.StatusBadRequest, Code: "InvalidAction",
-			Message: "mce serves the query protocol for CloudWatch (Version 2010-08-01) only."})
-	}
 	p, api := s.gate.authenticate(r, body)
 	if api != nil {
 		return refuse(api)
 	}
+	// A form of another query-protocol service (another Version) is
+	// refused by the Service itself, which parses the form once.
 	svc.ServeAuthorized(w, r, body, func(ctx context.Context, r *http.Request, action string) error {
 		if api := s.gate.decide(ctx, r, p, action, "*", nil); api != nil {
 			return errors.New(api.Message) // answered as AccessDenied (403) with this message

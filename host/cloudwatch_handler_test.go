@@ -3,8 +3,11 @@ package host
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +168,22 @@ Credentials:
 	wrong := h.cloudWatch(credentials.NewStaticCredentialsProvider("AKIAREADER000EXAMPLE", "not-the-secret", ""))
 	if _, err := wrong.ListMetrics(ctx, &cloudwatch.ListMetricsInput{}); !errors.As(err, &ae) || ae.ErrorCode() != "SignatureDoesNotMatch" {
 		t.Fatalf("a bad signature: %v, want SignatureDoesNotMatch", err)
+	}
+}
+
+// TestCloudWatchRefusesOtherQueryServices: a form on POST / is taken as
+// CloudWatch's query protocol, and one of another service (STS's Version)
+// is refused with InvalidAction in the query protocol's XML, not served.
+func TestCloudWatchRefusesOtherQueryServices(t *testing.T) {
+	h := newHarness(t, Config{CloudWatch: openCloudWatch(t)})
+	resp, err := h.http.Client().Post(h.http.URL+"/", "application/x-www-form-urlencoded",
+		strings.NewReader("Action=GetCallerIdentity&Version=2011-06-15"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "<Code>InvalidAction</Code>") {
+		t.Fatalf("%d %s, want 400 with InvalidAction in an ErrorResponse", resp.StatusCode, b)
 	}
 }
