@@ -328,13 +328,6 @@ func (p *Publisher) Forget(endpoint string) {
 	}
 }
 
-// ForgetComponent drops an inference component's handles.
-func (p *Publisher) ForgetComponent(name string) {
-	p.mu.Lock()
-	delete(p.components, name)
-	p.mu.Unlock()
-}
-
 // MultiModelObserver returns the multi-model observer of one container of
 // a variant: ModelLoadingWaitTime, ModelLoadingTime, ModelUnloadingTime,
 // ModelDownloadingTime (microseconds), ModelCacheHit (1 or 0 a call) and
@@ -353,16 +346,19 @@ func (p *Publisher) MultiModelObserver(endpoint, variant, container string) mme.
 		m[container] = n
 	}
 	p.mu.Unlock()
-	return &mmeObserver{p: p, endpoint: endpoint, variant: variant, loaded: n}
+	// The handles are resolved once here: ModelCacheHit comes on every
+	// call. They stay valid when the publisher's map lets them go.
+	return &mmeObserver{p: p, endpoint: endpoint, variant: variant, loaded: n, vs: p.variant(endpoint, variant)}
 }
 
 type mmeObserver struct {
 	p                 *Publisher
 	endpoint, variant string
 	loaded            *atomic.Int64
+	vs                *variantSeries
 }
 
-func (o *mmeObserver) v() *variantSeries { return o.p.variant(o.endpoint, o.variant) }
+func (o *mmeObserver) v() *variantSeries { return o.vs }
 
 func (o *mmeObserver) ModelLoadingWaitTime(d time.Duration) {
 	o.v().mmeWait.ObserveAt(o.p.now(), micros(d))
