@@ -6,7 +6,7 @@
 // boto3 and aws CLI) — decoded to the same typed inputs and answered, errors
 // included, in each protocol's own shape; and a recorder (Series with
 // ObserveAt/Observe, AddSampler for gauges) that the invocation path feeds.
-// Host calls Serve with the body it read (after IsRequest, authentication
+// Host calls Serve with the body it read (after MayBeRequest, authentication
 // and with Options.Authorize for the decision), WriteError for its own
 // refusals of a CloudWatch call, and Statistics to read figures in Go.
 //
@@ -23,7 +23,7 @@
 // service "monitoring", before it calls Serve), the decision itself
 // (Options.Authorize is host's; this package only names the action,
 // cloudwatch:<Operation> on "*"), routing (host tells CloudWatch's requests
-// with IsRequest), anything of SageMaker (which metrics exist, their
+// with MayBeRequest), anything of SageMaker (which metrics exist, their
 // names, dimensions and units are the caller's: it records what it is told,
 // within CloudWatch's bounds on names), and any file outside Options.Dir.
 // CloudWatch Logs (Logs_20140328.*) is a different service and not here.

@@ -70,7 +70,7 @@ func (p protocol) String() string {
 // detect tells a CloudWatch request by its headers and path alone: it
 // never reads the body. The query protocol, whose operation is in the body,
 // is told by the shape of the request (POST / of a form with no
-// X-Amz-Target); IsRequest checks its Action and Version too.
+// X-Amz-Target); Serve checks its Action and Version.
 func detect(r *http.Request) (protocol, string) {
 	if r.Method != http.MethodPost {
 		return protoNone, ""
@@ -96,7 +96,7 @@ func detect(r *http.Request) (protocol, string) {
 // MayBeRequest tells from r's headers and path alone whether it is
 // CloudWatch's, for a router that has not read the body: an X-Amz-Target of
 // CloudWatch, the RPC v2 CBOR path, or a POST / form without a target (the
-// query protocol, whose Version IsRequest checks once the body is read).
+// query protocol, whose Version Serve checks once the body is read).
 func MayBeRequest(r *http.Request) bool {
 	p, _ := detect(r)
 	return p != protoNone
@@ -131,23 +131,6 @@ func QueryCode(code string) string {
 	return code
 }
 
-// IsRequest reports whether r (whose body host has read into body) is a
-// CloudWatch metrics call: an X-Amz-Target of GraniteServiceVersion20100801,
-// a path under /service/GraniteServiceVersion20100801/operation/, or a POST
-// / form whose Version is 2010-08-01 (CloudWatch's; IAM's and STS's
-// differ). body may be nil for the first two.
-func IsRequest(r *http.Request, body []byte) bool {
-	p, _ := detect(r)
-	switch p {
-	case protoJSON, protoCBOR:
-		return true
-	case protoQuery:
-		f, err := awsquery.Parse(body, awsquery.Limits{})
-		return err == nil && f.Version() == APIVersion
-	}
-	return false
-}
-
 // ServeHTTP reads the body (at most Options.MaxRequestBytes) and serves
 // it: for tests and a listener of its own. host, which has read and
 // authenticated the body already, calls Serve.
@@ -165,7 +148,7 @@ func (s *Service) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // authenticated). It authorizes the operation through Options.Authorize,
 // decodes the body once, runs the operation and writes the answer or the
 // error in the request's protocol. A request that is not CloudWatch's
-// (IsRequest false) is answered 404 in the JSON shape.
+// (MayBeRequest false) is answered 404 in the JSON shape.
 func (s *Service) Serve(w http.ResponseWriter, r *http.Request, body []byte) {
 	s.ServeAuthorized(w, r, body, s.authorize)
 }

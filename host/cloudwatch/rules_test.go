@@ -438,11 +438,12 @@ func between(s, a, b string) string {
 	return v
 }
 
-// TestIsRequest tells CloudWatch's calls from others without consuming the
-// body.
-func TestIsRequest(t *testing.T) {
-	mk := func(method, path string, hdr map[string]string) *http.Request {
-		r := httptest.NewRequest(method, path, nil)
+// TestMayBeRequest tells CloudWatch's calls from others by headers and
+// path alone; a form of another query-protocol service passes that test and
+// is refused by Serve with InvalidAction.
+func TestMayBeRequest(t *testing.T) {
+	mk := func(method, path string, hdr map[string]string, body string) *http.Request {
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
 		for k, v := range hdr {
 			r.Header.Set(k, v)
 		}
@@ -451,21 +452,25 @@ func TestIsRequest(t *testing.T) {
 	form := map[string]string{"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
 	for _, tc := range []struct {
 		r    *http.Request
-		body string
 		want bool
 	}{
-		{mk("POST", "/", map[string]string{"X-Amz-Target": "GraniteServiceVersion20100801.GetMetricData"}), "", true},
-		{mk("POST", "/", map[string]string{"X-Amz-Target": "SageMaker.ListEndpoints"}), "", false},
-		{mk("POST", "/", map[string]string{"X-Amz-Target": "Logs_20140328.FilterLogEvents"}), "", false},
-		{mk("POST", "/service/GraniteServiceVersion20100801/operation/ListMetrics", nil), "", true},
-		{mk("POST", "/service/Other/operation/ListMetrics", nil), "", false},
-		{mk("POST", "/", form), "Action=ListMetrics&Version=2010-08-01", true},
-		{mk("POST", "/", form), "Action=GetCallerIdentity&Version=2011-06-15", false},
-		{mk("POST", "/endpoints/ep/invocations", form), "Action=ListMetrics&Version=2010-08-01", false},
-		{mk("GET", "/", form), "Action=ListMetrics&Version=2010-08-01", false},
+		{mk("POST", "/", map[string]string{"X-Amz-Target": "GraniteServiceVersion20100801.GetMetricData"}, ""), true},
+		{mk("POST", "/", map[string]string{"X-Amz-Target": "SageMaker.ListEndpoints"}, ""), false},
+		{mk("POST", "/", map[string]string{"X-Amz-Target": "Logs_20140328.FilterLogEvents"}, ""), false},
+		{mk("POST", "/service/GraniteServiceVersion20100801/operation/ListMetrics", nil, ""), true},
+		{mk("POST", "/service/Other/operation/ListMetrics", nil, ""), false},
+		{mk("POST", "/", form, ""), true},
+		{mk("POST", "/endpoints/ep/invocations", form, ""), false},
+		{mk("GET", "/", form, ""), false},
 	} {
-		if got := IsRequest(tc.r, []byte(tc.body)); got != tc.want {
-			t.Errorf("IsRequest(%s %s %v %q) = %v", tc.r.Method, tc.r.URL.Path, tc.r.Header, tc.body, got)
+		if got := MayBeRequest(tc.r); got != tc.want {
+			t.Errorf("MayBeRequest(%s %s %v) = %v", tc.r.Method, tc.r.URL.Path, tc.r.Header, got)
 		}
+	}
+	s := openTest(t, t.TempDir(), newClock(t0), nil)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, mk("POST", "/", form, "Action=GetCallerIdentity&Version=2011-06-15"))
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "<Code>InvalidAction</Code>") {
+		t.Errorf("STS's form: %d %s, want 400 InvalidAction", w.Code, w.Body)
 	}
 }
