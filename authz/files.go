@@ -39,6 +39,10 @@ type loaded struct {
 	// empty are the configured files that held no YAML document (nothing,
 	// or only comments): Reload refuses a file that becomes empty.
 	empty []string
+	// roles the files name, by roleKey; roleOf is the role ARN of each
+	// role ARN and assumed-role session ARN of byARN (roles.go).
+	roles  map[string]Role
+	roleOf map[string]string
 }
 
 // credentialsFile is the credentials file's shape (documented in doc.go).
@@ -315,6 +319,9 @@ func loadFiles(rd *readLog, credPath, polPath string) (*loaded, error) {
 		default:
 			return nil, &lineError{polPath, 0, fmt.Sprintf(`Attach %q: want a principal ARN, "*" or "anonymous"`, t)}
 		}
+	}
+	if err := l.resolveRoles(); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

@@ -56,6 +56,9 @@ func (a *Authorizer) request(st *state, in Input) (*request, error) {
 	if !p.Anonymous {
 		if p.ARN != "" {
 			lc["aws:principalarn"] = p.ARN
+			if role, ok := st.roleOf[p.ARN]; ok {
+				lc["aws:principalarn"] = role // a session's is its role's, as IAM sets it
+			}
 			if acct := accountFromARN(p.ARN); acct != "" {
 				lc["aws:principalaccount"] = acct
 			}

@@ -129,6 +129,28 @@ func SigningService(r *http.Request) string {
 	return signingService
 }
 
+// formServices are the other query-protocol services whose forms are
+// POSTed to / as CloudWatch's are: a form may be signed for any of them and
+// the host, once it has read the form's Version, checks that the scope
+// names that Version's service (ScopeService).
+var formServices = map[string]bool{"sts": true, "iam": true}
+
+// ScopeService is the service the credential scope of r's Authorization
+// header names ("" when unsigned or unreadable).
+func ScopeService(r *http.Request) string {
+	h := r.Header.Get("Authorization")
+	_, cred, ok := strings.Cut(h, "Credential=")
+	if !ok {
+		return ""
+	}
+	cred, _, _ = strings.Cut(cred, ",")
+	parts := strings.Split(strings.TrimSpace(cred), "/")
+	if len(parts) != 5 {
+		return ""
+	}
+	return parts[3]
+}
+
 func isForm(contentType string) bool {
 	mt, _, _ := strings.Cut(contentType, ";")
 	return strings.EqualFold(strings.TrimSpace(mt), "application/x-www-form-urlencoded")
@@ -167,10 +189,11 @@ func verifySigV4Headers(r *http.Request, keys map[string]*credential, now time.T
 	if auth.terminator != scopeTerminator {
 		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped with a valid terminator: 'aws4_request', not '"+echo(auth.terminator)+"'.")
 	}
-	if want := SigningService(r); auth.service != want {
+	if want := SigningService(r); auth.service != want && (want != monitoringService || !formServices[auth.service]) {
 		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped to correct service: '"+want+"'. ")
 	}
-	if region != "" && auth.region != region {
+	// IAM is global: clients sign it for us-east-1 whatever their region.
+	if region != "" && auth.region != region && (auth.service != "iam" || auth.region != "us-east-1") {
 		return headerChecked{}, authErr(r, CodeInvalidSignature, "Credential should be scoped to a valid region, not '"+echo(auth.region)+"'. ")
 	}
 	if auth.scopeDate != amzDate[:8] {

@@ -13,6 +13,7 @@ import (
 	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/sagemakermetrics"
+	"github.com/mce-run/mce/internal/awsquery"
 )
 
 // CloudWatch's front: the metrics API's calls (an X-Amz-Target of
@@ -41,11 +42,6 @@ func serveCloudWatch(s *Server, c echo.Context) error {
 		cloudwatch.WriteError(w, r, api.Status, cloudwatch.QueryCode(api.Code), api.Message)
 		return nil
 	}
-	svc := s.cfg.CloudWatch
-	if svc == nil {
-		return refuse(&apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeUnknownOperation,
-			Message: "This mce serves no CloudWatch metrics: it runs without a state folder for them."})
-	}
 	if _, api := s.gate.preAuthorize(r.Context(), r, "", "", nil); api != nil {
 		return refuse(api)
 	}
@@ -62,9 +58,21 @@ func serveCloudWatch(s *Server, c echo.Context) error {
 	if api != nil {
 		return refuse(api)
 	}
-	// A form of another query-protocol service (another Version) is
-	// refused by the Service itself, which parses the form once.
-	svc.ServeAuthorized(w, r, body, func(ctx context.Context, r *http.Request, action string) error {
+	// A form is read once: STS's and IAM's go to their services
+	// (identity_handler.go); a form of another Version is refused by
+	// CloudWatch's Service.
+	var form *awsquery.Form
+	if cloudwatch.IsForm(r) {
+		if form, _ = awsquery.Parse(body, awsquery.Limits{}); form != nil && serveIdentity(s, c, form, p) {
+			return nil
+		}
+	}
+	svc := s.cfg.CloudWatch
+	if svc == nil {
+		return refuse(&apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeUnknownOperation,
+			Message: "This mce serves no CloudWatch metrics: it runs without a state folder for them."})
+	}
+	svc.ServeForm(w, r, body, form, func(ctx context.Context, r *http.Request, action string) error {
 		if api := s.gate.decide(ctx, r, p, action, "*", nil); api != nil {
 			return errors.New(api.Message) // answered as AccessDenied (403) with this message
 		}

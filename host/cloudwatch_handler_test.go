@@ -171,13 +171,13 @@ Credentials:
 	}
 }
 
-// TestCloudWatchRefusesOtherQueryServices: a form on POST / is taken as
-// CloudWatch's query protocol, and one of another service (STS's Version)
-// is refused with InvalidAction in the query protocol's XML, not served.
+// TestCloudWatchRefusesOtherQueryServices: a form on POST / of a Version
+// that is neither CloudWatch's nor STS's or IAM's (SQS's) is refused with
+// InvalidAction in the query protocol's XML, not served.
 func TestCloudWatchRefusesOtherQueryServices(t *testing.T) {
 	h := newHarness(t, Config{CloudWatch: openCloudWatch(t)})
 	resp, err := h.http.Client().Post(h.http.URL+"/", "application/x-www-form-urlencoded",
-		strings.NewReader("Action=GetCallerIdentity&Version=2011-06-15"))
+		strings.NewReader("Action=ListQueues&Version=2012-11-05"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -172,6 +172,8 @@ type Server struct {
 	logs *cloudwatchlogs.Service
 	// captures is the endpoints' data capture (datacapture.go).
 	captures captures
+	// identity answers STS's and IAM's calls (identity_handler.go).
+	identity identity
 }
 
 // New builds the server and its routes.
@@ -210,6 +212,7 @@ func New(cfg Config) *Server {
 	s.series, s.status = newStatus(s)
 	s.streams, s.endStreams = context.WithCancel(context.Background())
 	s.logs = newLogService(s)
+	s.identity = newIdentity(s)
 	if b, ok := cfg.Backend.(containers.MultiModelObservable); ok {
 		b.SetMultiModelObserver(s.metrics.MultiModelObserver)
 	}

@@ -157,6 +157,23 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, body []byte) {
 // Options.Authorize: host, which has authenticated the caller of this very
 // request, decides for that principal. A nil authorize allows the call.
 func (s *Service) ServeAuthorized(w http.ResponseWriter, r *http.Request, body []byte, authorize func(ctx context.Context, r *http.Request, action string) error) {
+	s.serve(w, r, body, nil, authorize)
+}
+
+// ServeForm is ServeAuthorized for a query-protocol call whose form the
+// caller has parsed already (host reads a form once to route it by its
+// Version among the query services it serves).
+func (s *Service) ServeForm(w http.ResponseWriter, r *http.Request, body []byte, form *awsquery.Form, authorize func(ctx context.Context, r *http.Request, action string) error) {
+	s.serve(w, r, body, form, authorize)
+}
+
+// IsForm says whether r is a query-protocol call (a form POSTed to /).
+func IsForm(r *http.Request) bool {
+	p, _ := detect(r)
+	return p == protoQuery
+}
+
+func (s *Service) serve(w http.ResponseWriter, r *http.Request, body []byte, parsed *awsquery.Form, authorize func(ctx context.Context, r *http.Request, action string) error) {
 	p, op := detect(r)
 	if p == protoNone {
 		writeError(w, protoJSON, newErr(http.StatusNotFound, CodeUnknownOperation, CodeUnknownOperation, "Not a CloudWatch request."))
@@ -166,9 +183,12 @@ func (s *Service) ServeAuthorized(w http.ResponseWriter, r *http.Request, body [
 		writeError(w, p, newErr(http.StatusRequestEntityTooLarge, CodeRequestTooLarge, CodeRequestTooLarge, "The request body is larger than mce accepts for CloudWatch."))
 		return
 	}
-	var form *awsquery.Form
+	form := parsed
 	if p == protoQuery {
-		f, err := awsquery.Parse(body, awsquery.Limits{})
+		f, err := parsed, error(nil)
+		if f == nil {
+			f, err = awsquery.Parse(body, awsquery.Limits{})
+		}
 		if err != nil {
 			writeError(w, p, newErr(http.StatusBadRequest, CodeMalformedQueryString, CodeMalformedQueryString, err.Error()))
 			return
