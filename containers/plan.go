@@ -1,6 +1,7 @@
 package containers
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"time"
@@ -67,6 +68,10 @@ type VariantPlan struct {
 	// Kubernetes an instance is a node) keeps them within that many.
 	CopyInstances int             `json:",omitempty"`
 	Containers    []ContainerPlan // in invocation order for Serial
+	// Described holds the members of the variant's configuration that
+	// DescribeEndpoint's variant summary echoes (RoutingConfig,
+	// ManagedInstanceScaling, …), as a JSON object; engines ignore it.
+	Described json.RawMessage `json:",omitempty"`
 }
 
 // ContainerPlan is one container of a variant.

@@ -93,6 +93,10 @@ type variantSummary struct {
 	DesiredWeight        float64         `json:"DesiredWeight"`
 	CurrentInstanceCount int             `json:"CurrentInstanceCount"`
 	DesiredInstanceCount int             `json:"DesiredInstanceCount"`
+	// The configuration's members the summary echoes (VariantPlan.Described).
+	RoutingConfig               *spec.RoutingConfig `json:"RoutingConfig,omitempty"`
+	ManagedInstanceScaling      json.RawMessage     `json:"ManagedInstanceScaling,omitempty"`
+	AcceleratorPartitionLayouts json.RawMessage     `json:"AcceleratorPartitionLayouts,omitempty"`
 }
 
 type describeEndpointOutput struct {
@@ -134,6 +138,9 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 			CurrentInstanceCount: v.InstanceCount, DesiredInstanceCount: v.InstanceCount}
 		if t, ok := rec.Desired[v.Name]; ok {
 			vs.DesiredWeight, vs.DesiredInstanceCount = t.Weight, t.Count
+		}
+		if len(v.Described) > 0 {
+			json.Unmarshal(v.Described, &vs) // only the echoed members: mce wrote it
 		}
 		for _, c := range v.Containers {
 			vs.DeployedImages = append(vs.DeployedImages, deployedImage{SpecifiedImage: c.Image, ResolvedImage: c.Image, ResolutionTime: spec.Epoch(rec.Modified)})

@@ -160,3 +160,54 @@ func TestRoutingStrategy(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeEndpointEchoesVariantConfig: DescribeEndpoint's variant
+// summaries carry the configuration's RoutingConfig and
+// ManagedInstanceScaling (members of ProductionVariantSummary), through
+// aws-sdk-go-v2, after the configuration itself is deleted too; a variant
+// configured without them shows neither.
+func TestDescribeEndpointEchoesVariantConfig(t *testing.T) {
+	h, _ := newICHarness(t, nil)
+	sm := h.sm()
+	ctx := context.Background()
+	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("m"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("-m")}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("c"),
+		ProductionVariants: []smtypes.ProductionVariant{
+			{VariantName: aws.String("Routed"), ModelName: aws.String("m"), InitialInstanceCount: aws.Int32(1), InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large,
+				RoutingConfig: &smtypes.ProductionVariantRoutingConfig{RoutingStrategy: smtypes.RoutingStrategyRandom},
+				ManagedInstanceScaling: &smtypes.ProductionVariantManagedInstanceScaling{Status: smtypes.ManagedInstanceScalingStatusEnabled,
+					MinInstanceCount: aws.Int32(1), MaxInstanceCount: aws.Int32(3)}},
+			{VariantName: aws.String("Plain"), ModelName: aws.String("m"), InitialInstanceCount: aws.Int32(1), InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("e"), EndpointConfigName: aws.String("c")}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, sm, "e", smtypes.EndpointStatusInService)
+	if _, err := sm.DeleteEndpointConfig(ctx, &sagemaker.DeleteEndpointConfigInput{EndpointConfigName: aws.String("c")}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String("e")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.ProductionVariants) != 2 {
+		t.Fatalf("%d variant summaries", len(d.ProductionVariants))
+	}
+	routed, plain := d.ProductionVariants[0], d.ProductionVariants[1]
+	if routed.RoutingConfig == nil || routed.RoutingConfig.RoutingStrategy != smtypes.RoutingStrategyRandom {
+		t.Errorf("Routed: RoutingConfig %+v, want RANDOM", routed.RoutingConfig)
+	}
+	if m := routed.ManagedInstanceScaling; m == nil || m.Status != smtypes.ManagedInstanceScalingStatusEnabled ||
+		aws.ToInt32(m.MinInstanceCount) != 1 || aws.ToInt32(m.MaxInstanceCount) != 3 {
+		t.Errorf("Routed: ManagedInstanceScaling %+v, want ENABLED 1..3", m)
+	}
+	if plain.RoutingConfig != nil || plain.ManagedInstanceScaling != nil {
+		t.Errorf("Plain: %+v %+v, want neither", plain.RoutingConfig, plain.ManagedInstanceScaling)
+	}
+}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"maps"
 	"strconv"
 	"strings"
@@ -119,6 +120,24 @@ func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(s
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
+// described are the members of v that DescribeEndpoint's
+// ProductionVariantSummary has in the same shape, as v gives them (nil when
+// it gives none). The summary's CapacityReservationConfig and
+// InstancePools are summaries of a different shape, not echoes: mce
+// reserves no capacity and has no pools, so it leaves them out.
+func described(v ProductionVariant) json.RawMessage {
+	d := struct {
+		RoutingConfig               *RoutingConfig  `json:",omitempty"`
+		ManagedInstanceScaling      json.RawMessage `json:",omitempty"`
+		AcceleratorPartitionLayouts json.RawMessage `json:",omitempty"`
+	}{v.RoutingConfig, v.ManagedInstanceScaling, v.AcceleratorPartitionLayouts}
+	if d.RoutingConfig == nil && !present(d.ManagedInstanceScaling) && !present(d.AcceleratorPartitionLayouts) {
+		return nil
+	}
+	b, _ := json.Marshal(d)
+	return b
+}
+
 func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (containers.VariantPlan, []string) {
 	vp := containers.VariantPlan{
 		Name:               v.VariantName,
@@ -146,6 +165,7 @@ func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (container
 	if m, ok := v.managedScaling(); ok && m.Status == ManagedScalingEnabled && m.MaxInstanceCount != nil {
 		vp.MaxInstanceCount = int(*m.MaxInstanceCount)
 	}
+	vp.Described = described(v)
 
 	var warns []string
 	instanceGPU := ""

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"reflect"
@@ -43,6 +44,7 @@ func TestPlansDirectAndSerial(t *testing.T) {
 			{
 				Name: "v2", ModelName: "ab-model-v2", InstanceType: "ml.g5.12xlarge", InstanceCount: 2, Weight: 1,
 				HealthCheckTimeout: 600 * time.Second, RoutingStrategy: RoutingLeastOutstanding,
+				Described: json.RawMessage(`{"RoutingConfig":{"RoutingStrategy":"LEAST_OUTSTANDING_REQUESTS"}}`),
 				Containers: []containers.ContainerPlan{
 					{Hostname: "english", Image: "mce-example/sentiment:v2", Environment: map[string]string{"LANGUAGE": "en", "USE_GPU": "1"},
 						ModelDataURL: "s3://models/sentiment/en-v2.tar.gz", BaseDir: dir, Mode: ModeSingleModel, GPUs: "4"},
