@@ -73,7 +73,9 @@ func (s *Server) otherTargets() authz.Targets {
 		actionS3ListBucket:                           {"arn:aws:s3:::*"},       // a folder of model data (s3reads.go)
 		actionS3PutObject:                            {s3ObjectARN("s3://**")}, // under a data capture destination
 		cloudwatchlogs.ActionLogs:                    {logs},
-		"sagemaker:ListEndpoints":                    {authz.ResourceNone}, // GET /mce/endpoints
+		"sagemaker:ListEndpoints":                    {authz.ResourceNone},       // GET /mce/endpoints
+		"iam:GetRole":                                {"arn:aws:iam::*:role/**"}, // identity_handler.go
+		"iam:SimulatePrincipalPolicy":                {"arn:aws:iam::*:**"},      // a user's or a role's ARN
 	}
 	for _, op := range cloudwatchlogs.Operations() {
 		t["logs:"+op] = []string{logs}
