@@ -23,7 +23,10 @@
 # or network behind. Then it starts a second mce with authorization on (--credentials and
 # --policies: copies of examples/authz's files in a temporary folder) and
 # e2e/authz-endpoints.yaml, runs e2e/test_authz.py (SigV4 identities, the IAM
-# policies, SIGHUP reloads) against it and stops it the same way. Its last
+# policies, SIGHUP reloads) and e2e/test_identity.py (STS's and IAM's answers to
+# the calls SDKs make before they deploy, and the SageMaker Python SDK v3's
+# requests replayed; it also runs against the first mce, whose identity is the
+# local one) against it and stops it the same way. Its last
 # line is the one summary "N passed, M failed" (", K skipped" when a script
 # was skipped) over the scripts and the stop checks. Builds nothing: it checks the prerequisites and names the make
 # target that makes each.
@@ -220,10 +223,14 @@ run_script test_capture --url "$url" --s3-url "$s3url" --s3-key "$s3key" --s3-se
 # the newer pair (AWS JSON 1.0); aws-sdk-go-v2's RPC v2 CBOR is host's TestCloudWatchInvocationsPerVariant.
 run_script test_cloudwatch --url "$url" --aws /usr/bin/aws --prefix cwq --protocol query --s3-url "$s3url" \
   --s3-key "$s3key" --s3-secret "$s3secret"
+# STS and IAM as SDKs ask them before they deploy, and the replay of the SageMaker Python SDK v3's requests,
+# with the local identity (this mce checks nothing); the newer pair runs it below.
+run_script test_identity --url "$url" --aws /usr/bin/aws --mode local --prefix idld
 if [ -z "$ic_missing" ]; then
   run_script_with "$ic_python" test_cloudwatch --url "$url" --aws "$ic_aws" --prefix cwj --protocol "AWS JSON 1.0" \
     --s3-url "$s3url" --s3-key "$s3key" --s3-secret "$s3secret"
   run_script_with "$ic_python" test_components --url "$url" --aws "$ic_aws" --models "$PWD/build/models"
+  run_script_with "$ic_python" test_identity --url "$url" --aws "$ic_aws" --mode local --prefix idln
 else
   echo "SKIPPED [e2e] e2e/test_components.py (inference components with boto3 and the aws CLI): ${ic_missing}" \
     "(looked on PATH, then in /usr/bin; Debian's botocore 1.29 and aws CLI 2.9 predate inference components)"
@@ -276,6 +283,9 @@ mkdir -p build/e2e-authz-no-models
 start_mce pid2 "$instance2" "$port2" "$state2" "$log2" e2e/authz-endpoints.yaml \
   --credentials "$authz/credentials.yaml" --policies "$authz/policies.yaml"
 run_script test_authz --url "http://127.0.0.1:${port2}" --pid "$pid2" --log "$log2" --authz-dir "$authz"
+# The identities of examples/authz (a notebook's session of a role, an IAM user) and the v3 replay as that session.
+run_script test_identity --url "http://127.0.0.1:${port2}" --aws /usr/bin/aws --mode authz --prefix idad
+[ -n "$ic_missing" ] || run_script_with "$ic_python" test_identity --url "http://127.0.0.1:${port2}" --aws "$ic_aws" --mode authz --prefix idan
 stop_mce "$pid2" "$instance2" "$log2" "$state2"
 echo "e2e: authorization part took $(($(date +%s) - authz_started)) s"
 
