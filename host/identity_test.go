@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
+	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
+	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 	"github.com/rs/zerolog"
@@ -398,4 +400,101 @@ func withAuditor(t *testing.T, cfg authz.Config) (authz.Config, *testKey) {
 		cfg.PoliciesFile = filepath.Join(dir, filepath.Base(cfg.PoliciesFile))
 	}
 	return cfg, &testKey{"AKIAAUDITOR00EXAMPLE", "auditor-secret", "", "arn:aws:iam::123456789012:user/auditor"}
+}
+
+// TestReplaySDKv3 replays, with aws-sdk-go-v2, the requests the SageMaker
+// Python SDK v3 (3.20) sends when ModelBuilder or sagemaker-core deploys
+// without a role given — resolve_and_validate_role(role_type "serving"):
+// GetCallerIdentity, GetRole of the caller's role, SimulatePrincipalPolicy of
+// that role with the serving role's smoke-test actions (paginated), GetRole
+// for the trust policy — then its resources flow (CreateModel, DescribeModel,
+// CreateEndpointConfig, DescribeEndpointConfig, CreateEndpoint,
+// DescribeEndpoint until InService, InvokeEndpoint, the deletes), signed by a
+// notebook's session of examples/authz. e2e/test_identity.py replays the same
+// with boto3 and the aws CLI.
+func TestReplaySDKv3(t *testing.T) {
+	ctx := context.Background()
+	cfg, _ := withAuditor(t, authz.Config{CredentialsFile: "../examples/authz/credentials.yaml", PoliciesFile: "../examples/authz/policies.yaml",
+		Region: "us-east-1", Logger: zerolog.Nop()})
+	a, err := authz.Load(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _ := newICHarnessWith(t, nil, Config{Authz: a})
+	notebook := credentials.NewStaticCredentialsProvider("ASIANOTEBOOK0EXAMPLE", "notebook-example-secret-key-0000000000", "notebook-example-session-token")
+	id, err := h.sts(notebook).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := aws.ToString(id.Arn)
+	if !strings.Contains(caller, ":assumed-role/") {
+		t.Fatalf("caller %s is no role's session", caller)
+	}
+	roleName := strings.Split(strings.SplitN(caller, ":assumed-role/", 2)[1], "/")[0]
+	iamc := h.iam(notebook)
+	role, err := iamc.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(roleName)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roleArn := aws.ToString(role.Role.Arn)
+	if roleArn != "arn:aws:iam::123456789012:role/service-role/SageMakerExecution" {
+		t.Fatalf("resolved role %s", roleArn)
+	}
+	pages := iam.NewSimulatePrincipalPolicyPaginator(iamc, &iam.SimulatePrincipalPolicyInput{PolicySourceArn: aws.String(roleArn),
+		ActionNames: []string{"ecr:GetAuthorizationToken"}})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.EvaluationResults {
+			if r.EvalDecision != iamtypes.PolicyEvaluationDecisionTypeAllowed {
+				t.Fatalf("%s on the role: %s (v3 would raise RoleValidationError)", aws.ToString(r.EvalActionName), r.EvalDecision)
+			}
+		}
+	}
+	trust, err := iamc.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String(roleArn[strings.LastIndex(roleArn, "/")+1:])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _ := url.QueryUnescape(aws.ToString(trust.Role.AssumeRolePolicyDocument))
+	if !strings.Contains(doc, "sagemaker.amazonaws.com") {
+		t.Fatalf("trust policy %s does not let SageMaker assume the role", doc)
+	}
+
+	sm := h.sagemaker(notebook)
+	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("v3-model"), ExecutionRoleArn: aws.String(roleArn),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("-m")}}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := sm.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String("v3-model")}); err != nil || aws.ToString(d.ExecutionRoleArn) != roleArn {
+		t.Fatalf("DescribeModel: %v", err)
+	}
+	if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("v3-config"),
+		ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), ModelName: aws.String("v3-model"),
+			InitialInstanceCount: aws.Int32(1), InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.DescribeEndpointConfig(ctx, &sagemaker.DescribeEndpointConfigInput{EndpointConfigName: aws.String("v3-config")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("v3-endpoint"), EndpointConfigName: aws.String("v3-config")}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, sm, "v3-endpoint", smtypes.EndpointStatusInService)
+	rt := sagemakerruntime.New(sagemakerruntime.Options{Region: "us-east-1", BaseEndpoint: aws.String(h.http.URL),
+		Credentials: notebook, HTTPClient: &sdkhttp.Client{Next: h.http.Client()}})
+	if _, err := rt.InvokeEndpoint(ctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("v3-endpoint"),
+		Body: []byte("x"), ContentType: aws.String("text/plain")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.DeleteEndpoint(ctx, &sagemaker.DeleteEndpointInput{EndpointName: aws.String("v3-endpoint")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.DeleteEndpointConfig(ctx, &sagemaker.DeleteEndpointConfigInput{EndpointConfigName: aws.String("v3-config")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sm.DeleteModel(ctx, &sagemaker.DeleteModelInput{ModelName: aws.String("v3-model")}); err != nil {
+		t.Fatal(err)
+	}
 }
