@@ -5,13 +5,11 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/labstack/echo/v4"
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/cloudwatch"
-	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/sagemakermetrics"
 	"github.com/mce-run/mce/internal/awsquery"
 )
@@ -89,8 +87,18 @@ func newPublisher(s *Server) *sagemakermetrics.Publisher {
 		return nil
 	}
 	src := sagemakermetrics.Sources{
-		Variants:   func() []sagemakermetrics.VariantLoad { return variantLoads(s.reg.all()) },
-		Components: func() []sagemakermetrics.ComponentLoad { return componentLoads(s.ics.All()) },
+		Variants: func() (out []sagemakermetrics.VariantLoad) {
+			for _, e := range s.reg.all() {
+				out = append(out, sagemakermetrics.VariantLoadsOf(e.name, e.route.Load())...)
+			}
+			return out
+		},
+		Components: func() (out []sagemakermetrics.ComponentLoad) {
+			for _, c := range s.ics.All() {
+				out = append(out, sagemakermetrics.ComponentLoadOf(c))
+			}
+			return out
+		},
 		Backlogs: func() []sagemakermetrics.Backlog {
 			bs := s.async.Backlogs()
 			out := make([]sagemakermetrics.Backlog, len(bs))
@@ -110,50 +118,4 @@ func newPublisher(s *Server) *sagemakermetrics.Publisher {
 	}
 	s.metrics.SetSink(p)
 	return p
-}
-
-// variantLoads reads each endpoint's production and shadow variants: their
-// instances and the calls in flight on them.
-func variantLoads(es []*Endpoint) []sagemakermetrics.VariantLoad {
-	var out []sagemakermetrics.VariantLoad
-	for _, e := range es {
-		route := e.route.Load()
-		if route == nil {
-			continue
-		}
-		for _, v := range append(route.Variants(), route.Shadows()...) {
-			l := sagemakermetrics.VariantLoad{Endpoint: e.name, Variant: v.Name()}
-			for _, in := range v.Instances() {
-				l.Instances++
-				l.InFlight += in.Outstanding()
-			}
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-// componentLoads reads each inference component's copies, the calls on
-// them and what a copy reserved.
-func componentLoads(cs []*components.Component) []sagemakermetrics.ComponentLoad {
-	var out []sagemakermetrics.ComponentLoad
-	for _, c := range cs {
-		rec := c.Record()
-		l := sagemakermetrics.ComponentLoad{Endpoint: rec.EndpointName, Variant: rec.VariantName, Component: rec.Name}
-		if route := c.Route(); route != nil {
-			for _, v := range route.Variants() {
-				for _, in := range v.Instances() {
-					l.Copies++
-					l.InFlight += in.Outstanding()
-				}
-			}
-		}
-		if r := rec.Spec.ComputeResourceRequirements; r != nil {
-			l.CPUCores = aws.ToFloat64(r.NumberOfCpuCoresRequired)
-			l.MemoryMiB = int(aws.ToInt32(r.MinMemoryRequiredInMb))
-			l.GPUs = int(aws.ToFloat64(r.NumberOfAcceleratorDevicesRequired))
-		}
-		out = append(out, l)
-	}
-	return out
 }

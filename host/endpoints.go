@@ -161,7 +161,7 @@ func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, f
 		}
 		log.Error().Int("problems", len(problems)).Msg("endpoint failed its pre-flight; no container was started")
 		s.save(e, func(r *EndpointRecord) {
-			r.Status, r.FailureReason = spec.StatusFailed, preflightReason("", problems, maxFailureReason)
+			r.Status, r.FailureReason = spec.StatusFailed, apierr.PreflightReason("", problems, maxFailureReason)
 		})
 		return
 	}
@@ -307,7 +307,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 			if !wasFailed {
 				prefix = "Update to endpoint configuration " + configName + " failed: "
 			}
-			reason := preflightReason(prefix, problems, maxFailureReason)
+			reason := apierr.PreflightReason(prefix, problems, maxFailureReason)
 			if wasFailed {
 				s.captures.attach(e, dc)
 			}
