@@ -2,14 +2,20 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
@@ -121,6 +127,19 @@ func TestIdentityAnswersTheCaller(t *testing.T) {
 	wrong := credentials.NewStaticCredentialsProvider("AKIAALICE0000EXAMPLE", "not-the-secret", "")
 	if _, err := h.sts(wrong).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}); errCode(err) != "SignatureDoesNotMatch" {
 		t.Errorf("bad signature: %v, want SignatureDoesNotMatch", err)
+	}
+
+	// A form is signed for the service of its Version: STS's signed for
+	// iam, and CloudWatch's signed for sts, are refused.
+	for _, c := range []struct{ service, form, want string }{
+		{"iam", "Action=GetCallerIdentity&Version=2011-06-15", "SignatureDoesNotMatch"},
+		{"sts", "Action=ListMetrics&Version=2010-08-01", "SignatureDoesNotMatch"},
+		{"monitoring", "Action=GetRole&Version=2010-05-08&RoleName=SageMakerExecution", "SignatureDoesNotMatch"},
+	} {
+		status, body := signedForm(t, h, c.service, c.form, "AKIAALICE0000EXAMPLE", "alice-secret")
+		if status != 403 || !strings.Contains(body, "<Code>"+c.want+"</Code>") {
+			t.Errorf("%s signed for %s: %d %s, want 403 %s", c.form, c.service, status, body, c.want)
+		}
 	}
 
 	// The SDK's get_execution_role: the session's role name, then GetRole
@@ -497,4 +516,27 @@ func TestReplaySDKv3(t *testing.T) {
 	if _, err := sm.DeleteModel(ctx, &sagemaker.DeleteModelInput{ModelName: aws.String("v3-model")}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// signedForm posts a query-protocol form signed with SigV4 for service.
+func signedForm(t *testing.T, h *harness, service, form, key, secret string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.http.URL+"/", strings.NewReader(form))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	sum := sha256.Sum256([]byte(form))
+	signer := v4.NewSigner()
+	if err := signer.SignHTTP(context.Background(), aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}, req,
+		hex.EncodeToString(sum[:]), service, "us-east-1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.http.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
