@@ -104,7 +104,8 @@ type PlacedCopy struct {
 	Endpoint string
 	Variant  string
 	CopyPlace
-	// Needs is what the copy holds (its component's current specification).
+	// Needs is what the copy holds (the specification it runs: in a rolling
+	// update, the new one or the one it replaces).
 	Needs CopyNeeds
 	// Own marks a copy of the component being placed, of its current
 	// specification: SPREAD evens these out.

@@ -161,8 +161,8 @@ func (s *Server) applyComponent(ctx context.Context, ic spec.InferenceComponent,
 	}
 	log.Info().Msg("updating the inference component to the file's definition: " + why)
 	_, err = s.updateComponent(ctx, &updateComponentInput{InferenceComponentName: rec.Name,
-		Specification: ic.Specification, RuntimeConfig: ic.RuntimeConfig}, ic.Dir,
-		func(r *components.Record) { r.Applied = digest })
+		Specification: ic.Specification, RuntimeConfig: ic.RuntimeConfig},
+		components.Update{BaseDir: ic.Dir, Replace: true, Also: func(r *components.Record) { r.Applied = digest }})
 	return err
 }
 

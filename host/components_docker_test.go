@@ -221,3 +221,104 @@ func TestDockerInferenceComponents(t *testing.T) {
 		}
 	}
 }
+
+// TestDockerInferenceComponentRollingUpdate: on the real Docker engine,
+// while callers keep invoking a component of the probe image, an
+// UpdateInferenceComponent with its specification unchanged and 3 copies
+// instead of 2 adds one container and stops none, and one that gives only
+// a new Container (its Environment changed; the resources kept) replaces
+// every container one at a time. No call fails.
+func TestDockerInferenceComponentRollingUpdate(t *testing.T) {
+	cli := testenv.Docker(t)
+	image := testenv.Image(t, "probe")
+	instance := testenv.Instance(t)
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := startICHost(t, instance, t.TempDir(), st)
+	ctx := context.Background()
+	if _, err := h.sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("gpu-share-config"),
+		ExecutionRoleArn: aws.String("arn:aws:iam::123456789012:role/mce"),
+		ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), InitialInstanceCount: aws.Int32(1),
+			InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Xlarge}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String("gpu-share"), EndpointConfigName: aws.String("gpu-share-config")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Server.WaitEndpoint(ctx, "gpu-share"); err != nil {
+		t.Fatal(err)
+	}
+	container := func(tag string) *smtypes.InferenceComponentContainerSpecification {
+		return &smtypes.InferenceComponentContainerSpecification{Image: aws.String(image), Environment: map[string]string{"PROBE_TAG": tag}}
+	}
+	sp := &smtypes.InferenceComponentSpecification{Container: container("-one"),
+		ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{NumberOfCpuCoresRequired: aws.Float32(0.25),
+			MinMemoryRequiredInMb: aws.Int32(128), MaxMemoryRequiredInMb: aws.Int32(256)}}
+	if _, err := h.sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("roller"),
+		EndpointName: aws.String("gpu-share"), VariantName: aws.String("AllTraffic"), Specification: sp,
+		RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := h.wait(t, "roller"); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
+		t.Fatalf("%s %s", d.InferenceComponentStatus, aws.ToString(d.FailureReason))
+	}
+	traffic := testenv.StartTraffic(t, 3, func() error {
+		got, err := h.invoke("roller")
+		if err == nil && got != "x-one" && got != "x-two" {
+			err = errors.New("answer " + got)
+		}
+		return err
+	})
+	update := func(in *sagemaker.UpdateInferenceComponentInput) *sagemaker.DescribeInferenceComponentOutput {
+		t.Helper()
+		in.InferenceComponentName = aws.String("roller")
+		if _, err := h.sm.UpdateInferenceComponent(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		d := h.wait(t, "roller")
+		if d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService || aws.ToString(d.FailureReason) != "" {
+			t.Fatalf("%s %+v %s", d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason))
+		}
+		return d
+	}
+
+	before := copies(t, cli, instance, "roller")
+	update(&sagemaker.UpdateInferenceComponentInput{Specification: sp, RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(3)}})
+	grown := copies(t, cli, instance, "roller")
+	kept := 0
+	for _, id := range before {
+		if slices.Contains(grown, id) {
+			kept++
+		}
+	}
+	if len(grown) != 3 || kept != 2 {
+		t.Fatalf("2 → 3 with the same specification: containers %v, of which %d of the 2 before; want 3 and 2", grown, kept)
+	}
+
+	start := time.Now()
+	d := update(&sagemaker.UpdateInferenceComponentInput{Specification: &smtypes.InferenceComponentSpecification{Container: container("-two")}})
+	t.Logf("3 copies replaced one at a time in %v", time.Since(start).Round(time.Millisecond))
+	if r := d.Specification.ComputeResourceRequirements; aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 3 || r == nil || aws.ToInt32(r.MaxMemoryRequiredInMb) != 256 {
+		t.Fatalf("after the new Container: %+v, resources %+v", d.RuntimeConfig, r)
+	}
+	rolled := copies(t, cli, instance, "roller")
+	for _, id := range rolled {
+		if slices.Contains(grown, id) {
+			t.Errorf("container %s of the previous specification still runs", id)
+		}
+	}
+	if len(rolled) != 3 {
+		t.Errorf("%d containers after the update, want 3", len(rolled))
+	}
+	if got, err := h.invoke("roller"); err != nil || got != "x-two" {
+		t.Fatalf("invoke after the update = %q, %v", got, err)
+	}
+	traffic.Stop()
+	if traffic.Failed() > 0 || traffic.Calls() == 0 {
+		t.Fatalf("during the updates: %v", traffic)
+	}
+	t.Logf("%d calls during the updates, none failed", traffic.Calls())
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/docker"
+	"github.com/mce-run/mce/host/components"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/sdkhttp"
 	"github.com/mce-run/mce/internal/testenv"
@@ -615,7 +616,9 @@ func waitICStatus(t *testing.T, sm *sagemaker.Client, name string) smtypes.Infer
 }
 
 // TestInferenceComponentUpdateWithoutRoom: a new specification that finds
-// no room for its copies leaves the previous ones serving, and says so.
+// no room for even one batch of its copies is rolled back: the previous
+// copies never stopped serving, and the component is InService on its
+// previous specification, its FailureReason saying why the update failed.
 func TestInferenceComponentUpdateWithoutRoom(t *testing.T) {
 	h, _ := newICHarness(t, nil)
 	sm := h.sm()
@@ -629,14 +632,22 @@ func TestInferenceComponentUpdateWithoutRoom(t *testing.T) {
 	if d := waitIC(t, sm, "big"); d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService {
 		t.Fatalf("%s %s", d.InferenceComponentStatus, aws.ToString(d.FailureReason))
 	}
+	before := h.srv.ics.Get("big").Record().Copies
 	sp.Container.Image = aws.String("-new")
 	if _, err := sm.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("big"), Specification: sp}); err != nil {
 		t.Fatal(err)
 	}
 	d := waitIC(t, sm, "big")
-	want := "0 of 2 copies of the inference component are running. The copies left could not be placed on the 1 instance(s) of variant AllTraffic: not enough accelerator devices (a copy needs 2 whole GPUs of its own; the instance type has 4 per instance, 0 of this machine's 4 GPUs are free). 2 copies of the previous specification keep serving."
-	if d.InferenceComponentStatus != smtypes.InferenceComponentStatusFailed || aws.ToString(d.FailureReason) != want || aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 2 {
-		t.Fatalf("%s %+v %q", d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason))
+	want := "The update of the inference component's specification failed and was rolled back: the previous specification serves. The new copies could not be placed on the 1 instance(s) of variant AllTraffic: not enough accelerator devices (a copy needs 2 whole GPUs of its own; the instance type has 4 per instance, 0 of this machine's 4 GPUs are free)."
+	if d.InferenceComponentStatus != smtypes.InferenceComponentStatusInService || aws.ToString(d.FailureReason) != want ||
+		aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 2 || aws.ToInt32(d.RuntimeConfig.DesiredCopyCount) != 2 {
+		t.Fatalf("%s %+v %q\nwant InService, 2 of 2, %q", d.InferenceComponentStatus, d.RuntimeConfig, aws.ToString(d.FailureReason), want)
+	}
+	if got := aws.ToString(d.Specification.Container.DeployedImage.SpecifiedImage); got != "-old" {
+		t.Errorf("the rolled back component describes image %q, want -old", got)
+	}
+	if after := h.srv.ics.Get("big").Record().Copies; !slices.EqualFunc(after, before, func(a, b components.CopyRecord) bool { return a.ID == b.ID && a.SpecVersion == b.SpecVersion }) {
+		t.Errorf("copies %+v after the rolled back update, want the previous ones %+v", after, before)
 	}
 	if got, err := h.invokeIC("full", "big"); err != nil || got != "x-old" {
 		t.Fatalf("invoke after the failed update = %q, %v", got, err)

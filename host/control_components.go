@@ -28,7 +28,7 @@ type (
 		Specification          *spec.InferenceComponentSpecification
 		Specifications         json.RawMessage
 		RuntimeConfig          *spec.InferenceComponentRuntimeConfig
-		DeploymentConfig       json.RawMessage // accepted: mce replaces copies as its rolling update does
+		DeploymentConfig       json.RawMessage // accepted: mce's rolling update replaces one copy at a time
 	}
 
 	updateComponentRuntimeInput struct {
@@ -182,13 +182,13 @@ func (s *Server) opDeleteComponent(ctx context.Context, in *componentNameInput) 
 }
 
 func (s *Server) opUpdateComponent(ctx context.Context, in *updateComponentInput) (any, error) {
-	return s.updateComponent(ctx, in, s.cfg.BaseDir, nil)
+	return s.updateComponent(ctx, in, components.Update{BaseDir: s.cfg.BaseDir})
 }
 
-// updateComponent is UpdateInferenceComponent with a relative file://
-// ArtifactUrl resolved against baseDir; also, if not nil, changes the
-// record with the update.
-func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, baseDir string, also func(*components.Record)) (any, error) {
+// updateComponent is UpdateInferenceComponent as u says it (where a
+// relative file:// ArtifactUrl resolves; for the endpoint files, a whole
+// specification and what else changes in the record).
+func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, u components.Update) (any, error) {
 	c, err := s.ics.Lookup(in.InferenceComponentName)
 	if err != nil {
 		return nil, err
@@ -199,12 +199,8 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 	if len(in.Specifications) > 0 && string(in.Specifications) != "null" {
 		return nil, apierr.ValidationException("Specifications (one specification per instance type) is not supported by mce: its variants have one instance type. Give Specification instead.")
 	}
-	if in.RuntimeConfig != nil {
-		if err := spec.CheckCopyCount("runtimeConfig.copyCount", in.RuntimeConfig.CopyCount); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.ics.Update(ctx, c, components.Update{Specification: in.Specification, RuntimeConfig: in.RuntimeConfig, BaseDir: baseDir, Also: also}); err != nil {
+	u.Specification, u.RuntimeConfig = in.Specification, in.RuntimeConfig
+	if err := s.ics.Update(ctx, c, u); err != nil {
 		return nil, err
 	}
 	return map[string]string{"InferenceComponentArn": c.Record().ARN}, nil

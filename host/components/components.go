@@ -68,9 +68,12 @@ type Record struct {
 	// LastCopyID is the highest copy number the component ever had: numbers
 	// are not used again (nextCopyID).
 	LastCopyID int `json:",omitempty"`
-	// SpecVersion counts specifications: copies of an older one are
-	// replaced by UpdateInferenceComponent.
+	// SpecVersion counts specifications: copies of another one are
+	// replaced by UpdateInferenceComponent's rolling update.
 	SpecVersion int
+	// Rollout is the rolling update in progress (rolling.go): the
+	// specification its copies replace; nil when there is none.
+	Rollout *Rollout `json:",omitempty"`
 	// Applied fingerprints the endpoint files' definition of the component
 	// when Apply last created or updated it from them; empty when the API
 	// made it.
@@ -133,6 +136,10 @@ func (c *Component) Record() Record {
 	defer c.mu.Unlock()
 	r := c.rec
 	r.Copies = slices.Clone(r.Copies)
+	if r.Rollout != nil {
+		ro := *r.Rollout
+		r.Rollout = &ro
+	}
 	return r
 }
 
@@ -187,9 +194,10 @@ func (c *Component) CurrentCopies() int {
 }
 
 // copyPlan is the plan the engine launches for one copy of a component
-// on host, the endpoint's variant.
+// on host, the endpoint's variant: what the specification of its version
+// runs.
 func copyPlan(rec Record, configName string, cp CopyRecord, host containers.VariantPlan) containers.EndpointPlan {
-	v := rec.Template
+	sp, v, _ := rec.specOf(cp.SpecVersion)
 	v.InstanceCount, v.Weight = 1, 1
 	v.CopyInstances = copyInstances(host)
 	v.Containers = slices.Clone(v.Containers)
@@ -198,9 +206,9 @@ func copyPlan(rec Record, configName string, cp CopyRecord, host containers.Vari
 	if len(cp.GPUs) > 0 {
 		c.GPUs = "device=" + strings.Join(cp.GPUs, ",")
 	}
-	n := needsOf(rec.Spec)
+	n := needsOf(sp)
 	c.Resources = containers.Resources{Cpus: n.CPUs, MemoryMiB: n.MemoryMiB}
-	if r := rec.Spec.ComputeResourceRequirements; r != nil && r.MaxMemoryRequiredInMb != nil {
+	if r := sp.ComputeResourceRequirements; r != nil && r.MaxMemoryRequiredInMb != nil {
 		c.Resources.MemoryMiB = int64(*r.MaxMemoryRequiredInMb)
 	}
 	if n.MemoryMiB < c.Resources.MemoryMiB {
@@ -230,16 +238,17 @@ func copyVariant(endpoint string, v containers.VariantPlan) containers.CopyVaria
 		Instances: v.InstanceCount, MaxInstances: copyInstances(v), InstanceGPUs: gpus, AllGPUs: all}
 }
 
-// placedCopies is every copy placed, of every component; own's copies of
-// its current specification are marked Own. The caller holds m.place.
+// placedCopies is every copy placed, of every component, each with the
+// needs of the specification it runs; own's copies of its current
+// specification are marked Own. The caller holds m.place.
 func (m *Manager) placedCopies(own *Component) []containers.PlacedCopy {
 	var out []containers.PlacedCopy
 	for _, c := range m.All() {
 		rec := c.Record()
-		n := needsOf(rec.Spec)
 		for _, cp := range rec.Copies {
+			sp, _, _ := rec.specOf(cp.SpecVersion)
 			out = append(out, containers.PlacedCopy{Endpoint: rec.EndpointName, Variant: rec.VariantName,
-				CopyPlace: containers.CopyPlace{Instance: cp.Instance, GPUs: cp.GPUs}, Needs: n,
+				CopyPlace: containers.CopyPlace{Instance: cp.Instance, GPUs: cp.GPUs}, Needs: needsOf(sp),
 				Own: c == own && cp.SpecVersion == rec.SpecVersion})
 		}
 	}
@@ -258,9 +267,10 @@ func hostVariant(plan containers.EndpointPlan, variant string) (containers.Varia
 
 // reconcileCopies brings the component to its desired copies of its
 // current specification: new copies are placed and launched (and take
-// calls once ready), then surplus and outdated copies leave the route,
-// drain and stop. It ends InService when every desired copy runs, Failed
-// with what is short otherwise. It runs under c.ops.
+// calls once ready), then surplus copies leave the route, drain and stop.
+// It ends InService when every desired copy runs, Failed with what is
+// short otherwise. A component with a Rollout in its record (a new
+// specification) is rolled instead (roll). It runs under c.ops.
 func (m *Manager) reconcileCopies(c *Component) {
 	if c.deleting.Load() {
 		return
@@ -274,22 +284,17 @@ func (m *Manager) reconcileCopies(c *Component) {
 		})
 		return
 	}
-	est := e.State()
-	v, ok := hostVariant(est.Plan, rec.VariantName)
+	v, ok := hostVariant(e.State().Plan, rec.VariantName)
 	if !ok {
 		m.saveComponent(c, func(r *Record) {
 			r.Status, r.FailureReason = spec.StatusFailed, "Variant "+rec.VariantName+" is not part of endpoint "+rec.EndpointName+"."
 		})
 		return
 	}
-	current := 0
-	for _, cp := range rec.Copies {
-		if cp.SpecVersion == rec.SpecVersion {
-			current++
-		}
-	}
+	fresh, _ := rec.split()
+	current := len(fresh)
 	missing := rec.Desired - current
-	if why := variantOutOfBounds(v); why != "" && missing > 0 {
+	if why := variantOutOfBounds(v); why != "" && (missing > 0 || rec.Rollout != nil) {
 		// Only a record of an older mce has such a variant (the API
 		// refuses it): the component fails, the rest of mce serves.
 		m.saveComponent(c, func(r *Record) {
@@ -298,41 +303,114 @@ func (m *Manager) reconcileCopies(c *Component) {
 		log.Error().Int("instances", v.InstanceCount).Int("max_instances", v.MaxInstanceCount).Msg("inference component not placed: its variant's recorded instance count is out of bounds")
 		return
 	}
-	var placed []CopyRecord
-	var failures []error
-	short, limit := "", ""
-	if missing > 0 {
-		m.place.Lock()
-		// Each copy is a container: --max-containers counts it.
-		if room, most, ok := m.containerRoom(); ok && room < missing {
-			limit = fmt.Sprintf(" The copies left would pass the limit of %d containers of all endpoints and inference component copies together (mce serve --max-containers; %d in use).",
-				most, most-room)
-			missing = max(room, 0)
-		}
-		next := m.nextCopyID(rec.EndpointName)
-		places, why, err := m.placer.PlaceCopies(m.launchContext(c), containers.CopyRequest{Variant: copyVariant(rec.EndpointName, v),
-			Needs: needsOf(rec.Spec), Count: missing, Binpack: rec.Spec.PlacementStrategy() == spec.PlacementBinpack, Placed: m.placedCopies(c)})
-		if err != nil {
-			failures = append(failures, fmt.Errorf("placing the copies: %w", err))
-		}
-		short = why
-		for _, p := range places {
-			placed = append(placed, CopyRecord{ID: next, Instance: p.Instance, GPUs: p.GPUs, SpecVersion: rec.SpecVersion})
-			next++
-		}
-		// Reserved in the record before the launch, so that placements
-		// of other components count them.
-		m.tookCopyIDs(rec.EndpointName, next-1)
-		m.saveComponent(c, func(r *Record) {
-			r.Copies = append(r.Copies, placed...)
-			r.LastCopyID = max(r.LastCopyID, next-1)
-		})
-		m.place.Unlock()
+	if rec.Rollout != nil {
+		m.roll(c, e, v)
+		return
 	}
+	var got launchResult
+	if missing > 0 {
+		got = m.launchCopies(c, rec, e, v, missing)
+	}
+	if c.deleting.Load() || m.ctx.Err() != nil {
+		return // deleted, or mce stops: the record says what is left to do
+	}
+	// Surplus copies (beyond Desired; the newest stay) leave the route,
+	// drain and stop; so do copies of a specification the record no
+	// longer names (none but in a record of an older mce), once the
+	// current one has all its copies.
+	rec = c.Record()
+	fresh, old := rec.split()
+	var remove []CopyRecord
+	if len(fresh) > rec.Desired {
+		remove = fresh[:len(fresh)-rec.Desired]
+	}
+	if len(fresh) >= rec.Desired {
+		remove = append(remove, old...)
+	}
+	m.removeCopies(c, remove)
+	rec = c.Record()
+	fresh, old = rec.split()
+	running := len(fresh)
+	m.saveComponent(c, func(r *Record) {
+		if running >= r.Desired {
+			r.Status, r.FailureReason = spec.StatusInService, ""
+			return
+		}
+		reason := fmt.Sprintf("%d of %d copies of the inference component are running.", running, r.Desired) + got.why("The copies left", v)
+		if len(old) > 0 {
+			reason += fmt.Sprintf(" %d copies of the previous specification keep serving.", len(old))
+		}
+		r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, spec.MaxFailureReason)
+	})
+	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
+}
+
+// launchResult is what launchCopies started, and what kept the others
+// from starting.
+type launchResult struct {
+	ready    []CopyRecord // launched, taking calls
+	short    string       // what placement found short
+	limit    string       // the words of --max-containers, when it stopped copies
+	unplaced *containers.UnschedulableError
+	failures []error
+}
+
+// why says what kept copies from starting, each sentence led by a space
+// (what names them: "The copies left", "The new copies"); "" when nothing
+// did.
+func (r launchResult) why(what string, v containers.VariantPlan) string {
+	out := ""
+	if r.short != "" {
+		out += " " + what + " could not be placed on the " + strconv.Itoa(v.InstanceCount) + " instance(s) of variant " + v.Name + ": not enough " + r.short + "."
+	}
+	out += r.limit
+	if r.unplaced != nil {
+		out += " " + what + " could not be placed: " + r.unplaced.Message
+	}
+	if err := errors.Join(r.failures...); err != nil {
+		out += " Copies failed to start: " + apierr.RedactPaths(err.Error())
+	}
+	return out
+}
+
+// launchCopies places n copies of the record's specification (as many as
+// fit, and as --max-containers allows), reserves them in the record, and
+// launches them in parallel; each takes calls once ready (its adapters
+// registered first). Copies that fail to start leave the record. The
+// caller holds c.ops.
+func (m *Manager) launchCopies(c *Component, rec Record, e HostEndpoint, v containers.VariantPlan, n int) launchResult {
+	var out launchResult
+	log := m.log.With().Str("inference_component", rec.Name).Str("endpoint", rec.EndpointName).Logger()
+	var placed []CopyRecord
+	m.place.Lock()
+	// Each copy is a container: --max-containers counts it.
+	if room, most, ok := m.containerRoom(); ok && room < n {
+		out.limit = fmt.Sprintf(" The copies left would pass the limit of %d containers of all endpoints and inference component copies together (mce serve --max-containers; %d in use).",
+			most, most-room)
+		n = max(room, 0)
+	}
+	next := m.nextCopyID(rec.EndpointName)
+	places, short, err := m.placer.PlaceCopies(m.launchContext(c), containers.CopyRequest{Variant: copyVariant(rec.EndpointName, v),
+		Needs: needsOf(rec.Spec), Count: n, Binpack: rec.Spec.PlacementStrategy() == spec.PlacementBinpack, Placed: m.placedCopies(c)})
+	if err != nil {
+		out.failures = append(out.failures, fmt.Errorf("placing the copies: %w", err))
+	}
+	out.short = short
+	for _, p := range places {
+		placed = append(placed, CopyRecord{ID: next, Instance: p.Instance, GPUs: p.GPUs, SpecVersion: rec.SpecVersion})
+		next++
+	}
+	// Reserved in the record before the launch, so that placements
+	// of other components count them.
+	m.tookCopyIDs(rec.EndpointName, next-1)
+	m.saveComponent(c, func(r *Record) {
+		r.Copies = append(r.Copies, placed...)
+		r.LastCopyID = max(r.LastCopyID, next-1)
+	})
+	m.place.Unlock()
 	// Launch the placed copies in parallel; each takes calls once ready.
 	var wg sync.WaitGroup
-	var failMu sync.Mutex
-	var unplaced *containers.UnschedulableError
+	var mu sync.Mutex
 	for _, cp := range placed {
 		wg.Add(1)
 		go func() {
@@ -342,9 +420,10 @@ func (m *Manager) reconcileCopies(c *Component) {
 				// this copy, not mce: what it started goes.
 				if v := recover(); v != nil {
 					m.bg.LogPanic(v, "inference_component", c.name)
-					failMu.Lock()
-					failures = append(failures, errCopyPanicked)
-					failMu.Unlock()
+					mu.Lock()
+					out.failures = append(out.failures, errCopyPanicked)
+					out.ready = slices.DeleteFunc(out.ready, func(x CopyRecord) bool { return x.ID == cp.ID })
+					mu.Unlock()
 					m.removeCopies(c, []CopyRecord{cp})
 				}
 			}()
@@ -356,17 +435,17 @@ func (m *Manager) reconcileCopies(c *Component) {
 			}
 			if err != nil {
 				var ue *containers.UnschedulableError
-				failMu.Lock()
+				mu.Lock()
 				if errors.As(err, &ue) {
 					// The scheduler's verdict is what is short, said once
 					// for every copy it refused.
-					if unplaced == nil {
-						unplaced = ue
+					if out.unplaced == nil {
+						out.unplaced = ue
 					}
 				} else {
-					failures = append(failures, err)
+					out.failures = append(out.failures, err)
 				}
-				failMu.Unlock()
+				mu.Unlock()
 				m.saveComponent(c, func(r *Record) {
 					r.Copies = slices.DeleteFunc(r.Copies, func(x CopyRecord) bool { return x.ID == cp.ID })
 				})
@@ -374,85 +453,34 @@ func (m *Manager) reconcileCopies(c *Component) {
 			}
 			m.registerAdaptersOn(c, l) // before it takes calls
 			m.adoptCopy(c, cp.ID, l)
+			mu.Lock()
+			out.ready = append(out.ready, cp)
+			mu.Unlock()
 			log.Info().Int("copy", cp.ID).Int("instance", cp.Instance).Strs("gpus", cp.GPUs).Dur("took_ms", time.Since(start)).Msg("inference component copy ready")
 		}()
 	}
 	wg.Wait()
-	if c.deleting.Load() {
-		return
-	}
-	// Surplus copies (beyond Desired; the newest stay) leave the route,
-	// drain and stop; so do copies of an older specification, once the
-	// new one has all its copies (until then they keep serving).
-	rec = c.Record()
-	fresh := 0
-	for _, cp := range rec.Copies {
-		if cp.SpecVersion == rec.SpecVersion {
-			fresh++
-		}
-	}
-	var remove []CopyRecord
-	keep := 0
-	for i := len(rec.Copies) - 1; i >= 0; i-- {
-		cp := rec.Copies[i]
-		if cp.SpecVersion != rec.SpecVersion {
-			if fresh >= rec.Desired {
-				remove = append(remove, cp)
-			}
-			continue
-		}
-		keep++
-		if keep > rec.Desired {
-			remove = append(remove, cp)
-		}
-	}
-	m.removeCopies(c, remove)
-	rec = c.Record()
-	running := 0
-	for _, cp := range rec.Copies {
-		if cp.SpecVersion == rec.SpecVersion {
-			running++
-		}
-	}
-	m.saveComponent(c, func(r *Record) {
-		if running >= r.Desired {
-			r.Status, r.FailureReason = spec.StatusInService, ""
-			return
-		}
-		reason := fmt.Sprintf("%d of %d copies of the inference component are running.", running, r.Desired)
-		if short != "" {
-			reason += " The copies left could not be placed on the " + strconv.Itoa(v.InstanceCount) + " instance(s) of variant " + rec.VariantName + ": not enough " + short + "."
-		}
-		reason += limit
-		if unplaced != nil {
-			reason += " The copies left could not be placed: " + unplaced.Message
-		}
-		if err := errors.Join(failures...); err != nil {
-			reason += " Copies failed to start: " + apierr.RedactPaths(err.Error())
-		}
-		if old := len(r.Copies) - running; old > 0 {
-			reason += fmt.Sprintf(" %d copies of the previous specification keep serving.", old)
-		}
-		r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, spec.MaxFailureReason)
-	})
-	log.Info().Int("desired", rec.Desired).Int("running", running).Msg("inference component reconciled")
+	slices.SortFunc(out.ready, func(a, b CopyRecord) int { return a.ID - b.ID })
+	return out
 }
 
 // checkCopyCapacity refuses, with SageMaker's ResourceLimitExceeded, a
 // component (c; nil for a new one) asking for desired copies that would
-// pass mce serve --max-containers (Options.CheckContainers): a new specification's copies all start beside
-// the copies they replace; a new count adds what it asks beyond the copies
-// there are. Placement checks the limit again (reconcileCopies), so two
-// calls at once cannot both take the last room.
-func (m *Manager) checkCopyCapacity(c *Component, desired int, newSpec bool) error {
-	delta := desired
-	if c != nil && !newSpec {
-		rec := c.Record()
-		for _, cp := range rec.Copies {
-			if cp.SpecVersion == rec.SpecVersion {
-				delta--
-			}
-		}
+// pass mce serve --max-containers (Options.CheckContainers): a new count
+// adds what it asks beyond the copies there are; a new specification
+// (roll, the copies it replaces at a time; 0 for none) needs room for one
+// batch beside the copies it replaces (rollCapacity). Placement checks the
+// limit again (launchCopies), so two calls at once cannot both take the
+// last room.
+func (m *Manager) checkCopyCapacity(c *Component, desired, roll int) error {
+	placed := 0
+	if c != nil {
+		fresh, _ := c.Record().split()
+		placed = len(fresh)
+	}
+	delta := desired - placed
+	if roll > 0 {
+		delta = rollCapacity(placed, desired, roll)
 	}
 	if m.check == nil {
 		return nil
@@ -654,13 +682,16 @@ func (m *Manager) recoverComponents(ctx context.Context) []*Component {
 	return again
 }
 
-// recoverComponent adopts the running copies of c's record; it reports
-// whether c has work left (copies to launch, an adapter to register). A
-// copy placed where this engine places none (KeepsCopy: on Docker an
-// instance of -1, which the Kubernetes engine writes, or one the variant
-// does not have) is not adopted but placed again; its container, if any,
-// goes with Reconcile. (Without the variant, reconcile says so and
-// places nothing.) A panic leaves c Failed and the others recovering.
+// recoverComponent adopts the running copies of c's record, each as the
+// specification of its version runs (in a rolling update, the new one's
+// or the one it replaces); it reports whether c has work left (copies to
+// launch, a rolling update to go on with, an adapter to register). A copy
+// placed where this engine places none (KeepsCopy: on Docker an instance
+// of -1, which the Kubernetes engine writes, or one the variant does not
+// have), or of a specification the record no longer knows, is not adopted
+// but placed again; its container, if any, goes with Reconcile. (Without
+// the variant, reconcile says so and places nothing.) A panic leaves c
+// Failed and the others recovering.
 func (m *Manager) recoverComponent(ctx context.Context, c *Component) (again bool) {
 	rec := c.Record()
 	defer func() {
@@ -677,6 +708,10 @@ func (m *Manager) recoverComponent(ctx context.Context, c *Component) (again boo
 		if found && !m.placer.KeepsCopy(copyVariant(rec.EndpointName, hv), containers.CopyPlace{Instance: cp.Instance, GPUs: cp.GPUs}) {
 			m.log.Warn().Str("inference_component", rec.Name).Int("copy", cp.ID).Int("instance", cp.Instance).
 				Msg("copy recorded on an instance this engine does not have (another engine's record); it will be placed again")
+			continue
+		}
+		if _, _, known := rec.specOf(cp.SpecVersion); !known {
+			m.log.Info().Str("inference_component", rec.Name).Int("copy", cp.ID).Msg("copy of a specification the record no longer knows; it will be placed again")
 			continue
 		}
 		l, err := m.engine.Adopt(ctx, copyPlan(rec, configName, cp, hv), cp.ID)
@@ -741,9 +776,9 @@ func (m *Manager) RunningCopies(endpoint, variant string) []RunningCopy {
 			c.mu.Unlock()
 			continue
 		}
-		image := ""
-		if len(c.rec.Template.Containers) > 0 {
-			image = c.rec.Template.Containers[0].Image
+		version := map[int]int{} // copy ID → its specification's version
+		for _, cp := range c.rec.Copies {
+			version[cp.ID] = cp.SpecVersion
 		}
 		ids := make([]int, 0, len(c.launched))
 		for id := range c.launched {
@@ -751,13 +786,19 @@ func (m *Manager) RunningCopies(endpoint, variant string) []RunningCopy {
 		}
 		sort.Ints(ids)
 		ls := make([]containers.Launched, 0, len(ids))
+		images := make([]string, 0, len(ids)) // during a rolling update, of either specification
 		for _, id := range ids {
 			ls = append(ls, c.launched[id])
+			image := ""
+			if _, tpl, _ := c.rec.specOf(version[id]); len(tpl.Containers) > 0 {
+				image = tpl.Containers[0].Image
+			}
+			images = append(images, image)
 		}
 		c.mu.Unlock()
-		for _, l := range ls {
+		for i, l := range ls {
 			for _, cp := range l.Copies(variant) {
-				out = append(out, RunningCopy{Image: image, Containers: cp})
+				out = append(out, RunningCopy{Image: images[i], Containers: cp})
 			}
 		}
 	}
@@ -782,7 +823,8 @@ func (m *Manager) Gauges() []Gauge {
 		for _, cp := range rec.Copies {
 			g.GPUs += len(cp.GPUs)
 			if cp.Instance < 0 { // placed where its launch decided, by count
-				g.GPUs += needsOf(rec.Spec).GPUs
+				sp, _, _ := rec.specOf(cp.SpecVersion)
+				g.GPUs += needsOf(sp).GPUs
 			}
 		}
 		out = append(out, g)

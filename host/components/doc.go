@@ -9,15 +9,20 @@
 //     endpoint (HostEndpoint), and the registry by name.
 //   - lifecycle.go: what the operations ask of it, the caller authorized:
 //     Create, Update, Scale, Delete, ChangeTags, Lookup; the checks of a
-//     new specification (its template, one copy fitting an empty
-//     instance, the copy and adapter bounds) and the records they leave.
+//     new specification (merged over the current one for an update, its
+//     template, one copy fitting an empty instance, the copy and adapter
+//     bounds) and the records they leave.
 //   - components.go: the records (Record, CopyRecord), the copies' numbers
 //     (never used twice on an endpoint), reconcile (desired against
 //     running copies, placed by the engine, launched in parallel, surplus
-//     and outdated ones drained and stopped), the component's status and
+//     ones drained and stopped), the component's status and
 //     FailureReason, deletion, recovery after a restart (Recover), and the
 //     snapshots the inventory and the metrics read (RunningCopies,
 //     Gauges, PlacedCopies).
+//   - rolling.go: UpdateInferenceComponent's rolling update (a changed
+//     specification replaces the copies batch by batch, rolled back when
+//     a new copy does not start; an unchanged one only scales), its
+//     record (Rollout) and the room it needs.
 //   - adapters.go: adapter components, staged through the engine's
 //     containers.AdapterStore and registered with every copy of their base
 //     through the containers' adapter API.

@@ -2,8 +2,8 @@ package components
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mce-run/mce/containers"
@@ -168,7 +168,7 @@ func (m *Manager) Create(ctx context.Context, in *spec.CreateInferenceComponentI
 	if err := tooManyCopies(int(*in.RuntimeConfig.CopyCount)); err != nil {
 		return "", nil, err
 	}
-	if err := m.checkCopyCapacity(nil, int(*in.RuntimeConfig.CopyCount), true); err != nil {
+	if err := m.checkCopyCapacity(nil, int(*in.RuntimeConfig.CopyCount), 0); err != nil {
 		return "", nil, err
 	}
 	if err := m.fitsOneInstance(ctx, erec.Name, sp, v); err != nil {
@@ -264,16 +264,21 @@ func (m *Manager) register(e HostEndpoint, endpointARN string, c *Component, che
 }
 
 // startUpdate sets Updating on a component that is InService or Failed,
-// applies change, and reconciles its copies in the background.
-func (m *Manager) startUpdate(c *Component, change func(*Record)) error {
+// applies change (its error refuses the update, nothing changed), and
+// reconciles its copies in the background.
+func (m *Manager) startUpdate(c *Component, change func(*Record) error) error {
 	// Checked and set in one step: of two updates at once, one is refused.
 	var refused error
 	m.saveComponent(c, func(r *Record) {
 		if c.deleting.Load() || (r.Status != spec.StatusInService && r.Status != spec.StatusFailed) {
-			refused = apierr.ValidationException("Cannot update in-progress inference component %q: its status is %s.", r.ARN, r.Status)
+			refused = errInProgress(*r)
 			return
 		}
-		change(r)
+		// change sees the record as saved: on an error it must leave it
+		// as it was (saved again unchanged but for Modified).
+		if refused = change(r); refused != nil {
+			return
+		}
 		r.Status = spec.StatusUpdating
 	})
 	if refused != nil {
@@ -283,37 +288,95 @@ func (m *Manager) startUpdate(c *Component, change func(*Record)) error {
 	return nil
 }
 
+// errInProgress refuses an update of a component that is not InService
+// or Failed.
+func errInProgress(r Record) error {
+	return apierr.ValidationException("Cannot update in-progress inference component %q: its status is %s.", r.ARN, r.Status)
+}
+
 // Update is an UpdateInferenceComponent: a new Specification, a new
 // RuntimeConfig (its CopyCount checked), or both.
 type Update struct {
+	// Specification holds the members the update changes, merged over the
+	// current specification (spec.InferenceComponentSpecification.Merge);
+	// with Replace, it is the whole new specification (the endpoint
+	// files' definition).
 	Specification *spec.InferenceComponentSpecification
+	Replace       bool
 	RuntimeConfig *spec.InferenceComponentRuntimeConfig
-	// BaseDir is where a relative file:// ArtifactUrl resolves.
+	// BaseDir is where a relative file:// ArtifactUrl of the Container
+	// the update gives resolves (a Container kept resolves where it did).
 	BaseDir string
+	// Batch is how many copies a new specification replaces at a time;
+	// 0: DefaultBatch.
+	Batch int
 	// Also, if not nil, changes the record with the update (Apply marks
 	// what it applied).
 	Also func(*Record)
 }
 
-// Update starts UpdateInferenceComponent on c, the caller authorized:
-// Updating while new copies replace the old ones (for an adapter, while
-// its new artifact is staged and registered) in the background.
+// errSpecChanged is met when the record's specification changed between
+// the merge of an update and its start (another update began and ended
+// meanwhile): the update is merged again over the new one.
+var errSpecChanged = errors.New("the specification changed meanwhile")
+
+// Update starts UpdateInferenceComponent on c, the caller authorized. The
+// specification it gives is merged over the current one and the result is
+// checked as CreateInferenceComponent's; when it runs what the copies run
+// already, only the copy count changes (copies are added or removed, none
+// replaced); otherwise the copies are replaced by a rolling update
+// (rolling.go), batch after batch. For an adapter, its new artifact is
+// staged and registered. The component is Updating meanwhile.
+//
+// The merge reads the record without holding it (resolving a model and
+// asking the engine whether a copy fits take time); the update starts
+// only if the specification it merged over is still the record's, and is
+// merged again otherwise, so that concurrent updates never lose members.
 func (m *Manager) Update(ctx context.Context, c *Component, u Update) error {
 	if u.Specification == nil && u.RuntimeConfig == nil {
 		return apierr.ValidationException("UpdateInferenceComponent needs Specification or RuntimeConfig (or both).")
 	}
 	if u.RuntimeConfig != nil {
+		if err := spec.CheckCopyCount("runtimeConfig.copyCount", u.RuntimeConfig.CopyCount); err != nil {
+			return err
+		}
 		if err := tooManyCopies(int(*u.RuntimeConfig.CopyCount)); err != nil {
 			return err
 		}
 	}
-	rec := c.Record()
-	if rec.IsAdapter() || u.Specification.IsAdapter() {
-		return m.updateAdapter(c, u)
+	for attempt := 1; ; attempt++ {
+		rec := c.Record()
+		var err error
+		if rec.IsAdapter() || u.Specification.IsAdapter() {
+			err = m.updateAdapter(c, rec, u)
+		} else {
+			err = m.updateCopies(ctx, c, rec, u)
+		}
+		if !errors.Is(err, errSpecChanged) {
+			return err
+		}
+		if attempt == 3 {
+			return apierr.ValidationException("Cannot update inference component %q: other updates changed its specification while this one was checked; try again.", rec.ARN)
+		}
 	}
+}
+
+// updateCopies is Update of a component with copies, merged over rec.
+func (m *Manager) updateCopies(ctx context.Context, c *Component, rec Record, u Update) error {
+	batch := u.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	var sp spec.InferenceComponentSpecification
 	var tpl containers.VariantPlan
+	roll := false
 	if u.Specification != nil {
-		if err := spec.ValidateSpecification(u.Specification); err != nil {
+		var err error // (a BaseInferenceComponentName given went to updateAdapter)
+		sp, err = spec.MergeSpecification(rec.Spec, u.Specification)
+		if u.Replace {
+			sp, err = *u.Specification, spec.ValidateSpecification(u.Specification)
+		}
+		if err != nil {
 			return err
 		}
 		e := m.endpoint(rec.EndpointName)
@@ -325,36 +388,51 @@ func (m *Manager) Update(ctx context.Context, c *Component, u Update) error {
 		if !ok {
 			return apierr.ValidationException("The variant name %s is not present in the endpoint %q.", rec.VariantName, est.ARN)
 		}
-		if err := m.fitsOneInstance(ctx, rec.EndpointName, *u.Specification, v); err != nil {
+		if err := m.fitsOneInstance(ctx, rec.EndpointName, sp, v); err != nil {
 			return err
 		}
-		var err error
-		if tpl, err = m.template(rec.Name, *u.Specification, v, u.BaseDir); err != nil {
+		// A Container kept resolves where it did; one given, where the
+		// update says.
+		baseDir := u.BaseDir
+		if givesModel := u.Replace || u.Specification.ModelName != "" || u.Specification.Container != nil; !givesModel && len(rec.Template.Containers) > 0 {
+			baseDir = rec.Template.Containers[0].BaseDir
+		}
+		if tpl, err = m.template(rec.Name, sp, v, baseDir); err != nil {
 			return err
 		}
+		roll = !sameDeployment(rec, sp, tpl)
 	}
 	desired := rec.Desired
 	if u.RuntimeConfig != nil {
 		desired = int(*u.RuntimeConfig.CopyCount)
 	}
-	if err := m.checkCopyCapacity(c, desired, u.Specification != nil); err != nil {
+	capacityBatch := 0
+	if roll {
+		capacityBatch = batch
+	}
+	if err := m.checkCopyCapacity(c, desired, capacityBatch); err != nil {
 		return err
 	}
-	return m.startUpdate(c, func(r *Record) {
-		if u.Specification != nil {
-			r.Spec, r.Template, r.SpecVersion = *u.Specification, tpl, r.SpecVersion+1
+	return m.startUpdate(c, func(r *Record) error {
+		if r.SpecVersion != rec.SpecVersion || canonicalJSON(r.Spec) != canonicalJSON(rec.Spec) {
+			return errSpecChanged
 		}
-		if u.RuntimeConfig != nil {
-			r.Desired = int(*u.RuntimeConfig.CopyCount)
+		if roll {
+			startRollout(r, sp, tpl, batch)
+		} else {
+			resumeRollout(r)
 		}
+		r.Desired = desired
 		if u.Also != nil {
 			u.Also(r)
 		}
+		return nil
 	})
 }
 
 // Scale starts UpdateInferenceComponentRuntimeConfig on c, the caller
-// authorized: Updating while its copies become n.
+// authorized: Updating while its copies become n (copies added or
+// removed, none replaced).
 func (m *Manager) Scale(c *Component, n int) error {
 	if err := tooManyCopies(n); err != nil {
 		return err
@@ -362,10 +440,14 @@ func (m *Manager) Scale(c *Component, n int) error {
 	if rec := c.Record(); rec.IsAdapter() {
 		return errAdapterCopies(rec)
 	}
-	if err := m.checkCopyCapacity(c, n, false); err != nil {
+	if err := m.checkCopyCapacity(c, n, 0); err != nil {
 		return err
 	}
-	return m.startUpdate(c, func(r *Record) { r.Desired = n })
+	return m.startUpdate(c, func(r *Record) error {
+		resumeRollout(r)
+		r.Desired = n
+		return nil
+	})
 }
 
 // Delete starts DeleteInferenceComponent on c, the caller authorized:
@@ -429,11 +511,11 @@ func errAdapterCopies(rec Record) error {
 		rec.ARN, rec.Spec.BaseInferenceComponentName)
 }
 
-// updateAdapter is UpdateInferenceComponent of an adapter: a new
-// Specification (another ArtifactUrl of the same base) is staged and
-// registered again with the base's copies, replacing the old adapter.
-func (m *Manager) updateAdapter(c *Component, u Update) error {
-	rec := c.Record()
+// updateAdapter is UpdateInferenceComponent of an adapter, merged over
+// rec: a new Specification (another ArtifactUrl of the same base; the
+// base may be left out) is staged and registered again with the base's
+// copies, replacing the old adapter.
+func (m *Manager) updateAdapter(c *Component, rec Record, u Update) error {
 	if !rec.IsAdapter() {
 		return apierr.ValidationException("Inference component %q hosts a model: it cannot become an adapter inference component (BaseInferenceComponentName); create an adapter instead.", rec.ARN)
 	}
@@ -443,25 +525,39 @@ func (m *Manager) updateAdapter(c *Component, u Update) error {
 	if u.Specification == nil {
 		return apierr.ValidationException("UpdateInferenceComponent of an adapter inference component needs its Specification.")
 	}
-	sp := *u.Specification
-	if !sp.IsAdapter() {
-		return apierr.ValidationException("Inference component %q is an adapter inference component: its Specification keeps BaseInferenceComponentName %s.", rec.ARN, rec.Spec.BaseInferenceComponentName)
-	}
-	if err := spec.ValidateSpecification(&sp); err != nil {
-		return err
-	}
-	if !strings.EqualFold(sp.BaseInferenceComponentName, rec.Spec.BaseInferenceComponentName) {
+	if !rec.Spec.SameBase(u.Specification) {
 		return apierr.ValidationException("The base of adapter inference component %q is %s: an adapter cannot move to another base (%s); create a new adapter.",
-			rec.ARN, rec.Spec.BaseInferenceComponentName, sp.BaseInferenceComponentName)
+			rec.ARN, rec.Spec.BaseInferenceComponentName, u.Specification.BaseInferenceComponentName)
 	}
-	if err := m.checkModelData(sp.Container.ArtifactURL, u.BaseDir); err != nil {
+	var sp spec.InferenceComponentSpecification
+	var err error
+	baseDir := u.BaseDir
+	switch {
+	case u.Replace && !u.Specification.IsAdapter():
+		return apierr.ValidationException("Inference component %q is an adapter inference component: its Specification keeps BaseInferenceComponentName %s.", rec.ARN, rec.Spec.BaseInferenceComponentName)
+	case u.Replace:
+		sp, err = *u.Specification, spec.ValidateSpecification(u.Specification)
+	default:
+		sp, err = spec.MergeSpecification(rec.Spec, u.Specification)
+		if u.Specification.Container == nil {
+			baseDir = rec.BaseDir // the artifact kept resolves where it did
+		}
+	}
+	if err != nil {
 		return err
 	}
-	return m.startUpdate(c, func(r *Record) {
-		r.Spec, r.BaseDir, r.SpecVersion = sp, u.BaseDir, r.SpecVersion+1
+	if err := m.checkModelData(sp.Container.ArtifactURL, baseDir); err != nil {
+		return err
+	}
+	return m.startUpdate(c, func(r *Record) error {
+		if r.SpecVersion != rec.SpecVersion {
+			return errSpecChanged
+		}
+		r.Spec, r.BaseDir, r.SpecVersion = sp, baseDir, r.SpecVersion+1
 		if u.Also != nil {
 			u.Also(r)
 		}
+		return nil
 	})
 }
 

@@ -80,21 +80,33 @@ func (e *fakeEndpoint) UnlessDeleting(f func() error) (bool, error) {
 
 func newTestManager(t *testing.T, engine containers.Engine, e *fakeEndpoint) (*Manager, *store.Store) {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
+	return newTestManagerWith(t, engine, e, nil, nil)
+}
+
+// newTestManagerWith builds a Manager on st (a new store when nil), opts
+// changing its Options when not nil.
+func newTestManagerWith(t *testing.T, engine containers.Engine, e *fakeEndpoint, st *store.Store, opts func(*Options)) (*Manager, *store.Store) {
+	t.Helper()
+	if st == nil {
+		var err error
+		if st, err = store.Open(filepath.Join(t.TempDir(), "state.db")); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
 	}
-	t.Cleanup(func() { st.Close() })
 	bg := background.New(context.Background(), zerolog.Nop())
 	t.Cleanup(bg.Stop)
-	m := NewManager(Options{Engine: engine, Store: st, Background: bg, Logger: zerolog.Nop(),
+	o := Options{Engine: engine, Store: st, Background: bg, Logger: zerolog.Nop(),
 		Endpoint: func(name string) HostEndpoint {
 			if strings.EqualFold(name, e.st.Name) {
 				return e
 			}
 			return nil
-		}})
-	return m, st
+		}}
+	if opts != nil {
+		opts(&o)
+	}
+	return NewManager(o), st
 }
 
 func componentsEndpoint(instanceType string) *fakeEndpoint {
