@@ -541,6 +541,23 @@ def case_components(cl, ck, models):
     r = cl.invoke(ep, b"x", ic=probe)
     ck.eq("invoke after the update answers from the new copies", r.out.get("Body") if r.ok else repr(r), b"x-v2")
 
+    # ---- The SageMaker Python SDK's update_predictor(resources=ResourceRequirements(...)) on a component: a
+    # Specification holding only ComputeResourceRequirements keeps the model and changes the resources.
+    tr = Traffic(cl, ep, probe, {b"x-v2"}, workers)
+    time.sleep(0.3)
+    r = cl.call("UpdateInferenceComponent", InferenceComponentName=probe,
+                Specification={"ComputeResourceRequirements": {"MinMemoryRequiredInMb": 256}}, RuntimeConfig={"CopyCount": 1})
+    ck.success("UpdateInferenceComponent with only ComputeResourceRequirements (update_predictor(resources=...))", r)
+    r = wait_ic(cl, probe)
+    time.sleep(0.3)
+    summary = tr.end()
+    ck.ok("calls during the resources-only update: none failed", tr.failed == 0 and tr.ok > 0, summary)
+    sp = (r.out.get("Specification") or {}) if r.ok else {}
+    ck.eq("after it: InService, the same Container, the new resources",
+          (r.out.get("InferenceComponentStatus") if r.ok else repr(r), (sp.get("Container") or {}).get("Environment"),
+           (sp.get("ComputeResourceRequirements") or {}).get("MinMemoryRequiredInMb")),
+          ("InService", {"PROBE_TAG": "-v2"}, 256))
+
     # ---- UpdateInferenceComponentRuntimeConfig: up, down, to 0 and back, under traffic
     def scale(n, what):
         t = Traffic(cl, ep, probe, {b"x-v2"}, workers)
