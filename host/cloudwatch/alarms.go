@@ -488,7 +488,7 @@ func (s *Service) describeAlarms(in *describeAlarmsInput) (*describeAlarmsOutput
 		tok := nameToken(list[page-1].AlarmName)
 		out.NextToken = &tok
 	}
-	out.MetricAlarms = list
+	out.MetricAlarms = nonNil(list)
 	return out, nil
 }
 
