@@ -16,7 +16,7 @@ import (
 func alarmIn(name string, mod func(m map[string]any)) map[string]any {
 	m := map[string]any{"AlarmName": name, "Namespace": "AWS/SageMaker", "MetricName": "Invocation5XXErrors",
 		"Dimensions": []map[string]string{{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "v1"}},
-		"Statistic": "Sum", "Period": 60, "EvaluationPeriods": 1, "Threshold": 0.0, "ComparisonOperator": "GreaterThanThreshold"}
+		"Statistic":  "Sum", "Period": 60, "EvaluationPeriods": 1, "Threshold": 0.0, "ComparisonOperator": "GreaterThanThreshold"}
 	if mod != nil {
 		mod(m)
 	}
@@ -56,7 +56,9 @@ func TestPutMetricAlarmRefusals(t *testing.T) {
 		{"no threshold", func(m map[string]any) { delete(m, "Threshold") }, CodeMissingParameter, "Threshold"},
 		{"huge threshold", func(m map[string]any) { m["Threshold"] = 1e308 }, "", ""},
 		{"bad unit", func(m map[string]any) { m["Unit"] = "Furlongs" }, CodeInvalidParameterValue, "Unit"},
-		{"6 actions", func(m map[string]any) { m["AlarmActions"] = []string{"arn:1", "arn:2", "arn:3", "arn:4", "arn:5", "arn:6"} }, CodeInvalidParameterValue, "AlarmActions"},
+		{"6 actions", func(m map[string]any) {
+			m["AlarmActions"] = []string{"arn:1", "arn:2", "arn:3", "arn:4", "arn:5", "arn:6"}
+		}, CodeInvalidParameterValue, "AlarmActions"},
 		{"not an ARN", func(m map[string]any) { m["OKActions"] = []string{"mailto:x"} }, CodeInvalidParameterValue, "OKActions.member.1"},
 		{"31 dimensions", func(m map[string]any) {
 			var d []map[string]string

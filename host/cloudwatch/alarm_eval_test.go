@@ -12,7 +12,7 @@ func putAlarm(t testing.TB, s *Service, name string, n, m int, treat string) {
 	t.Helper()
 	in := map[string]any{"AlarmName": name, "Namespace": "AWS/SageMaker", "MetricName": "ModelLatency",
 		"Dimensions": []map[string]string{{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "v1"}},
-		"Statistic": "Sum", "Period": 60, "EvaluationPeriods": n, "DatapointsToAlarm": m, "Threshold": 5.0,
+		"Statistic":  "Sum", "Period": 60, "EvaluationPeriods": n, "DatapointsToAlarm": m, "Threshold": 5.0,
 		"ComparisonOperator": "GreaterThanThreshold", "TreatMissingData": treat}
 	okJSON(t, s, "PutMetricAlarm", in)
 }
@@ -55,7 +55,7 @@ func replay(t testing.TB, s *Service, c *clock, row string) {
 func TestMissingDataTablesOfTheUserGuide(t *testing.T) {
 	const keep = State("keep")
 	type row struct {
-		points                                  string
+		points                                   string
 		missing, ignore, breaching, notBreaching State
 	}
 	tables := []struct {
