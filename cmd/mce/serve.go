@@ -509,7 +509,8 @@ func (s *serving) openStore(context.Context) (func(), error) {
 // it and publishes SageMaker's metrics to it. It closes after the host, so
 // the last calls' datapoints are written.
 func (s *serving) openCloudWatch(context.Context) (func(), error) {
-	cw, err := cloudwatch.Open(cloudwatch.Options{Dir: filepath.Join(s.eng.instanceDir, "cloudwatch"), Logger: s.log})
+	cw, err := cloudwatch.Open(cloudwatch.Options{Dir: filepath.Join(s.eng.instanceDir, "cloudwatch"), Logger: s.log,
+		Region: s.f.region, Account: s.f.account})
 	if err != nil {
 		return nil, err
 	}

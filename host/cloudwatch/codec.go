@@ -180,6 +180,8 @@ func decodeQuery(f *awsquery.Form, in any) *APIError {
 		in.RecentlyActive = q.str("RecentlyActive")
 		in.IncludeLinkedAccounts = q.bool("IncludeLinkedAccounts")
 		in.OwningAccount = q.str("OwningAccount")
+	default:
+		decodeAlarmQuery(&q, in)
 	}
 	return q.err
 }
@@ -343,6 +345,8 @@ func encodeQuery(op, requestID string, out any) *awsquery.Writer {
 		if o.NextToken != nil {
 			x.Text("NextToken", *o.NextToken)
 		}
+	default:
+		encodeAlarmQuery(x, out)
 	}
 	return x
 }

@@ -10,12 +10,21 @@
 // and with Options.Authorize for the decision), WriteError for its own
 // refusals of a CloudWatch call, and Statistics to read figures in Go.
 //
+// Metric alarms (PutMetricAlarm, DescribeAlarms, DeleteAlarms,
+// SetAlarmState, DescribeAlarmHistory) are served the same way: one
+// evaluator goroutine reads the store every Options.AlarmInterval as
+// GetMetricStatistics does and moves alarms between OK, ALARM and
+// INSUFFICIENT_DATA by the user guide's missing-data rules
+// (alarm_eval.go); OnStateChange hooks are told. Alarm actions are stored,
+// never executed. Each alarm is a file under Options.Dir/alarms
+// (alarm_store.go).
+//
 // It owns: the wire of those three operations (http.go, codec.go; the
 // generic query-protocol form and XML are internal/awsquery's), their
 // validation and CloudWatch's limits and messages (ops.go, statistics.go),
 // the per-period aggregation of every series into a statistic set and a
 // DDSketch for percentiles (store.go, sketch.go, query.go), and the files
-// in Options.Dir: one append-only segment per hour, fsynced before a closed
+// in Options.Dir: the alarms' files, one append-only segment per hour, fsynced before a closed
 // period is visible, deleted past the retention, bounded by
 // Options.MaxDiskBytes, with torn tails cut at Open (segment.go, flush.go).
 //

@@ -89,3 +89,15 @@ func accessDenied(err error) *APIError {
 	}
 	return newErr(http.StatusForbidden, CodeAccessDenied, "AccessDeniedException", err.Error())
 }
+
+// limitExceeded: a bound of the service is reached (LimitExceededFault,
+// 400).
+func limitExceeded(format string, args ...any) *APIError {
+	return newErr(http.StatusBadRequest, "LimitExceeded", "LimitExceededFault", fmt.Sprintf(format, args...))
+}
+
+// resourceNotFound: the named alarm does not exist (ResourceNotFound,
+// 404).
+func resourceNotFound(format string, args ...any) *APIError {
+	return newErr(http.StatusNotFound, "ResourceNotFound", "ResourceNotFound", fmt.Sprintf(format, args...))
+}

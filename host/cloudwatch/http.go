@@ -44,7 +44,10 @@ const (
 
 // Operations are the CloudWatch operations mce serves; each is authorized
 // as the action cloudwatch:<Operation> on "*".
-func Operations() []string { return []string{"GetMetricStatistics", "GetMetricData", "ListMetrics"} }
+func Operations() []string {
+	return []string{"GetMetricStatistics", "GetMetricData", "ListMetrics",
+		"PutMetricAlarm", "DescribeAlarms", "DeleteAlarms", "SetAlarmState", "DescribeAlarmHistory"}
+}
 
 type protocol int
 
@@ -233,6 +236,31 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, body []byte, par
 		if e = decode(p, body, form, &in); e == nil {
 			out, e = nilIfErr(s.listMetrics(&in))
 		}
+	case "PutMetricAlarm":
+		var in putMetricAlarmInput
+		if e = decode(p, body, form, &in); e == nil {
+			out, e = nilIfErr(s.putMetricAlarm(&in))
+		}
+	case "DescribeAlarms":
+		var in describeAlarmsInput
+		if e = decode(p, body, form, &in); e == nil {
+			out, e = nilIfErr(s.describeAlarms(&in))
+		}
+	case "DeleteAlarms":
+		var in deleteAlarmsInput
+		if e = decode(p, body, form, &in); e == nil {
+			out, e = nilIfErr(s.deleteAlarms(&in))
+		}
+	case "SetAlarmState":
+		var in setAlarmStateInput
+		if e = decode(p, body, form, &in); e == nil {
+			out, e = nilIfErr(s.setAlarmState(&in))
+		}
+	case "DescribeAlarmHistory":
+		var in describeAlarmHistoryInput
+		if e = decode(p, body, form, &in); e == nil {
+			out, e = nilIfErr(s.describeAlarmHistory(&in))
+		}
 	}
 	if e != nil {
 		writeError(w, p, e)
@@ -250,7 +278,8 @@ func nilIfErr[T any](v *T, e *APIError) (any, *APIError) {
 }
 
 func unknownOperation(p protocol, op string) *APIError {
-	served := "mce serves CloudWatch's GetMetricStatistics, GetMetricData and ListMetrics only."
+	served := "mce serves CloudWatch's GetMetricStatistics, GetMetricData, ListMetrics, PutMetricAlarm, DescribeAlarms, " +
+		"DeleteAlarms, SetAlarmState and DescribeAlarmHistory only."
 	if p == protoQuery {
 		return newErr(http.StatusBadRequest, CodeInvalidAction, CodeInvalidAction, "The action "+quoted(op)+" is not valid for this web service: "+served)
 	}

@@ -523,3 +523,11 @@ func dimsMatch(dims []Dimension, filters []DimensionFilter) bool {
 	}
 	return true
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func fnv64(b []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}

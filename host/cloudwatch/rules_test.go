@@ -382,7 +382,7 @@ func TestErrorShapesPerProtocol(t *testing.T) {
 		{protoJSON, "ListMetrics", []byte(`{}`), true, 403, "AccessDenied", "not authorized to perform: cloudwatch:ListMetrics"},
 		{protoCBOR, "ListMetrics", []byte{0xa0}, true, 403, "AccessDenied", "not authorized to perform: cloudwatch:ListMetrics"},
 		{protoQuery, "", []byte("Action=ListMetrics&Version=2010-08-01"), true, 403, "AccessDenied", "not authorized to perform: cloudwatch:ListMetrics"},
-		{protoJSON, "PutMetricData", []byte(`{}`), false, 400, "UnknownOperationException", "GetMetricStatistics, GetMetricData and ListMetrics only"},
+		{protoJSON, "PutMetricData", []byte(`{}`), false, 400, "UnknownOperationException", "SetAlarmState and DescribeAlarmHistory only"},
 		{protoCBOR, "PutMetricData", nil, false, 400, "UnknownOperationException", "not served"},
 		{protoQuery, "", []byte("Action=PutMetricData&Version=2010-08-01"), false, 400, "InvalidAction", "not valid"},
 		{protoQuery, "", []byte("Action=ListMetrics&Version=2010-08-01&A=1&A=2"), false, 400, "MalformedQueryString", "more than once"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,16 @@ type Options struct {
 	Logger zerolog.Logger
 	// Now is the clock (tests). Default time.Now.
 	Now func() time.Time
+	// MaxAlarms bounds the metric alarms (PutMetricAlarm of one more is
+	// LimitExceeded). Default 5,000.
+	MaxAlarms int
+	// AlarmInterval is how often every alarm is evaluated. Default 10 s;
+	// tests make it short (with Now, a compressed clock) to see alarms
+	// change within a test.
+	AlarmInterval time.Duration
+	// Region and Account go into the alarms' ARNs. Default us-east-1 and
+	// 000000000000.
+	Region, Account string
 }
 
 const (
@@ -64,6 +75,8 @@ const (
 	defaultMaxDiskBytes  = 2 << 30
 	defaultFlushInterval = time.Second
 	defaultMaxRequest    = 1 << 20
+	defaultRegion        = "us-east-1"
+	defaultAccount       = "000000000000"
 )
 
 // store holds the series and their segments; see store.go, segment.go and
@@ -93,6 +106,7 @@ type store struct {
 // Serve or ServeHTTP, and Close it.
 type Service struct {
 	st        *store
+	al        *alarms
 	authorize func(ctx context.Context, r *http.Request, action string) error
 	maxBody   int
 
@@ -130,6 +144,18 @@ func Open(opts Options) (*Service, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.MaxAlarms <= 0 {
+		opts.MaxAlarms = defaultMaxAlarms
+	}
+	if opts.AlarmInterval <= 0 {
+		opts.AlarmInterval = defaultAlarmInterval
+	}
+	if opts.Region == "" {
+		opts.Region = defaultRegion
+	}
+	if opts.Account == "" {
+		opts.Account = defaultAccount
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cloudwatch: %w", err)
 	}
@@ -151,9 +177,19 @@ func Open(opts Options) (*Service, error) {
 		return nil, fmt.Errorf("cloudwatch: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Service{st: st, authorize: opts.Authorize, maxBody: opts.MaxRequestBytes, ctx: ctx, cancel: cancel}
-	s.wg.Add(1)
+	al := &alarms{dir: filepath.Join(opts.Dir, alarmDirName), max: opts.MaxAlarms, interval: opts.AlarmInterval,
+		region: opts.Region, account: opts.Account, log: opts.Logger, byName: map[string]*alarmEntry{}}
+	s := &Service{st: st, al: al, authorize: opts.Authorize, maxBody: opts.MaxRequestBytes, ctx: ctx, cancel: cancel}
+	if err := s.loadAlarms(); err != nil {
+		cancel()
+		for _, seg := range st.segs {
+			seg.f.Close()
+		}
+		return nil, fmt.Errorf("cloudwatch: alarms: %w", err)
+	}
+	s.wg.Add(2)
 	go s.flusher()
+	go s.evaluator()
 	return s, nil
 }
 
@@ -307,6 +343,10 @@ type Stats struct {
 	TornBytes       uint64 // bytes cut with them
 	SegmentsExpired uint64 // hours deleted past the retention
 	SegmentsEvicted uint64 // hours deleted early for MaxDiskBytes
+	Alarms          int    // metric alarms now
+	// AlarmFilesQuarantined counts alarm files moved aside at Open
+	// (corrupt, or an alarm that is not valid).
+	AlarmFilesQuarantined uint64
 }
 
 // Stats reads the totals.
@@ -330,5 +370,9 @@ func (s *Service) Stats() Stats {
 	out.TornBytes = st.c.tornBytes.Load()
 	out.SegmentsExpired = st.c.segmentsExpired.Load()
 	out.SegmentsEvicted = st.c.segmentsEvicted.Load()
+	out.AlarmFilesQuarantined = st.c.alarmFilesQuarantined.Load()
+	s.al.mu.Lock()
+	out.Alarms = len(s.al.byName)
+	s.al.mu.Unlock()
 	return out
 }

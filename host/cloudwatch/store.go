@@ -227,6 +227,8 @@ type counters struct {
 	tornBytes       atomic.Uint64
 	segmentsEvicted atomic.Uint64
 	segmentsExpired atomic.Uint64
+
+	alarmFilesQuarantined atomic.Uint64
 }
 
 // registry is the set of series. Its maps and list change under store.mu.
