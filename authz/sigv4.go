@@ -1,6 +1,7 @@
 package authz
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -69,6 +70,12 @@ func verifySigV4(r *http.Request, body []byte, keys map[string]*credential, now 
 	if aerr != nil {
 		return nil, aerr
 	}
+	// A query-protocol form names its service only in its body (Version):
+	// the headers let it be signed for any query service (formServices),
+	// and the body decides which one the scope must name.
+	if want := formService(r, body); want != "" && sv.auth.service != want {
+		return nil, authErr(r, CodeInvalidSignature, "Credential should be scoped to correct service: '"+want+"'. ")
+	}
 	payloadHash := sha256Hex(body)
 	if ph := r.Header.Values(wire.HeaderAmzContentSHA256); len(ph) > 0 {
 		if len(ph) > 1 || !strings.EqualFold(ph[0], payloadHash) {
@@ -130,25 +137,32 @@ func SigningService(r *http.Request) string {
 }
 
 // formServices are the other query-protocol services whose forms are
-// POSTed to / as CloudWatch's are: a form may be signed for any of them and
-// the host, once it has read the form's Version, checks that the scope
-// names that Version's service (ScopeService).
+// POSTed to / as CloudWatch's are: before the body is read a form may be
+// signed for any of them; once it is, formService says which one.
 var formServices = map[string]bool{"sts": true, "iam": true}
 
-// ScopeService is the service the credential scope of r's Authorization
-// header names ("" when unsigned or unreadable).
-func ScopeService(r *http.Request) string {
-	h := r.Header.Get("Authorization")
-	_, cred, ok := strings.Cut(h, "Credential=")
-	if !ok {
+// formVersions are the query services' API versions, by the service they
+// are signed for; any other Version is CloudWatch's to answer (it refuses
+// one that is not its own).
+var formVersions = map[string]string{"2011-06-15": "sts", "2010-05-08": "iam"}
+
+// formService is the service a query-protocol form must be signed for,
+// read from the Version of its body; "" when r is no such form.
+func formService(r *http.Request, body []byte) string {
+	if SigningService(r) != monitoringService || r.Header.Get(wire.HeaderAmzTarget) != "" || r.URL.Path != "/" {
 		return ""
 	}
-	cred, _, _ = strings.Cut(cred, ",")
-	parts := strings.Split(strings.TrimSpace(cred), "/")
-	if len(parts) != 5 {
-		return ""
+	for rest := body; len(rest) > 0; {
+		var pair []byte
+		pair, rest, _ = bytes.Cut(rest, []byte("&"))
+		if v, ok := bytes.CutPrefix(pair, []byte("Version=")); ok {
+			if svc, ok := formVersions[string(v)]; ok {
+				return svc
+			}
+			break
+		}
 	}
-	return parts[3]
+	return monitoringService
 }
 
 func isForm(contentType string) bool {

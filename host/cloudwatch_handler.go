@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/cloudwatch"
@@ -64,12 +63,6 @@ func serveCloudWatch(s *Server, c echo.Context) error {
 	if cloudwatch.IsForm(r) {
 		if form, _ = awsquery.Parse(body, awsquery.Limits{}); form != nil && serveIdentity(s, c, form, p) {
 			return nil
-		}
-		// A form may be signed for sts or iam (authz.ScopeService): one
-		// that is CloudWatch's must be signed for CloudWatch.
-		if scope := authz.ScopeService(r); s.gate.enabled() && scope != "" && scope != "monitoring" {
-			return refuse(&apierr.Error{Status: http.StatusForbidden, Code: "InvalidSignatureException",
-				Message: "Credential should be scoped to correct service: 'monitoring'."})
 		}
 	}
 	svc := s.cfg.CloudWatch

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -46,12 +45,12 @@ func newIdentity(s *Server) identity {
 // true); p is the caller authenticated over the form's body.
 func serveIdentity(s *Server, c echo.Context, form *awsquery.Form, p authz.Principal) (served bool) {
 	r, w := c.Request(), c.Response()
-	var service, namespace string
+	var service string
 	switch form.Version() {
 	case sts.APIVersion:
-		service, namespace = "sts", sts.Namespace
+		service = "sts"
 	case iam.APIVersion:
-		service, namespace = "iam", iam.Namespace
+		service = "iam"
 	default:
 		return false
 	}
@@ -59,11 +58,6 @@ func serveIdentity(s *Server, c echo.Context, form *awsquery.Form, p authz.Princ
 		e.Operation = service + ":" + form.Action()
 	}
 	id := w.Header().Get(hdrRequestID)
-	if scope := authz.ScopeService(r); s.gate.enabled() && scope != "" && scope != service {
-		awsquery.WriteError(w, http.StatusForbidden, namespace, awsquery.Sender, "SignatureDoesNotMatch",
-			"Credential should be scoped to correct service: '"+service+"'.", id)
-		return true
-	}
 	if service == "sts" {
 		s.identity.sts.Serve(w, form, sts.Caller{Local: !s.gate.enabled(), Principal: p}, id)
 		return true
