@@ -156,14 +156,23 @@ func (a *Authorizer) Simulate(ctx context.Context, in Input) (Decision, error) {
 }
 
 // ConditionKeys are the condition keys (lower-cased) the statements of p's
-// policies name: what SimulatePrincipalPolicy reports as missing when the
-// simulation is not given them.
+// policies name that a request must bring — those the authorizer sets on
+// every decision itself (the principal's, the time) left out: what
+// SimulatePrincipalPolicy reports as missing when it is not given them.
 func (a *Authorizer) ConditionKeys(p Principal) []string {
 	st := a.st.Load()
 	if !st.enabled {
 		return nil
 	}
-	return st.setKeys[st.setFor(p)]
+	var out []string
+	for _, k := range st.setKeys[st.setFor(p)] {
+		switch k {
+		case "aws:username", "aws:principalarn", "aws:principalaccount", "aws:currenttime", "aws:epochtime":
+		default:
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // The identity of callers when no credentials file is configured (mce

@@ -192,6 +192,20 @@ func TestIdentityAnswersTheCaller(t *testing.T) {
 	if got["ecr:GetAuthorizationToken"] != "allowed" || got["sagemaker:DeleteEndpoint"] != "allowed" || got["s3:GetObject"] != "implicitDeny" {
 		t.Errorf("simulated on the role: %v", got)
 	}
+	// The role's policies name aws:PrincipalArn, which mce sets itself:
+	// nothing is missing. Alice's name sagemaker:TargetContainerHostname,
+	// which a simulation without it lacks.
+	if missing := sim.EvaluationResults[0].MissingContextValues; len(missing) != 0 {
+		t.Errorf("simulated on the role: missing %v, want none (mce sets aws:PrincipalArn)", missing)
+	}
+	bare, err := h.iam(notebook).SimulatePrincipalPolicy(ctx, &iam.SimulatePrincipalPolicyInput{PolicySourceArn: aws.String("arn:aws:iam::123456789012:user/team/alice"),
+		ActionNames: []string{"sagemaker:InvokeEndpoint"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := bare.EvaluationResults[0].MissingContextValues; len(missing) != 1 || missing[0] != "sagemaker:targetcontainerhostname" {
+		t.Errorf("alice without context: missing %v, want [sagemaker:targetcontainerhostname]", missing)
+	}
 	sim, err = h.iam(notebook).SimulatePrincipalPolicy(ctx, &iam.SimulatePrincipalPolicyInput{PolicySourceArn: aws.String("arn:aws:iam::123456789012:user/team/alice"),
 		ActionNames:    []string{"sagemaker:InvokeEndpoint"},
 		ContextEntries: []iamtypes.ContextEntry{{ContextKeyName: aws.String("sagemaker:TargetContainerHostname"), ContextKeyValues: []string{"special1"}, ContextKeyType: iamtypes.ContextKeyTypeEnumString}}})

@@ -274,7 +274,7 @@ func (s *Service) simulate(ctx context.Context, form *awsquery.Form, authorize A
 	var missing []string
 	if s.enabled() {
 		for _, k := range s.o.Authorizer.ConditionKeys(p) {
-			if !keys.has(k) && !setByMCE(k) {
+			if !keys.has(k) {
 				missing = append(missing, k)
 			}
 		}
@@ -284,7 +284,7 @@ func (s *Service) simulate(ctx context.Context, form *awsquery.Form, authorize A
 	x.Start("EvaluationResults")
 	for i := start; i < end; i++ {
 		action, resource := actions[i/len(resources)], resources[i%len(resources)]
-		in := authz.Input{Principal: p, Action: action, Resource: resource, Context: keys.single, MultiContext: keys.multi, SourceIP: keys.single["aws:SourceIp"], Time: keys.time}
+		in := authz.Input{Principal: p, Action: action, Resource: resource, Context: keys.single, MultiContext: keys.multi, Time: keys.time}
 		d := authz.Decision{Allowed: true}
 		if s.o.Authorizer != nil {
 			var err error
@@ -335,15 +335,6 @@ func sourceType(arn string) string {
 		return "user"
 	}
 	return "role"
-}
-
-// setByMCE are the condition keys mce sets on every simulation itself.
-func setByMCE(k string) bool {
-	switch k {
-	case "aws:username", "aws:principalarn", "aws:principalaccount", "aws:currenttime", "aws:epochtime":
-		return true
-	}
-	return false
 }
 
 // values are the members of list name.
@@ -401,9 +392,6 @@ func contextEntries(form *awsquery.Form) (simKeys, *apiError) {
 		}
 		if len(vals) != 1 {
 			return k, invalidInput("ContextKeyType " + typ + " takes one value; " + quote(name) + " has " + strconv.Itoa(len(vals)) + ".")
-		}
-		if strings.EqualFold(name, "aws:SourceIp") {
-			name = "aws:SourceIp"
 		}
 		if strings.EqualFold(name, "aws:CurrentTime") {
 			if t, err := awsquery.ParseTime(vals[0]); err == nil {
