@@ -23,7 +23,6 @@ package iam
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -106,7 +105,7 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, form *awsquery.F
 	case "SimulatePrincipalPolicy":
 		x, e = s.simulate(r.Context(), form, authorize, requestID)
 	default:
-		e = &apiError{http.StatusBadRequest, "InvalidAction", "mce does not serve IAM's " + quote(op) +
+		e = &apiError{http.StatusBadRequest, "InvalidAction", "mce does not serve IAM's " + awsquery.Quoted(op) +
 			": it answers GetRole and SimulatePrincipalPolicy only, from its own credentials and policies files."}
 	}
 	if e != nil {
@@ -124,7 +123,7 @@ var roleNamePattern = regexp.MustCompile(`^[\w+=,.@-]{1,64}$`)
 func (s *Service) getRole(ctx context.Context, form *awsquery.Form, caller authz.Principal, authorize Authorize, requestID string) (*awsquery.Writer, *apiError) {
 	name, _ := form.String("RoleName")
 	if !roleNamePattern.MatchString(name) {
-		return nil, &apiError{http.StatusBadRequest, "ValidationError", "1 validation error detected: Value " + quote(name) +
+		return nil, &apiError{http.StatusBadRequest, "ValidationError", "1 validation error detected: Value " + awsquery.Quoted(name) +
 			" at 'roleName' failed to satisfy constraint: Member must satisfy regular expression pattern: [\\w+=,.@-]+ and have length between 1 and 64"}
 	}
 	account := authz.AccountOf(caller.ARN)
@@ -209,13 +208,13 @@ func (s *Service) known(arn string) (string, bool) {
 	if strings.Contains(arn, ":group/") {
 		return "mce has no IAM groups: simulate a user or a role of its credentials and policies files.", false
 	}
-	return "PolicySourceArn " + quote(arn) + " names no user or role of mce's credentials and policies files.", false
+	return "PolicySourceArn " + awsquery.Quoted(arn) + " names no user or role of mce's credentials and policies files.", false
 }
 
 func (s *Service) simulate(ctx context.Context, form *awsquery.Form, authorize Authorize, requestID string) (*awsquery.Writer, *apiError) {
 	source, _ := form.String("PolicySourceArn")
 	if len(source) < 20 || len(source) > maxResourceLen {
-		return nil, &apiError{http.StatusBadRequest, "ValidationError", "1 validation error detected: Value " + quote(source) +
+		return nil, &apiError{http.StatusBadRequest, "ValidationError", "1 validation error detected: Value " + awsquery.Quoted(source) +
 			" at 'policySourceArn' failed to satisfy constraint: Member must have length between 20 and 2048"}
 	}
 	for _, m := range []string{"PolicyInputList", "PermissionsBoundaryPolicyInputList", "ResourcePolicy", "ResourceOwner", "CallerArn"} {
@@ -236,7 +235,7 @@ func (s *Service) simulate(ctx context.Context, form *awsquery.Form, authorize A
 	}
 	for _, a := range actions {
 		if svc, name, ok := strings.Cut(a, ":"); !ok || svc == "" || name == "" || len(a) > maxNameLen {
-			return nil, invalidInput("Actions must be in the form service:action, and " + quote(a) + " is not.")
+			return nil, invalidInput("Actions must be in the form service:action, and " + awsquery.Quoted(a) + " is not.")
 		}
 	}
 	for _, res := range resources {
@@ -384,14 +383,14 @@ func contextEntries(form *awsquery.Form) (simKeys, *apiError) {
 			return k, invalidInput("Each of ContextEntries needs a ContextKeyName of at most 256 characters and ContextKeyValues.")
 		}
 		if !slices.Contains(contextTypes, typ) {
-			return k, invalidInput("ContextKeyType " + quote(typ) + " is not one of " + strings.Join(contextTypes, ", ") + ".")
+			return k, invalidInput("ContextKeyType " + awsquery.Quoted(typ) + " is not one of " + strings.Join(contextTypes, ", ") + ".")
 		}
 		if strings.HasSuffix(typ, "List") {
 			k.multi[name] = append(k.multi[name], vals...)
 			continue
 		}
 		if len(vals) != 1 {
-			return k, invalidInput("ContextKeyType " + typ + " takes one value; " + quote(name) + " has " + strconv.Itoa(len(vals)) + ".")
+			return k, invalidInput("ContextKeyType " + typ + " takes one value; " + awsquery.Quoted(name) + " has " + strconv.Itoa(len(vals)) + ".")
 		}
 		if strings.EqualFold(name, "aws:CurrentTime") {
 			if t, err := awsquery.ParseTime(vals[0]); err == nil {
@@ -404,12 +403,3 @@ func contextEntries(form *awsquery.Form) (simKeys, *apiError) {
 }
 
 var contextTypes = []string{"string", "stringList", "numeric", "numericList", "boolean", "booleanList", "ip", "ipList", "binary", "binaryList", "date", "dateList"}
-
-// quote shows a caller's string in a message, cut at 128 bytes.
-func quote(s string) string {
-	if len(s) > 128 {
-		s = s[:128] + "…"
-	}
-	b, _ := json.Marshal(s)
-	return "'" + strings.Trim(string(b), `"`) + "'"
-}

@@ -82,7 +82,7 @@ func (s *Service) Serve(w http.ResponseWriter, form *awsquery.Form, c Caller, re
 		return
 	default:
 		awsquery.WriteError(w, http.StatusBadRequest, Namespace, awsquery.Sender, "InvalidAction",
-			"Could not find operation "+quote(op)+" for version "+APIVersion+".", requestID)
+			"Could not find operation "+awsquery.Quoted(op)+" for version "+APIVersion+".", requestID)
 		return
 	}
 	arn := c.Principal.ARN
@@ -99,12 +99,4 @@ func (s *Service) Serve(w http.ResponseWriter, form *awsquery.Form, c Caller, re
 	x.Text("Account", authz.AccountOf(arn))
 	x.Text("Arn", arn)
 	x.Send(w)
-}
-
-// quote shows a caller's string in a message, cut at 64 bytes.
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "…"
-	}
-	return "'" + s + "'"
 }

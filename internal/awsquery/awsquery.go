@@ -304,3 +304,14 @@ func quote(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// Quoted shows a caller's string in a message in single quotes, as IAM and
+// STS write values (…Value 'x' at 'roleName'…), cut at 128 bytes, with
+// what is not printable escaped.
+func Quoted(s string) string {
+	if len(s) > 128 {
+		s = s[:128] + "…"
+	}
+	q := strconv.Quote(s)
+	return "'" + q[1:len(q)-1] + "'"
+}
