@@ -206,14 +206,7 @@ func (q *queryReader) str(name string) *string {
 	return nil
 }
 
-func (q *queryReader) strs(name string) []string {
-	var out []string
-	for _, m := range q.f.Members(name) {
-		v, _ := q.f.String(m)
-		out = append(out, v)
-	}
-	return out
-}
+func (q *queryReader) strs(name string) []string { return q.f.Strings(name) }
 
 func (q *queryReader) dims(name string) []Dimension {
 	var out []Dimension

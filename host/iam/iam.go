@@ -222,11 +222,11 @@ func (s *Service) simulate(ctx context.Context, form *awsquery.Form, authorize A
 			return nil, invalidInput("mce does not simulate " + m + ": it decides with the policies its files give the principal, as its requests are decided.")
 		}
 	}
-	actions := values(form, "ActionNames")
+	actions := form.Strings("ActionNames")
 	if len(actions) == 0 {
 		return nil, &apiError{http.StatusBadRequest, "ValidationError", "1 validation error detected: Value null at 'actionNames' failed to satisfy constraint: Member must not be null"}
 	}
-	resources := values(form, "ResourceArns")
+	resources := form.Strings("ResourceArns")
 	if len(resources) == 0 {
 		resources = []string{"*"}
 	}
@@ -336,16 +336,6 @@ func sourceType(arn string) string {
 	return "role"
 }
 
-// values are the members of list name.
-func values(form *awsquery.Form, name string) []string {
-	var out []string
-	for _, m := range form.Members(name) {
-		v, _ := form.String(m)
-		out = append(out, v)
-	}
-	return out
-}
-
 // simKeys are the condition keys a simulation is given.
 type simKeys struct {
 	single map[string]string
@@ -378,7 +368,7 @@ func contextEntries(form *awsquery.Form) (simKeys, *apiError) {
 	for _, m := range entries {
 		name, _ := form.String(m + ".ContextKeyName")
 		typ, _ := form.String(m + ".ContextKeyType")
-		vals := values(form, m+".ContextKeyValues")
+		vals := form.Strings(m + ".ContextKeyValues")
 		if name == "" || len(name) > 256 || len(vals) == 0 {
 			return k, invalidInput("Each of ContextEntries needs a ContextKeyName of at most 256 characters and ContextKeyValues.")
 		}

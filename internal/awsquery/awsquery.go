@@ -220,6 +220,16 @@ func (f *Form) Members(name string) []string {
 	return out
 }
 
+// Strings returns the values of list name, in index order (nil when it
+// has none).
+func (f *Form) Strings(name string) []string {
+	var out []string
+	for _, m := range f.Members(name) {
+		out = append(out, f.values[m])
+	}
+	return out
+}
+
 // Entries returns the prefixes of the entries of map name in index order
 // ("name.entry.1" …); each has .key and .value below it.
 func (f *Form) Entries(name string) []string {
