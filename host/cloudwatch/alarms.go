@@ -263,13 +263,7 @@ func checkPutMetricAlarm(in *putMetricAlarmInput) (*alarmConfig, *APIError) {
 			return nil, missing(req.name)
 		}
 	}
-	if e := checkNamespace("Namespace", *in.Namespace); e != nil {
-		return nil, e
-	}
-	if e := checkName("MetricName", *in.MetricName); e != nil {
-		return nil, e
-	}
-	dims, e := checkDims("Dimensions", in.Dimensions, invalidValue)
+	dims, e := checkMetric(*in.Namespace, *in.MetricName, in.Dimensions)
 	if e != nil {
 		return nil, e
 	}

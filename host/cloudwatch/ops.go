@@ -45,6 +45,19 @@ func checkName(param, name string) *APIError {
 	return nil
 }
 
+// checkMetric checks a call's Namespace, MetricName and Dimensions, as
+// GetMetricStatistics and PutMetricAlarm name them, and returns the
+// dimensions sorted.
+func checkMetric(ns, name string, dims []Dimension) ([]Dimension, *APIError) {
+	if e := checkNamespace("Namespace", ns); e != nil {
+		return nil, e
+	}
+	if e := checkName("MetricName", name); e != nil {
+		return nil, e
+	}
+	return checkDims("Dimensions", dims, invalidValue)
+}
+
 func checkDims(param string, dims []Dimension, mk func(string, ...any) *APIError) ([]Dimension, *APIError) {
 	if len(dims) > maxDimensions {
 		return nil, mk("The collection %s must not have a size greater than %d.", param, maxDimensions)
@@ -91,13 +104,7 @@ func (s *Service) getMetricStatistics(in *getMetricStatisticsInput) (*getMetricS
 			return nil, missing(req.name)
 		}
 	}
-	if e := checkNamespace("Namespace", *in.Namespace); e != nil {
-		return nil, e
-	}
-	if e := checkName("MetricName", *in.MetricName); e != nil {
-		return nil, e
-	}
-	dims, e := checkDims("Dimensions", in.Dimensions, invalidValue)
+	dims, e := checkMetric(*in.Namespace, *in.MetricName, in.Dimensions)
 	if e != nil {
 		return nil, e
 	}
