@@ -3,13 +3,7 @@ package cloudwatch
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -61,75 +55,43 @@ print(json.dumps(out))
 `
 
 func TestBoto3Alarms(t *testing.T) {
-	for _, tc := range []struct {
-		python, what, protocol, prefer string
-	}{
-		{"python3", "boto3 1.43 (AWS JSON 1.0)", "awsJson1_0", ""},
-		{"/usr/bin/python3", "Debian's boto3 (the query protocol)", "awsQuery", ""},
-		{"python3", "boto3 1.43 preferring smithy-rpc-v2-cbor", "rpcv2Cbor", "smithy-rpc-v2-cbor"},
-	} {
-		t.Run(tc.protocol, func(t *testing.T) {
-			needClient(t, tc.python, tc.what)
-			if err := exec.Command(tc.python, "-c", "import boto3").Run(); err != nil {
-				missingClient(t, tc.python+" has no boto3")
-			}
-			s := openTest(t, t.TempDir(), newClock(t0), func(o *Options) { o.AlarmInterval = time.Hour })
-			var mu sync.Mutex
-			seen := map[string]int{}
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				p, _ := detect(r)
-				mu.Lock()
-				seen[p.String()]++
-				mu.Unlock()
-				s.ServeHTTP(w, r)
-			}))
-			t.Cleanup(srv.Close)
-			script := filepath.Join(t.TempDir(), "alarms.py")
-			if err := os.WriteFile(script, []byte(botoAlarmScript), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(tc.python, script, srv.URL)
-			cmd.Env = append(clientEnv(), "CW_PROTOCOL="+tc.prefer)
-			outb, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", tc.what, err, outb)
-			}
-			mu.Lock()
-			spoke(t, seen, tc.protocol, tc.what)
-			mu.Unlock()
-			var got struct {
-				Alarms   [][]any  `json:"alarms"`
-				Alarming []any    `json:"alarming"`
-				History  []string `json:"history"`
-				Err      []any    `json:"err"`
-				NotFound []any    `json:"notfound"`
-				Left     int      `json:"left"`
-			}
-			if err := json.Unmarshal(outb, &got); err != nil {
-				t.Fatalf("%s printed %q", tc.what, outb)
-			}
-			pager := []any{"arn:aws:sns:us-east-1:000000000000:pager"}
-			want := fmt.Sprint([][]any{{"errors-0", "INSUFFICIENT_DATA", 0.5, 2.0, pager, 2026.0},
-				{"errors-1", "ALARM", 0.5, 2.0, pager, 2026.0}, {"errors-2", "INSUFFICIENT_DATA", 0.5, 2.0, pager, 2026.0}})
-			if fmt.Sprint(got.Alarms) != want {
-				t.Errorf("describe_alarms paginated: %v\nwant %s", got.Alarms, want)
-			}
-			if fmt.Sprint(got.Alarming) != "[errors-1 0]" {
-				t.Errorf("StateValue=ALARM: %v", got.Alarming)
-			}
-			if fmt.Sprint(got.History) != "[Alarm updated from INSUFFICIENT_DATA to ALARM]" {
-				t.Errorf("history: %v", got.History)
-			}
-			if len(got.Err) != 3 || got.Err[0] != "InvalidParameterValueException" || got.Err[1] != CodeInvalidParameterValue ||
-				!strings.Contains(fmt.Sprint(got.Err[2]), "Period") {
-				t.Errorf("Period 45: %v", got.Err)
-			}
-			if fmt.Sprint(got.NotFound) != "[ResourceNotFound ResourceNotFound 404]" {
-				t.Errorf("set_alarm_state of no alarm: %v", got.NotFound)
-			}
-			if got.Left != 0 {
-				t.Errorf("%d alarms left after delete_alarms", got.Left)
-			}
-		})
-	}
+	forEachBoto3(t, func(t *testing.T, tc boto3Client) {
+		s := openTest(t, t.TempDir(), newClock(t0), func(o *Options) { o.AlarmInterval = time.Hour })
+		url, protocols := countingServer(t, s)
+		outb := tc.run(t, botoAlarmScript, url)
+		spoke(t, protocols(), tc.protocol, tc.what)
+		var got struct {
+			Alarms   [][]any  `json:"alarms"`
+			Alarming []any    `json:"alarming"`
+			History  []string `json:"history"`
+			Err      []any    `json:"err"`
+			NotFound []any    `json:"notfound"`
+			Left     int      `json:"left"`
+		}
+		if err := json.Unmarshal(outb, &got); err != nil {
+			t.Fatalf("%s printed %q", tc.what, outb)
+		}
+		pager := []any{"arn:aws:sns:us-east-1:000000000000:pager"}
+		want := fmt.Sprint([][]any{{"errors-0", "INSUFFICIENT_DATA", 0.5, 2.0, pager, 2026.0},
+			{"errors-1", "ALARM", 0.5, 2.0, pager, 2026.0}, {"errors-2", "INSUFFICIENT_DATA", 0.5, 2.0, pager, 2026.0}})
+		if fmt.Sprint(got.Alarms) != want {
+			t.Errorf("describe_alarms paginated: %v\nwant %s", got.Alarms, want)
+		}
+		if fmt.Sprint(got.Alarming) != "[errors-1 0]" {
+			t.Errorf("StateValue=ALARM: %v", got.Alarming)
+		}
+		if fmt.Sprint(got.History) != "[Alarm updated from INSUFFICIENT_DATA to ALARM]" {
+			t.Errorf("history: %v", got.History)
+		}
+		if len(got.Err) != 3 || got.Err[0] != "InvalidParameterValueException" || got.Err[1] != CodeInvalidParameterValue ||
+			!strings.Contains(fmt.Sprint(got.Err[2]), "Period") {
+			t.Errorf("Period 45: %v", got.Err)
+		}
+		if fmt.Sprint(got.NotFound) != "[ResourceNotFound ResourceNotFound 404]" {
+			t.Errorf("set_alarm_state of no alarm: %v", got.NotFound)
+		}
+		if got.Left != 0 {
+			t.Errorf("%d alarms left after delete_alarms", got.Left)
+		}
+	})
 }

@@ -93,6 +93,13 @@ func clientServer(t *testing.T) (url string, protocols func() map[string]int) {
 	for i := range 520 {
 		mustSeries(t, s, "Custom", "M", []Dimension{{"I", fmt.Sprint(i)}}, "None", Standard).Observe(1)
 	}
+	return countingServer(t, s)
+}
+
+// countingServer serves s on loopback and counts the calls of each
+// protocol: protocols returns the counts since its last call.
+func countingServer(t *testing.T, s *Service) (url string, protocols func() map[string]int) {
+	t.Helper()
 	var mu sync.Mutex
 	seen := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -155,61 +162,83 @@ func clientEnv() []string {
 	return env
 }
 
-func TestBoto3Clients(t *testing.T) {
-	for _, tc := range []struct {
-		python, what, protocol, prefer string
-	}{
-		{"python3", "boto3 1.43 (AWS JSON 1.0)", "awsJson1_0", ""},
-		{"/usr/bin/python3", "Debian's boto3 (the query protocol)", "awsQuery", ""},
-		// botocore's own CBOR codec, a second implementation beside
-		// aws-sdk-go-v2's: boto3 1.43 told to prefer the protocol.
-		{"python3", "boto3 1.43 preferring smithy-rpc-v2-cbor", "rpcv2Cbor", "smithy-rpc-v2-cbor"},
-	} {
-		t.Run(tc.protocol, func(t *testing.T) {
-			needClient(t, tc.python, tc.what)
-			if err := exec.Command(tc.python, "-c", "import boto3").Run(); err != nil {
-				missingClient(t, tc.python+" has no boto3")
+// boto3Client is one boto3 the tests run, and the protocol it speaks.
+type boto3Client struct {
+	python, what, protocol, prefer string
+}
+
+// boto3Clients are the boto3s every CloudWatch operation is tried with.
+var boto3Clients = []boto3Client{
+	{"python3", "boto3 1.43 (AWS JSON 1.0)", "awsJson1_0", ""},
+	{"/usr/bin/python3", "Debian's boto3 (the query protocol)", "awsQuery", ""},
+	// botocore's own CBOR codec, a second implementation beside
+	// aws-sdk-go-v2's: boto3 1.43 told to prefer the protocol.
+	{"python3", "boto3 1.43 preferring smithy-rpc-v2-cbor", "rpcv2Cbor", "smithy-rpc-v2-cbor"},
+}
+
+// forEachBoto3 runs test as a subtest per boto3Clients entry, skipping
+// (loudly, see needClient) one that is not installed.
+func forEachBoto3(t *testing.T, test func(t *testing.T, c boto3Client)) {
+	for _, c := range boto3Clients {
+		t.Run(c.protocol, func(t *testing.T) {
+			needClient(t, c.python, c.what)
+			if err := exec.Command(c.python, "-c", "import boto3").Run(); err != nil {
+				missingClient(t, c.python+" has no boto3")
 			}
-			url, protocols := clientServer(t)
-			script := filepath.Join(t.TempDir(), "cw.py")
-			if err := os.WriteFile(script, []byte(botoScript), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(tc.python, script, url, fmt.Sprint(t0.Unix()))
-			cmd.Env = append(clientEnv(), "CW_PROTOCOL="+tc.prefer)
-			outb, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("%s: %v\n%s", tc.what, err, outb)
-			}
-			var got botoResult
-			if err := json.Unmarshal(outb, &got); err != nil {
-				t.Fatalf("%s printed %q", tc.what, outb)
-			}
-			t.Logf("%s: botocore %s", tc.what, got.Botocore)
-			spoke(t, protocols(), tc.protocol, tc.what)
-			m0, m1, m2 := float64(t0.Unix()), float64(t0.Unix()+60), float64(t0.Unix()+120)
-			want := fmt.Sprint([][]any{{m0, 10.0, 10.0, "Count"}, {m1, 20.0, 20.0, "Count"}, {m2, 30.0, 30.0, "Count"}})
-			if fmt.Sprint(got.Sums) != want || got.Label != "Invocations" {
-				t.Errorf("get_metric_statistics: %v (label %q), want %s", got.Sums, got.Label, want)
-			}
-			for k, w := range map[string]float64{"p50": 30000, "p99": 59000} {
-				v, _ := got.Pct[k].(float64)
-				if math.Abs(v-w) > w*sketchAccuracy {
-					t.Errorf("%s = %v, want %v ±1%%", k, got.Pct[k], w)
-				}
-			}
-			if fmt.Sprint(got.GMD) != fmt.Sprint([]any{"calls", []any{10.0, 20.0, 30.0}, "Complete", []any{m0, m1, m2}}) {
-				t.Errorf("get_metric_data: %v", got.GMD)
-			}
-			if got.Listed != 520 {
-				t.Errorf("list_metrics paginated %d metrics, want 520", got.Listed)
-			}
-			if len(got.Err) != 4 || got.Err[0] != "InvalidParameterValueException" || got.Err[1] != CodeInvalidParameterValue ||
-				!strings.Contains(fmt.Sprint(got.Err[2]), "Period") || got.Err[3] != 400.0 {
-				t.Errorf("Period 61: %v, want InvalidParameterValueException / InvalidParameterValue / 400", got.Err)
-			}
+			test(t, c)
 		})
 	}
+}
+
+// run runs script with c's python and args, asking it for c's protocol
+// (CW_PROTOCOL), and returns what it printed.
+func (c boto3Client) run(t *testing.T, script string, args ...string) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "script.py")
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(c.python, append([]string{path}, args...)...)
+	cmd.Env = append(clientEnv(), "CW_PROTOCOL="+c.prefer)
+	outb, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", c.what, err, outb)
+	}
+	return outb
+}
+
+func TestBoto3Clients(t *testing.T) {
+	forEachBoto3(t, func(t *testing.T, tc boto3Client) {
+		url, protocols := clientServer(t)
+		outb := tc.run(t, botoScript, url, fmt.Sprint(t0.Unix()))
+		var got botoResult
+		if err := json.Unmarshal(outb, &got); err != nil {
+			t.Fatalf("%s printed %q", tc.what, outb)
+		}
+		t.Logf("%s: botocore %s", tc.what, got.Botocore)
+		spoke(t, protocols(), tc.protocol, tc.what)
+		m0, m1, m2 := float64(t0.Unix()), float64(t0.Unix()+60), float64(t0.Unix()+120)
+		want := fmt.Sprint([][]any{{m0, 10.0, 10.0, "Count"}, {m1, 20.0, 20.0, "Count"}, {m2, 30.0, 30.0, "Count"}})
+		if fmt.Sprint(got.Sums) != want || got.Label != "Invocations" {
+			t.Errorf("get_metric_statistics: %v (label %q), want %s", got.Sums, got.Label, want)
+		}
+		for k, w := range map[string]float64{"p50": 30000, "p99": 59000} {
+			v, _ := got.Pct[k].(float64)
+			if math.Abs(v-w) > w*sketchAccuracy {
+				t.Errorf("%s = %v, want %v ±1%%", k, got.Pct[k], w)
+			}
+		}
+		if fmt.Sprint(got.GMD) != fmt.Sprint([]any{"calls", []any{10.0, 20.0, 30.0}, "Complete", []any{m0, m1, m2}}) {
+			t.Errorf("get_metric_data: %v", got.GMD)
+		}
+		if got.Listed != 520 {
+			t.Errorf("list_metrics paginated %d metrics, want 520", got.Listed)
+		}
+		if len(got.Err) != 4 || got.Err[0] != "InvalidParameterValueException" || got.Err[1] != CodeInvalidParameterValue ||
+			!strings.Contains(fmt.Sprint(got.Err[2]), "Period") || got.Err[3] != 400.0 {
+			t.Errorf("Period 61: %v, want InvalidParameterValueException / InvalidParameterValue / 400", got.Err)
+		}
+	})
 }
 
 func TestAWSCLIClients(t *testing.T) {
