@@ -238,10 +238,7 @@ func TestAlarmsHostile(t *testing.T) {
 	}
 	// Updating one of the 5,000 is still allowed.
 	okJSON(t, s, "PutMetricAlarm", alarmIn("a00042", func(m map[string]any) { m["Threshold"] = 9.0 }))
-	// Evaluating 5,000 alarms takes well under the interval.
-	start := time.Now()
-	s.EvaluateAlarms()
-	t.Logf("5,000 alarms evaluated in %v", time.Since(start))
+	s.EvaluateAlarms() // its cost is BenchmarkEvaluateAlarms'
 	if n := len(okJSON(t, s, "DescribeAlarms", map[string]any{"StateValue": "OK"})["MetricAlarms"].([]any)); n != 0 {
 		t.Errorf("after an evaluation with no data: %d OK alarms, want none (missing data: INSUFFICIENT_DATA)", n)
 	}

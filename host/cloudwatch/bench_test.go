@@ -168,3 +168,54 @@ func dayOfDatapoints(b *testing.B, n int) {
 	okJSON(b, s, "GetMetricStatistics", in)
 	b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "day-p99-query-ms")
 }
+
+// BenchmarkEvaluateAlarms is one evaluation of 5,000 alarms (the limit),
+// every 10 s in mce: on metrics without datapoints, and on 1,000 busy
+// series (an endpoint's errors each, ten minutes of datapoints), five
+// alarms a series. What it costs is one ns/op per evaluation round.
+func BenchmarkEvaluateAlarms(b *testing.B) {
+	for _, busy := range []bool{false, true} {
+		b.Run(fmt.Sprintf("busy=%v", busy), func(b *testing.B) {
+			c := newClock(t0)
+			s := openTest(b, b.TempDir(), c, func(o *Options) { o.AlarmInterval = time.Hour; o.MaxSeries = 2000 })
+			if busy {
+				hs := make([]*Series, 1000)
+				for i := range hs {
+					hs[i] = mustSeries(b, s, "AWS/SageMaker", "Invocation5XXErrors",
+						[]Dimension{{"EndpointName", fmt.Sprint("ep", i)}, {"VariantName", "v1"}}, "Count", Standard)
+				}
+				for m := range 10 {
+					c.Set(t0.Add(time.Duration(m)*time.Minute + time.Second))
+					s.Flush()
+					for i, h := range hs {
+						h.Observe(float64(i % 3))
+					}
+				}
+			}
+			for i := range defaultMaxAlarms {
+				in := alarmIn(fmt.Sprintf("a%05d", i), func(m map[string]any) {
+					m["Dimensions"] = []map[string]string{{"Name": "EndpointName", "Value": fmt.Sprint("ep", i%1000)}, {"Name": "VariantName", "Value": "v1"}}
+					m["EvaluationPeriods"], m["DatapointsToAlarm"] = 3, 2
+				})
+				if _, e := s.putMetricAlarm(mustPut(in)); e != nil {
+					b.Fatal(e)
+				}
+			}
+			s.EvaluateAlarms() // the first round writes the state changes
+			alarming := 0
+			for _, a := range s.Alarms() {
+				if a.StateValue == StateAlarm {
+					alarming++
+				}
+			}
+			if busy != (alarming > 0) {
+				b.Fatalf("busy=%v: %d alarms in ALARM after the first round", busy, alarming)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				s.EvaluateAlarms()
+			}
+		})
+	}
+}
