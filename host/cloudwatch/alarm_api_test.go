@@ -238,7 +238,7 @@ func TestAlarmsHostile(t *testing.T) {
 	}
 	// Updating one of the 5,000 is still allowed.
 	okJSON(t, s, "PutMetricAlarm", alarmIn("a00042", func(m map[string]any) { m["Threshold"] = 9.0 }))
-	s.EvaluateAlarms() // its cost is BenchmarkEvaluateAlarms'
+	s.EvaluateAlarms() // its cost is BenchmarkEvaluateAlarms
 	if n := len(okJSON(t, s, "DescribeAlarms", map[string]any{"StateValue": "OK"})["MetricAlarms"].([]any)); n != 0 {
 		t.Errorf("after an evaluation with no data: %d OK alarms, want none (missing data: INSUFFICIENT_DATA)", n)
 	}
