@@ -40,6 +40,18 @@ type rollEngine struct {
 
 var _ containers.CopyPlacer = (*rollEngine)(nil)
 
+// release lets the held launch of image go on and makes every later
+// launch of the images in fail fail.
+func (e *rollEngine) release(image string, fail ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	close(e.hold[image])
+	delete(e.hold, image)
+	for _, f := range fail {
+		e.fail[f] = true
+	}
+}
+
 func newRollEngine(cpus float64) *rollEngine {
 	return &rollEngine{cpus: cpus, alive: map[int]string{}, launches: map[string]int{}, fail: map[string]bool{},
 		hold: map[string]chan struct{}{}, holding: make(chan int, 16)}
@@ -441,11 +453,7 @@ func TestFailedRollingUpdateKeepsTheOldCopies(t *testing.T) {
 		engine.hold["img-m2"] = make(chan struct{})
 		h.update(t, c, `{"ModelName": "m2"}`, -1)
 		<-engine.holding
-		engine.mu.Lock()
-		close(engine.hold["img-m2"])
-		delete(engine.hold, "img-m2")
-		engine.fail["img-m2"] = true // the copies after the first fail
-		engine.mu.Unlock()
+		engine.release("img-m2", "img-m2") // the copies after the first fail
 		rec := waitSettled(t, c)
 		if rec.Status != spec.StatusInService || !strings.HasPrefix(rec.FailureReason, "The update of the inference component's specification failed and was rolled back") ||
 			rec.Spec.ModelName != "m1" || rec.Rollout != nil || len(rec.Copies) != 3 || c.CurrentCopies() != 3 {
@@ -481,11 +489,7 @@ func TestRollbackThatFailsToo(t *testing.T) {
 	engine.hold["img-m2"] = make(chan struct{})
 	h.update(t, c, `{"ModelName": "m2"}`, -1)
 	<-engine.holding
-	engine.mu.Lock()
-	close(engine.hold["img-m2"])
-	delete(engine.hold, "img-m2")
-	engine.fail["img-m2"], engine.fail["img-m1"] = true, true // the second new copy fails, and so does the old one the rollback starts
-	engine.mu.Unlock()
+	engine.release("img-m2", "img-m2", "img-m1") // the second new copy fails, and so does the old one the rollback starts
 	rec := waitSettled(t, c)
 	want := "2 of 3 copies of the inference component are running. The update of its specification failed (Copies failed to start: container img-m2 exited during its health check), " +
 		"and rolling it back did not finish: copies of the previous specification did not start either (Copies failed to start: container img-m1 exited during its health check). " +
