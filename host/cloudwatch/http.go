@@ -188,19 +188,19 @@ func (s *Service) serve(w http.ResponseWriter, r *http.Request, body []byte, par
 	}
 	form := parsed
 	if p == protoQuery {
-		f, err := parsed, error(nil)
-		if f == nil {
-			f, err = awsquery.Parse(body, awsquery.Limits{})
+		if form == nil {
+			f, err := awsquery.Parse(body, awsquery.Limits{})
+			if err != nil {
+				writeError(w, p, newErr(http.StatusBadRequest, CodeMalformedQueryString, CodeMalformedQueryString, err.Error()))
+				return
+			}
+			form = f
 		}
-		if err != nil {
-			writeError(w, p, newErr(http.StatusBadRequest, CodeMalformedQueryString, CodeMalformedQueryString, err.Error()))
+		if form.Version() != APIVersion {
+			writeError(w, p, newErr(http.StatusBadRequest, CodeInvalidAction, CodeInvalidAction, "The Version "+quoted(form.Version())+" is not CloudWatch's (2010-08-01)."))
 			return
 		}
-		if f.Version() != APIVersion {
-			writeError(w, p, newErr(http.StatusBadRequest, CodeInvalidAction, CodeInvalidAction, "The Version "+quoted(f.Version())+" is not CloudWatch's (2010-08-01)."))
-			return
-		}
-		form, op = f, f.Action()
+		op = form.Action()
 	}
 	if p == protoCBOR {
 		if e := checkCBORHeaders(r); e != nil {
