@@ -191,9 +191,18 @@ func (h *harness) signedControl(t *testing.T, op string, body []byte) (int, stri
 	}
 	r.Header.Set("Content-Type", "application/x-amz-json-1.1")
 	r.Header.Set("X-Amz-Target", "SageMaker."+op)
+	resp, b := h.signedDo(t, r, body, "sagemaker", "AKIAOPS00000EXAMPLE", "ops-secret")
+	return resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"), b
+}
+
+// signedDo signs r, whose body is body, with SigV4 for service with the
+// key and secret given, sends it to the harness and returns the answer
+// and its whole body.
+func (h *harness) signedDo(t *testing.T, r *http.Request, body []byte, service, key, secret string) (*http.Response, []byte) {
+	t.Helper()
 	sum := sha256.Sum256(body)
-	creds := aws.Credentials{AccessKeyID: "AKIAOPS00000EXAMPLE", SecretAccessKey: "ops-secret"}
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, r, hex.EncodeToString(sum[:]), "sagemaker", "us-east-1", time.Now()); err != nil {
+	creds := aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, r, hex.EncodeToString(sum[:]), service, "us-east-1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := h.http.Client().Do(r)
@@ -202,7 +211,7 @@ func (h *harness) signedControl(t *testing.T, op string, body []byte) (int, stri
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("X-Amzn-ErrorType"), b
+	return resp, b
 }
 
 // TestControlPlaneAuthorizesWhatItDecodes: a Deny scoped to one endpoint's

@@ -2,10 +2,7 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/rs/zerolog"
@@ -62,17 +58,7 @@ Credentials:
 
 	get := func(name string) (int, string) {
 		r, _ := http.NewRequest(http.MethodGet, h.http.URL+"/mce/endpoints/"+name+"/logs", nil)
-		sum := sha256.Sum256(nil)
-		creds := aws.Credentials{AccessKeyID: "AKIAREADER00EXAMPLE", SecretAccessKey: "reader-secret"}
-		if err := v4.NewSigner().SignHTTP(ctx, creds, r, hex.EncodeToString(sum[:]), "sagemaker", "us-east-1", time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := h.http.Client().Do(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := h.signedDo(t, r, nil, "sagemaker", "AKIAREADER00EXAMPLE", "reader-secret")
 		return resp.StatusCode, string(b)
 	}
 	cw := h.logsAs("AKIAREADER00EXAMPLE", "reader-secret")

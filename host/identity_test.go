@@ -2,20 +2,15 @@ package host
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
@@ -540,17 +535,6 @@ func signedForm(t *testing.T, h *harness, service, form, key, secret string) (in
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	sum := sha256.Sum256([]byte(form))
-	signer := v4.NewSigner()
-	if err := signer.SignHTTP(context.Background(), aws.Credentials{AccessKeyID: key, SecretAccessKey: secret}, req,
-		hex.EncodeToString(sum[:]), service, "us-east-1", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := h.http.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := h.signedDo(t, req, []byte(form), service, key, secret)
 	return resp.StatusCode, string(b)
 }
