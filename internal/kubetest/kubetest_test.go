@@ -305,8 +305,13 @@ func (c *Cluster) memory(t *testing.T) string {
 // assertGone checks that the cluster left nothing on the host.
 func (c *Cluster) assertGone(t *testing.T) {
 	t.Helper()
-	if err := exec.Command("kill", "-0", fmt.Sprint(c.HolderPID)).Run(); err == nil {
-		t.Errorf("namespace holder %d still running", c.HolderPID)
+	// Dead is gone or a zombie: the holder's reaper is whatever adopted it
+	// (init), which may collect it late; kill -0 succeeds on a zombie.
+	if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.HolderPID)); err == nil {
+		// The state follows the last ")" (the command name may hold one).
+		if i := bytes.LastIndexByte(st, ')'); i >= 0 && i+2 < len(st) && st[i+2] != 'Z' && st[i+2] != 'X' {
+			t.Errorf("namespace holder %d still running (state %c)", c.HolderPID, st[i+2])
+		}
 	}
 	// Every component and shim names the cluster's folder on its command line.
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")

@@ -64,6 +64,14 @@ holder_ok() {
   [ "$m" = "$(cat "$dir/mntns")" ] && [ "$m" != "$(readlink /proc/self/ns/mnt)" ]
 }
 
+# alive PID: the process exists and is not a zombie (state Z or X, dead but
+# not yet reaped by its parent).
+alive() {
+  local st
+  st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
 # our_netns: prints DIR's network namespace name while /run/netns/NAME is
 # still the namespace up made. Names are random (mcek + 8 hex digits), never
 # reused in practice; the inode recorded at up is checked too.
@@ -159,7 +167,16 @@ down() {
   if [ -n "$(ns_pids)" ]; then
     log "processes still running: $(ns_pids | tr '\n' ' ')"
   fi
-  if [ -n "$h" ]; then kill -KILL "$h" 2>/dev/null || true; fi
+  if [ -n "$h" ]; then
+    kill -KILL "$h" 2>/dev/null || true
+    # Wait until it has died. Dead is gone or a zombie: the holder was started
+    # in the background by up, so its reaper is whatever adopted it (init),
+    # which may collect it late or never; a zombie holds no namespace.
+    for i in $(seq 1 50); do
+      alive "$h" || break
+      sleep 0.1
+    done
+  fi
   # The mount namespace and its mounts went with its last process. Cgroups
   # stay: this cluster's containers' (empty now), then /k8s.io itself unless
   # another cluster's containers are still in it (rmdir refuses then).
