@@ -62,6 +62,8 @@ type Options struct {
 	// Region and Account go into ARNs. Default us-east-1 and 000000000000.
 	Region, Account string
 	Logger          zerolog.Logger
+	// Now overrides Clock's Now (tests that step time by hand).
+	Now func() time.Time
 }
 
 // Bounds of what one account may hold (AWS's default quotas).
@@ -80,6 +82,7 @@ type Service struct {
 	dir     string
 	cw      *cloudwatch.Service
 	clock   *awsclock.Clock
+	nowFn   func() time.Time
 	every   time.Duration
 	region  string
 	account string
@@ -111,7 +114,7 @@ func Open(opts Options) (*Service, error) {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("applicationautoscaling: %w", err)
 	}
-	s := &Service{dir: opts.Dir, cw: opts.CloudWatch, clock: opts.Clock, every: opts.Interval, region: opts.Region,
+	s := &Service{dir: opts.Dir, cw: opts.CloudWatch, clock: opts.Clock, nowFn: opts.Now, every: opts.Interval, region: opts.Region,
 		account: opts.Account, log: opts.Logger, targets: map[string]*target{}, nudge: make(chan struct{}, 1)}
 	if err := s.load(); err != nil {
 		return nil, fmt.Errorf("applicationautoscaling: %w", err)
@@ -119,7 +122,12 @@ func Open(opts Options) (*Service, error) {
 	return s, nil
 }
 
-func (s *Service) now() time.Time { return s.clock.Now().UTC() }
+func (s *Service) now() time.Time {
+	if s.nowFn != nil {
+		return s.nowFn().UTC()
+	}
+	return s.clock.Now().UTC()
+}
 
 // Run scales through t until ctx ends: each Options.Interval of AWS time,
 // and at once when an alarm goes to ALARM, it runs the policies of the
