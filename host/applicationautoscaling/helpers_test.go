@@ -95,8 +95,20 @@ type fixture struct {
 }
 
 // open opens a CloudWatch service and the service on dir (a fresh one when
-// ""), runs it on fake, serves it, and makes an aws-sdk-go-v2 client.
+// ""), hands it fake, serves it, and makes an aws-sdk-go-v2 client. The
+// test evaluates by hand (Evaluate), at the times it sets.
 func open(t *testing.T, dir string, c *clock, fake *fakeTargets) *fixture {
+	t.Helper()
+	return openWith(t, dir, c, fake, false)
+}
+
+// openRunning is open with Run running, as mce serve runs it.
+func openRunning(t *testing.T, dir string, c *clock, fake *fakeTargets) *fixture {
+	t.Helper()
+	return openWith(t, dir, c, fake, true)
+}
+
+func openWith(t *testing.T, dir string, c *clock, fake *fakeTargets, run bool) *fixture {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -111,9 +123,16 @@ func open(t *testing.T, dir string, c *clock, fake *fakeTargets) *fixture {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { svc.Run(ctx, fake); close(done) }()
-	for svc.resources() == nil {
-		time.Sleep(time.Millisecond)
+	if run {
+		go func() { svc.Run(ctx, fake); close(done) }()
+		for svc.resources() == nil {
+			time.Sleep(time.Millisecond)
+		}
+	} else {
+		svc.mu.Lock()
+		svc.res = fake
+		svc.mu.Unlock()
+		close(done)
 	}
 	srv := httptest.NewServer(svc)
 	f := &fixture{t: t, dir: dir, clock: c, cw: cw, svc: svc, fake: fake, url: srv.URL}
@@ -135,3 +154,5 @@ func open(t *testing.T, dir string, c *clock, fake *fakeTargets) *fixture {
 }
 
 var _ http.Handler = (*Service)(nil)
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

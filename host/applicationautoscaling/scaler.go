@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -205,7 +206,7 @@ func unitOf(dim string) string {
 // activity; dynamic is a policy's doing (its cooldowns start).
 func (s *Service) scale(ctx context.Context, res Targets, k string, tg ScalableTarget, cur, n int, cause string, now time.Time, dynamic bool) {
 	unit := unitOf(tg.ScalableDimension)
-	a := Activity{ActivityID: newUUID(), ServiceNamespace: tg.ServiceNamespace, ResourceID: tg.ResourceID,
+	a := Activity{ActivityID: s.activityID(), ServiceNamespace: tg.ServiceNamespace, ResourceID: tg.ResourceID,
 		ScalableDimension: tg.ScalableDimension, Description: fmt.Sprintf("Setting desired %s to %d.", unit, n),
 		Cause: cause, StartTime: epoch{now.Truncate(time.Millisecond)}, StatusCode: StatusInProgress}
 	s.addActivity(k, a)
@@ -270,9 +271,10 @@ func (s *Service) describeActivities(_ context.Context, in *describeActivitiesIn
 		list = append(list, t.Activities...)
 	}
 	s.mu.Unlock()
-	// Newest first: the key orders by start time, descending.
+	// Newest first: the key orders by start time, then by the order they
+	// were recorded in, both descending.
 	items, next, e := page(list, func(a Activity) string {
-		return fmt.Sprintf("%020d|%s", math.MaxInt64-a.StartTime.UnixNano(), a.ActivityID)
+		return fmt.Sprintf("%020d|%08x|%s", math.MaxInt64-a.StartTime.UnixNano(), math.MaxUint32-activitySeq(a.ActivityID), a.ActivityID)
 	}, in.MaxResults, 50, in.NextToken)
 	if e != nil {
 		return nil, e
@@ -281,4 +283,24 @@ func (s *Service) describeActivities(_ context.Context, in *describeActivitiesIn
 		ScalingActivities []Activity
 		NextToken         *string `json:",omitempty"`
 	}{items, next}, nil
+}
+
+// activityID is a UUID whose first 8 hex digits count the activities
+// recorded, so that those of one instant are listed in the order they
+// were recorded.
+func (s *Service) activityID() string {
+	n := s.seq.Add(1)
+	return fmt.Sprintf("%08x", uint32(n)) + newUUID()[8:]
+}
+
+// activitySeq reads the count an activityID starts with.
+func activitySeq(id string) uint64 {
+	if len(id) < 8 {
+		return 0
+	}
+	n, err := strconv.ParseUint(id[:8], 16, 32)
+	if err != nil {
+		return 0
+	}
+	return n
 }

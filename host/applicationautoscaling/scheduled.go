@@ -248,7 +248,7 @@ func (s *Service) runScheduled(k, name string, now time.Time) {
 			hi = *a.MaxCapacity
 		}
 	}
-	act := Activity{ActivityID: newUUID(), ServiceNamespace: t.T.ServiceNamespace, ResourceID: t.T.ResourceID, ScalableDimension: t.T.ScalableDimension,
+	act := Activity{ActivityID: s.activityID(), ServiceNamespace: t.T.ServiceNamespace, ResourceID: t.T.ResourceID, ScalableDimension: t.T.ScalableDimension,
 		Description: fmt.Sprintf("Setting min capacity to %d and max capacity to %d", lo, hi),
 		Cause:       fmt.Sprintf("scheduled action name %s was triggered", name), StartTime: epoch{now.Truncate(time.Millisecond)}, EndTime: epochOf(now)}
 	if lo > hi {

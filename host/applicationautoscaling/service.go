@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -94,7 +95,8 @@ type Service struct {
 	nudge   chan struct{}
 
 	fileMu sync.Mutex
-	runMu  sync.Mutex // one evaluation at a time
+	runMu  sync.Mutex    // one evaluation at a time
+	seq    atomic.Uint64 // activities recorded (activityID)
 }
 
 // Open reads the targets kept in opts.Dir.

@@ -148,6 +148,11 @@ func (s *Service) load() error {
 		}
 		t := f.Target
 		s.targets[key(t.T.ScalableDimension, t.T.ResourceID)] = t
+		for _, a := range t.Activities {
+			if n := activitySeq(a.ActivityID); n > s.seq.Load() {
+				s.seq.Store(n)
+			}
+		}
 	}
 	return nil
 }
