@@ -354,3 +354,15 @@ func page[T any](items []T, keyOf func(T) string, maxResults *int32, max int, to
 	}
 	return items, next, nil
 }
+
+// VariantOf reads a variant's resource ID (endpoint/<endpoint>/variant/<variant>).
+func VariantOf(resourceID string) (endpoint, variant string) { return splitVariant(resourceID) }
+
+// ComponentOf reads a component's resource ID (inference-component/<name>).
+func ComponentOf(resourceID string) string {
+	m := componentID.FindStringSubmatch(resourceID)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
