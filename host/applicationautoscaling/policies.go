@@ -281,6 +281,8 @@ func splitVariant(id string) (endpoint, variant string) {
 }
 
 func (s *Service) putPolicy(_ context.Context, in *putPolicyInput) (any, *APIError) {
+	s.policyMu.Lock()
+	defer s.policyMu.Unlock()
 	if e := checkPolicyName("policyName", in.PolicyName); e != nil {
 		return nil, e
 	}
@@ -435,6 +437,8 @@ func (s *Service) describePolicies(_ context.Context, in *describePoliciesInput)
 }
 
 func (s *Service) deletePolicy(_ context.Context, in *deletePolicyInput) (any, *APIError) {
+	s.policyMu.Lock()
+	defer s.policyMu.Unlock()
 	if e := checkPolicyName("policyName", in.PolicyName); e != nil {
 		return nil, e
 	}

@@ -95,8 +95,11 @@ type Service struct {
 	nudge   chan struct{}
 
 	fileMu sync.Mutex
-	runMu  sync.Mutex    // one evaluation at a time
-	seq    atomic.Uint64 // activities recorded (activityID)
+	// policyMu orders the changes of policies and targets, which make and
+	// delete alarms outside mu: two puts of one policy make one set.
+	policyMu sync.Mutex
+	runMu    sync.Mutex    // one evaluation at a time
+	seq      atomic.Uint64 // activities recorded (activityID)
 }
 
 // Open reads the targets kept in opts.Dir.

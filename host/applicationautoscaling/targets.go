@@ -292,6 +292,8 @@ func (s *Service) describeTargets(_ context.Context, in *describeTargetsInput) (
 }
 
 func (s *Service) deregister(_ context.Context, in *targetKey) (any, *APIError) {
+	s.policyMu.Lock()
+	defer s.policyMu.Unlock()
 	if e := checkTargetKey(in.ServiceNamespace, in.ResourceID, in.ScalableDimension); e != nil {
 		return nil, e
 	}
