@@ -92,7 +92,7 @@ type Options struct {
 	ConcurrencyEvery time.Duration
 	// Logger receives the series limit's warnings.
 	Logger zerolog.Logger
-	// Now is the clock (tests, benchmarks). Default time.Now.
+	// Now is the clock (tests, benchmarks). Default the Service's (AWS time).
 	Now func() time.Time
 }
 
@@ -124,7 +124,7 @@ func New(o Options) (*Publisher, error) {
 		o.ConcurrencyEvery = time.Second
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = o.Service.Now // AWS time, compressed or not
 	}
 	p := &Publisher{svc: o.Service, src: o.Sources, log: o.Logger, now: o.Now,
 		variants: map[[2]string]*variantSeries{}, components: map[string]*componentSeries{},
