@@ -82,6 +82,13 @@ func TestCloudWatchAlarmOnVariant5XX(t *testing.T) {
 	if len(out.MetricAlarms) != 1 || aws.ToString(out.MetricAlarms[0].AlarmName) != "ab-VariantA-5xx" {
 		t.Errorf("alarms in ALARM: %+v", out.MetricAlarms)
 	}
+	// The status page lists both, the one in ALARM first, with its rule.
+	rep := h.srv.status.Report(true)
+	if len(rep.Alarms) != 2 || rep.Alarms[0].Name != "ab-VariantA-5xx" || rep.Alarms[0].State != "ALARM" || rep.Alarms[1].State != "OK" ||
+		rep.Alarms[0].Condition != "Sum > 0 for 1 of 1 periods of 60 s (missing data: notBreaching)" ||
+		rep.Alarms[0].Metric != "AWS/SageMaker Invocation5XXErrors EndpointName=ab VariantName=VariantA" {
+		t.Errorf("the status page's alarms: %+v", rep.Alarms)
+	}
 }
 
 // TestNoCapacityInvocationFailuresAlarm: calls to an inference component
