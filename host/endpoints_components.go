@@ -73,6 +73,7 @@ func newComponents(s *Server) *components.Manager {
 			return room, s.cfg.MaxContainers, ok
 		},
 		CheckContainers: func(delta int) error { return s.checkCapacity(delta, nil) },
+		NoCapacity:      s.metrics.ObserveNoCapacity,
 		Background:      s.bg,
 		Logger:          s.log,
 	})

@@ -20,6 +20,9 @@ func (s *Server) Inventory() inventory.Inventory {
 		for _, v := range rec.Plan.Variants {
 			vs := inventory.Variant{Name: v.Name, ModelName: v.ModelName, InstanceType: v.InstanceType,
 				Weight: v.Weight, DesiredCount: v.InstanceCount, Shadow: v.Shadow, Copies: []inventory.Copy{}}
+			if t, ok := rec.Desired[v.Name]; ok { // scaling now (UpdateEndpointWeightsAndCapacities, autoscaling)
+				vs.DesiredCount = t.Count
+			}
 			images := map[string]string{}
 			for _, c := range v.Containers {
 				images[c.Hostname] = c.Image

@@ -16,7 +16,19 @@ import (
 func newStatus(s *Server) (*statuspage.Recorder, *statuspage.Page) {
 	exists := func(name string) bool { return s.reg.get(name) != nil }
 	series := statuspage.NewRecorder(time.Now(), exists)
-	return series, statuspage.New(statuspage.Options{Inventory: s.Inventory, Exists: exists, Series: series, Logger: s.cfg.Logger})
+	o := statuspage.Options{Inventory: s.Inventory, Exists: exists, Series: series, Logger: s.cfg.Logger}
+	if cw := s.cfg.CloudWatch; cw != nil {
+		o.Alarms = func() []statuspage.Alarm {
+			as := cw.Alarms()
+			out := make([]statuspage.Alarm, len(as))
+			for i, a := range as {
+				out[i] = statuspage.Alarm{Name: a.AlarmName, State: string(a.StateValue), Metric: a.MetricText(),
+					Condition: a.ConditionText(), Reason: a.StateReason, Updated: a.StateUpdatedTimestamp.Time}
+			}
+			return out
+		}
+	}
+	return series, statuspage.New(o)
 }
 
 // OperatorHandler serves the operator's listener (mce serve

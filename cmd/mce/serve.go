@@ -32,6 +32,7 @@ import (
 	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/awsclock"
 )
 
 type serveFlags struct {
@@ -73,6 +74,7 @@ type serveFlags struct {
 	asyncOutPrefixes []string
 	captureBuffer    byteSize
 	captureInterval  time.Duration
+	timeCompression  float64
 	log              logFlags
 	logTo            io.Writer // where mce's log goes; nil for stderr (tests set it)
 	kube             kubeFlags
@@ -140,6 +142,7 @@ naming the container and the cause.`,
 	fl.Var(&f.captureBuffer, "capture-buffer", "the most bytes of captured requests and answers (data capture) held in memory until they are written to S3; a sampled call beyond it is not captured (mce_data_capture_records_dropped_total, reason buffer_full)")
 	fl.DurationVar(&f.captureInterval, "capture-interval", capture.DefaultFlushInterval, "how long a data capture file gathers calls before it is written to S3 (sooner once it holds 8 MiB, and at shutdown)")
 	fl.IntVar(&f.asyncMaxBacklog, "async-max-backlog", async.DefaultBacklog, "the most InvokeEndpointAsync requests queued or running, all endpoints together (ServiceUnavailable beyond)")
+	fl.Float64Var(&f.timeCompression, "time-compression", 1, "make AWS's timings pass this many times faster than the wall clock, for tests and demos: CloudWatch periods and alarm evaluation, deployment guardrails' waits, Application Auto Scaling's cooldowns (1 to 120; 60: a minute lasts a second); timestamps mce answers are on that clock")
 	fl.BoolVar(&f.insecure, "insecure", false, "allow listening beyond loopback without any policy (every caller may do everything)")
 	fl.BoolVar(&f.s3PathStyle, "s3-path-style", false, "use path-style S3 addressing (MinIO and most S3-compatible stores need it)")
 	fl.StringArrayVar(&f.modelRoots, "model-root", nil, "folder that file:// model data may come from, besides the folders of the -f files; repeatable (/ and system folders are refused)")
@@ -257,6 +260,7 @@ func serve(ctx context.Context, f serveFlags) error {
 	// Each step returns how to stop what it started (nil: nothing to stop).
 	steps := []func(context.Context) (stop func(), err error){
 		s.openLog,
+		s.makeClock,
 		s.loadFiles, // validated before anything touches Docker
 		s.makeFetcher,
 		s.checkPrefixes,
@@ -313,11 +317,27 @@ type serving struct {
 	st           *store.Store
 	cw           *cloudwatch.Service
 	autoScaling  *applicationautoscaling.Service
+	clock        *awsclock.Clock // AWS time (--time-compression)
 	accessLog    *accesslog.Writer
 	srv          *host.Server
 	hs           *http.Server
 	serveErr     chan error // the API server's end
 	failed       chan error // the first endpoint of the files that failed
+}
+
+// makeClock makes the clock of AWS's timings: the wall clock, or one
+// --time-compression times as fast.
+func (s *serving) makeClock(context.Context) (func(), error) {
+	if s.f.timeCompression == 1 {
+		return nil, nil
+	}
+	c, err := awsclock.New(s.f.timeCompression)
+	if err != nil {
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("--time-compression %v: want a factor from 1 to %d", s.f.timeCompression, awsclock.MaxFactor)}
+	}
+	s.clock = c
+	s.log.Warn().Float64("factor", c.Factor()).Msg("AWS's timings are compressed (--time-compression): periods, alarms, rollouts and cooldowns run faster than the wall clock")
+	return nil, nil
 }
 
 func (s *serving) openLog(context.Context) (func(), error) {
@@ -513,7 +533,7 @@ func (s *serving) openStore(context.Context) (func(), error) {
 // the last calls' datapoints are written.
 func (s *serving) openCloudWatch(context.Context) (func(), error) {
 	cw, err := cloudwatch.Open(cloudwatch.Options{Dir: filepath.Join(s.eng.instanceDir, "cloudwatch"), Logger: s.log,
-		Region: s.f.region, Account: s.f.account})
+		Region: s.f.region, Account: s.f.account, Clock: s.clock})
 	if err != nil {
 		return nil, err
 	}
@@ -530,7 +550,7 @@ func (s *serving) openCloudWatch(context.Context) (func(), error) {
 // alarms); the host runs it.
 func (s *serving) openAutoScaling(context.Context) (func(), error) {
 	as, err := applicationautoscaling.Open(applicationautoscaling.Options{Dir: filepath.Join(s.eng.instanceDir, "applicationautoscaling"),
-		CloudWatch: s.cw, Region: s.f.region, Account: s.f.account, Logger: s.log})
+		CloudWatch: s.cw, Clock: s.clock, Region: s.f.region, Account: s.f.account, Logger: s.log})
 	if err != nil {
 		return nil, err
 	}

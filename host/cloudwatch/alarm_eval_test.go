@@ -146,3 +146,16 @@ func TestAlarmMOfNOverTime(t *testing.T) {
 		t.Errorf("hook saw %s, want %s", got, want)
 	}
 }
+
+// TestAlarmText: the page's one-line views of an alarm's metric and rule.
+func TestAlarmText(t *testing.T) {
+	s := openTest(t, t.TempDir(), newClock(t0), nil)
+	putAlarm(t, s, "text", 3, 2, "notBreaching")
+	a := s.Alarms()[0]
+	if got, want := a.MetricText(), "AWS/SageMaker ModelLatency EndpointName=ep VariantName=v1"; got != want {
+		t.Errorf("MetricText = %q, want %q", got, want)
+	}
+	if got, want := a.ConditionText(), "Sum > 5 for 2 of 3 periods of 60 s (missing data: notBreaching)"; got != want {
+		t.Errorf("ConditionText = %q, want %q", got, want)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mce-run/mce/internal/awsclock"
 )
 
 // Options configure a Service. Zero values take the defaults documented on
@@ -54,8 +56,13 @@ type Options struct {
 	// Logger receives the store's warnings (torn segments, the series and
 	// disk limits). The zero value logs nothing.
 	Logger zerolog.Logger
-	// Now is the clock (tests). Default time.Now.
+	// Now is the clock (tests). Default Clock's Now.
 	Now func() time.Time
+	// Clock is AWS time (mce serve --time-compression): it gives Now, and
+	// the default FlushInterval and AlarmInterval and every sampler's
+	// interval are its AWS durations turned into wall-clock time. nil:
+	// the wall clock.
+	Clock *awsclock.Clock
 	// MaxAlarms bounds the metric alarms (PutMetricAlarm of one more is
 	// LimitExceeded). Default 5,000.
 	MaxAlarms int
@@ -114,6 +121,7 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	clock  *awsclock.Clock
 }
 
 // Open opens the store in opts.Dir, reading the datapoints kept there (a
@@ -136,19 +144,19 @@ func Open(opts Options) (*Service, error) {
 		opts.MaxDiskBytes = defaultMaxDiskBytes
 	}
 	if opts.FlushInterval <= 0 {
-		opts.FlushInterval = defaultFlushInterval
+		opts.FlushInterval = opts.Clock.Real(defaultFlushInterval)
 	}
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = defaultMaxRequest
 	}
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = opts.Clock.Now
 	}
 	if opts.MaxAlarms <= 0 {
 		opts.MaxAlarms = defaultMaxAlarms
 	}
 	if opts.AlarmInterval <= 0 {
-		opts.AlarmInterval = defaultAlarmInterval
+		opts.AlarmInterval = opts.Clock.Real(defaultAlarmInterval)
 	}
 	if opts.Region == "" {
 		opts.Region = defaultRegion
@@ -179,7 +187,7 @@ func Open(opts Options) (*Service, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	al := &alarms{dir: filepath.Join(opts.Dir, alarmDirName), max: opts.MaxAlarms, interval: opts.AlarmInterval,
 		region: opts.Region, account: opts.Account, log: opts.Logger, byName: map[string]*alarmEntry{}}
-	s := &Service{st: st, al: al, authorize: opts.Authorize, maxBody: opts.MaxRequestBytes, ctx: ctx, cancel: cancel}
+	s := &Service{st: st, al: al, authorize: opts.Authorize, maxBody: opts.MaxRequestBytes, ctx: ctx, cancel: cancel, clock: opts.Clock}
 	if err := s.loadAlarms(); err != nil {
 		cancel()
 		for _, seg := range st.segs {
@@ -293,6 +301,11 @@ func (s *Service) Observe(ns, metric string, dims []Dimension, unit string, res 
 	return err
 }
 
+// Now is the Service's clock: AWS time, which runs faster than the wall
+// clock under mce serve --time-compression. What publishes datapoints
+// stamps them with it.
+func (s *Service) Now() time.Time { return s.st.now() }
+
 // AddSampler runs sample every interval until the returned stop is called
 // or the Service closes: the way to publish gauges (LoadedModelCount,
 // CPUUtilization …), whose sample calls Observe on their handles with the
@@ -303,6 +316,7 @@ func (s *Service) AddSampler(interval time.Duration, sample func(ctx context.Con
 	if interval <= 0 {
 		interval = time.Minute
 	}
+	interval = s.clock.Real(interval)
 	ctx, cancel := context.WithCancel(s.ctx)
 	done := make(chan struct{})
 	s.wg.Add(1)

@@ -20,21 +20,22 @@ import (
 // deletion, adapters and recovery after a restart. It is safe for
 // concurrent use; build it with NewManager.
 type Manager struct {
-	engine   containers.Engine
-	placer   containers.CopyPlacer
-	adapters containers.AdapterStore // nil when the engine has no folders of adapters
-	store    *store.Store
-	endpoint func(name string) HostEndpoint
-	model    func(name string) (spec.CreateModelInput, string, error)
-	checkURL func(url, baseDir string) error
-	region   string
-	account  string
-	timeout  time.Duration
-	room     func() (room, limit int, ok bool)
-	check    func(delta int) error
-	bg       *background.Group
-	ctx      context.Context // bg's: the Manager's lifetime
-	log      zerolog.Logger
+	engine     containers.Engine
+	placer     containers.CopyPlacer
+	adapters   containers.AdapterStore // nil when the engine has no folders of adapters
+	store      *store.Store
+	endpoint   func(name string) HostEndpoint
+	model      func(name string) (spec.CreateModelInput, string, error)
+	checkURL   func(url, baseDir string) error
+	region     string
+	account    string
+	timeout    time.Duration
+	room       func() (room, limit int, ok bool)
+	check      func(delta int) error
+	noCapacity func(component string)
+	bg         *background.Group
+	ctx        context.Context // bg's: the Manager's lifetime
+	log        zerolog.Logger
 
 	mu     sync.RWMutex
 	byName map[string]*Component // by lower-cased name
@@ -79,6 +80,10 @@ type Options struct {
 	// CheckContainers refuses delta more containers with SageMaker's
 	// ResourceLimitExceeded when they would pass that limit. nil: no limit.
 	CheckContainers func(delta int) error
+	// NoCapacity is told of each call refused because the component
+	// (named in its own spelling) had no copy to take it: SageMaker's
+	// NoCapacityInvocationFailures. nil: not told.
+	NoCapacity func(component string)
 	// Background runs the work that outlives a call (placing, launching,
 	// draining and removing copies); its context is the Manager's
 	// lifetime, and stopping it aborts launches in progress.
@@ -115,7 +120,7 @@ type EndpointState struct {
 // Create or Recover.
 func NewManager(opts Options) *Manager {
 	m := &Manager{engine: opts.Engine, store: opts.Store, endpoint: opts.Endpoint, model: opts.Model, checkURL: opts.CheckModelData,
-		region: opts.Region, account: opts.Account, timeout: opts.ContainerTimeout, room: opts.ContainerRoom, check: opts.CheckContainers,
+		region: opts.Region, account: opts.Account, timeout: opts.ContainerTimeout, room: opts.ContainerRoom, check: opts.CheckContainers, noCapacity: opts.NoCapacity,
 		bg: opts.Background, ctx: opts.Background.Context(), log: opts.Logger}
 	if m.region == "" {
 		m.region = "us-east-1"

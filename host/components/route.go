@@ -31,6 +31,9 @@ func (m *Manager) Route(endpoint, name string) (r *pipeline.Route, component str
 	}
 	r = c.route.Load()
 	if r == nil || c.deleting.Load() || c.CurrentCopies() == 0 {
+		if f := m.noCapacity; f != nil && !c.deleting.Load() {
+			f(c.name)
+		}
 		return nil, "", false, apierr.Validation("Inference Component has no capacity to process this request. ApplicationAutoScaling may be in-progress (if configured) or try to increase the capacity by invoking UpdateInferenceComponentRuntimeConfig API.")
 	}
 	return r, c.name, false, nil

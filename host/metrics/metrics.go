@@ -77,6 +77,7 @@ type Metrics struct {
 type Sink interface {
 	Invocation(endpoint, variant string, total, model time.Duration, err error)
 	ComponentInvocation(component string, total, model time.Duration, err error)
+	NoCapacityInvocation(component string)
 	MultiModelObserver(endpoint, variant, container string) mme.Observer
 	Forget(endpoint string)
 }
@@ -264,6 +265,14 @@ var _ pipeline.Observer = (*Metrics)(nil)
 func (m *Metrics) ObserveComponent(component string, total, model time.Duration, err error) {
 	if m.sink != nil {
 		m.sink.ComponentInvocation(component, total, model, err)
+	}
+}
+
+// ObserveNoCapacity records one call refused because the inference
+// component had no copy to take it; only the sink publishes it.
+func (m *Metrics) ObserveNoCapacity(component string) {
+	if m.sink != nil {
+		m.sink.NoCapacityInvocation(component)
 	}
 }
 

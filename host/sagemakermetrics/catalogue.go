@@ -43,6 +43,9 @@ var (
 	mModelErrors            = inv("InvocationModelErrors", "None")
 	mModelLatency           = inv("ModelLatency", "Microseconds")
 	mOverheadLatency        = inv("OverheadLatency", "Microseconds")
+	// Per inference component: calls refused because it had no copy
+	// (what scale-out from zero's step scaling alarms on).
+	mNoCapacity = inv("NoCapacityInvocationFailures", "None")
 	// Calls in flight, at SageMaker's high resolution.
 	mConcurrentPerModel = def(metric{NamespaceInvocations, "ConcurrentRequestsPerModel", "None", cloudwatch.HighResolution})
 	mConcurrentPerCopy  = def(metric{NamespaceInvocations, "ConcurrentRequestsPerCopy", "None", cloudwatch.HighResolution})

@@ -92,7 +92,7 @@ type Options struct {
 	ConcurrencyEvery time.Duration
 	// Logger receives the series limit's warnings.
 	Logger zerolog.Logger
-	// Now is the clock (tests, benchmarks). Default time.Now.
+	// Now is the clock (tests, benchmarks). Default the Service's (AWS time).
 	Now func() time.Time
 }
 
@@ -124,7 +124,7 @@ func New(o Options) (*Publisher, error) {
 		o.ConcurrencyEvery = time.Second
 	}
 	if o.Now == nil {
-		o.Now = time.Now
+		o.Now = o.Service.Now // AWS time, compressed or not
 	}
 	p := &Publisher{svc: o.Service, src: o.Sources, log: o.Logger, now: o.Now,
 		variants: map[[2]string]*variantSeries{}, components: map[string]*componentSeries{},
@@ -272,7 +272,7 @@ func (p *Publisher) Invocation(endpoint, variant string, total, model time.Durat
 // componentSeries are one inference component's handles.
 type componentSeries struct {
 	invocations, err4xx, err5xx, modelErrors, modelLatency, overheadLatency *lazySeries
-	concurrent                                                              *lazySeries
+	concurrent, noCapacity                                                  *lazySeries
 	cpu, memory, gpu, gpuMemory                                             *lazySeries
 }
 
@@ -293,7 +293,8 @@ func (p *Publisher) component(name string) *componentSeries {
 		invocations: p.lazy(mInvocations, d), err4xx: p.lazy(mInvocation4XX, d), err5xx: p.lazy(mInvocation5XX, d),
 		modelErrors: p.lazy(mModelErrors, d), modelLatency: p.lazy(mModelLatency, d),
 		overheadLatency: p.lazy(mOverheadLatency, d), concurrent: p.lazy(mConcurrentPerCopy, d),
-		cpu: p.lazy(mCPUNormalized, d), memory: p.lazy(mMemoryNormalized, d),
+		noCapacity: p.lazy(mNoCapacity, d),
+		cpu:        p.lazy(mCPUNormalized, d), memory: p.lazy(mMemoryNormalized, d),
 		gpu: p.lazy(mGPUNormalized, d), gpuMemory: p.lazy(mGPUMemoryNormalized, d),
 	}
 	p.components[name] = c
@@ -308,6 +309,16 @@ func (p *Publisher) ComponentInvocation(component string, total, model time.Dura
 	}
 	c := p.component(component)
 	observeCall(invocationSeries{c.invocations, c.err4xx, c.err5xx, c.modelErrors, c.modelLatency, c.overheadLatency}, p.now(), total, model, err)
+}
+
+// NoCapacityInvocation records one call refused because the inference
+// component (by its own spelling) had no copy to take it, as SageMaker's
+// NoCapacityInvocationFailures counts them.
+func (p *Publisher) NoCapacityInvocation(component string) {
+	if component == "" {
+		return
+	}
+	p.component(component).noCapacity.ObserveAt(p.now(), 1)
 }
 
 // Forget drops the handles of an endpoint's variants and components (the

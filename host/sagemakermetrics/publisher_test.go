@@ -131,6 +131,15 @@ func TestComponentAndMultiModelMetrics(t *testing.T) {
 	if dp := stat(t, svc, NamespaceInvocations, "ConcurrentRequestsPerCopy", cd, "Average"); val(dp.Average) != 2.5 {
 		t.Errorf("ConcurrentRequestsPerCopy = %v, want 2.5", val(dp.Average))
 	}
+	p.NoCapacityInvocation("ic")
+	p.NoCapacityInvocation("ic")
+	p.NoCapacityInvocation("") // no component: nothing to count
+	if dp := stat(t, svc, NamespaceInvocations, "NoCapacityInvocationFailures", cd, "Sum"); val(dp.Sum) != 2 {
+		t.Errorf("NoCapacityInvocationFailures = %v, want 2", val(dp.Sum))
+	}
+	if dp := stat(t, svc, NamespaceInvocations, "Invocations", cd, "Sum"); val(dp.Sum) != 2 {
+		t.Errorf("component Invocations after refused calls = %v, want still 2 (a refused call reached no copy)", val(dp.Sum))
+	}
 
 	o1 := p.MultiModelObserver("mm", "AllTraffic", "c1")
 	o2 := p.MultiModelObserver("mm", "AllTraffic", "c2")
@@ -256,8 +265,8 @@ func TestPruneForgetsGoneVariants(t *testing.T) {
 // catalogue of docs/cloudwatch-metrics.md, with its namespace and unit.
 func TestCatalogueIsDocumented(t *testing.T) {
 	doc := readDoc(t)
-	if n := len(Catalogue()); n != 28 {
-		t.Fatalf("the catalogue lists %d metrics, want the 28 declared", n)
+	if n := len(Catalogue()); n != 29 {
+		t.Fatalf("the catalogue lists %d metrics, want the 29 declared", n)
 	}
 	for _, m := range Catalogue() {
 		row := fmt.Sprintf("| `%s` | `%s` |", m.Namespace, m.Name)

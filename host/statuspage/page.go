@@ -66,6 +66,12 @@ type Options struct {
 	// Series is the recorder of invocations the charts are drawn from; nil:
 	// an empty one (every endpoint's charts say it had no invocations).
 	Series *Recorder
+	// Alarms returns CloudWatch's metric alarms now; nil: the page has no
+	// alarms section.
+	Alarms func() []Alarm
+	// Scaling returns Application Auto Scaling's scalable targets now,
+	// each with its latest activities; nil: no autoscaling section.
+	Scaling func() []ScalingTarget
 	// Logger gets the page's own failures (a template that fails to
 	// render); the zero Logger discards them.
 	Logger zerolog.Logger
@@ -137,6 +143,10 @@ type statusPage struct {
 	ShowLogs  bool
 	Refresh   int
 	Endpoints []pageEndpoint
+	// Alarms are the first pageAlarms of Report.Alarms; MoreAlarms how
+	// many more status.json has.
+	Alarms     []Alarm
+	MoreAlarms int
 }
 
 type pageEndpoint struct {
@@ -161,7 +171,10 @@ type variantRow struct {
 
 // newStatusPage lays out the report: the endpoints with their charts.
 func newStatusPage(rep Report, ws []*window, showLogs bool) statusPage {
-	p := statusPage{Report: rep, ShowLogs: showLogs, Refresh: int(SeriesStep / time.Second)}
+	p := statusPage{Report: rep, ShowLogs: showLogs, Refresh: int(SeriesStep / time.Second), Alarms: rep.Alarms}
+	if len(p.Alarms) > pageAlarms {
+		p.Alarms, p.MoreAlarms = p.Alarms[:pageAlarms], len(p.Alarms)-pageAlarms
+	}
 	for _, e := range rep.Endpoints {
 		pe := pageEndpoint{Endpoint: e}
 		for i := range pe.Variants {

@@ -22,6 +22,11 @@ type Report struct {
 	// Summaries are the figures of the page's per-variant tables: one per
 	// endpoint listed in Endpoints or with invocations in the window.
 	Summaries []EndpointSummary `json:"Summaries"`
+	// Alarms are CloudWatch's metric alarms (in ALARM first), and Scaling
+	// Application Auto Scaling's targets with their latest activities;
+	// absent when the server has no such service.
+	Alarms  []Alarm         `json:"Alarms,omitempty"`
+	Scaling []ScalingTarget `json:"Scaling,omitempty"`
 }
 
 // EndpointSummary is one endpoint's invocations over the whole window
@@ -111,6 +116,7 @@ func (p *Page) report(showLogs bool) (Report, []*window) {
 		rep.Series = append(rep.Series, Series{EndpointName: w.key.endpoint, VariantName: w.key.variant, Points: pts})
 	}
 	rep.Summaries = summaries(inv.Endpoints, ws)
+	rep.Alarms, rep.Scaling = p.operations()
 	return rep, ws
 }
 

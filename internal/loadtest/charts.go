@@ -136,6 +136,12 @@ func (rep *Report) Charts() ([]Chart, error) {
 		if err := add("mce_models", "mce: models resident", p); err != nil {
 			return nil, err
 		}
+		if p := capacityPlot(m.Samples); p != nil {
+			rep.stageMarks(p)
+			if err := add("capacity", "mce: capacity beside the load (autoscaling)", p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if p := rep.variantsPlot(); p != nil {
 		if err := add("variants", "Per variant: client-side latency beside mce's model and overhead latency", p); err != nil {
@@ -359,4 +365,36 @@ func render(name, title string, p *plot.Plot) (Chart, error) {
 	}
 	c.SVG = svg
 	return c, nil
+}
+
+// capacityPlot draws the endpoint's instances (wanted and ready) or its
+// inference components' copies (wanted and running) over the run, beside
+// the calls mce had in flight — the load a scaling policy reacts to; nil
+// when the endpoint had neither.
+func capacityPlot(samples []MetricSample) *plot.Plot {
+	var desired, ready, desiredCopies, copies, inflight plotter.XYs
+	var anyInstances, anyCopies bool
+	for _, s := range samples {
+		desired = append(desired, plotter.XY{X: s.T, Y: s.DesiredInstances})
+		ready = append(ready, plotter.XY{X: s.T, Y: s.Instances})
+		desiredCopies = append(desiredCopies, plotter.XY{X: s.T, Y: s.DesiredCopies})
+		copies = append(copies, plotter.XY{X: s.T, Y: s.Copies})
+		inflight = append(inflight, plotter.XY{X: s.T, Y: s.InFlight})
+		anyInstances = anyInstances || s.DesiredInstances > 0 || s.Instances > 0
+		anyCopies = anyCopies || s.DesiredCopies > 0 || s.Copies > 0
+	}
+	if !anyInstances && !anyCopies {
+		return nil
+	}
+	p := newPlot("mce: capacity and calls in flight", "seconds", "instances / copies / calls")
+	if anyCopies {
+		addLine(p, "copies wanted", desiredCopies, colP90, false)
+		addLine(p, "copies running", copies, colOK, false)
+	} else {
+		addLine(p, "instances wanted", desired, colP90, false)
+		addLine(p, "instances ready", ready, colOK, false)
+	}
+	addLine(p, "calls in flight", inflight, colExtra, false)
+	headroom(p)
+	return p
 }

@@ -71,7 +71,7 @@ func TestReportFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(paths) != 10 { // json, 3 csv, 5 png, html
+	if len(paths) != 11 { // json, 3 csv, 6 png, html
 		t.Errorf("wrote %v", paths)
 	}
 
@@ -130,7 +130,7 @@ func TestReportFiles(t *testing.T) {
 		t.Errorf("metrics.csv %d rows", len(rows))
 	}
 
-	for _, name := range []string{"latency", "throughput", "stages", "mce_latency", "mce_models"} {
+	for _, name := range []string{"latency", "throughput", "stages", "mce_latency", "mce_models", "capacity"} {
 		f, err := os.Open(filepath.Join(dir, name+".png"))
 		if err != nil {
 			t.Fatal(err)
@@ -150,8 +150,8 @@ func TestReportFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := string(html)
-	if n := strings.Count(h, "<svg"); n != 5 {
-		t.Errorf("%d inline charts, want 5", n)
+	if n := strings.Count(h, "<svg"); n != 6 {
+		t.Errorf("%d inline charts, want 6", n)
 	}
 	// self-contained: nothing fetched, no script
 	if regexp.MustCompile(`(?i)<script|<link|<img|src=|url\(|@import`).MatchString(h) {

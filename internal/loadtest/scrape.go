@@ -42,6 +42,13 @@ type MetricSample struct {
 	Memory            float64  `json:"memory_ratio"`
 	GPU               float64  `json:"gpu_utilization"`
 	GPUMemory         float64  `json:"gpu_memory_utilization"`
+	// Capacity, for a run that drives autoscaling: the instances the
+	// endpoint's variants want and have ready, and its inference
+	// components' copies wanted and running.
+	DesiredInstances float64 `json:"desired_instances"`
+	Instances        float64 `json:"instances"`
+	DesiredCopies    float64 `json:"desired_copies"`
+	Copies           float64 `json:"copies"`
 
 	d rawDelta
 }
@@ -208,6 +215,11 @@ func (s *Scraper) scrape(ctx context.Context) {
 		Memory:       maxOf("mce_container_memory_utilization_ratio"),
 		GPU:          sum("mce_gpu_utilization_ratio"),
 		GPUMemory:    sum("mce_gpu_memory_utilization_ratio"),
+		// A variant's instances are those all its containers have ready.
+		DesiredInstances: sum("mce_variant_desired_instances"),
+		Instances:        sumOfVariants(fams["mce_container_ready"], s.endpoint),
+		DesiredCopies:    sum("mce_inference_component_desired_copies"),
+		Copies:           sum("mce_inference_component_current_copies"),
 	}
 	if s.have {
 		p := s.prev
@@ -272,6 +284,32 @@ func sumFamily(f *dto.MetricFamily, endpoint string, v func(*dto.Metric) float64
 	return t
 }
 
+// sumOfVariants sums, over the endpoint's variants, the least value of
+// each variant's series (mce_container_ready: an instance serves once
+// every container of the variant is ready).
+func sumOfVariants(f *dto.MetricFamily, endpoint string) float64 {
+	least := map[string]float64{}
+	for _, m := range f.GetMetric() {
+		if !forEndpoint(m, endpoint) {
+			continue
+		}
+		variant := ""
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "variant" {
+				variant = l.GetValue()
+			}
+		}
+		if v, ok := least[variant]; !ok || valueOf(m) < v {
+			least[variant] = valueOf(m)
+		}
+	}
+	var t float64
+	for _, v := range least {
+		t += v
+	}
+	return t
+}
+
 func maxFamily(f *dto.MetricFamily, endpoint string) float64 {
 	var t float64
 	for _, m := range f.GetMetric() {
@@ -327,7 +365,8 @@ func (m *Metrics) stage(runStart, from, to time.Time) *StageMetrics {
 
 // MetricsCSVHeader is the header of metrics.csv.
 var MetricsCSVHeader = []string{"t_s", "invocations", "model_latency_ms", "overhead_latency_ms", "loaded_models", "cache_hit_ratio",
-	"model_loading_wait_ms", "inflight", "cpu_cores", "memory_ratio", "gpu_utilization", "gpu_memory_utilization"}
+	"model_loading_wait_ms", "inflight", "cpu_cores", "memory_ratio", "gpu_utilization", "gpu_memory_utilization",
+	"desired_instances", "instances", "desired_copies", "copies"}
 
 // WriteCSV writes one row per sample; window figures without calls are
 // empty.
@@ -342,7 +381,8 @@ func (m *Metrics) WriteCSV(w io.Writer) error {
 	}
 	for _, s := range m.Samples {
 		cw.Write([]string{f3(s.T), strconv.FormatFloat(s.Invocations, 'f', -1, 64), opt(s.ModelLatencyMS), opt(s.OverheadLatencyMS),
-			f3(s.LoadedModels), opt(s.CacheHitRatio), opt(s.ModelLoadingWait), f3(s.InFlight), f3(s.CPU), f3(s.Memory), f3(s.GPU), f3(s.GPUMemory)})
+			f3(s.LoadedModels), opt(s.CacheHitRatio), opt(s.ModelLoadingWait), f3(s.InFlight), f3(s.CPU), f3(s.Memory), f3(s.GPU), f3(s.GPUMemory),
+			f3(s.DesiredInstances), f3(s.Instances), f3(s.DesiredCopies), f3(s.Copies)})
 	}
 	cw.Flush()
 	return cw.Error()

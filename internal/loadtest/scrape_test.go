@@ -57,6 +57,19 @@ mce_container_cpu_utilization_ratio{endpoint="ep",variant="a",container="c2"} 0.
 # TYPE mce_container_memory_utilization_ratio gauge
 mce_container_memory_utilization_ratio{endpoint="ep",variant="a",container="c1"} 0.2
 mce_container_memory_utilization_ratio{endpoint="ep",variant="a",container="c2"} 0.4
+# TYPE mce_variant_desired_instances gauge
+mce_variant_desired_instances{endpoint="ep",variant="a"} 3
+mce_variant_desired_instances{endpoint="ep",variant="b"} 1
+mce_variant_desired_instances{endpoint="other",variant="a"} 7
+# TYPE mce_container_ready gauge
+mce_container_ready{endpoint="ep",variant="a",container="c1"} 3
+mce_container_ready{endpoint="ep",variant="a",container="c2"} 2
+mce_container_ready{endpoint="ep",variant="b",container="c1"} 1
+mce_container_ready{endpoint="other",variant="a",container="c1"} 7
+# TYPE mce_inference_component_desired_copies gauge
+mce_inference_component_desired_copies{endpoint="other",variant="a",inference_component="ic"} 4
+# TYPE mce_inference_component_current_copies gauge
+mce_inference_component_current_copies{endpoint="other",variant="a",inference_component="ic"} 2
 `, 10*n, 10*n*0.004, 10*n*0.001, n, 2*n, n)
 }
 
@@ -90,6 +103,11 @@ func TestScraper(t *testing.T) {
 		}
 		if smp.CPU != 0.75 || smp.Memory != 0.4 {
 			t.Errorf("sample %d: cpu %v memory %v", i+1, smp.CPU, smp.Memory)
+		}
+		// Variant a wants 3 and has 2 whole instances (c2 is ready on 2
+		// only), b has its one; the other endpoint's copies are not ep's.
+		if smp.DesiredInstances != 4 || smp.Instances != 3 || smp.DesiredCopies != 0 || smp.Copies != 0 {
+			t.Errorf("sample %d: instances %v of %v wanted, copies %v of %v", i+1, smp.Instances, smp.DesiredInstances, smp.Copies, smp.DesiredCopies)
 		}
 	}
 	last := m.Samples[len(m.Samples)-1]

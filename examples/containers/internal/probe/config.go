@@ -20,6 +20,10 @@ type Settings struct {
 	// (PROBE_EXIT_CODE, default 1).
 	ExitAfter time.Duration
 	ExitCode  int
+	// Status (PROBE_STATUS, 200-599), when set, is the status of every
+	// invocation without a status= attribute of its own, as status=
+	// answers it: a model that always fails, for rollout tests.
+	Status int
 }
 
 // SettingsFromConfig reads the PROBE_* variables. Errors wrap smserve.ErrConfig.
@@ -45,6 +49,13 @@ func SettingsFromConfig(cfg smserve.Config) (Settings, error) {
 			return Settings{}, fmt.Errorf("%w: PROBE_EXIT_CODE=%q (want 0-255)", smserve.ErrConfig, v)
 		}
 		s.ExitCode = c
+	}
+	if v := cfg.Getenv("PROBE_STATUS"); v != "" {
+		c, err := strconv.Atoi(v)
+		if err != nil || c < 200 || c > 599 {
+			return Settings{}, fmt.Errorf("%w: PROBE_STATUS=%q (want 200-599)", smserve.ErrConfig, v)
+		}
+		s.Status = c
 	}
 	return s, nil
 }

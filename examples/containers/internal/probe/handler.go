@@ -63,6 +63,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if a.Status < 0 && h.s.Status > 0 {
+		a.Status = h.s.Status
+	}
 	if a.Crash >= 0 {
 		h.exit(a.Crash)
 		return

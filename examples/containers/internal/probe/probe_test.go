@@ -268,6 +268,9 @@ func TestSettings(t *testing.T) {
 		{name: "bad duration", environ: []string{"PROBE_READY_AFTER=10"}, wantErr: true},
 		{name: "negative duration", environ: []string{"PROBE_EXIT_AFTER=-1s"}, wantErr: true},
 		{name: "bad exit code", environ: []string{"PROBE_EXIT_CODE=300"}, wantErr: true},
+		{name: "status", environ: []string{"PROBE_STATUS=500"}, want: Settings{ExitCode: 1, Status: 500}},
+		{name: "bad status", environ: []string{"PROBE_STATUS=199"}, wantErr: true},
+		{name: "status not a number", environ: []string{"PROBE_STATUS=5xx"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,5 +403,33 @@ func BenchmarkEchoHandler(b *testing.B) {
 		req.Header.Set("Content-Type", "application/json")
 		rec.Body.Reset()
 		h.ServeHTTP(rec, req)
+	}
+}
+
+// TestStatusSetting: with PROBE_STATUS every invocation answers that status
+// as status= does, unless the call asks for a status of its own.
+func TestStatusSetting(t *testing.T) {
+	cfg, err := smserve.ConfigFromEnviron([]string{"PROBE_STATUS=500"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := SettingsFromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(s, cfg, "probe-1", time.Now())
+	for _, tc := range []struct {
+		attrs string
+		want  int
+	}{{"", 500}, {"status=201", 201}, {"sleep=1ms", 500}} {
+		r := httptest.NewRequest(http.MethodPost, "/invocations", strings.NewReader("x"))
+		if tc.attrs != "" {
+			r.Header.Set(AttributesHeader, tc.attrs)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want || !strings.Contains(w.Body.String(), "forced status") {
+			t.Errorf("attrs %q: %d %q, want %d", tc.attrs, w.Code, w.Body, tc.want)
+		}
 	}
 }
