@@ -9,6 +9,7 @@ import (
 
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/applicationautoscaling"
+	"github.com/mce-run/mce/host/statuspage"
 )
 
 // Application Auto Scaling's front: a call with the X-Amz-Target prefix
@@ -127,5 +128,31 @@ func (t autoScalingTargets) SetCapacity(_ context.Context, dimension, id string,
 func startAutoScaling(s *Server) {
 	if svc := s.cfg.AutoScaling; svc != nil {
 		s.bg.Go(func() { svc.Run(s.ctx, autoScalingTargets{s}) })
+	}
+}
+
+// scalingSource feeds the status page's autoscaling section: each target
+// with the capacity it has now (-1 when its resource is gone); nil without
+// Config.AutoScaling.
+func scalingSource(s *Server) func() []statuspage.ScalingTarget {
+	svc := s.cfg.AutoScaling
+	if svc == nil {
+		return nil
+	}
+	return func() []statuspage.ScalingTarget {
+		var out []statuspage.ScalingTarget
+		for _, st := range svc.Status() {
+			t := statuspage.ScalingTarget{ResourceID: st.Target.ResourceID, Dimension: st.Target.ScalableDimension,
+				Min: int(st.Target.MinCapacity), Max: int(st.Target.MaxCapacity), Current: -1, Policies: st.Policies}
+			if n, ok, err := (autoScalingTargets{s}).Capacity(context.Background(), t.Dimension, t.ResourceID); err == nil && ok {
+				t.Current = n
+			}
+			for _, a := range st.Activities {
+				t.Activities = append(t.Activities, statuspage.ScalingActivity{Start: a.StartTime.Time, Status: a.StatusCode,
+					Description: a.Description, Cause: a.Cause, Message: a.StatusMessage})
+			}
+			out = append(out, t)
+		}
+		return out
 	}
 }

@@ -158,6 +158,12 @@ func TestAutoScalingVariant(t *testing.T) {
 			t.Errorf("activity %d: %s %s %s", i, aws.ToString(got.Description), got.StatusCode, aws.ToString(got.StatusMessage))
 		}
 	}
+	// The status page's autoscaling section.
+	rep := h.srv.status.Report(false)
+	if len(rep.Scaling) != 1 || rep.Scaling[0].ResourceID != id || rep.Scaling[0].Current != 1 || rep.Scaling[0].Max != 3 ||
+		len(rep.Scaling[0].Policies) != 1 || len(rep.Scaling[0].Activities) != 3 || rep.Scaling[0].Activities[0].Description != "Setting desired instance count to 1." {
+		t.Errorf("status page: %+v", rep.Scaling)
+	}
 }
 
 // TestAutoScalingComponentFromZero: an inference component with no copies

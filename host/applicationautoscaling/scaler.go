@@ -304,3 +304,30 @@ func activitySeq(id string) uint64 {
 	}
 	return n
 }
+
+// TargetStatus is a scalable target as mce's status page shows it: the
+// target, its policies' names and its activities, newest first.
+type TargetStatus struct {
+	Target     ScalableTarget
+	Policies   []string
+	Activities []Activity
+}
+
+// Status returns every scalable target now, sorted by resource ID and
+// dimension.
+func (s *Service) Status() []TargetStatus {
+	s.mu.Lock()
+	out := make([]TargetStatus, 0, len(s.targets))
+	for _, t := range s.targets {
+		st := TargetStatus{Target: t.T, Activities: slices.Clone(t.Activities)}
+		for _, p := range t.Policies {
+			st.Policies = append(st.Policies, p.PolicyName)
+		}
+		out = append(out, st)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b TargetStatus) int {
+		return strings.Compare(a.Target.ResourceID+"|"+a.Target.ScalableDimension, b.Target.ResourceID+"|"+b.Target.ScalableDimension)
+	})
+	return out
+}
