@@ -109,6 +109,14 @@ type headerChecked struct {
 // endpoints' container output.
 const LogsTargetPrefix = "Logs_20140328."
 
+// AutoScalingTargetPrefix starts the X-Amz-Target of Application Auto
+// Scaling's calls (awsJson1_1, e.g. "AnyScaleFrontendService.PutScalingPolicy"),
+// which clients sign for "application-autoscaling".
+const (
+	AutoScalingTargetPrefix = "AnyScaleFrontendService."
+	autoScalingService      = "application-autoscaling"
+)
+
 // CloudWatch metrics calls (host/cloudwatch) are told by their target in
 // AWS JSON 1.0 and by their path in RPC v2 CBOR; in the query protocol they
 // are the form POSTed to / (no SageMaker call is one: the control plane
@@ -121,13 +129,16 @@ const (
 
 // SigningService is the service a request must be signed for: "logs" for
 // CloudWatch Logs calls (clients sign those for CloudWatch Logs),
-// "monitoring" for CloudWatch metrics calls, else "sagemaker". A signature
+// "monitoring" for CloudWatch metrics calls, "application-autoscaling" for
+// Application Auto Scaling's, else "sagemaker". A signature
 // is valid for its own service only.
 func SigningService(r *http.Request) string {
 	target := r.Header.Get(wire.HeaderAmzTarget)
 	switch {
 	case strings.HasPrefix(target, LogsTargetPrefix):
 		return logsService
+	case strings.HasPrefix(target, AutoScalingTargetPrefix):
+		return autoScalingService
 	case strings.HasPrefix(target, cloudWatchTargetPrefix),
 		strings.HasPrefix(r.URL.Path, cloudWatchCBORPrefix),
 		target == "" && r.URL.Path == "/" && isForm(r.Header.Get("Content-Type")):

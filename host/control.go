@@ -139,6 +139,9 @@ func (s *Server) controlPlane(c echo.Context) error {
 	if cloudwatch.MayBeRequest(r) {
 		return serveCloudWatch(s, c)
 	}
+	if strings.HasPrefix(target, authz.AutoScalingTargetPrefix) {
+		return serveAutoScaling(s, c)
+	}
 	service, opName, ok := strings.Cut(target, ".")
 	op := operations[opName]
 	if !ok || service != "SageMaker" || op == nil {

@@ -28,6 +28,7 @@ func newStatus(s *Server) (*statuspage.Recorder, *statuspage.Page) {
 			return out
 		}
 	}
+	o.Scaling = scalingSource(s) // applicationautoscaling_handler.go
 	return series, statuspage.New(o)
 }
 

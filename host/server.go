@@ -17,6 +17,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/accesslog"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/applicationautoscaling"
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/cloudwatch"
@@ -90,6 +91,11 @@ type Config struct {
 	// publishes SageMaker's metrics to it. Nil answers none and publishes
 	// nothing. The caller closes it after the server.
 	CloudWatch *cloudwatch.Service
+	// AutoScaling is Application Auto Scaling (mce serve opens it in
+	// <state>/applicationautoscaling, on CloudWatch): the server answers its
+	// calls and runs it on the endpoints and components until Close. Nil
+	// answers none. The caller closes it after the server.
+	AutoScaling *applicationautoscaling.Service
 	// AsyncMaxPayload caps an asynchronous input and its answer, each held
 	// in memory while the request runs; default async.DefaultPayload, at
 	// most async.PayloadLimit.
@@ -233,6 +239,7 @@ func New(cfg Config) *Server {
 	})})
 	s.async = newAsyncQueue(s)
 	s.published = newPublisher(s) // after every source it samples
+	startAutoScaling(s)
 	if uc != nil {
 		if s.published != nil {
 			uc.Also(s.published.ObserveUsage) // one read of the engine's usage for both

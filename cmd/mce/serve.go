@@ -26,6 +26,7 @@ import (
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
 	"github.com/mce-run/mce/host/accesslog"
+	"github.com/mce-run/mce/host/applicationautoscaling"
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/cloudwatch"
@@ -272,6 +273,7 @@ func serve(ctx context.Context, f serveFlags) error {
 		s.startEngine,    // stop: close the engine
 		s.openStore,      // stop: close the state store
 		s.openCloudWatch, // stop (after the host's): write the open periods and close
+		s.openAutoScaling,
 		s.startAccessLog, // stop: flush and close it
 		s.newHost,
 		s.startMetrics, // --metrics-listen (stop: close it)
@@ -314,6 +316,7 @@ type serving struct {
 	eng          *engine
 	st           *store.Store
 	cw           *cloudwatch.Service
+	autoScaling  *applicationautoscaling.Service
 	clock        *awsclock.Clock // AWS time (--time-compression)
 	accessLog    *accesslog.Writer
 	srv          *host.Server
@@ -542,6 +545,19 @@ func (s *serving) openCloudWatch(context.Context) (func(), error) {
 	}, nil
 }
 
+// openAutoScaling opens Application Auto Scaling in the instance's state
+// folder (<state>/applicationautoscaling), on the CloudWatch service (its
+// alarms); the host runs it.
+func (s *serving) openAutoScaling(context.Context) (func(), error) {
+	as, err := applicationautoscaling.Open(applicationautoscaling.Options{Dir: filepath.Join(s.eng.instanceDir, "applicationautoscaling"),
+		CloudWatch: s.cw, Clock: s.clock, Region: s.f.region, Account: s.f.account, Logger: s.log})
+	if err != nil {
+		return nil, err
+	}
+	s.autoScaling = as
+	return func() { as.Close() }, nil
+}
+
 func (s *serving) startAccessLog(context.Context) (func(), error) {
 	accessLog, closeAccessLog, err := openAccessLog(s.f.accessLog)
 	if err != nil {
@@ -568,8 +584,9 @@ func (s *serving) newHost(context.Context) (func(), error) {
 		BodyTimeout: f.bodyTimeout, BodyMemory: int64(f.bodyMemory),
 		AsyncObjects: fetcher, AsyncMaxPayload: int64(f.asyncMaxPayload), AsyncMemory: int64(f.asyncMemory),
 		AsyncMaxBacklog: f.asyncMaxBacklog, AsyncInputPrefixes: s.prefixes[0], AsyncOutputPrefixes: s.prefixes[1],
-		Capture:    s.capture,
-		CloudWatch: s.cw,
+		Capture:     s.capture,
+		CloudWatch:  s.cw,
+		AutoScaling: s.autoScaling,
 		// Unsigned scrapers keep /metrics on the API listener only in local
 		// development: loopback and no policies (the host also checks the
 		// policies on every scrape).
