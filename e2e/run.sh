@@ -26,7 +26,11 @@
 # policies, SIGHUP reloads) and e2e/test_identity.py (STS's and IAM's answers to
 # the calls SDKs make before they deploy, and the SageMaker Python SDK v3's
 # requests replayed; it also runs against the first mce, whose identity is the
-# local one) against it and stops it the same way. Its last
+# local one) against it and stops it the same way. A third mce, with AWS's timings
+# compressed 60 times (--time-compression 60) and e2e/ops-endpoints.yaml, runs
+# e2e/test_operations.py (rollouts with deployment guardrails and an automatic
+# rollback, a variant and an inference component that scale on their own) with
+# Debian's pair and the newer one. Its last
 # line is the one summary "N passed, M failed" (", K skipped" when a script
 # was skipped) over the scripts and the stop checks. Builds nothing: it checks the prerequisites and names the make
 # target that makes each.
@@ -130,6 +134,10 @@ instance2="e2e-authz-$$"
 pid2=""
 state2=""
 authz=""
+# The third mce, with compressed time (set when it starts).
+instance3="e2e-ops-$$"
+pid3=""
+state3=""
 
 started=$(date +%s)
 pid1=""
@@ -138,8 +146,9 @@ s3dir="$(mktemp -d)"
 cleanup() {
   remove_instance "$pid1" "$instance"
   remove_instance "$pid2" "$instance2"
+  remove_instance "$pid3" "$instance3"
   if [ -n "$s3pid" ]; then kill -TERM "$s3pid" 2>/dev/null || true; wait "$s3pid" 2>/dev/null || true; fi
-  rm -rf "$state" "$home" "$s3dir" ${state2:+"$state2"} ${authz:+"$authz"}
+  rm -rf "$state" "$home" "$s3dir" ${state2:+"$state2"} ${authz:+"$authz"} ${state3:+"$state3"}
 }
 trap cleanup EXIT
 
@@ -289,9 +298,22 @@ run_script test_identity --url "http://127.0.0.1:${port2}" --aws /usr/bin/aws --
 stop_mce "$pid2" "$instance2" "$log2" "$state2"
 echo "e2e: authorization part took $(($(date +%s) - authz_started)) s"
 
+# --- operating endpoints: a third mce whose AWS minutes pass in a second (--time-compression 60), so that
+# rollouts bake, alarms fire and scaling policies act within the run.
+state3="$(mktemp -d)"
+port3="$(free_port)"
+log3="build/e2e-ops.log"
+ops_started=$(date +%s)
+start_mce pid3 "$instance3" "$port3" "$state3" "$log3" e2e/ops-endpoints.yaml --time-compression 60
+run_script test_operations --url "http://127.0.0.1:${port3}" --aws /usr/bin/aws --prefix opsd --parts rollouts,scaling
+[ -n "$ic_missing" ] || run_script_with "$ic_python" test_operations --url "http://127.0.0.1:${port3}" --aws "$ic_aws" \
+  --prefix opsn --parts rollouts,scaling,components
+stop_mce "$pid3" "$instance3" "$log3" "$state3"
+echo "e2e: operations part took $(($(date +%s) - ops_started)) s"
+
 [ "$failed" -eq 0 ] || rc=1
 if [ "$rc" -ne 0 ]; then
-  echo "e2e: FAILED in $(($(date +%s) - started)) s (mce logs: ${log}, build/e2e-authz.log)" >&2
+  echo "e2e: FAILED in $(($(date +%s) - started)) s (mce logs: ${log}, build/e2e-authz.log, build/e2e-ops.log)" >&2
 else
   echo "e2e: OK in $(($(date +%s) - started)) s"
 fi
