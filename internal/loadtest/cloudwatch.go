@@ -60,6 +60,10 @@ type CloudWatchReport struct {
 	Start   time.Time `json:"start"`
 	End     time.Time `json:"end"`
 	PeriodS int32     `json:"period_s"`
+	// ClockOffsetS is how far mce's AWS time ran ahead of the wall clock
+	// at the end of the run (mce serve --time-compression): Start and End
+	// are on mce's clock, shifted by it. 0 without compression.
+	ClockOffsetS float64 `json:"aws_clock_offset_s,omitempty"`
 	// Error is why mce's figures are missing: the API could not be
 	// reached, or answered an error.
 	Error string `json:"error,omitempty"`
@@ -116,8 +120,17 @@ func CloudWatchWindow(start, end time.Time) (from, to time.Time, period int32) {
 // fill adds mce's figures to rep.Variants (and the variants only mce
 // knows) and sets rep.CloudWatch.
 func (c *CloudWatch) fill(ctx context.Context, rep *Report) {
-	from, to, period := CloudWatchWindow(rep.Started, rep.Ended)
-	cr := &CloudWatchReport{URL: c.URL, Start: from, End: to, PeriodS: period}
+	start, end := rep.Started, rep.Ended
+	// Under mce serve --time-compression mce's CloudWatch is on its own
+	// (AWS) clock: the run's minutes are asked for on it.
+	var offset float64
+	if m := rep.Metrics; m != nil && m.ClockOffsetFirst != nil && m.ClockOffsetLast != nil {
+		offset = *m.ClockOffsetLast
+		start = start.Add(time.Duration(*m.ClockOffsetFirst * float64(time.Second)))
+		end = end.Add(time.Duration(*m.ClockOffsetLast * float64(time.Second)))
+	}
+	from, to, period := CloudWatchWindow(start, end)
+	cr := &CloudWatchReport{URL: c.URL, Start: from, End: to, PeriodS: period, ClockOffsetS: offset}
 	rep.CloudWatch = cr
 	timeout := c.Timeout
 	if timeout <= 0 {

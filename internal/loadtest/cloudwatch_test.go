@@ -392,3 +392,37 @@ func TestVariantsWithoutCloudWatch(t *testing.T) {
 		t.Errorf("the HTML report's variants: %s", h[strings.Index(h, `<table id="variants">`):])
 	}
 }
+
+// TestCloudWatchOnCompressedClock: against an mce whose AWS time runs ahead
+// (mce serve --time-compression), the run's minutes are asked for on mce's
+// clock, shifted by the mce_aws_clock_offset_seconds the scrapes read; the
+// wall-clock window finds nothing there.
+func TestCloudWatchOnCompressedClock(t *testing.T) {
+	const ahead = 7 * time.Hour
+	svc, _, c := openCloudWatch(t, cw.Options{Now: func() time.Time { return time.Now().Add(ahead) }})
+	fake := newFakeMce(t, svc, "ab", "VariantA", "VariantB")
+	rep := runAgainst(t, fake, c)
+	for _, v := range rep.Variants {
+		if v.Mce != nil && v.Mce.Invocations > 0 {
+			t.Fatalf("the wall-clock window found %v invocations of %s on a clock 7 h ahead", v.Mce.Invocations, v.Variant)
+		}
+	}
+	off := ahead.Seconds()
+	rep.Metrics = &Metrics{ClockOffsetFirst: &off, ClockOffsetLast: &off}
+	c.fill(context.Background(), rep)
+	if cr := rep.CloudWatch; cr == nil || cr.Error != "" || cr.ClockOffsetS != off || cr.Start.Before(rep.Started.Add(ahead-time.Minute)) {
+		t.Fatalf("cloudwatch %+v", rep.CloudWatch)
+	}
+	var got float64
+	for _, v := range rep.Variants {
+		if v.Mce != nil {
+			got += v.Mce.Invocations
+		}
+	}
+	if want := float64(fake.counts["VariantA"]["Invocations"] + fake.counts["VariantB"]["Invocations"]); got != want || got == 0 {
+		t.Fatalf("invocations on mce's clock: %v, recorded %v", got, want)
+	}
+	if !strings.Contains(rep.CloudWatch.Minutes(), "compressed clock") {
+		t.Errorf("Minutes() = %q does not say the window is on mce's clock", rep.CloudWatch.Minutes())
+	}
+}

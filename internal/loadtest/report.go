@@ -417,7 +417,11 @@ func (c *CloudWatchReport) Minutes() string {
 	if c.Start.UTC().YearDay() != c.End.UTC().YearDay() || c.Start.UTC().Year() != c.End.UTC().Year() {
 		layout = "2006-01-02 15:04"
 	}
-	return c.Start.UTC().Format(layout) + "–" + c.End.UTC().Format(layout) + " UTC"
+	out := c.Start.UTC().Format(layout) + "–" + c.End.UTC().Format(layout) + " UTC"
+	if c.ClockOffsetS != 0 {
+		out += " on mce's compressed clock"
+	}
+	return out
 }
 
 // variantsSummary writes the per-variant table: this tool's figures of the

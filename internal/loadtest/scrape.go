@@ -67,6 +67,11 @@ type Metrics struct {
 	LastError  string         `json:"last_error,omitempty"`
 	Dropped    int            `json:"dropped_samples,omitempty"`
 	Samples    []MetricSample `json:"samples"`
+	// ClockOffsetFirst and ClockOffsetLast are mce_aws_clock_offset_seconds
+	// at the first and the last scrape: how far mce's AWS time ran ahead of
+	// the wall clock (mce serve --time-compression); absent without it.
+	ClockOffsetFirst *float64 `json:"aws_clock_offset_first_s,omitempty"`
+	ClockOffsetLast  *float64 `json:"aws_clock_offset_last_s,omitempty"`
 }
 
 // StageMetrics are mce's figures over one stage.
@@ -199,6 +204,13 @@ func (s *Scraper) scrape(ctx context.Context) {
 		return
 	}
 	s.m.Scrapes++
+	if f := fams["mce_aws_clock_offset_seconds"]; f != nil && len(f.GetMetric()) == 1 {
+		v := valueOf(f.GetMetric()[0])
+		if s.m.ClockOffsetFirst == nil {
+			s.m.ClockOffsetFirst = &v
+		}
+		s.m.ClockOffsetLast = &v
+	}
 	sum := func(name string) float64 { return sumFamily(fams[name], s.endpoint, valueOf) }
 	maxOf := func(name string) float64 { return maxFamily(fams[name], s.endpoint) }
 	cur := rawTotals{

@@ -57,6 +57,8 @@ mce_container_cpu_utilization_ratio{endpoint="ep",variant="a",container="c2"} 0.
 # TYPE mce_container_memory_utilization_ratio gauge
 mce_container_memory_utilization_ratio{endpoint="ep",variant="a",container="c1"} 0.2
 mce_container_memory_utilization_ratio{endpoint="ep",variant="a",container="c2"} 0.4
+# TYPE mce_aws_clock_offset_seconds gauge
+mce_aws_clock_offset_seconds %[7]g
 # TYPE mce_variant_desired_instances gauge
 mce_variant_desired_instances{endpoint="ep",variant="a"} 3
 mce_variant_desired_instances{endpoint="ep",variant="b"} 1
@@ -70,7 +72,7 @@ mce_container_ready{endpoint="other",variant="a",container="c1"} 7
 mce_inference_component_desired_copies{endpoint="other",variant="a",inference_component="ic"} 4
 # TYPE mce_inference_component_current_copies gauge
 mce_inference_component_current_copies{endpoint="other",variant="a",inference_component="ic"} 2
-`, 10*n, 10*n*0.004, 10*n*0.001, n, 2*n, n)
+`, 10*n, 10*n*0.004, 10*n*0.001, n, 2*n, n, 60*n)
 }
 
 func TestScraper(t *testing.T) {
@@ -109,6 +111,10 @@ func TestScraper(t *testing.T) {
 		if smp.DesiredInstances != 4 || smp.Instances != 3 || smp.DesiredCopies != 0 || smp.Copies != 0 {
 			t.Errorf("sample %d: instances %v of %v wanted, copies %v of %v", i+1, smp.Instances, smp.DesiredInstances, smp.Copies, smp.DesiredCopies)
 		}
+	}
+	// The clock's offset grows by 60 s a step: the first scrape saw step 2.
+	if m.ClockOffsetFirst == nil || *m.ClockOffsetFirst != 120 || m.ClockOffsetLast == nil || *m.ClockOffsetLast <= 120 {
+		t.Errorf("clock offsets %v .. %v", m.ClockOffsetFirst, m.ClockOffsetLast)
 	}
 	last := m.Samples[len(m.Samples)-1]
 	// step 1 was the probe's, so the first sample saw step 2; c2 holds one model
