@@ -28,6 +28,7 @@ import (
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/statuspage"
 	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/awsclock"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
 	"github.com/mce-run/mce/pipeline"
@@ -90,6 +91,9 @@ type Config struct {
 	// publishes SageMaker's metrics to it. Nil answers none and publishes
 	// nothing. The caller closes it after the server.
 	CloudWatch *cloudwatch.Service
+	// Clock is the clock of AWS's timings (deployment guardrails' waits);
+	// nil: the wall clock.
+	Clock *awsclock.Clock
 	// AsyncMaxPayload caps an asynchronous input and its answer, each held
 	// in memory while the request runs; default async.DefaultPayload, at
 	// most async.PayloadLimit.
