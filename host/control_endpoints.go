@@ -10,6 +10,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/capture"
+	"github.com/mce-run/mce/host/deploy"
 	"github.com/mce-run/mce/host/listing"
 	"github.com/mce-run/mce/host/spec"
 )
@@ -124,7 +125,7 @@ type describeEndpointOutput struct {
 	DataCaptureConfig *capture.Status `json:"DataCaptureConfig,omitempty"`
 	// Deployment guardrails (deploy_endpoint.go).
 	LastDeploymentConfig     *spec.DeploymentConfig `json:"LastDeploymentConfig,omitempty"`
-	PendingDeploymentSummary *pendingSummary        `json:"PendingDeploymentSummary,omitempty"`
+	PendingDeploymentSummary *deploy.Summary        `json:"PendingDeploymentSummary,omitempty"`
 }
 
 // DescribeEndpoint is the endpoint as DescribeEndpoint shows it.
@@ -136,7 +137,7 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 		EndpointStatus: status, FailureReason: reason,
 		CreationTime: spec.Epoch(rec.Created), LastModifiedTime: spec.Epoch(rec.Modified),
 		AsyncInferenceConfig: asyncConfigOf(rec.Plan.Async), DataCaptureConfig: s.captures.status(e, rec.DataCapture),
-		LastDeploymentConfig: rec.LastDeployment, PendingDeploymentSummary: pendingOf(rec.Deploying),
+		LastDeploymentConfig: rec.LastDeployment, PendingDeploymentSummary: rec.Deploying.Summary(),
 	}
 	if out.EndpointStatus == spec.StatusCreating || out.EndpointStatus == spec.StatusFailed ||
 		(out.EndpointStatus == spec.StatusUpdating && e.route.Load() == nil) {

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/mce-run/mce/containers"
@@ -18,138 +17,27 @@ import (
 // when to complete or roll back; this file launches, splits, drains and
 // removes, and keeps the record DescribeEndpoint shows.
 
-// deployment is a deployment under guardrails in progress, as the
-// endpoint's record keeps it: PendingDeploymentSummary is made from it,
-// and Recover knows from it that a restart interrupted one.
-type deployment struct {
-	ConfigName string
-	Started    time.Time
-	Plan       containers.EndpointPlan // the new (green) fleet
-	// Status is the green variants' VariantStatus now: Creating,
-	// ActivatingTraffic, Baking or Deleting; Message and Since with it.
-	Status  string
-	Message string
-	Since   time.Time
-}
-
-type pendingSummary struct {
-	EndpointConfigName string           `json:"EndpointConfigName"`
-	ProductionVariants []pendingVariant `json:"ProductionVariants,omitempty"`
-	StartTime          spec.Epoch       `json:"StartTime"`
-}
-
-type pendingVariant struct {
-	variantSummary
-	VariantStatus []variantStatus `json:"VariantStatus,omitempty"`
-}
-
-type variantStatus struct {
-	Status        string     `json:"Status"`
-	StatusMessage string     `json:"StatusMessage,omitempty"`
-	StartTime     spec.Epoch `json:"StartTime"`
-}
-
-// pendingOf is DescribeEndpoint's PendingDeploymentSummary; nil when no
-// deployment under guardrails runs.
-func pendingOf(d *deployment) *pendingSummary {
-	if d == nil {
-		return nil
-	}
-	out := &pendingSummary{EndpointConfigName: d.ConfigName, StartTime: spec.Epoch(d.Started)}
-	for _, v := range d.Plan.Variants {
-		if v.Shadow {
-			continue
-		}
-		pv := pendingVariant{variantSummary: variantSummary{VariantName: v.Name, CurrentWeight: v.Weight, DesiredWeight: v.Weight,
-			DesiredInstanceCount: v.InstanceCount},
-			VariantStatus: []variantStatus{{Status: d.Status, StatusMessage: d.Message, StartTime: spec.Epoch(d.Since)}}}
-		if d.Status != "Creating" {
-			pv.CurrentInstanceCount = v.InstanceCount
-		}
-		for _, c := range v.Containers {
-			pv.DeployedImages = append(pv.DeployedImages, deployedImage{SpecifiedImage: c.Image, ResolvedImage: c.Image, ResolutionTime: spec.Epoch(d.Started)})
-		}
-		out.ProductionVariants = append(out.ProductionVariants, pv)
-	}
-	return out
-}
-
 // deploymentFor is the DeploymentConfig an UpdateEndpoint runs under:
 // its own, or with RetainDeploymentConfig the endpoint's last one; checked
-// against the CloudWatch alarms it names.
+// against the new fleet and the CloudWatch alarms it names.
 func deploymentFor(cw *cloudwatch.Service, raw []byte, retain bool, last *spec.DeploymentConfig, plan containers.EndpointPlan) (*spec.DeploymentConfig, error) {
 	d, err := spec.ParseDeploymentConfig(raw)
 	if err != nil {
 		return nil, err
 	}
-	if d == nil {
-		if !retain {
-			return nil, nil
-		}
+	if d == nil && retain {
 		d = last
 	}
 	if d == nil {
 		return nil, nil
 	}
-	return d, checkDeployment(cw, d, plan)
-}
-
-// checkDeployment validates d, and that its alarms exist: SageMaker reads
-// them with DescribeAlarms; mce refuses the request at once when one is
-// missing, rather than failing the update later.
-func checkDeployment(cw *cloudwatch.Service, d *spec.DeploymentConfig, plan containers.EndpointPlan) error {
-	if err := d.Validate(); err != nil {
-		return err
-	}
-	if d.RollingUpdatePolicy != nil {
-		return apierr.ValidationException("RollingUpdatePolicy is not served by mce yet; use a BlueGreenUpdatePolicy (see docs/deployment-guardrails.md).")
-	}
-	if t := d.BlueGreenUpdatePolicy.TrafficRoutingConfiguration; t.Type == spec.TrafficCanary && t.CanarySize.Type == spec.InstanceCount && plan.Variants != nil {
-		if n := capacityOf(plan); 2*int(*t.CanarySize.Value) > n {
-			return apierr.ValidationException("CanarySize (%d instances) must be at most 50%% of the new fleet's capacity (%d instances).", *t.CanarySize.Value, n)
-		}
-	}
-	names := d.Alarms()
-	if len(names) == 0 {
-		return nil
-	}
-	if cw == nil {
-		return apierr.ValidationException("AutoRollbackConfiguration names CloudWatch alarms, but this mce serves no CloudWatch (start mce serve with its CloudWatch API on): there is nothing to watch.")
-	}
-	if miss := deploy.Missing(cloudWatchAlarms{cw}, names); len(miss) > 0 {
-		return apierr.ValidationException("The CloudWatch alarm(s) [%s] of AutoRollbackConfiguration do not exist.", strings.Join(miss, ", "))
-	}
-	return nil
-}
-
-// capacityOf is a plan's fleet capacity: the instances of its production
-// variants.
-func capacityOf(p containers.EndpointPlan) int {
-	n := 0
-	for _, v := range p.Variants {
-		if !v.Shadow {
-			n += v.InstanceCount
-		}
-	}
-	return n
+	return d, deploy.Check(d, plan, deploy.CloudWatch(cw))
 }
 
 // guarded reports whether an update runs under guardrails: a
 // DeploymentConfig, an old fleet that serves, a new one of containers.
 func guarded(d *spec.DeploymentConfig, wasFailed bool, plan containers.EndpointPlan) bool {
 	return d != nil && d.BlueGreenUpdatePolicy != nil && !wasFailed && !plan.HostsComponents()
-}
-
-// cloudWatchAlarms is CloudWatch as deploy's AlarmSource.
-type cloudWatchAlarms struct{ svc *cloudwatch.Service }
-
-func (c cloudWatchAlarms) AlarmState(name string) (string, bool) {
-	st, ok := c.svc.AlarmState(name)
-	return string(st), ok
-}
-
-func (c cloudWatchAlarms) OnAlarmChange(f func(name string)) func() {
-	return c.svc.OnStateChange(func(a cloudwatch.Alarm, _, _ cloudwatch.State) { f(a.AlarmName) })
 }
 
 // rollout is one deployment under guardrails; deploy.Run drives it.
@@ -166,9 +54,7 @@ func (r *rollout) Shift(share float64) { r.split.Set(share) }
 func (r *rollout) Phase(status, msg string) {
 	r.s.save(r.e, func(rec *EndpointRecord) {
 		if rec.Deploying != nil {
-			d := *rec.Deploying
-			d.Status, d.Message, d.Since = status, msg, time.Now()
-			rec.Deploying = &d
+			rec.Deploying = rec.Deploying.With(status, msg, time.Now())
 		}
 	})
 }
@@ -191,12 +77,12 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 	r := &rollout{s: s, e: e, split: deploy.NewSplit(green)}
 	e.split.Store(r.split)
 	var alarms deploy.Alarms
-	if names := d.Alarms(); len(names) > 0 && s.cfg.CloudWatch != nil {
-		w := deploy.Watch(cloudWatchAlarms{s.cfg.CloudWatch}, names)
+	if src := deploy.CloudWatch(s.cfg.CloudWatch); src != nil && len(d.Alarms()) > 0 {
+		w := deploy.Watch(src, d.Alarms())
 		defer w.Close()
 		alarms = w
 	}
-	steps := deploy.BlueGreenSteps(bg, capacityOf(plan))
+	steps := deploy.BlueGreenSteps(bg, deploy.Capacity(plan))
 	out := deploy.Run(ctx, s.cfg.Clock, steps, started, spec.Seconds(bg.MaximumExecutionTimeoutInSeconds), alarms, r)
 	// leave takes green out of the split, lets the calls it took finish
 	// and removes it.
@@ -220,9 +106,7 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		s.save(e, func(rec *EndpointRecord) {
 			rec.Status = spec.StatusRollingBack
 			if rec.Deploying != nil {
-				dd := *rec.Deploying
-				dd.Status, dd.Message, dd.Since = "Deleting", "Rolling back: "+out.Reason+".", time.Now()
-				rec.Deploying = &dd
+				rec.Deploying = rec.Deploying.With("Deleting", "Rolling back: "+out.Reason+".", time.Now())
 			}
 		})
 		err := leave()

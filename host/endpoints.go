@@ -292,8 +292,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 			r.LastDeployment = d
 		}
 		if guarded(d, wasFailed, plan) {
-			now := time.Now()
-			r.Deploying = &deployment{ConfigName: configName, Started: now, Plan: plan, Status: "Creating", Message: "Launching the new fleet.", Since: now}
+			r.Deploying = deploy.NewPending(configName, plan, time.Now())
 		}
 	}); err != nil {
 		return err

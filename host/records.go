@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/deploy"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -60,7 +61,7 @@ type EndpointRecord struct {
 	LastDeployment *spec.DeploymentConfig `json:",omitempty"`
 	// Deploying is the deployment under guardrails in progress
 	// (deploy_endpoint.go); nil when none.
-	Deploying *deployment `json:",omitempty"`
+	Deploying *deploy.Pending `json:",omitempty"`
 	// Tags are the endpoint's tags (CreateEndpoint's, then AddTags and
 	// DeleteTags).
 	Tags []spec.Tag `json:",omitempty"`

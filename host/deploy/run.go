@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/awsclock"
 )
@@ -163,6 +164,25 @@ type AlarmSource interface {
 	// OnAlarmChange registers f, called after each change of an alarm's
 	// state; remove unregisters it.
 	OnAlarmChange(f func(name string)) (remove func())
+}
+
+// CloudWatch is svc as an AlarmSource; nil when svc is nil.
+func CloudWatch(svc *cloudwatch.Service) AlarmSource {
+	if svc == nil {
+		return nil
+	}
+	return cloudWatchAlarms{svc}
+}
+
+type cloudWatchAlarms struct{ svc *cloudwatch.Service }
+
+func (c cloudWatchAlarms) AlarmState(name string) (string, bool) {
+	st, ok := c.svc.AlarmState(name)
+	return string(st), ok
+}
+
+func (c cloudWatchAlarms) OnAlarmChange(f func(name string)) func() {
+	return c.svc.OnStateChange(func(a cloudwatch.Alarm, _, _ cloudwatch.State) { f(a.AlarmName) })
 }
 
 // Watcher watches named alarms of a source (Alarms).
