@@ -2,6 +2,8 @@ package host
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/mce-run/mce/containers"
@@ -37,18 +39,80 @@ func deploymentFor(cw *cloudwatch.Service, raw []byte, retain bool, last *spec.D
 // guarded reports whether an update runs under guardrails: a
 // DeploymentConfig, an old fleet that serves, a new one of containers.
 func guarded(d *spec.DeploymentConfig, wasFailed bool, plan containers.EndpointPlan) bool {
-	return d != nil && d.BlueGreenUpdatePolicy != nil && !wasFailed && !plan.HostsComponents()
+	return d != nil && !wasFailed && !plan.HostsComponents()
+}
+
+// firstFleet is the plan the new fleet is launched with: the whole plan,
+// or under a RollingUpdatePolicy its first batch.
+func firstFleet(d *spec.DeploymentConfig, old, plan containers.EndpointPlan) containers.EndpointPlan {
+	if d == nil || d.RollingUpdatePolicy == nil {
+		return plan
+	}
+	p := plan
+	p.Variants = slices.Clone(plan.Variants)
+	for i, n := range deploy.RollingSteps(d.RollingUpdatePolicy, counts(old), counts(plan))[0].Green {
+		p.Variants[i].InstanceCount = n
+	}
+	return p
+}
+
+func counts(p containers.EndpointPlan) []int {
+	var out []int
+	for _, v := range p.Variants {
+		out = append(out, v.InstanceCount)
+	}
+	return out
 }
 
 // rollout is one deployment under guardrails; deploy.Run drives it.
 type rollout struct {
-	s     *Server
-	e     *Endpoint
-	split *deploy.Split[pipeline.Route]
+	s             *Server
+	e             *Endpoint
+	split         *deploy.Split[pipeline.Route]
+	green, blue   containers.Launched
+	plan, oldPlan containers.EndpointPlan
 }
 
-// Shift implements deploy.Target.
-func (r *rollout) Shift(share float64) { r.split.Set(share) }
+// Shift implements deploy.Target: the new fleet grows to its size first,
+// the old one shrinks once the share moved away from it.
+func (r *rollout) Shift(st deploy.Step) error {
+	if err := r.resize(r.split.Green(), r.green, r.plan, st.Green); err != nil {
+		return err
+	}
+	r.split.Set(st.Share)
+	return r.resize(r.e.route.Load(), r.blue, r.oldPlan, st.Blue)
+}
+
+// resize sizes a fleet's variants to counts (nil: as they are): new
+// instances are ready before they take calls; surplus ones leave the
+// route and drain before they stop.
+func (r *rollout) resize(route *pipeline.Route, l containers.Launched, plan containers.EndpointPlan, counts []int) error {
+	if counts == nil || route == nil || l == nil {
+		return nil
+	}
+	for i, v := range plan.Variants {
+		pv := route.Variant(v.Name)
+		if pv == nil {
+			continue
+		}
+		cur := pv.Instances()
+		switch n := counts[i]; {
+		case n > len(cur):
+			if err := l.Scale(r.s.ctx, v.Name, n); err != nil {
+				return err
+			}
+			pv.SetInstances(instances(l, v.Name))
+		case n < len(cur):
+			pv.SetInstances(cur[:n])
+			time.Sleep(splitSettle)
+			pipeline.Drain(r.s.ctx, cur[n:], r.s.cfg.ContainerTimeout)
+			if err := l.Scale(r.s.ctx, v.Name, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // Phase implements deploy.Target.
 func (r *rollout) Phase(status, msg string) {
@@ -72,9 +136,11 @@ const splitSettle = 50 * time.Millisecond
 func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentConfig, plan containers.EndpointPlan, l containers.Launched,
 	gen int, configName string, dc *spec.DataCaptureConfig, started time.Time) {
 	log := s.log.With().Str("endpoint", e.name).Str("config", configName).Logger()
-	bg := d.BlueGreenUpdatePolicy
-	green := newRoute(e.name, plan, l)
-	r := &rollout{s: s, e: e, split: deploy.NewSplit(green)}
+	e.mu.Lock()
+	old, oldPlan := e.launched, e.rec.Plan
+	e.mu.Unlock()
+	green := newRoute(e.name, firstFleet(d, oldPlan, plan), l)
+	r := &rollout{s: s, e: e, split: deploy.NewSplit(green), green: l, blue: old, plan: plan, oldPlan: oldPlan}
 	e.split.Store(r.split)
 	var alarms deploy.Alarms
 	if src := deploy.CloudWatch(s.cfg.CloudWatch); src != nil && len(d.Alarms()) > 0 {
@@ -82,8 +148,16 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		defer w.Close()
 		alarms = w
 	}
-	steps := deploy.BlueGreenSteps(bg, deploy.Capacity(plan))
-	out := deploy.Run(ctx, s.cfg.Clock, steps, started, spec.Seconds(bg.MaximumExecutionTimeoutInSeconds), alarms, r)
+	var steps []deploy.Step
+	var timeout, termination time.Duration
+	if bg := d.BlueGreenUpdatePolicy; bg != nil {
+		steps = deploy.BlueGreenSteps(bg, deploy.Capacity(plan))
+		timeout, termination = spec.Seconds(bg.MaximumExecutionTimeoutInSeconds), spec.Seconds(bg.TerminationWaitInSeconds)
+	} else {
+		steps = deploy.RollingSteps(d.RollingUpdatePolicy, counts(oldPlan), counts(plan))
+		timeout = spec.Seconds(d.RollingUpdatePolicy.MaximumExecutionTimeoutInSeconds)
+	}
+	out := deploy.Run(ctx, s.cfg.Clock, steps, started, timeout, alarms, r)
 	// leave takes green out of the split, lets the calls it took finish
 	// and removes it.
 	leave := func() error {
@@ -109,7 +183,25 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 				rec.Deploying = rec.Deploying.With("Deleting", "Rolling back: "+out.Reason+".", time.Now())
 			}
 		})
-		err := leave()
+		// A rolling update brings the old fleet back to its size first, in
+		// batches, while the new one still serves its share.
+		var err error
+		if p := d.RollingUpdatePolicy; p != nil {
+			var from []int
+			for _, v := range oldPlan.Variants {
+				n := 0
+				if rt := e.route.Load(); rt != nil && rt.Variant(v.Name) != nil {
+					n = len(rt.Variant(v.Name).Instances())
+				}
+				from = append(from, n)
+			}
+			for _, st := range deploy.RollbackSteps(p, from, counts(oldPlan), deploy.Capacity(plan)) {
+				if err = r.Shift(st); err != nil {
+					break
+				}
+			}
+		}
+		err = errors.Join(err, leave())
 		s.save(e, func(rec *EndpointRecord) {
 			rec.Deploying = nil
 			rec.Status = spec.StatusInService
@@ -124,9 +216,6 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 	}
 	// Completed: green is the endpoint's own.
 	oldRoute := e.route.Load()
-	e.mu.Lock()
-	old := e.launched
-	e.mu.Unlock()
 	if !installRoute(e, plan, l, green) {
 		e.split.Store(nil)
 		if old != nil {
@@ -141,8 +230,8 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		rec.DataCapture, rec.Deploying = dc, nil
 	})
 	log.Info().Int("generation", gen).Msg("deployment completed; the previous fleet goes after TerminationWaitInSeconds")
-	if wait := spec.Seconds(bg.TerminationWaitInSeconds); wait > 0 {
-		t := s.cfg.Clock.NewTimer(wait)
+	if termination > 0 {
+		t := s.cfg.Clock.NewTimer(termination)
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -499,3 +499,135 @@ func TestGuardrailsRestartMidDeployment(t *testing.T) {
 		t.Errorf("after the restart: plan %+v, %d launches (want the old fleet's only)", r.Plan, b.launches.Load())
 	}
 }
+
+func rolling(batch, rollbackBatch *smtypes.CapacitySize, wait int32, alarms ...string) *smtypes.DeploymentConfig {
+	d := &smtypes.DeploymentConfig{RollingUpdatePolicy: &smtypes.RollingUpdatePolicy{MaximumBatchSize: batch,
+		WaitIntervalInSeconds: aws.Int32(wait), RollbackMaximumBatchSize: rollbackBatch}}
+	if len(alarms) > 0 {
+		d.AutoRollbackConfiguration = &smtypes.AutoRollbackConfig{}
+		for _, a := range alarms {
+			d.AutoRollbackConfiguration.Alarms = append(d.AutoRollbackConfiguration.Alarms, smtypes.Alarm{AlarmName: aws.String(a)})
+		}
+	}
+	return d
+}
+
+// blueCount is how many instances the endpoint's own route (the old fleet
+// during a deployment) has in variant AllTraffic.
+func blueCount(e *Endpoint) int {
+	if r := e.route.Load(); r != nil && r.Variant("AllTraffic") != nil {
+		return len(r.Variant("AllTraffic").Instances())
+	}
+	return -1
+}
+
+// TestGuardrailsRollingCompletes: a rolling update of 1 instance at a time
+// from 4 to 4 brings the new fleet up one instance a batch while the old
+// one shrinks (never more than 5 instances running), the share following
+// capacity; no call fails; the old fleet goes at the end.
+func TestGuardrailsRollingCompletes(t *testing.T) {
+	h := guardHarness(t, 600)
+	sm := h.sm()
+	ctx := context.Background()
+	createAll(t, sm, "roll", "-v1", 4)
+	newConfig(t, sm, "roll-v2", "-v2", 4)
+	e := h.srv.reg.get("roll")
+	tr := startTraffic(h, "roll")
+	if _, err := sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String("roll"), EndpointConfigName: aws.String("roll-v2"),
+		DeploymentConfig: rolling(instancesOf(1), nil, 120)}); err != nil {
+		t.Fatal(err)
+	}
+	var shares []float64
+	most := 0
+	waitFor(t, 20*time.Second, "the end of the rolling update", func() bool {
+		if sp := e.split.Load(); sp != nil {
+			g := len(sp.Green().Variant("AllTraffic").Instances())
+			if b := blueCount(e); g+b > most {
+				most = g + b
+			}
+			if f := sp.Share(); f > 0 && (len(shares) == 0 || shares[len(shares)-1] != f) {
+				shares = append(shares, f)
+			}
+		}
+		return e.Status() == spec.StatusInService && e.record().ConfigName == "roll-v2"
+	})
+	waitFor(t, 5*time.Second, "the old fleet's removal", func() bool { return h.backend.closed.Load() == 1 })
+	bodies, broken, failed := tr.end()
+	if len(failed) > 0 || broken > 0 {
+		t.Errorf("%d calls failed, first: %v", len(failed), failed)
+	}
+	if bodies["x-v1"] == 0 || bodies["x-v2"] == 0 {
+		t.Errorf("answers %v: want both fleets to have answered", bodies)
+	}
+	if want := []float64{0.2, 0.4, 0.6, 1}; !equalFloats(shares, want) {
+		t.Errorf("shares observed %v, want %v", shares, want)
+	}
+	if most > 5 {
+		t.Errorf("%d instances ran at once, want at most 5 (4 and a batch)", most)
+	}
+	if n := blueCount(e); n != 4 {
+		t.Errorf("the new fleet has %d instances, want 4", n)
+	}
+}
+
+// TestGuardrailsRollingRollsBack: an alarm set to ALARM (SetAlarmState)
+// once the rolling update has shrunk the old fleet rolls it back: the old
+// fleet is brought back to 4 instances in batches of
+// RollbackMaximumBatchSize, the new one goes, and no call fails.
+func TestGuardrailsRollingRollsBack(t *testing.T) {
+	h := guardHarness(t, 60)
+	sm := h.sm()
+	ctx := context.Background()
+	createAll(t, sm, "rollb", "-v1", 4)
+	newConfig(t, sm, "rollb-v2", "-v2", 4)
+	cwc := h.cloudWatch(nil)
+	if _, err := cwc.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{
+		AlarmName: aws.String("rollb-latency"), Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("ModelLatency"),
+		Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String("elsewhere")}, {Name: aws.String("VariantName"), Value: aws.String("AllTraffic")}},
+		Statistic:  cwtypes.StatisticAverage, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1e9),
+		ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanThreshold, TreatMissingData: aws.String("notBreaching"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e := h.srv.reg.get("rollb")
+	stopStatuses := statuses(e)
+	tr := startTraffic(h, "rollb")
+	if _, err := sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String("rollb"), EndpointConfigName: aws.String("rollb-v2"),
+		DeploymentConfig: rolling(instancesOf(1), instancesOf(1), 120, "rollb-latency")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the old fleet to shrink", func() bool { return e.split.Load() != nil && blueCount(e) == 3 })
+	if _, err := cwc.SetAlarmState(ctx, &cloudwatch.SetAlarmStateInput{AlarmName: aws.String("rollb-latency"),
+		StateValue: cwtypes.StateValueAlarm, StateReason: aws.String("test")}); err != nil {
+		t.Fatal(err)
+	}
+	var d *sagemaker.DescribeEndpointOutput
+	waitFor(t, 20*time.Second, "the rollback", func() bool {
+		d = describeEP(t, sm, "rollb")
+		return d.EndpointStatus == smtypes.EndpointStatusInService && aws.ToString(d.FailureReason) != ""
+	})
+	time.Sleep(100 * time.Millisecond)
+	bodies, broken, failed := tr.end()
+	seen := stopStatuses()
+	if len(failed) > 0 || broken > 0 {
+		t.Errorf("%d calls failed, first: %v", len(failed), failed)
+	}
+	if bodies["x-v1"] == 0 || bodies["x-v2"] == 0 {
+		t.Errorf("answers %v: want both fleets to have answered", bodies)
+	}
+	if want := []spec.Status{spec.StatusInService, spec.StatusUpdating, spec.StatusRollingBack, spec.StatusInService}; !equalStatuses(seen, want) {
+		t.Errorf("statuses %v, want %v", seen, want)
+	}
+	if n := blueCount(e); n != 4 || aws.ToString(d.EndpointConfigName) != "rollb-config" || e.split.Load() != nil || h.backend.closed.Load() != 1 {
+		t.Errorf("after the rollback: %d instances, config %s, split %v, %d fleets closed", n, aws.ToString(d.EndpointConfigName), e.split.Load(), h.backend.closed.Load())
+	}
+	if !strings.Contains(aws.ToString(d.FailureReason), "rollb-latency") {
+		t.Errorf("FailureReason %q", aws.ToString(d.FailureReason))
+	}
+	for range 10 {
+		out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("rollb"), Body: []byte("x")})
+		if err != nil || string(out.Body) != "x-v1" {
+			t.Fatalf("after the rollback: %v %v", out, err)
+		}
+	}
+}

@@ -348,7 +348,13 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 			})
 			return
 		}
-		l, err := s.cfg.Backend.Launch(ctx, plan, gen)
+		var l containers.Launched
+		var err error
+		if guarded(d, wasFailed, plan) {
+			l, err = s.cfg.Backend.Launch(ctx, firstFleet(d, rec.Plan, plan), gen)
+		} else {
+			l, err = s.cfg.Backend.Launch(ctx, plan, gen)
+		}
 		if err != nil {
 			if e.deleting.Load() || s.ctx.Err() != nil {
 				return

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -98,13 +99,13 @@ func TestBlueGreenSteps(t *testing.T) {
 		n    int
 		want []Step
 	}{
-		{policy(spec.TrafficAllAtOnce, 60, nil), 3, []Step{{1, m}}},
-		{policy(spec.TrafficCanary, 60, size(spec.InstanceCount, 1)), 4, []Step{{0.25, m}, {1, 0}}},
-		{policy(spec.TrafficCanary, 60, size(spec.CapacityPercent, 10)), 10, []Step{{0.1, m}, {1, 0}}},
-		{policy(spec.TrafficCanary, 60, size(spec.CapacityPercent, 10)), 3, []Step{{1.0 / 3, m}, {1, 0}}}, // 10% of 3 rounds up to 1
-		{policy(spec.TrafficLinear, 60, size(spec.InstanceCount, 1)), 4, []Step{{0.25, m}, {0.5, m}, {0.75, m}, {1, m}}},
-		{policy(spec.TrafficLinear, 60, size(spec.InstanceCount, 2)), 5, []Step{{0.4, m}, {0.8, m}, {1, m}}},
-		{policy(spec.TrafficLinear, 0, size(spec.CapacityPercent, 50)), 2, []Step{{0.5, 0}, {1, 0}}},
+		{policy(spec.TrafficAllAtOnce, 60, nil), 3, []Step{{Share: 1, Wait: m}}},
+		{policy(spec.TrafficCanary, 60, size(spec.InstanceCount, 1)), 4, []Step{{Share: 0.25, Wait: m}, {Share: 1, Wait: 0}}},
+		{policy(spec.TrafficCanary, 60, size(spec.CapacityPercent, 10)), 10, []Step{{Share: 0.1, Wait: m}, {Share: 1, Wait: 0}}},
+		{policy(spec.TrafficCanary, 60, size(spec.CapacityPercent, 10)), 3, []Step{{Share: 1.0 / 3, Wait: m}, {Share: 1, Wait: 0}}}, // 10% of 3 rounds up to 1
+		{policy(spec.TrafficLinear, 60, size(spec.InstanceCount, 1)), 4, []Step{{Share: 0.25, Wait: m}, {Share: 0.5, Wait: m}, {Share: 0.75, Wait: m}, {Share: 1, Wait: m}}},
+		{policy(spec.TrafficLinear, 60, size(spec.InstanceCount, 2)), 5, []Step{{Share: 0.4, Wait: m}, {Share: 0.8, Wait: m}, {Share: 1, Wait: m}}},
+		{policy(spec.TrafficLinear, 0, size(spec.CapacityPercent, 50)), 2, []Step{{Share: 0.5, Wait: 0}, {Share: 1, Wait: 0}}},
 	}
 	for _, c := range cases {
 		if got := BlueGreenSteps(c.p, c.n); !reflect.DeepEqual(got, c.want) {
@@ -115,12 +116,18 @@ func TestBlueGreenSteps(t *testing.T) {
 
 // target records what Run does.
 type target struct {
+	err    error
 	mu     sync.Mutex
 	shifts []float64
 	phases []string
 }
 
-func (t *target) Shift(f float64) { t.mu.Lock(); t.shifts = append(t.shifts, f); t.mu.Unlock() }
+func (t *target) Shift(st Step) error {
+	t.mu.Lock()
+	t.shifts = append(t.shifts, st.Share)
+	t.mu.Unlock()
+	return t.err
+}
 func (t *target) Phase(status, _ string) {
 	t.mu.Lock()
 	t.phases = append(t.phases, status)
@@ -131,12 +138,12 @@ func (t *target) Phase(status, _ string) {
 type source struct {
 	mu     sync.Mutex
 	states map[string]string
-	hooks  map[int]func(string)
+	hooks  map[int]func(string, string)
 	next   int
 }
 
 func newSource(states map[string]string) *source {
-	return &source{states: states, hooks: map[int]func(string){}}
+	return &source{states: states, hooks: map[int]func(string, string){}}
 }
 
 func (s *source) AlarmState(name string) (string, bool) {
@@ -146,7 +153,7 @@ func (s *source) AlarmState(name string) (string, bool) {
 	return st, ok
 }
 
-func (s *source) OnAlarmChange(f func(string)) func() {
+func (s *source) OnAlarmChange(f func(string, string)) func() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := s.next
@@ -158,13 +165,13 @@ func (s *source) OnAlarmChange(f func(string)) func() {
 func (s *source) set(name, st string) {
 	s.mu.Lock()
 	s.states[name] = st
-	var hs []func(string)
+	var hs []func(string, string)
 	for _, h := range s.hooks {
 		hs = append(hs, h)
 	}
 	s.mu.Unlock()
 	for _, h := range hs {
-		h(name)
+		h(name, st)
 	}
 }
 
@@ -181,7 +188,7 @@ func TestRunCompletes(t *testing.T) {
 	w := Watch(src, []string{"a"})
 	defer w.Close()
 	var tg target
-	steps := []Step{{0.25, time.Minute}, {0.5, time.Minute}, {1, 0}}
+	steps := []Step{{Share: 0.25, Wait: time.Minute}, {Share: 0.5, Wait: time.Minute}, {Share: 1, Wait: 0}}
 	out := Run(context.Background(), fast(t), steps, time.Now(), 0, w, &tg)
 	if !out.Completed || out.Reason != "" {
 		t.Fatalf("outcome %+v", out)
@@ -200,7 +207,7 @@ func TestRunRollsBackOnAlarm(t *testing.T) {
 	w := Watch(src, []string{"a"})
 	defer w.Close()
 	var tg target
-	steps := []Step{{0.1, 10 * time.Hour}, {1, 0}} // 10 s of wall time
+	steps := []Step{{Share: 0.1, Wait: 10 * time.Hour}, {Share: 1, Wait: 0}} // 10 s of wall time
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		src.set("other", "ALARM")
@@ -225,7 +232,7 @@ func TestRunAlarmAlreadyInAlarm(t *testing.T) {
 	w := Watch(src, []string{"a"})
 	defer w.Close()
 	var tg target
-	out := Run(context.Background(), fast(t), []Step{{1, time.Minute}}, time.Now(), 0, w, &tg)
+	out := Run(context.Background(), fast(t), []Step{{Share: 1, Wait: time.Minute}}, time.Now(), 0, w, &tg)
 	if out.Completed || out.Reason == "" || len(tg.shifts) != 0 {
 		t.Fatalf("outcome %+v, shifts %v: nothing may shift while an alarm is in ALARM", out, tg.shifts)
 	}
@@ -237,7 +244,7 @@ func TestRunTimesOut(t *testing.T) {
 	// 600 s of timeout counted from 500 s ago: 100 s (28 ms) are left, the
 	// bake is an hour (1 s).
 	started := clock.Now().Add(-500 * time.Second)
-	out := Run(context.Background(), clock, []Step{{0.5, time.Hour}, {1, 0}}, started, 600*time.Second, nil, &tg)
+	out := Run(context.Background(), clock, []Step{{Share: 0.5, Wait: time.Hour}, {Share: 1, Wait: 0}}, started, 600*time.Second, nil, &tg)
 	if out.Completed || !strings.Contains(out.Reason, "MaximumExecutionTimeoutInSeconds (600)") {
 		t.Fatalf("outcome %+v", out)
 	}
@@ -247,7 +254,7 @@ func TestRunCanceled(t *testing.T) {
 	var tg target
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
-	out := Run(ctx, fast(t), []Step{{0.5, time.Hour}, {1, 0}}, time.Now(), 0, nil, &tg)
+	out := Run(ctx, fast(t), []Step{{Share: 0.5, Wait: time.Hour}, {Share: 1, Wait: 0}}, time.Now(), 0, nil, &tg)
 	if !out.Canceled || out.Completed {
 		t.Fatalf("outcome %+v", out)
 	}
@@ -268,9 +275,55 @@ func TestWatcherMissingAndClose(t *testing.T) {
 	if w.Tripped() != "" {
 		t.Error("INSUFFICIENT_DATA counted as tripped")
 	}
+	src.set("a", "ALARM")
+	src.set("a", "OK")
+	if w.Tripped() != "a" {
+		t.Error("an alarm that went to ALARM and back was forgotten")
+	}
 	w.Close()
 	w.Close()
 	if len(src.hooks) != 0 {
 		t.Errorf("%d hooks left after Close", len(src.hooks))
+	}
+}
+
+func TestRollingSteps(t *testing.T) {
+	w := int32(60)
+	p := &spec.RollingUpdatePolicy{MaximumBatchSize: size(spec.InstanceCount, 1), WaitIntervalInSeconds: &w}
+	got := RollingSteps(p, []int{4}, []int{4})
+	want := []Step{
+		{Share: 0.2, Wait: time.Minute, Green: []int{1}, Blue: []int{4}},
+		{Share: 0.4, Wait: time.Minute, Green: []int{2}, Blue: []int{3}},
+		{Share: 0.6, Wait: time.Minute, Green: []int{3}, Blue: []int{2}},
+		{Share: 1, Wait: time.Minute, Green: []int{4}, Blue: []int{1}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("1 of 4:\n got %v\nwant %v", got, want)
+	}
+	p.MaximumBatchSize = size(spec.CapacityPercent, 50)
+	got = RollingSteps(p, []int{4, 1}, []int{2})
+	want = []Step{
+		{Share: 1.0 / 6, Wait: time.Minute, Green: []int{1}, Blue: []int{4, 1}},
+		{Share: 1, Wait: time.Minute, Green: []int{2}, Blue: []int{2, 1}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("50%% of [4 1] to [2]:\n got %v\nwant %v", got, want)
+	}
+	rb := RollbackSteps(p, []int{2, 1}, []int{4, 1}, 2)
+	if want := []Step{{Share: 2.0 / 7, Blue: []int{4, 1}}}; !reflect.DeepEqual(rb, want) {
+		t.Errorf("rollback all at once: %v, want %v", rb, want)
+	}
+	p.RollbackMaximumBatchSize = size(spec.InstanceCount, 1)
+	rb = RollbackSteps(p, []int{1, 1}, []int{4, 1}, 3)
+	if want := []Step{{Share: 0.5, Blue: []int{2, 1}}, {Share: 3.0 / 7, Blue: []int{3, 1}}, {Share: 3.0 / 8, Blue: []int{4, 1}}}; !reflect.DeepEqual(rb, want) {
+		t.Errorf("rollback by 1:\n got %v\nwant %v", rb, want)
+	}
+}
+
+func TestRunShiftFailureRollsBack(t *testing.T) {
+	tg := target{err: errors.New("no room")}
+	out := Run(context.Background(), fast(t), []Step{{Share: 0.5, Wait: time.Hour}}, time.Now(), 0, nil, &tg)
+	if out.Completed || !strings.Contains(out.Reason, "no room") {
+		t.Fatalf("outcome %+v", out)
 	}
 }

@@ -111,14 +111,18 @@ func Check(d *spec.DeploymentConfig, plan containers.EndpointPlan, src AlarmSour
 	if err := d.Validate(); err != nil {
 		return err
 	}
-	if d.RollingUpdatePolicy != nil {
-		return apierr.ValidationException("RollingUpdatePolicy is not served by mce yet; use a BlueGreenUpdatePolicy (see docs/deployment-guardrails.md).")
+	if d.BlueGreenUpdatePolicy == nil {
+		return checkAlarms(d, src)
 	}
 	if t := d.BlueGreenUpdatePolicy.TrafficRoutingConfiguration; t.Type == spec.TrafficCanary && t.CanarySize.Type == spec.InstanceCount {
 		if n := Capacity(plan); 2*int(*t.CanarySize.Value) > n {
 			return apierr.ValidationException("CanarySize (%d instances) must be at most 50%% of the new fleet's capacity (%d instances).", *t.CanarySize.Value, n)
 		}
 	}
+	return checkAlarms(d, src)
+}
+
+func checkAlarms(d *spec.DeploymentConfig, src AlarmSource) error {
 	names := d.Alarms()
 	if len(names) == 0 {
 		return nil

@@ -14,10 +14,14 @@ import (
 )
 
 // Step is one stage of a traffic shift: green takes Share of the calls,
-// then the deployment bakes for Wait (alarms watched) before the next.
+// then the deployment bakes for Wait (alarms watched) before the next. A
+// rolling update's steps also size the fleets first: Green and Blue are
+// the instance counts of the new and old plans' variants, in their order
+// (nil for a blue/green step: the fleets keep their sizes).
 type Step struct {
-	Share float64
-	Wait  time.Duration
+	Share       float64
+	Wait        time.Duration
+	Green, Blue []int
 }
 
 // BlueGreenSteps are the stages of a blue/green policy for a green fleet
@@ -36,26 +40,28 @@ func BlueGreenSteps(p *spec.BlueGreenUpdatePolicy, capacity int) []Step {
 	case spec.TrafficCanary:
 		k := t.CanarySize.Instances(capacity)
 		if k >= capacity {
-			return []Step{{1, wait}}
+			return []Step{{Share: 1, Wait: wait}}
 		}
-		return []Step{{float64(k) / float64(capacity), wait}, {1, 0}}
+		return []Step{{Share: float64(k) / float64(capacity), Wait: wait}, {Share: 1}}
 	case spec.TrafficLinear:
 		k := t.LinearStepSize.Instances(capacity)
 		var out []Step
 		for n := k; ; n += k {
 			if n >= capacity {
-				return append(out, Step{1, wait})
+				return append(out, Step{Share: 1, Wait: wait})
 			}
-			out = append(out, Step{float64(n) / float64(capacity), wait})
+			out = append(out, Step{Share: float64(n) / float64(capacity), Wait: wait})
 		}
 	}
-	return []Step{{1, wait}}
+	return []Step{{Share: 1, Wait: wait}}
 }
 
 // Target is what a deployment moves: host implements it.
 type Target interface {
-	// Shift makes share the part of the calls the green fleet takes.
-	Shift(share float64)
+	// Shift sizes the fleets as the step says (if it does), then makes
+	// its Share the part of the calls the green fleet takes. An error
+	// (the engine could not size a fleet) rolls the deployment back.
+	Shift(st Step) error
 	// Phase reports a stage for DescribeEndpoint's PendingDeploymentSummary:
 	// status is a variant status (ActivatingTraffic, Baking), msg says more.
 	Phase(status, msg string)
@@ -115,7 +121,9 @@ func Run(ctx context.Context, clock Clock, steps []Step, started time.Time, time
 			return o
 		}
 		t.Phase("ActivatingTraffic", fmt.Sprintf("Shifting %s of the traffic to the new fleet.", percent(st.Share)))
-		t.Shift(st.Share)
+		if err := t.Shift(st); err != nil {
+			return Outcome{Reason: "resizing a fleet failed: " + err.Error()}
+		}
 		if st.Wait <= 0 {
 			continue
 		}
@@ -162,8 +170,8 @@ type AlarmSource interface {
 	// whether the alarm exists.
 	AlarmState(name string) (string, bool)
 	// OnAlarmChange registers f, called after each change of an alarm's
-	// state; remove unregisters it.
-	OnAlarmChange(f func(name string)) (remove func())
+	// state with the alarm's name and new state; remove unregisters it.
+	OnAlarmChange(f func(name, state string)) (remove func())
 }
 
 // CloudWatch is svc as an AlarmSource; nil when svc is nil.
@@ -181,24 +189,35 @@ func (c cloudWatchAlarms) AlarmState(name string) (string, bool) {
 	return string(st), ok
 }
 
-func (c cloudWatchAlarms) OnAlarmChange(f func(name string)) func() {
-	return c.svc.OnStateChange(func(a cloudwatch.Alarm, _, _ cloudwatch.State) { f(a.AlarmName) })
+func (c cloudWatchAlarms) OnAlarmChange(f func(name, state string)) func() {
+	return c.svc.OnStateChange(func(a cloudwatch.Alarm, _, new cloudwatch.State) { f(a.AlarmName, string(new)) })
 }
 
-// Watcher watches named alarms of a source (Alarms).
+// Watcher watches named alarms of a source (Alarms). An alarm that went
+// to ALARM while watched stays tripped even if it is OK again when the
+// deployment looks: a brief ALARM rolls back too.
 type Watcher struct {
 	src     AlarmSource
 	names   []string
 	changed chan struct{}
 	remove  func()
 	once    sync.Once
+	mu      sync.Mutex
+	tripped string // the first watched alarm seen going to ALARM
 }
 
 // Watch starts watching names; Close stops it.
 func Watch(src AlarmSource, names []string) *Watcher {
 	w := &Watcher{src: src, names: slices.Clone(names), changed: make(chan struct{}, 1)}
-	w.remove = src.OnAlarmChange(func(name string) {
+	w.remove = src.OnAlarmChange(func(name, state string) {
 		if slices.Contains(w.names, name) {
+			if state == "ALARM" {
+				w.mu.Lock()
+				if w.tripped == "" {
+					w.tripped = name
+				}
+				w.mu.Unlock()
+			}
 			select {
 			case w.changed <- struct{}{}:
 			default:
@@ -221,6 +240,12 @@ func Missing(src AlarmSource, names []string) []string {
 
 // Tripped implements Alarms.
 func (w *Watcher) Tripped() string {
+	w.mu.Lock()
+	t := w.tripped
+	w.mu.Unlock()
+	if t != "" {
+		return t
+	}
 	for _, n := range w.names {
 		if st, ok := w.src.AlarmState(n); ok && st == "ALARM" {
 			return n
@@ -234,3 +259,62 @@ func (w *Watcher) Changed() <-chan struct{} { return w.changed }
 
 // Close stops watching.
 func (w *Watcher) Close() { w.once.Do(w.remove) }
+
+// RollingSteps are the batches of a rolling update from a fleet of old
+// instance counts (by variant of the old plan) to one of new counts (by
+// variant of the new plan), SageMaker's order in mce's terms: each step
+// brings up the next batch of the new fleet (MaximumBatchSize of each new
+// variant), has taken down the batch of the old fleet that the previous
+// step replaced, shifts traffic by capacity (new instances over all
+// instances running) and bakes for WaitIntervalInSeconds. The old fleet
+// keeps at least one instance per variant until the last step: when the
+// new fleet is whole and bakes with every call, the old one goes entirely.
+func RollingSteps(p *spec.RollingUpdatePolicy, old, new []int) []Step {
+	wait := spec.Seconds(p.WaitIntervalInSeconds)
+	batch := func(n int) int { return p.MaximumBatchSize.Instances(max(n, 1)) }
+	var out []Step
+	for k := 1; ; k++ {
+		green, blue := make([]int, len(new)), make([]int, len(old))
+		g, b, whole, gone := 0, 0, true, true
+		for i, n := range new {
+			green[i] = min(n, k*batch(n))
+			g += green[i]
+			whole = whole && green[i] == n
+		}
+		for i, n := range old {
+			left := n - (k-1)*batch(n)
+			blue[i] = max(1, left)
+			gone = gone && left-batch(n) <= 0
+		}
+		if whole && gone {
+			return append(out, Step{Share: 1, Wait: wait, Green: green, Blue: blue})
+		}
+		for _, n := range blue {
+			b += n
+		}
+		out = append(out, Step{Share: float64(g) / float64(g+b), Wait: wait, Green: green, Blue: blue})
+	}
+}
+
+// RollbackSteps are the batches a rolling update's rollback brings the old
+// fleet back in (RollbackMaximumBatchSize of each old variant; default
+// all at once), from the counts it had (from) to its own (old), with
+// the share of calls the new fleet keeps while it does (green instances
+// running); the new fleet goes after the last.
+func RollbackSteps(p *spec.RollingUpdatePolicy, from, old []int, green int) []Step {
+	batch := func(n int) int { return n }
+	if p.RollbackMaximumBatchSize != nil {
+		batch = func(n int) int { return p.RollbackMaximumBatchSize.Instances(max(n, 1)) }
+	}
+	cur := slices.Clone(from)
+	var out []Step
+	for !slices.Equal(cur, old) {
+		b := 0
+		for i, n := range old {
+			cur[i] = min(n, cur[i]+batch(n))
+			b += cur[i]
+		}
+		out = append(out, Step{Share: float64(green) / float64(green+b), Blue: slices.Clone(cur)})
+	}
+	return out
+}
