@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/mce-run/mce/containers"
@@ -42,28 +41,6 @@ func guarded(d *spec.DeploymentConfig, wasFailed bool, plan containers.EndpointP
 	return d != nil && !wasFailed && !plan.HostsComponents()
 }
 
-// firstFleet is the plan the new fleet is launched with: the whole plan,
-// or under a RollingUpdatePolicy its first batch.
-func firstFleet(d *spec.DeploymentConfig, old, plan containers.EndpointPlan) containers.EndpointPlan {
-	if d == nil || d.RollingUpdatePolicy == nil {
-		return plan
-	}
-	p := plan
-	p.Variants = slices.Clone(plan.Variants)
-	for i, n := range deploy.RollingSteps(d.RollingUpdatePolicy, counts(old), counts(plan))[0].Green {
-		p.Variants[i].InstanceCount = n
-	}
-	return p
-}
-
-func counts(p containers.EndpointPlan) []int {
-	var out []int
-	for _, v := range p.Variants {
-		out = append(out, v.InstanceCount)
-	}
-	return out
-}
-
 // rollout is one deployment under guardrails; deploy.Run drives it.
 type rollout struct {
 	s             *Server
@@ -76,42 +53,11 @@ type rollout struct {
 // Shift implements deploy.Target: the new fleet grows to its size first,
 // the old one shrinks once the share moved away from it.
 func (r *rollout) Shift(st deploy.Step) error {
-	if err := r.resize(r.split.Green(), r.green, r.plan, st.Green); err != nil {
+	if err := deploy.Resize(r.s.ctx, r.split.Green(), r.green, r.plan, st.Green, r.s.cfg.ContainerTimeout); err != nil {
 		return err
 	}
 	r.split.Set(st.Share)
-	return r.resize(r.e.route.Load(), r.blue, r.oldPlan, st.Blue)
-}
-
-// resize sizes a fleet's variants to counts (nil: as they are): new
-// instances are ready before they take calls; surplus ones leave the
-// route and drain before they stop.
-func (r *rollout) resize(route *pipeline.Route, l containers.Launched, plan containers.EndpointPlan, counts []int) error {
-	if counts == nil || route == nil || l == nil {
-		return nil
-	}
-	for i, v := range plan.Variants {
-		pv := route.Variant(v.Name)
-		if pv == nil {
-			continue
-		}
-		cur := pv.Instances()
-		switch n := counts[i]; {
-		case n > len(cur):
-			if err := l.Scale(r.s.ctx, v.Name, n); err != nil {
-				return err
-			}
-			pv.SetInstances(instances(l, v.Name))
-		case n < len(cur):
-			pv.SetInstances(cur[:n])
-			time.Sleep(splitSettle)
-			pipeline.Drain(r.s.ctx, cur[n:], r.s.cfg.ContainerTimeout)
-			if err := l.Scale(r.s.ctx, v.Name, n); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return deploy.Resize(r.s.ctx, r.e.route.Load(), r.blue, r.oldPlan, st.Blue, r.s.cfg.ContainerTimeout)
 }
 
 // Phase implements deploy.Target.
@@ -122,10 +68,6 @@ func (r *rollout) Phase(status, msg string) {
 		}
 	})
 }
-
-// splitSettle is how long a route out of the split waits before it drains: a
-// call that picked it just before has reached its instance by then.
-const splitSettle = 50 * time.Millisecond
 
 // runRollout shifts the endpoint's traffic to l (launched from plan as
 // generation gen) under d, with the alarms watched; then completes (green
@@ -139,7 +81,7 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 	e.mu.Lock()
 	old, oldPlan := e.launched, e.rec.Plan
 	e.mu.Unlock()
-	green := newRoute(e.name, firstFleet(d, oldPlan, plan), l)
+	green := newRoute(e.name, deploy.FirstFleet(d, oldPlan, plan), l)
 	r := &rollout{s: s, e: e, split: deploy.NewSplit(green), green: l, blue: old, plan: plan, oldPlan: oldPlan}
 	e.split.Store(r.split)
 	var alarms deploy.Alarms
@@ -154,7 +96,7 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		steps = deploy.BlueGreenSteps(bg, deploy.Capacity(plan))
 		timeout, termination = spec.Seconds(bg.MaximumExecutionTimeoutInSeconds), spec.Seconds(bg.TerminationWaitInSeconds)
 	} else {
-		steps = deploy.RollingSteps(d.RollingUpdatePolicy, counts(oldPlan), counts(plan))
+		steps = deploy.RollingSteps(d.RollingUpdatePolicy, deploy.Counts(oldPlan), deploy.Counts(plan))
 		timeout = spec.Seconds(d.RollingUpdatePolicy.MaximumExecutionTimeoutInSeconds)
 	}
 	out := deploy.Run(ctx, s.cfg.Clock, steps, started, timeout, alarms, r)
@@ -163,7 +105,7 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 	leave := func() error {
 		r.split.Set(0)
 		e.split.Store(nil)
-		time.Sleep(splitSettle)
+		time.Sleep(deploy.Settle)
 		s.drain(s.ctx, green)
 		return l.Close(context.WithoutCancel(s.ctx))
 	}
@@ -187,15 +129,8 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		// batches, while the new one still serves its share.
 		var err error
 		if p := d.RollingUpdatePolicy; p != nil {
-			var from []int
-			for _, v := range oldPlan.Variants {
-				n := 0
-				if rt := e.route.Load(); rt != nil && rt.Variant(v.Name) != nil {
-					n = len(rt.Variant(v.Name).Instances())
-				}
-				from = append(from, n)
-			}
-			for _, st := range deploy.RollbackSteps(p, from, counts(oldPlan), deploy.Capacity(plan)) {
+			from := deploy.Sizes(e.route.Load(), oldPlan)
+			for _, st := range deploy.RollbackSteps(p, from, deploy.Counts(oldPlan), deploy.Capacity(plan)) {
 				if err = r.Shift(st); err != nil {
 					break
 				}
@@ -238,7 +173,7 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		}
 		t.Stop()
 	}
-	time.Sleep(splitSettle)
+	time.Sleep(deploy.Settle)
 	s.drain(s.ctx, oldRoute)
 	if old != nil {
 		if err := old.Close(context.WithoutCancel(s.ctx)); err != nil {

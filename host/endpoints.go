@@ -351,7 +351,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 		var l containers.Launched
 		var err error
 		if guarded(d, wasFailed, plan) {
-			l, err = s.cfg.Backend.Launch(ctx, firstFleet(d, rec.Plan, plan), gen)
+			l, err = s.cfg.Backend.Launch(ctx, deploy.FirstFleet(d, rec.Plan, plan), gen)
 		} else {
 			l, err = s.cfg.Backend.Launch(ctx, plan, gen)
 		}
