@@ -28,7 +28,7 @@ type (
 		Specification          *spec.InferenceComponentSpecification
 		Specifications         json.RawMessage
 		RuntimeConfig          *spec.InferenceComponentRuntimeConfig
-		DeploymentConfig       json.RawMessage // accepted: mce's rolling update replaces one copy at a time
+		DeploymentConfig       json.RawMessage // its RollingUpdatePolicy's MaximumBatchSize (spec.ComponentBatch)
 	}
 
 	updateComponentRuntimeInput struct {
@@ -200,6 +200,13 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 		return nil, apierr.ValidationException("Specifications (one specification per instance type) is not supported by mce: its variants have one instance type. Give Specification instead.")
 	}
 	u.Specification, u.RuntimeConfig = in.Specification, in.RuntimeConfig
+	copies := c.Record().Desired
+	if in.RuntimeConfig != nil && in.RuntimeConfig.CopyCount != nil {
+		copies = int(*in.RuntimeConfig.CopyCount)
+	}
+	if u.Batch, err = spec.ComponentBatch(in.DeploymentConfig, copies); err != nil {
+		return nil, err
+	}
 	if err := s.ics.Update(ctx, c, u); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -628,6 +629,60 @@ func TestGuardrailsRollingRollsBack(t *testing.T) {
 		out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("rollb"), Body: []byte("x")})
 		if err != nil || string(out.Body) != "x-v1" {
 			t.Fatalf("after the rollback: %v %v", out, err)
+		}
+	}
+}
+
+// TestGuardrailsComponentBatch: UpdateInferenceComponent's
+// RollingUpdatePolicy.MaximumBatchSize sets how many copies a batch
+// replaces (2 of 4 here, 50% too); AutoRollbackConfiguration, which mce
+// does not watch for components, and sizes of the wrong type are refused.
+func TestGuardrailsComponentBatch(t *testing.T) {
+	h, b := newICHarness(t, nil)
+	b.delay = 30 * time.Millisecond
+	sm := h.sm()
+	ctx := context.Background()
+	createICEndpoint(t, sm, "icb", "ml.m5.4xlarge", 1)
+	sp := func(image string) *smtypes.InferenceComponentSpecification {
+		return &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String(image)},
+			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{NumberOfCpuCoresRequired: aws.Float32(1), MinMemoryRequiredInMb: aws.Int32(256)}}
+	}
+	if err := createIC(ctx, sm, "ic", "icb", sp("-v1"), 4); err != nil {
+		t.Fatal(err)
+	}
+	waitIC(t, sm, "ic")
+	policy := func(typ smtypes.InferenceComponentCapacitySizeType, v int32) *smtypes.InferenceComponentDeploymentConfig {
+		return &smtypes.InferenceComponentDeploymentConfig{RollingUpdatePolicy: &smtypes.InferenceComponentRollingUpdatePolicy{
+			MaximumBatchSize:      &smtypes.InferenceComponentCapacitySize{Type: typ, Value: aws.Int32(v)},
+			WaitIntervalInSeconds: aws.Int32(0)}}
+	}
+	for i, dc := range []*smtypes.InferenceComponentDeploymentConfig{policy(smtypes.InferenceComponentCapacitySizeTypeCopyCount, 2), policy(smtypes.InferenceComponentCapacitySizeTypeCapacityPercent, 50)} {
+		if _, err := sm.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("ic"),
+			Specification: sp(fmt.Sprintf("-v%d", i+2)), DeploymentConfig: dc}); err != nil {
+			t.Fatal(err)
+		}
+		batch := 0
+		waitFor(t, 15*time.Second, "the component's update", func() bool {
+			r := h.srv.ics.Get("ic").Record()
+			if r.Rollout != nil {
+				batch = r.Rollout.Batch
+			}
+			return r.Rollout == nil && waitICStatus(t, sm, "ic") == smtypes.InferenceComponentStatusInService
+		})
+		if batch != 2 {
+			t.Errorf("%s %d: batches of %d copies, want 2", dc.RollingUpdatePolicy.MaximumBatchSize.Type, *dc.RollingUpdatePolicy.MaximumBatchSize.Value, batch)
+		}
+	}
+	withAlarms := policy(smtypes.InferenceComponentCapacitySizeTypeCopyCount, 1)
+	withAlarms.AutoRollbackConfiguration = &smtypes.AutoRollbackConfig{Alarms: []smtypes.Alarm{{AlarmName: aws.String("a")}}}
+	for dc, want := range map[*smtypes.InferenceComponentDeploymentConfig]string{
+		withAlarms: "AutoRollbackConfiguration is not supported by mce for inference components yet",
+		policy("INSTANCE_COUNT", 1): "Value 'INSTANCE_COUNT' at 'deploymentConfig.rollingUpdatePolicy.maximumBatchSize.type' failed to satisfy constraint: Member must satisfy enum value set: [COPY_COUNT, CAPACITY_PERCENT]",
+	} {
+		_, err := sm.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("ic"),
+			Specification: sp("-v9"), DeploymentConfig: dc})
+		if code, msg := apiCode(t, err); code != "ValidationException" || !strings.Contains(msg, want) {
+			t.Errorf("refusal %s %q, want %q", code, msg, want)
 		}
 	}
 }

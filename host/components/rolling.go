@@ -44,9 +44,8 @@ import (
 // from where it stopped.
 
 // DefaultBatch is how many copies a rolling update replaces at a time when
-// the update names no batch: one (mce's choice; SageMaker's
-// MaximumBatchSize of DeploymentConfig, which mce does not read yet, may
-// give more).
+// the update names no batch (no DeploymentConfig: its MaximumBatchSize is
+// Update.Batch, spec.ComponentBatch): one, mce's choice.
 const DefaultBatch = 1
 
 // Rollout is a rolling update in progress, in the record of its component.

@@ -259,3 +259,64 @@ func (cs *CapacitySize) Instances(n int) int {
 
 // Seconds turns an optional count of seconds into a duration.
 func Seconds(p *int32) time.Duration { return time.Duration(deref(p)) * time.Second }
+
+// The capacity size types of an inference component's rolling update.
+const (
+	CopyCount = "COPY_COUNT"
+)
+
+// ComponentBatch reads UpdateInferenceComponent's DeploymentConfig
+// (InferenceComponentDeploymentConfig: a RollingUpdatePolicy whose sizes
+// count copies) and returns how many copies a batch replaces out of
+// copies: 0 when it is absent. AutoRollbackConfiguration is refused: mce
+// does not watch alarms during a component's update yet.
+func ComponentBatch(raw json.RawMessage, copies int) (int, error) {
+	d, err := ParseDeploymentConfig(raw)
+	if err != nil || d == nil {
+		return 0, err
+	}
+	var c checker
+	const p = "deploymentConfig"
+	if d.BlueGreenUpdatePolicy != nil {
+		return 0, &ValidationError{Messages: []string{"An inference component's DeploymentConfig has a RollingUpdatePolicy only."}}
+	}
+	r := d.RollingUpdatePolicy
+	if r == nil {
+		c.fail("null", p+".rollingUpdatePolicy", "Member must not be null")
+		return 0, c.err()
+	}
+	rp := p + ".rollingUpdatePolicy"
+	size := func(path string, cs *CapacitySize) {
+		if cs == nil {
+			return
+		}
+		if c.required(path+".type", cs.Type) {
+			c.enum(path+".type", cs.Type, CopyCount, CapacityPercent)
+		}
+		if cs.Value == nil {
+			c.fail("null", path+".value", "Member must not be null")
+		}
+		c.intRange(path+".value", cs.Value, 1, -1)
+	}
+	if r.MaximumBatchSize == nil {
+		c.fail("null", rp+".maximumBatchSize", "Member must not be null")
+	}
+	size(rp+".maximumBatchSize", r.MaximumBatchSize)
+	if r.WaitIntervalInSeconds == nil {
+		c.fail("null", rp+".waitIntervalInSeconds", "Member must not be null")
+	}
+	c.intRange(rp+".waitIntervalInSeconds", r.WaitIntervalInSeconds, 0, maxWaitSeconds)
+	c.intRange(rp+".maximumExecutionTimeoutInSeconds", r.MaximumExecutionTimeoutInSeconds, minExecTimeoutSec, maxExecTimeoutSec)
+	size(rp+".rollbackMaximumBatchSize", r.RollbackMaximumBatchSize)
+	if err := c.err(); err != nil {
+		return 0, err
+	}
+	if d.AutoRollbackConfiguration != nil {
+		return 0, &ValidationError{Messages: []string{"AutoRollbackConfiguration is not supported by mce for inference components yet: a component's update rolls back when a new copy fails to start, not on alarms. Leave it out, or update the endpoint instead."}}
+	}
+	b := *r.MaximumBatchSize
+	if b.Type == CopyCount {
+		b.Type = InstanceCount
+	}
+	return b.Instances(max(copies, 1)), nil
+}
