@@ -676,7 +676,7 @@ func TestGuardrailsComponentBatch(t *testing.T) {
 	withAlarms := policy(smtypes.InferenceComponentCapacitySizeTypeCopyCount, 1)
 	withAlarms.AutoRollbackConfiguration = &smtypes.AutoRollbackConfig{Alarms: []smtypes.Alarm{{AlarmName: aws.String("a")}}}
 	for dc, want := range map[*smtypes.InferenceComponentDeploymentConfig]string{
-		withAlarms: "AutoRollbackConfiguration is not supported by mce for inference components yet",
+		withAlarms:                  "AutoRollbackConfiguration is not supported by mce for inference components yet",
 		policy("INSTANCE_COUNT", 1): "Value 'INSTANCE_COUNT' at 'deploymentConfig.rollingUpdatePolicy.maximumBatchSize.type' failed to satisfy constraint: Member must satisfy enum value set: [COPY_COUNT, CAPACITY_PERCENT]",
 	} {
 		_, err := sm.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("ic"),
