@@ -41,6 +41,17 @@ func guarded(d *spec.DeploymentConfig, wasFailed bool, plan containers.EndpointP
 	return d != nil && !wasFailed && !plan.HostsComponents()
 }
 
+// pickFleet is the fleet a call takes during a deployment: drawn by the
+// split, except that a call for a TargetVariant only the old fleet has
+// stays on it (the new configuration may name its variants otherwise).
+func pickFleet(sp *deploy.Split[pipeline.Route], blue *pipeline.Route, target string) *pipeline.Route {
+	r := sp.Pick(blue)
+	if target != "" && r != blue && r.Variant(target) == nil && blue.Variant(target) != nil {
+		return blue
+	}
+	return r
+}
+
 // rollout is one deployment under guardrails; deploy.Run drives it.
 type rollout struct {
 	s             *Server

@@ -20,8 +20,10 @@ import (
 	"github.com/rs/zerolog"
 
 	cw "github.com/mce-run/mce/host/cloudwatch"
+	"github.com/mce-run/mce/host/deploy"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/awsclock"
+	"github.com/mce-run/mce/pipeline"
 )
 
 // guardHarness is a server with CloudWatch (alarms evaluated every 50 ms)
@@ -683,6 +685,21 @@ func TestGuardrailsComponentBatch(t *testing.T) {
 			Specification: sp("-v9"), DeploymentConfig: dc})
 		if code, msg := apiCode(t, err); code != "ValidationException" || !strings.Contains(msg, want) {
 			t.Errorf("refusal %s %q, want %q", code, msg, want)
+		}
+	}
+}
+
+// TestGuardrailsTargetVariantStaysWhereItIs: during a deployment, a call
+// for a TargetVariant only the old fleet has stays on the old fleet; one
+// the new fleet has follows the split.
+func TestGuardrailsTargetVariantStaysWhereItIs(t *testing.T) {
+	blue := pipeline.NewRoute("ep", pipeline.Serial, []*pipeline.Variant{pipeline.NewVariant("Old", 1, nil), pipeline.NewVariant("Both", 1, nil)})
+	green := pipeline.NewRoute("ep", pipeline.Serial, []*pipeline.Variant{pipeline.NewVariant("New", 1, nil), pipeline.NewVariant("Both", 1, nil)})
+	sp := deploy.NewSplit(green)
+	sp.Set(1)
+	for target, want := range map[string]*pipeline.Route{"": green, "Old": blue, "Both": green, "New": green, "Neither": green} {
+		if got := pickFleet(sp, blue, target); got != want {
+			t.Errorf("TargetVariant %q went to the other fleet", target)
 		}
 	}
 }
