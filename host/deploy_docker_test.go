@@ -5,10 +5,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemaker"
 	smtypes "github.com/aws/aws-sdk-go-v2/service/sagemaker/types"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/host"
+	cw "github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/awsclock"
 	"github.com/mce-run/mce/internal/testenv"
@@ -142,4 +146,128 @@ func TestDockerGuardrailsRestartMidDeployment(t *testing.T) {
 	if g := generations(); !slices.Equal(g, []string{"1"}) {
 		t.Fatalf("after the restart, containers of generations %v, want the old fleet's only (1)", g)
 	}
+}
+
+// TestDockerGuardrailsCanaryRollbackUnderTraffic: on the real engine, a
+// CANARY deployment (1 instance of 2) under steady traffic is rolled back
+// by its alarm (SetAlarmState): the new fleet's containers stop only after
+// the calls they took ended, and not one call fails from first to last.
+func TestDockerGuardrailsCanaryRollbackUnderTraffic(t *testing.T) {
+	cli := testenv.Docker(t)
+	image := testenv.Image(t, "probe")
+	instance := testenv.Instance(t)
+	clock, err := awsclock.New(600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := cw.Open(cw.Options{Dir: filepath.Join(t.TempDir(), "cloudwatch"), AlarmInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	h := hostenv.New(t, hostenv.Options{Instance: instance,
+		Host: func(c *host.Config) { c.ContainerTimeout = 10 * time.Second; c.Clock = clock; c.CloudWatch = svc }})
+	sm := h.SageMakerClient()
+	ctx := context.Background()
+	const name = "gc"
+	for _, v := range []string{"v1", "v2"} {
+		if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String(v),
+			PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String(image), Environment: map[string]string{"PROBE_TAG": "-" + v}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(v),
+			ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), ModelName: aws.String(v),
+				InitialInstanceCount: aws.Int32(2), InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sm.CreateEndpoint(ctx, &sagemaker.CreateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String("v1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Server.WaitEndpoint(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	cwc := cloudwatch.New(cloudwatch.Options{Region: "us-east-1", BaseEndpoint: aws.String(h.URL), Credentials: aws.AnonymousCredentials{}})
+	if _, err := cwc.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{AlarmName: aws.String("gc-guard"),
+		Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("ModelLatency"),
+		Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String("nowhere")}, {Name: aws.String("VariantName"), Value: aws.String("AllTraffic")}},
+		Statistic:  cwtypes.StatisticAverage, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1e12),
+		ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanThreshold, TreatMissingData: aws.String("notBreaching")}); err != nil {
+		t.Fatal(err)
+	}
+	rt := h.RuntimeClient()
+	var mu sync.Mutex
+	answers := map[string]int{}
+	traffic := testenv.StartTraffic(t, 4, func() error {
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		out, err := rt.InvokeEndpoint(cctx, &sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String(name), Body: []byte("x"),
+			CustomAttributes: aws.String("sleep=20ms")}, func(o *sagemakerruntime.Options) { o.RetryMaxAttempts = 1 })
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		answers[string(out.Body)]++
+		mu.Unlock()
+		return nil
+	})
+	if _, err := sm.UpdateEndpoint(ctx, &sagemaker.UpdateEndpointInput{EndpointName: aws.String(name), EndpointConfigName: aws.String("v2"),
+		DeploymentConfig: &smtypes.DeploymentConfig{
+			BlueGreenUpdatePolicy: &smtypes.BlueGreenUpdatePolicy{TrafficRoutingConfiguration: &smtypes.TrafficRoutingConfig{
+				Type: smtypes.TrafficRoutingConfigTypeCanary, WaitIntervalInSeconds: aws.Int32(3600), // 6 s here
+				CanarySize: &smtypes.CapacitySize{Type: smtypes.CapacitySizeTypeInstanceCount, Value: aws.Int32(1)}}},
+			AutoRollbackConfiguration: &smtypes.AutoRollbackConfig{Alarms: []smtypes.Alarm{{AlarmName: aws.String("gc-guard")}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		mu.Lock()
+		canary := answers["x-v2"]
+		mu.Unlock()
+		if canary >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the canary never answered")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := cwc.SetAlarmState(ctx, &cloudwatch.SetAlarmStateInput{AlarmName: aws.String("gc-guard"),
+		StateValue: cwtypes.StateValueAlarm, StateReason: aws.String("test")}); err != nil {
+		t.Fatal(err)
+	}
+	var d *sagemaker.DescribeEndpointOutput
+	for {
+		if d, err = sm.DescribeEndpoint(ctx, &sagemaker.DescribeEndpointInput{EndpointName: aws.String(name)}); err != nil {
+			t.Fatal(err)
+		}
+		if d.EndpointStatus == smtypes.EndpointStatusInService && aws.ToString(d.FailureReason) != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no rollback: %s", d.EndpointStatus)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	traffic.Stop()
+	if traffic.Failed() > 0 {
+		t.Errorf("calls failed during the deployment and its rollback: %v", traffic)
+	}
+	if aws.ToString(d.EndpointConfigName) != "v1" || !strings.Contains(aws.ToString(d.FailureReason), "gc-guard") {
+		t.Errorf("after the rollback: %s, %q", aws.ToString(d.EndpointConfigName), aws.ToString(d.FailureReason))
+	}
+	f := client.Filters{}.Add("label", docker.LabelEndpoint+"="+name).Add("label", docker.LabelInstance+"="+instance)
+	list, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list.Items {
+		if g := c.Labels[docker.LabelGeneration]; g != "1" {
+			t.Errorf("a container of generation %s is left after the rollback", g)
+		}
+	}
+	mu.Lock()
+	t.Logf("%d calls, none failed: %v", traffic.OK(), answers)
+	mu.Unlock()
 }
