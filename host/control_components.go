@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"github.com/mce-run/mce/host/deploy"
 	"regexp"
 	"slices"
 	"strings"
@@ -204,9 +205,14 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 	if in.RuntimeConfig != nil && in.RuntimeConfig.CopyCount != nil {
 		copies = int(*in.RuntimeConfig.CopyCount)
 	}
-	if u.Batch, err = spec.ComponentBatch(in.DeploymentConfig, copies); err != nil {
+	rolling, err := spec.ComponentBatch(in.DeploymentConfig, copies)
+	if err != nil {
 		return nil, err
 	}
+	if err := deploy.CheckAlarms(rolling.Alarms, deploy.CloudWatch(s.cfg.CloudWatch)); err != nil {
+		return nil, err
+	}
+	u.Batch, u.Wait, u.Alarms = rolling.Batch, rolling.Wait, rolling.Alarms
 	if err := s.ics.Update(ctx, c, u); err != nil {
 		return nil, err
 	}

@@ -637,8 +637,8 @@ func TestGuardrailsRollingRollsBack(t *testing.T) {
 
 // TestGuardrailsComponentBatch: UpdateInferenceComponent's
 // RollingUpdatePolicy.MaximumBatchSize sets how many copies a batch
-// replaces (2 of 4 here, 50% too); AutoRollbackConfiguration, which mce
-// does not watch for components, and sizes of the wrong type are refused.
+// replaces (2 of 4 here, 50% too); AutoRollbackConfiguration without
+// CloudWatch, and sizes of the wrong type, are refused.
 func TestGuardrailsComponentBatch(t *testing.T) {
 	h, b := newICHarness(t, nil)
 	b.delay = 30 * time.Millisecond
@@ -678,7 +678,7 @@ func TestGuardrailsComponentBatch(t *testing.T) {
 	withAlarms := policy(smtypes.InferenceComponentCapacitySizeTypeCopyCount, 1)
 	withAlarms.AutoRollbackConfiguration = &smtypes.AutoRollbackConfig{Alarms: []smtypes.Alarm{{AlarmName: aws.String("a")}}}
 	for dc, want := range map[*smtypes.InferenceComponentDeploymentConfig]string{
-		withAlarms:                  "AutoRollbackConfiguration is not supported by mce for inference components yet",
+		withAlarms:                  "this mce serves no CloudWatch",
 		policy("INSTANCE_COUNT", 1): "Value 'INSTANCE_COUNT' at 'deploymentConfig.rollingUpdatePolicy.maximumBatchSize.type' failed to satisfy constraint: Member must satisfy enum value set: [COPY_COUNT, CAPACITY_PERCENT]",
 	} {
 		_, err := sm.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("ic"),
@@ -701,5 +701,99 @@ func TestGuardrailsTargetVariantStaysWhereItIs(t *testing.T) {
 		if got := pickFleet(sp, blue, target); got != want {
 			t.Errorf("TargetVariant %q went to the other fleet", target)
 		}
+	}
+}
+
+// TestGuardrailsComponentAlarmRollsBack: an inference component's rolling
+// update bakes WaitIntervalInSeconds after each batch with its alarms
+// watched; an alarm in ALARM (SetAlarmState) rolls it back to the previous
+// specification, with a FailureReason naming the alarm, and no call fails.
+func TestGuardrailsComponentAlarmRollsBack(t *testing.T) {
+	svc, err := cw.Open(cw.Options{Dir: filepath.Join(t.TempDir(), "cloudwatch"), AlarmInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	clock, err := awsclock.New(60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, b := newICHarnessWith(t, nil, Config{CloudWatch: svc, Clock: clock})
+	b.delay = 20 * time.Millisecond
+	sm := h.sm()
+	ctx := context.Background()
+	createICEndpoint(t, sm, "ica", "ml.m5.4xlarge", 1)
+	sp := func(image string) *smtypes.InferenceComponentSpecification {
+		return &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String(image)},
+			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{NumberOfCpuCoresRequired: aws.Float32(1), MinMemoryRequiredInMb: aws.Int32(256)}}
+	}
+	if err := createIC(ctx, sm, "ic", "ica", sp("-v1"), 3); err != nil {
+		t.Fatal(err)
+	}
+	waitIC(t, sm, "ic")
+	cwc := h.cloudWatch(nil)
+	if _, err := cwc.PutMetricAlarm(ctx, &cloudwatch.PutMetricAlarmInput{AlarmName: aws.String("ic-guard"),
+		Namespace: aws.String("AWS/SageMaker"), MetricName: aws.String("ModelLatency"),
+		Dimensions: []cwtypes.Dimension{{Name: aws.String("EndpointName"), Value: aws.String("nowhere")}},
+		Statistic:  cwtypes.StatisticAverage, Period: aws.Int32(60), EvaluationPeriods: aws.Int32(1), Threshold: aws.Float64(1e12),
+		ComparisonOperator: cwtypes.ComparisonOperatorGreaterThanThreshold, TreatMissingData: aws.String("notBreaching")}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var failed []error
+	answers := map[string]int{}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			out, err := h.invokeIC("ica", "ic")
+			mu.Lock()
+			if err != nil {
+				failed = append(failed, err)
+			} else {
+				answers[out]++
+			}
+			mu.Unlock()
+		}
+	}()
+	if _, err := sm.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("ic"),
+		Specification: sp("-v2"), DeploymentConfig: &smtypes.InferenceComponentDeploymentConfig{
+			RollingUpdatePolicy: &smtypes.InferenceComponentRollingUpdatePolicy{
+				MaximumBatchSize:      &smtypes.InferenceComponentCapacitySize{Type: smtypes.InferenceComponentCapacitySizeTypeCopyCount, Value: aws.Int32(1)},
+				WaitIntervalInSeconds: aws.Int32(3600)}, // a minute here: the alarm ends it
+			AutoRollbackConfiguration: &smtypes.AutoRollbackConfig{Alarms: []smtypes.Alarm{{AlarmName: aws.String("ic-guard")}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the first batch to serve", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return answers["x-v2"] > 0
+	})
+	if _, err := cwc.SetAlarmState(ctx, &cloudwatch.SetAlarmStateInput{AlarmName: aws.String("ic-guard"),
+		StateValue: cwtypes.StateValueAlarm, StateReason: aws.String("test")}); err != nil {
+		t.Fatal(err)
+	}
+	var d *sagemaker.DescribeInferenceComponentOutput
+	waitFor(t, 20*time.Second, "the rollback", func() bool {
+		d = waitIC(t, sm, "ic")
+		return d.InferenceComponentStatus == smtypes.InferenceComponentStatusInService
+	})
+	time.Sleep(50 * time.Millisecond)
+	close(stop)
+	<-done
+	if len(failed) > 0 {
+		t.Errorf("%d calls failed, first: %v", len(failed), failed[0])
+	}
+	if !strings.Contains(aws.ToString(d.FailureReason), "ic-guard") || aws.ToString(d.Specification.Container.DeployedImage.SpecifiedImage) != "-v1" ||
+		aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 3 {
+		t.Errorf("after the rollback: %q, image %s, %d copies", aws.ToString(d.FailureReason), aws.ToString(d.Specification.Container.DeployedImage.SpecifiedImage), aws.ToInt32(d.RuntimeConfig.CurrentCopyCount))
+	}
+	if out, err := h.invokeIC("ica", "ic"); err != nil || out != "x-v1" {
+		t.Errorf("after the rollback: %q %v", out, err)
 	}
 }

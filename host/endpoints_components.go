@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"github.com/mce-run/mce/host/deploy"
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/components"
@@ -73,6 +74,8 @@ func newComponents(s *Server) *components.Manager {
 			return room, s.cfg.MaxContainers, ok
 		},
 		CheckContainers: func(delta int) error { return s.checkCapacity(delta, nil) },
+		Clock:           s.cfg.Clock,
+		Alarms:          deploy.CloudWatch(s.cfg.CloudWatch),
 		Background:      s.bg,
 		Logger:          s.log,
 	})

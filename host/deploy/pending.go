@@ -112,18 +112,18 @@ func Check(d *spec.DeploymentConfig, plan containers.EndpointPlan, src AlarmSour
 		return err
 	}
 	if d.BlueGreenUpdatePolicy == nil {
-		return checkAlarms(d, src)
+		return CheckAlarms(d.Alarms(), src)
 	}
 	if t := d.BlueGreenUpdatePolicy.TrafficRoutingConfiguration; t.Type == spec.TrafficCanary && t.CanarySize.Type == spec.InstanceCount {
 		if n := Capacity(plan); 2*int(*t.CanarySize.Value) > n {
 			return apierr.ValidationException("CanarySize (%d instances) must be at most 50%% of the new fleet's capacity (%d instances).", *t.CanarySize.Value, n)
 		}
 	}
-	return checkAlarms(d, src)
+	return CheckAlarms(d.Alarms(), src)
 }
 
-func checkAlarms(d *spec.DeploymentConfig, src AlarmSource) error {
-	names := d.Alarms()
+// CheckAlarms refuses alarms src does not know, or any when src is nil.
+func CheckAlarms(names []string, src AlarmSource) error {
 	if len(names) == 0 {
 		return nil
 	}

@@ -132,19 +132,7 @@ func (d *DeploymentConfig) Validate() error {
 		c.intRange(rp+".maximumExecutionTimeoutInSeconds", r.MaximumExecutionTimeoutInSeconds, minExecTimeoutSec, maxExecTimeoutSec)
 		c.capacity(rp+".rollbackMaximumBatchSize", r.RollbackMaximumBatchSize)
 	}
-	if a := d.AutoRollbackConfiguration; a != nil {
-		ap := p + ".autoRollbackConfiguration.alarms"
-		c.listLen(ap, len(a.Alarms), 1, maxAlarms)
-		for i, al := range a.Alarms {
-			n := member1(ap, i) + ".alarmName"
-			if c.required(n, al.AlarmName) {
-				c.str(n, al.AlarmName, maxAlarmNameLen, nil, "")
-				if blank(al.AlarmName) {
-					c.fail(quote(al.AlarmName), n, "Member must satisfy regular expression pattern: (?!\\s*$).+")
-				}
-			}
-		}
-	}
+	c.alarms(d.AutoRollbackConfiguration)
 	if err := c.err(); err != nil {
 		return err
 	}
@@ -199,6 +187,24 @@ func (d *DeploymentConfig) Validate() error {
 		}
 	}
 	return s.err()
+}
+
+// alarms checks AutoRollbackConfiguration.
+func (c *checker) alarms(a *AutoRollbackConfig) {
+	if a == nil {
+		return
+	}
+	ap := "deploymentConfig.autoRollbackConfiguration.alarms"
+	c.listLen(ap, len(a.Alarms), 1, maxAlarms)
+	for i, al := range a.Alarms {
+		n := member1(ap, i) + ".alarmName"
+		if c.required(n, al.AlarmName) {
+			c.str(n, al.AlarmName, maxAlarmNameLen, nil, "")
+			if blank(al.AlarmName) {
+				c.fail(quote(al.AlarmName), n, "Member must satisfy regular expression pattern: (?!\\s*$).+")
+			}
+		}
+	}
 }
 
 // capacity checks a CapacitySize member.
@@ -265,25 +271,31 @@ const (
 	CopyCount = "COPY_COUNT"
 )
 
+// ComponentRolling is what an inference component's rolling update takes
+// of its DeploymentConfig.
+type ComponentRolling struct {
+	Batch  int           // copies a batch replaces; 0: no DeploymentConfig
+	Wait   time.Duration // the bake after each batch
+	Alarms []string      // AutoRollbackConfiguration's
+}
+
 // ComponentBatch reads UpdateInferenceComponent's DeploymentConfig
 // (InferenceComponentDeploymentConfig: a RollingUpdatePolicy whose sizes
-// count copies) and returns how many copies a batch replaces out of
-// copies: 0 when it is absent. AutoRollbackConfiguration is refused: mce
-// does not watch alarms during a component's update yet.
-func ComponentBatch(raw json.RawMessage, copies int) (int, error) {
+// count copies) for a component of copies copies.
+func ComponentBatch(raw json.RawMessage, copies int) (ComponentRolling, error) {
 	d, err := ParseDeploymentConfig(raw)
 	if err != nil || d == nil {
-		return 0, err
+		return ComponentRolling{}, err
 	}
 	var c checker
 	const p = "deploymentConfig"
 	if d.BlueGreenUpdatePolicy != nil {
-		return 0, &ValidationError{Messages: []string{"An inference component's DeploymentConfig has a RollingUpdatePolicy only."}}
+		return ComponentRolling{}, &ValidationError{Messages: []string{"An inference component's DeploymentConfig has a RollingUpdatePolicy only."}}
 	}
 	r := d.RollingUpdatePolicy
 	if r == nil {
 		c.fail("null", p+".rollingUpdatePolicy", "Member must not be null")
-		return 0, c.err()
+		return ComponentRolling{}, c.err()
 	}
 	rp := p + ".rollingUpdatePolicy"
 	size := func(path string, cs *CapacitySize) {
@@ -308,15 +320,13 @@ func ComponentBatch(raw json.RawMessage, copies int) (int, error) {
 	c.intRange(rp+".waitIntervalInSeconds", r.WaitIntervalInSeconds, 0, maxWaitSeconds)
 	c.intRange(rp+".maximumExecutionTimeoutInSeconds", r.MaximumExecutionTimeoutInSeconds, minExecTimeoutSec, maxExecTimeoutSec)
 	size(rp+".rollbackMaximumBatchSize", r.RollbackMaximumBatchSize)
+	c.alarms(d.AutoRollbackConfiguration)
 	if err := c.err(); err != nil {
-		return 0, err
-	}
-	if d.AutoRollbackConfiguration != nil {
-		return 0, &ValidationError{Messages: []string{"AutoRollbackConfiguration is not supported by mce for inference components yet: a component's update rolls back when a new copy fails to start, not on alarms. Leave it out, or update the endpoint instead."}}
+		return ComponentRolling{}, err
 	}
 	b := *r.MaximumBatchSize
 	if b.Type == CopyCount {
 		b.Type = InstanceCount
 	}
-	return b.Instances(max(copies, 1)), nil
+	return ComponentRolling{Batch: b.Instances(max(copies, 1)), Wait: Seconds(r.WaitIntervalInSeconds), Alarms: d.Alarms()}, nil
 }
