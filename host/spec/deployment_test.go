@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func parseDC(t *testing.T, s string) *DeploymentConfig {
@@ -119,6 +120,28 @@ func TestCapacitySizeInstances(t *testing.T) {
 	for _, c := range cases {
 		if got := c.cs.Instances(c.n); got != c.want {
 			t.Errorf("%s %d of %d = %d, want %d", c.cs.Type, *c.cs.Value, c.n, got, c.want)
+		}
+	}
+}
+
+func TestComponentBatch(t *testing.T) {
+	got, err := ComponentBatch(json.RawMessage(`{"RollingUpdatePolicy":{"MaximumBatchSize":{"Type":"CAPACITY_PERCENT","Value":30},"WaitIntervalInSeconds":120},"AutoRollbackConfiguration":{"Alarms":[{"AlarmName":"a"}]}}`), 5)
+	if err != nil || got.Batch != 2 || got.Wait != 2*time.Minute || !reflect.DeepEqual(got.Alarms, []string{"a"}) {
+		t.Errorf("30%% of 5 copies: %+v %v", got, err)
+	}
+	if got, err := ComponentBatch(nil, 5); err != nil || got.Batch != 0 {
+		t.Errorf("none: %+v %v", got, err)
+	}
+	for in, want := range map[string]string{
+		`{}`: "1 validation error detected: Value null at 'deploymentConfig.rollingUpdatePolicy' failed to satisfy constraint: Member must not be null",
+		`{"RollingUpdatePolicy":{"MaximumBatchSize":{"Type":"COPY_COUNT","Value":0},"WaitIntervalInSeconds":4000}}`: "2 validation errors detected: Value '0' at 'deploymentConfig.rollingUpdatePolicy.maximumBatchSize.value' failed to satisfy constraint: Member must have value greater than or equal to 1; " +
+			"Value '4000' at 'deploymentConfig.rollingUpdatePolicy.waitIntervalInSeconds' failed to satisfy constraint: Member must have value less than or equal to 3600",
+		`{"BlueGreenUpdatePolicy":{}}`: "An inference component's DeploymentConfig has a RollingUpdatePolicy only.",
+	} {
+		_, err := ComponentBatch(json.RawMessage(in), 3)
+		var ve *ValidationError
+		if !errors.As(err, &ve) || ve.Message() != want {
+			t.Errorf("%s: %v, want %s", in, err, want)
 		}
 	}
 }
