@@ -145,3 +145,24 @@ func TestComponentBatch(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDeploymentConfig: no input makes the parse, the checks or the
+// component reading panic, and whatever passes the checks can be
+// marshalled back and passes again.
+func FuzzDeploymentConfig(f *testing.F) {
+	f.Add(`{"BlueGreenUpdatePolicy":{"TrafficRoutingConfiguration":{"Type":"CANARY","WaitIntervalInSeconds":1,"CanarySize":{"Type":"INSTANCE_COUNT","Value":1}}}}`)
+	f.Add(`{"RollingUpdatePolicy":{"MaximumBatchSize":{"Type":"COPY_COUNT","Value":1},"WaitIntervalInSeconds":1},"AutoRollbackConfiguration":{"Alarms":[{"AlarmName":"a"}]}}`)
+	f.Add(`{"BlueGreenUpdatePolicy":{"TrafficRoutingConfiguration":{"Type":"LINEAR","LinearStepSize":{}}}}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		ComponentBatch(json.RawMessage(in), 3)
+		d, err := ParseDeploymentConfig(json.RawMessage(in))
+		if err != nil || d == nil || d.Validate() != nil {
+			return
+		}
+		b, _ := json.Marshal(d)
+		again, err := ParseDeploymentConfig(b)
+		if err != nil || again.Validate() != nil {
+			t.Fatalf("%s passed, its echo %s does not: %v", in, b, err)
+		}
+	})
+}
