@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
-	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/cloudwatch"
 	"github.com/mce-run/mce/host/deploy"
 	"github.com/mce-run/mce/host/spec"
@@ -101,16 +100,8 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		defer w.Close()
 		alarms = w
 	}
-	var steps []deploy.Step
-	var timeout, termination time.Duration
-	if bg := d.BlueGreenUpdatePolicy; bg != nil {
-		steps = deploy.BlueGreenSteps(bg, deploy.Capacity(plan))
-		timeout, termination = spec.Seconds(bg.MaximumExecutionTimeoutInSeconds), spec.Seconds(bg.TerminationWaitInSeconds)
-	} else {
-		steps = deploy.RollingSteps(d.RollingUpdatePolicy, deploy.Counts(oldPlan), deploy.Counts(plan))
-		timeout = spec.Seconds(d.RollingUpdatePolicy.MaximumExecutionTimeoutInSeconds)
-	}
-	out := deploy.Run(ctx, s.cfg.Clock, steps, started, timeout, alarms, r)
+	sc := deploy.ScheduleOf(d, oldPlan, plan)
+	out := deploy.Run(ctx, s.cfg.Clock, sc.Steps, started, sc.Timeout, alarms, r)
 	// leave takes green out of the split, lets the calls it took finish
 	// and removes it.
 	leave := func() error {
@@ -151,11 +142,9 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		s.save(e, func(rec *EndpointRecord) {
 			rec.Deploying = nil
 			rec.Status = spec.StatusInService
-			rec.FailureReason = apierr.Truncate("Update to endpoint configuration "+configName+" was rolled back to the previous configuration because "+out.Reason+".", maxFailureReason)
+			rec.FailureReason = deploy.RolledBack(configName, out.Reason, err)
 			if err != nil {
 				rec.Status = spec.StatusUpdateRollbackFailed
-				rec.FailureReason = apierr.Truncate("Update to endpoint configuration "+configName+" was being rolled back because "+out.Reason+
-					", and removing the new fleet failed: "+apierr.RedactPaths(err.Error())+". The previous configuration serves.", maxFailureReason)
 			}
 		})
 		return
@@ -176,8 +165,8 @@ func runRollout(ctx context.Context, s *Server, e *Endpoint, d *spec.DeploymentC
 		rec.DataCapture, rec.Deploying = dc, nil
 	})
 	log.Info().Int("generation", gen).Msg("deployment completed; the previous fleet goes after TerminationWaitInSeconds")
-	if termination > 0 {
-		t := s.cfg.Clock.NewTimer(termination)
+	if sc.Termination > 0 {
+		t := s.cfg.Clock.NewTimer(sc.Termination)
 		select {
 		case <-t.C:
 		case <-ctx.Done():

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/pipeline"
 )
@@ -83,4 +84,32 @@ func Resize(ctx context.Context, route *pipeline.Route, l containers.Launched, p
 		}
 	}
 	return nil
+}
+
+// Schedule is what a DeploymentConfig makes of an update from old to plan.
+type Schedule struct {
+	Steps       []Step
+	Timeout     time.Duration // MaximumExecutionTimeoutInSeconds; 0: none
+	Termination time.Duration // TerminationWaitInSeconds
+}
+
+// ScheduleOf is d's schedule (a BlueGreenUpdatePolicy or a
+// RollingUpdatePolicy) for an update from old to plan.
+func ScheduleOf(d *spec.DeploymentConfig, old, plan containers.EndpointPlan) Schedule {
+	if bg := d.BlueGreenUpdatePolicy; bg != nil {
+		return Schedule{Steps: BlueGreenSteps(bg, Capacity(plan)), Timeout: spec.Seconds(bg.MaximumExecutionTimeoutInSeconds),
+			Termination: spec.Seconds(bg.TerminationWaitInSeconds)}
+	}
+	r := d.RollingUpdatePolicy
+	return Schedule{Steps: RollingSteps(r, Counts(old), Counts(plan)), Timeout: spec.Seconds(r.MaximumExecutionTimeoutInSeconds)}
+}
+
+// RolledBack is the FailureReason of an update to configName rolled back
+// for reason; err is why removing the new fleet failed (nil: it did not).
+func RolledBack(configName, reason string, err error) string {
+	if err != nil {
+		return apierr.Truncate("Update to endpoint configuration "+configName+" was being rolled back because "+reason+
+			", and removing the new fleet failed: "+apierr.RedactPaths(err.Error())+". The previous configuration serves.", spec.MaxFailureReason)
+	}
+	return apierr.Truncate("Update to endpoint configuration "+configName+" was rolled back to the previous configuration because "+reason+".", spec.MaxFailureReason)
 }
