@@ -101,7 +101,7 @@ func (s *Server) Apply(ctx context.Context, b *spec.Bundle) ([]string, error) {
 			if err := s.WaitEndpoint(ctx, ep.EndpointName); err != nil && e.Status() != spec.StatusInService {
 				return nil, err
 			}
-			if err := s.updateEndpoint(e, plan, dc, ep.EndpointConfigName); err != nil {
+			if err := s.updateEndpoint(e, plan, dc, ep.EndpointConfigName, nil); err != nil {
 				return nil, err
 			}
 		}

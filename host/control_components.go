@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"github.com/mce-run/mce/host/deploy"
 	"regexp"
 	"slices"
 	"strings"
@@ -28,7 +29,7 @@ type (
 		Specification          *spec.InferenceComponentSpecification
 		Specifications         json.RawMessage
 		RuntimeConfig          *spec.InferenceComponentRuntimeConfig
-		DeploymentConfig       json.RawMessage // accepted: mce's rolling update replaces one copy at a time
+		DeploymentConfig       json.RawMessage // its RollingUpdatePolicy's MaximumBatchSize (spec.ComponentBatch)
 	}
 
 	updateComponentRuntimeInput struct {
@@ -200,6 +201,18 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 		return nil, apierr.ValidationException("Specifications (one specification per instance type) is not supported by mce: its variants have one instance type. Give Specification instead.")
 	}
 	u.Specification, u.RuntimeConfig = in.Specification, in.RuntimeConfig
+	copies := c.Record().Desired
+	if in.RuntimeConfig != nil && in.RuntimeConfig.CopyCount != nil {
+		copies = int(*in.RuntimeConfig.CopyCount)
+	}
+	rolling, err := spec.ComponentBatch(in.DeploymentConfig, copies)
+	if err != nil {
+		return nil, err
+	}
+	if err := deploy.CheckAlarms(rolling.Alarms, deploy.CloudWatch(s.cfg.CloudWatch)); err != nil {
+		return nil, err
+	}
+	u.Batch, u.Wait, u.Alarms = rolling.Batch, rolling.Wait, rolling.Alarms
 	if err := s.ics.Update(ctx, c, u); err != nil {
 		return nil, err
 	}

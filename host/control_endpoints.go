@@ -10,6 +10,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/capture"
+	"github.com/mce-run/mce/host/deploy"
 	"github.com/mce-run/mce/host/listing"
 	"github.com/mce-run/mce/host/spec"
 )
@@ -57,6 +58,11 @@ func (s *Server) CreateEndpoint(ctx context.Context, in spec.CreateEndpointInput
 	e, err := s.startEndpoint(plan, dc, in.EndpointConfigName, in.Tags)
 	if err != nil {
 		return "", err
+	}
+	// Kept for later updates (RetainDeploymentConfig) and shown as
+	// LastDeploymentConfig; its alarms are checked when an update uses it.
+	if d, _ := spec.ParseDeploymentConfig(in.DeploymentConfig); d != nil {
+		s.save(e, func(r *EndpointRecord) { r.LastDeployment = d })
 	}
 	return e.record().ARN, nil
 }
@@ -117,6 +123,9 @@ type describeEndpointOutput struct {
 	ShadowProductionVariants []variantSummary `json:"ShadowProductionVariants,omitempty"`
 	// DataCaptureConfig is its data capture now (datacapture.go).
 	DataCaptureConfig *capture.Status `json:"DataCaptureConfig,omitempty"`
+	// Deployment guardrails (deploy_endpoint.go).
+	LastDeploymentConfig     *spec.DeploymentConfig `json:"LastDeploymentConfig,omitempty"`
+	PendingDeploymentSummary *deploy.Summary        `json:"PendingDeploymentSummary,omitempty"`
 }
 
 // DescribeEndpoint is the endpoint as DescribeEndpoint shows it.
@@ -128,6 +137,7 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 		EndpointStatus: status, FailureReason: reason,
 		CreationTime: spec.Epoch(rec.Created), LastModifiedTime: spec.Epoch(rec.Modified),
 		AsyncInferenceConfig: asyncConfigOf(rec.Plan.Async), DataCaptureConfig: s.captures.status(e, rec.DataCapture),
+		LastDeploymentConfig: rec.LastDeployment, PendingDeploymentSummary: rec.Deploying.Summary(),
 	}
 	if out.EndpointStatus == spec.StatusCreating || out.EndpointStatus == spec.StatusFailed ||
 		(out.EndpointStatus == spec.StatusUpdating && e.route.Load() == nil) {
@@ -224,7 +234,11 @@ func (s *Server) opUpdateEndpoint(ctx context.Context, in *updateEndpointInput) 
 			}
 		}
 	}
-	if err := s.updateEndpoint(e, plan, dc, in.EndpointConfigName); err != nil {
+	d, err := deploymentFor(s.cfg.CloudWatch, in.DeploymentConfig, in.RetainDeploymentConfig, e.record().LastDeployment, plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.updateEndpoint(e, plan, dc, in.EndpointConfigName, d); err != nil {
 		return nil, err
 	}
 	return map[string]string{"EndpointArn": e.record().ARN}, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/capture"
+	"github.com/mce-run/mce/host/deploy"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/pipeline"
@@ -37,6 +38,10 @@ type Endpoint struct {
 	deleting   atomic.Bool // set under mu, never cleared; read anywhere
 	// capturer is the endpoint's data capture (datacapture.go); nil: none.
 	capturer atomic.Pointer[capture.Capturer]
+	// split is the traffic split of a deployment in progress under
+	// guardrails (deploy_endpoint.go): a call takes split.Pick(route);
+	// nil: none.
+	split atomic.Pointer[deploy.Split[pipeline.Route]]
 
 	ops      sync.Mutex // one lifecycle operation at a time
 	mu       sync.Mutex // guards rec, launched, cancelOp and the setting of deleting and route
@@ -192,6 +197,11 @@ func (s *Server) runLaunch(e *Endpoint, plan containers.EndpointPlan, gen int, f
 // removes it) and points the route at it, unless the endpoint is being
 // deleted: then it reports false and leaves the route empty.
 func (s *Server) install(e *Endpoint, plan containers.EndpointPlan, l containers.Launched) bool {
+	return installRoute(e, plan, l, newRoute(e.name, plan, l))
+}
+
+// newRoute is the route of a launched generation of plan.
+func newRoute(name string, plan containers.EndpointPlan, l containers.Launched) *pipeline.Route {
 	mode := pipeline.Serial
 	if plan.Mode == "Direct" {
 		mode = pipeline.Direct
@@ -206,8 +216,14 @@ func (s *Server) install(e *Endpoint, plan containers.EndpointPlan, l containers
 		}
 		vs = append(vs, pv)
 	}
-	route := pipeline.NewRoute(e.name, mode, vs)
+	route := pipeline.NewRoute(name, mode, vs)
 	route.SetShadows(shadows)
+	return route
+}
+
+// installRoute is install with the route already built (a deployment's
+// green route, which took calls before it became the endpoint's own).
+func installRoute(e *Endpoint, plan containers.EndpointPlan, l containers.Launched, route *pipeline.Route) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.launched = l
@@ -252,7 +268,10 @@ func (s *Server) drain(ctx context.Context, r *pipeline.Route) {
 // A Failed endpoint may be updated too (it runs nothing): it is Updating
 // while the new configuration launches, then InService, or Failed again
 // with the new reason.
-func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *spec.DataCaptureConfig, configName string) error {
+//
+// Under a DeploymentConfig with a BlueGreenUpdatePolicy (d), the traffic
+// shifts as the policy says, with its alarms watched (runRollout).
+func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *spec.DataCaptureConfig, configName string, d *spec.DeploymentConfig) error {
 	if st := e.Status(); st != spec.StatusInService && st != spec.StatusFailed {
 		return errInProgress(e)
 	}
@@ -263,10 +282,19 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 		return err
 	}
 	var wasFailed bool
+	started := s.cfg.Clock.Now()
 	if err := s.saveIf(e, func(r EndpointRecord) error {
 		wasFailed = r.Status == spec.StatusFailed
 		return updatable(r)
-	}, func(r *EndpointRecord) { r.Status, r.Pending = spec.StatusUpdating, configName }); err != nil {
+	}, func(r *EndpointRecord) {
+		r.Status, r.Pending = spec.StatusUpdating, configName
+		if d != nil {
+			r.LastDeployment = d
+		}
+		if guarded(d, wasFailed, plan) {
+			r.Deploying = deploy.NewPending(configName, plan, time.Now())
+		}
+	}); err != nil {
 		return err
 	}
 	s.bg.GoOr(func() {
@@ -288,7 +316,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 				s.captures.attach(e, dc)
 			}
 			s.save(e, func(r *EndpointRecord) {
-				r.Pending = ""
+				r.Pending, r.Deploying = "", nil
 				if wasFailed {
 					r.Status, r.ConfigName, r.Plan, r.FailureReason = spec.StatusFailed, configName, plan, apierr.Truncate(reason, maxFailureReason)
 					r.DataCapture = dc
@@ -312,7 +340,7 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 				s.captures.attach(e, dc)
 			}
 			s.save(e, func(r *EndpointRecord) {
-				r.Pending, r.FailureReason = "", reason
+				r.Pending, r.FailureReason, r.Deploying = "", reason, nil
 				r.Status = spec.StatusInService
 				if wasFailed {
 					r.Status, r.ConfigName, r.Plan, r.DataCapture = spec.StatusFailed, configName, plan, dc
@@ -320,7 +348,13 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 			})
 			return
 		}
-		l, err := s.cfg.Backend.Launch(ctx, plan, gen)
+		var l containers.Launched
+		var err error
+		if guarded(d, wasFailed, plan) {
+			l, err = s.cfg.Backend.Launch(ctx, deploy.FirstFleet(d, rec.Plan, plan), gen)
+		} else {
+			l, err = s.cfg.Backend.Launch(ctx, plan, gen)
+		}
 		if err != nil {
 			if e.deleting.Load() || s.ctx.Err() != nil {
 				return
@@ -331,6 +365,10 @@ func (s *Server) updateEndpoint(e *Endpoint, plan containers.EndpointPlan, dc *s
 				log.Error().Err(err).Msg("update failed; the endpoint keeps its previous configuration")
 			}
 			failed(apierr.RedactPaths(err.Error()))
+			return
+		}
+		if guarded(d, wasFailed, plan) {
+			runRollout(ctx, s, e, d, plan, l, gen, configName, dc, started)
 			return
 		}
 		oldRoute := e.route.Load()

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"github.com/mce-run/mce/host/deploy"
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/components"
@@ -74,6 +75,8 @@ func newComponents(s *Server) *components.Manager {
 		},
 		CheckContainers: func(delta int) error { return s.checkCapacity(delta, nil) },
 		NoCapacity:      s.metrics.ObserveNoCapacity,
+		Clock:           s.cfg.Clock,
+		Alarms:          deploy.CloudWatch(s.cfg.CloudWatch),
 		Background:      s.bg,
 		Logger:          s.log,
 	})

@@ -64,7 +64,7 @@ func inService(rec EndpointRecord) error {
 // updatable accepts an endpoint UpdateEndpoint may change: InService, or
 // Failed (saveIf's ok).
 func updatable(rec EndpointRecord) error {
-	if rec.Status != spec.StatusInService && rec.Status != spec.StatusFailed {
+	if rec.Status != spec.StatusInService && rec.Status != spec.StatusFailed && rec.Status != spec.StatusUpdateRollbackFailed {
 		return apierr.ValidationException("Cannot update in-progress endpoint %q.", rec.ARN)
 	}
 	return nil
@@ -105,9 +105,13 @@ func (s *Server) Recover(ctx context.Context) error {
 		case spec.StatusFailed:
 			s.reg.add(s.newEndpoint(rec))
 			continue
-		case spec.StatusUpdating:
-			rec.Pending, rec.Desired, rec.Status = "", nil, spec.StatusInService
+		case spec.StatusUpdating, spec.StatusRollingBack:
 			rec.FailureReason = "An update was interrupted by a restart of mce; the endpoint kept its previous configuration."
+			if rec.Deploying != nil { // its new fleet is not adopted: Reconcile removes it
+				rec.FailureReason = "Update to endpoint configuration " + rec.Deploying.ConfigName +
+					" was rolled back to the previous configuration because mce restarted during its deployment."
+			}
+			rec.Pending, rec.Desired, rec.Deploying, rec.Status = "", nil, nil, spec.StatusInService
 		}
 		if why := planOutOfBounds(rec.Plan); why != "" {
 			// A record of an older mce, which accepted any count: its

@@ -55,6 +55,13 @@ func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 		f.mu.Unlock()
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 7<<20))
 		ct := r.Header.Get("Content-Type")
+		if code, ok := strings.CutPrefix(tag, "!status="); ok { // an image that always fails
+			n, _ := strconv.Atoi(code)
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(n)
+			fmt.Fprintf(w, "%s: broken image, status %d", hostname, n)
+			return
+		}
 		for _, kv := range strings.Split(r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"), ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {
@@ -150,6 +157,9 @@ type fakeBackend struct {
 	launches atomic.Int64
 	closed   atomic.Int64
 	onClose  func() error // when set, runs in each Launched.Close and is its result
+	// stopOnClose: Launched.Close stops its containers' servers (calls
+	// still in flight finish; later ones are refused), as an engine does.
+	stopOnClose bool
 }
 
 func (b *fakeBackend) Adopt(context.Context, containers.EndpointPlan, int) (containers.Launched, error) {
@@ -232,6 +242,17 @@ func (l *fakeLaunched) Scale(_ context.Context, variant string, n int) error {
 }
 func (l *fakeLaunched) Close(context.Context) error {
 	l.b.closed.Add(1)
+	if l.b.stopOnClose {
+		l.mu.Lock()
+		for _, chains := range l.copies {
+			for _, chain := range chains {
+				for _, c := range chain {
+					c.(*fakeContainer).srv.Close()
+				}
+			}
+		}
+		l.mu.Unlock()
+	}
 	if l.b.onClose != nil {
 		return l.b.onClose()
 	}

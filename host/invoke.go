@@ -185,6 +185,9 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 	if route == nil {
 		return refuse(apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
 	}
+	if sp := e.split.Load(); sp != nil { // a deployment shifts traffic
+		route = pickFleet(sp, route, header(h, hdrTargetVariant))
+	}
 	route, component, isAdapter, api := s.componentRoute(e, route, h) // inference components (components.Manager.Route)
 	if api != nil {
 		return refuse(api)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/deploy"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 )
@@ -54,6 +55,13 @@ type EndpointRecord struct {
 	// Desired holds weights and counts an UpdateEndpointWeightsAndCapacities
 	// in progress moves to, by variant.
 	Desired map[string]VariantTarget `json:",omitempty"`
+	// LastDeployment is the DeploymentConfig of the last update (or of
+	// CreateEndpoint): DescribeEndpoint's LastDeploymentConfig, and what
+	// RetainDeploymentConfig reuses.
+	LastDeployment *spec.DeploymentConfig `json:",omitempty"`
+	// Deploying is the deployment under guardrails in progress
+	// (deploy_endpoint.go); nil when none.
+	Deploying *deploy.Pending `json:",omitempty"`
 	// Tags are the endpoint's tags (CreateEndpoint's, then AddTags and
 	// DeleteTags).
 	Tags []spec.Tag `json:",omitempty"`

@@ -29,6 +29,7 @@ import (
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/statuspage"
 	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/internal/awsclock"
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
 	"github.com/mce-run/mce/pipeline"
@@ -96,6 +97,9 @@ type Config struct {
 	// calls and runs it on the endpoints and components until Close. Nil
 	// answers none. The caller closes it after the server.
 	AutoScaling *applicationautoscaling.Service
+	// Clock is the clock of AWS's timings (deployment guardrails' waits);
+	// nil: the wall clock.
+	Clock *awsclock.Clock
 	// AsyncMaxPayload caps an asynchronous input and its answer, each held
 	// in memory while the request runs; default async.DefaultPayload, at
 	// most async.PayloadLimit.

@@ -310,6 +310,11 @@ type Update struct {
 	// Batch is how many copies a new specification replaces at a time;
 	// 0: DefaultBatch.
 	Batch int
+	// Wait is the bake after each batch (WaitIntervalInSeconds), during
+	// which Alarms (AutoRollbackConfiguration) are watched: any in ALARM
+	// rolls the update back.
+	Wait   time.Duration
+	Alarms []string
 	// Also, if not nil, changes the record with the update (Apply marks
 	// what it applied).
 	Also func(*Record)
@@ -419,6 +424,7 @@ func (m *Manager) updateCopies(ctx context.Context, c *Component, rec Record, u 
 		}
 		if roll {
 			startRollout(r, sp, tpl, batch)
+			r.Rollout.Wait, r.Rollout.Alarms = u.Wait, u.Alarms
 		} else {
 			resumeRollout(r)
 		}

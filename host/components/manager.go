@@ -2,6 +2,8 @@ package components
 
 import (
 	"context"
+	"github.com/mce-run/mce/host/deploy"
+	"github.com/mce-run/mce/internal/awsclock"
 	"slices"
 	"strings"
 	"sync"
@@ -36,6 +38,8 @@ type Manager struct {
 	bg         *background.Group
 	ctx        context.Context // bg's: the Manager's lifetime
 	log        zerolog.Logger
+	clock      *awsclock.Clock
+	alarms     deploy.AlarmSource
 
 	mu     sync.RWMutex
 	byName map[string]*Component // by lower-cased name
@@ -89,6 +93,13 @@ type Options struct {
 	// lifetime, and stopping it aborts launches in progress.
 	Background *background.Group
 	Logger     zerolog.Logger
+	// Clock is the clock of the waits of a rolling update's
+	// DeploymentConfig (WaitIntervalInSeconds); nil: the wall clock.
+	Clock *awsclock.Clock
+	// Alarms is where the alarms of a rolling update's
+	// AutoRollbackConfiguration are read; nil: no CloudWatch (an update
+	// naming alarms is refused).
+	Alarms deploy.AlarmSource
 }
 
 // HostEndpoint is what the Manager needs of the endpoint that hosts a
@@ -121,7 +132,7 @@ type EndpointState struct {
 func NewManager(opts Options) *Manager {
 	m := &Manager{engine: opts.Engine, store: opts.Store, endpoint: opts.Endpoint, model: opts.Model, checkURL: opts.CheckModelData,
 		region: opts.Region, account: opts.Account, timeout: opts.ContainerTimeout, room: opts.ContainerRoom, check: opts.CheckContainers, noCapacity: opts.NoCapacity,
-		bg: opts.Background, ctx: opts.Background.Context(), log: opts.Logger}
+		bg: opts.Background, ctx: opts.Background.Context(), log: opts.Logger, clock: opts.Clock, alarms: opts.Alarms}
 	if m.region == "" {
 		m.region = "us-east-1"
 	}

@@ -3,8 +3,10 @@ package components
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mce-run/mce/host/deploy"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
@@ -44,9 +46,8 @@ import (
 // from where it stopped.
 
 // DefaultBatch is how many copies a rolling update replaces at a time when
-// the update names no batch: one (mce's choice; SageMaker's
-// MaximumBatchSize of DeploymentConfig, which mce does not read yet, may
-// give more).
+// the update names no batch (no DeploymentConfig: its MaximumBatchSize is
+// Update.Batch, spec.ComponentBatch): one, mce's choice.
 const DefaultBatch = 1
 
 // Rollout is a rolling update in progress, in the record of its component.
@@ -68,6 +69,10 @@ type Rollout struct {
 	FromApplied string `json:",omitempty"`
 	// Batch is how many copies are replaced at a time (at least 1).
 	Batch int
+	// Wait is the bake after each batch, Alarms what it watches (the
+	// update's DeploymentConfig); a rollback neither waits nor watches.
+	Wait   time.Duration `json:",omitempty"`
+	Alarms []string      `json:",omitempty"`
 	// RollingBack is set once a new copy failed to start; Failure says
 	// why it did not.
 	RollingBack bool   `json:",omitempty"`
@@ -169,16 +174,7 @@ func (m *Manager) roll(c *Component, e HostEndpoint, v containers.VariantPlan) {
 				log.Error().Msg("rolling back the inference component's update failed: the copies of both specifications that run keep serving")
 				return
 			}
-			why := strings.TrimSpace(got.why("The new copies", v))
-			m.saveComponent(c, func(r *Record) {
-				ro := r.Rollout
-				r.Spec, ro.FromSpec = ro.FromSpec, r.Spec
-				r.Template, ro.FromTemplate = ro.FromTemplate, r.Template
-				r.SpecVersion, ro.FromVersion = ro.FromVersion, r.SpecVersion
-				r.Desired, ro.FromDesired = ro.FromDesired, r.Desired
-				r.Applied = ro.FromApplied
-				ro.RollingBack, ro.Failure = true, apierr.Truncate(why, spec.MaxFailureReason)
-			})
+			m.rollBack(c, strings.TrimSpace(got.why("The new copies", v)))
 			log.Error().Int("ready", len(got.ready)).Int("batch", n).Msg("a batch of the inference component's rolling update did not start; rolling it back")
 			continue
 		}
@@ -188,6 +184,69 @@ func (m *Manager) roll(c *Component, e HostEndpoint, v containers.VariantPlan) {
 		drop := max(min(n, len(old)), len(old)-(target-len(fresh)-n))
 		m.removeCopies(c, old[:drop])
 		log.Info().Int("batch", n).Int("replaced", drop).Bool("rolling_back", ro.RollingBack).Msg("inference component: a batch of its rolling update serves")
+		if !ro.RollingBack {
+			if alarm := m.bake(c, ro); alarm != "" {
+				m.rollBack(c, "CloudWatch alarm "+alarm+" went into the ALARM state during the update.")
+				log.Warn().Str("alarm", alarm).Msg("an alarm rolls the inference component's update back")
+			}
+		}
+	}
+}
+
+// rollBack turns the record's rolling update into its rollback, for why.
+func (m *Manager) rollBack(c *Component, why string) {
+	m.saveComponent(c, func(r *Record) {
+		ro := r.Rollout
+		r.Spec, ro.FromSpec = ro.FromSpec, r.Spec
+		r.Template, ro.FromTemplate = ro.FromTemplate, r.Template
+		r.SpecVersion, ro.FromVersion = ro.FromVersion, r.SpecVersion
+		r.Desired, ro.FromDesired = ro.FromDesired, r.Desired
+		r.Applied = ro.FromApplied
+		ro.RollingBack, ro.Failure = true, apierr.Truncate(why, spec.MaxFailureReason)
+	})
+}
+
+// bake waits out a batch's WaitIntervalInSeconds on the Manager's clock
+// with the update's alarms watched, and returns the first in ALARM ("":
+// none; the bake also ends early when the component is deleted or the
+// Manager stops).
+func (m *Manager) bake(c *Component, ro *Rollout) string {
+	var w *deploy.Watcher
+	if len(ro.Alarms) > 0 && m.alarms != nil {
+		w = deploy.Watch(m.alarms, ro.Alarms)
+		defer w.Close()
+	}
+	if ro.Wait <= 0 {
+		if w != nil {
+			return w.Tripped()
+		}
+		return ""
+	}
+	var changed <-chan struct{}
+	if w != nil {
+		changed = w.Changed()
+	}
+	t := m.clock.NewTimer(ro.Wait)
+	defer t.Stop()
+	tick := time.NewTicker(100 * time.Millisecond) // a deletion is a flag
+	defer tick.Stop()
+	for {
+		if w != nil {
+			if a := w.Tripped(); a != "" {
+				return a
+			}
+		}
+		if c.deleting.Load() {
+			return ""
+		}
+		select {
+		case <-t.C:
+			return ""
+		case <-m.ctx.Done():
+			return ""
+		case <-changed:
+		case <-tick.C:
+		}
 	}
 }
 

@@ -19,6 +19,10 @@ const (
 	StatusSystemUpdating Status = "SystemUpdating" // relaunching after a restart of mce
 	StatusFailed         Status = "Failed"
 	StatusDeleting       Status = "Deleting"
+	// Deployment guardrails (UpdateEndpoint's DeploymentConfig): traffic
+	// goes back to the previous fleet; or it could not be rolled back.
+	StatusRollingBack          Status = "RollingBack"
+	StatusUpdateRollbackFailed Status = "UpdateRollbackFailed"
 )
 
 // MaxFailureReason is the length limit of an endpoint's or inference

@@ -207,7 +207,7 @@ type MetricsConfig struct {
 type CreateEndpointInput struct {
 	EndpointName       string          `json:"EndpointName,omitempty"`
 	EndpointConfigName string          `json:"EndpointConfigName,omitempty"`
-	DeploymentConfig   json.RawMessage `json:"DeploymentConfig,omitempty"` // ignored locally
+	DeploymentConfig   json.RawMessage `json:"DeploymentConfig,omitempty"` // kept: the later updates' LastDeploymentConfig (ParseDeploymentConfig)
 	Tags               []Tag           `json:"Tags,omitempty"`             // kept: ListTags
 }
 

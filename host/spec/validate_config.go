@@ -188,16 +188,19 @@ func (e *CreateEndpointInput) Validate() error {
 	c.requiredStr("endpointName", e.EndpointName, maxNameLen, entityNameRe, entityNamePattern)
 	c.requiredStr("endpointConfigName", e.EndpointConfigName, maxNameLen, entityNameRe, entityNamePattern)
 	c.tags("tags", e.Tags)
-	return c.err()
+	if err := c.err(); err != nil {
+		return err
+	}
+	d, err := ParseDeploymentConfig(e.DeploymentConfig)
+	if err != nil || d == nil {
+		return err
+	}
+	return d.Validate()
 }
 
-// Warnings lists the members mce accepts but does not act on.
-func (e *CreateEndpointInput) Warnings() []string {
-	var w warnings
-	w.prefix = "endpoint " + strconv.Quote(e.EndpointName) + ": "
-	w.ifSet(present(e.DeploymentConfig), "DeploymentConfig")
-	return w.list
-}
+// Warnings lists the members mce accepts but does not act on: none now
+// (DeploymentConfig is kept and shown as LastDeploymentConfig).
+func (e *CreateEndpointInput) Warnings() []string { return nil }
 
 // DefaultAsyncConcurrency is MaxConcurrentInvocationsPerInstance when the
 // configuration leaves it unset. SageMaker "chooses an optimal value" it

@@ -479,9 +479,7 @@ func TestWarnings(t *testing.T) {
 			`endpoint configuration "ab-config": VolumeSizeInGB (production variant "AllTraffic") ignored locally`,
 			`endpoint configuration "ab-config": ManagedInstanceScaling (production variant "AllTraffic") ignored locally`,
 		}},
-		{"endpoint", e.Warnings(), []string{
-			`endpoint "ab-test": DeploymentConfig ignored locally`,
-		}},
+		{"endpoint: DeploymentConfig is honored now", e.Warnings(), nil},
 		{"nothing to say", plain.Warnings(), nil},
 	}
 	for _, tt := range tests {
