@@ -587,6 +587,7 @@ func (s *serving) newHost(context.Context) (func(), error) {
 		Capture:     s.capture,
 		CloudWatch:  s.cw,
 		AutoScaling: s.autoScaling,
+		Clock:       s.clock,
 		// Unsigned scrapers keep /metrics on the API listener only in local
 		// development: loopback and no policies (the host also checks the
 		// policies on every scrape).
