@@ -21,6 +21,11 @@ the cluster's token; no kubectl):
     pod counts checked through the API server and the answers;
   - UpdateEndpoint (aws CLI) to a new configuration under continuous boto3
     traffic: zero failed calls (the counts are printed);
+  - operating endpoints (e2e/test_operations.py; mce runs with
+    --time-compression 60): a variant's pods scaled 1 -> 3 -> 1 by a
+    target-tracking policy under load, a canary of a failing model rolled
+    back by its alarm and a linear rollout completed, no failed call to the
+    old pods;
   - mce killed (SIGKILL) and stopped (SIGTERM, --on-exit keep) and started
     again adopts the running pods: the same pod UIDs before and after; with
     --on-exit remove, SIGTERM deletes them and the next start launches anew;
@@ -114,7 +119,9 @@ class MCE:
                      "--kubeconfig", a.kubeconfig, "--namespace", "default", "--fetch-image", a.fetch_image,
                      "--listen", url[len("http://"):], "--insecure", "--metrics-listen", a.operator[len("http://"):],
                      "--state-dir", a.state, "--instance", INSTANCE, "--stop-grace", "2s", "--log-format", "json",
-                     "--model-volume", "weights=hostPath:" + a.models]
+                     "--model-volume", "weights=hostPath:" + a.models,
+                     # AWS's minutes in a second: the autoscaling and rollout step's alarms and cooldowns
+                     "--time-compression", "60"]
         self.p = None
 
     def start(self, sm):
@@ -533,6 +540,32 @@ def main():
             check(len(gens) == 1 and outs == {b"x-d"}, "after the update only the new generation runs and answers",
                   f"generations {gens}, answers {outs}")
         step("update under traffic", update_under_traffic)
+
+        def operations():
+            # e2e/test_operations.py against this mce: a variant that scales 1 → 3 → 1 on a target-tracking
+            # policy (pods, here) and rollouts with deployment guardrails, with Debian's boto3 and aws CLI; its
+            # checks count in this script's summary.
+            global passed, failed
+            env = dict(os.environ, AWS_ACCESS_KEY_ID="AKIDEXAMPLE", AWS_SECRET_ACCESS_KEY="kube-e2e",
+                       AWS_DEFAULT_REGION="us-east-1", AWS_EC2_METADATA_DISABLED="true",
+                       AWS_CONFIG_FILE="/dev/null", AWS_SHARED_CREDENTIALS_FILE="/dev/null", AWS_PAGER="")
+            p = subprocess.run(["/usr/bin/python3", "-B", "-I", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                            "test_operations.py"),
+                                "--url", url, "--aws", AWS_CLI, "--prefix", "kops", "--parts", "scaling,rollouts",
+                                "--timeout", "120"], capture_output=True, text=True, timeout=900, env=env)
+            lines = p.stdout.strip().splitlines()
+            for line in lines[:-1]:
+                print(line, flush=True)
+            summary = lines[-1].split() if lines else []
+            if len(summary) == 4 and summary[1] == "passed," and summary[3] == "failed":
+                passed += int(summary[0])
+                failed += int(summary[2])
+            else:
+                check(False, "e2e/test_operations.py ends with its summary", (p.stdout + p.stderr)[-2000:])
+            if p.returncode != 0 and p.stderr.strip():
+                info("test_operations.py stderr: " + p.stderr.strip()[-2000:])
+            wait_for("the operations' pods gone", lambda: not kube.pods("kops-scale") and not kube.pods("kops-roll"), within=120)
+        step("operations: autoscaling and rollouts", operations)
 
         def logs():
             p = kube.pods("direct-ep")[0]["metadata"]["name"]

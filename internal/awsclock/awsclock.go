@@ -6,9 +6,10 @@
 // tests and demos, mce serve --time-compression N makes AWS time pass N
 // times faster than the wall clock, everywhere at once: Now runs N times
 // as fast from the moment the clock was made, and Real turns an AWS
-// duration into the wall-clock time to wait for it. Timestamps that mce
-// answers (datapoints, alarm state changes, scaling activities) are on
-// this clock, so they stay consistent with each other.
+// duration into the wall-clock time to wait for it. The timestamps of
+// CloudWatch and Application Auto Scaling (datapoints, alarm state changes,
+// scaling activities) are on this clock, so they stay consistent with each
+// other; SageMaker's own (CreationTime, …) stay on the wall clock.
 package awsclock
 
 import (
