@@ -46,6 +46,10 @@ var (
 	// Per inference component: calls refused because it had no copy
 	// (what scale-out from zero's step scaling alarms on).
 	mNoCapacity = inv("NoCapacityInvocationFailures", "None")
+	// Per inference component: each call counts 1/copies, so a minute's
+	// Sum is the calls per copy (what target tracking's
+	// SageMakerInferenceComponentInvocationsPerCopy reads).
+	mInvocationsPerCopy = inv("InvocationsPerCopy", "None")
 	// Calls in flight, at SageMaker's high resolution.
 	mConcurrentPerModel = def(metric{NamespaceInvocations, "ConcurrentRequestsPerModel", "None", cloudwatch.HighResolution})
 	mConcurrentPerCopy  = def(metric{NamespaceInvocations, "ConcurrentRequestsPerCopy", "None", cloudwatch.HighResolution})

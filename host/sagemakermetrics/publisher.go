@@ -272,8 +272,11 @@ func (p *Publisher) Invocation(endpoint, variant string, total, model time.Durat
 // componentSeries are one inference component's handles.
 type componentSeries struct {
 	invocations, err4xx, err5xx, modelErrors, modelLatency, overheadLatency *lazySeries
-	concurrent, noCapacity                                                  *lazySeries
-	cpu, memory, gpu, gpuMemory                                             *lazySeries
+	concurrent, noCapacity, perCopy                                         *lazySeries
+	// copies is the component's copy count, refreshed by the concurrency
+	// sampler (InvocationsPerCopy sends 1/copies).
+	copies                      atomic.Int64
+	cpu, memory, gpu, gpuMemory *lazySeries
 }
 
 func (p *Publisher) component(name string) *componentSeries {
@@ -293,10 +296,11 @@ func (p *Publisher) component(name string) *componentSeries {
 		invocations: p.lazy(mInvocations, d), err4xx: p.lazy(mInvocation4XX, d), err5xx: p.lazy(mInvocation5XX, d),
 		modelErrors: p.lazy(mModelErrors, d), modelLatency: p.lazy(mModelLatency, d),
 		overheadLatency: p.lazy(mOverheadLatency, d), concurrent: p.lazy(mConcurrentPerCopy, d),
-		noCapacity: p.lazy(mNoCapacity, d),
-		cpu:        p.lazy(mCPUNormalized, d), memory: p.lazy(mMemoryNormalized, d),
+		noCapacity: p.lazy(mNoCapacity, d), perCopy: p.lazy(mInvocationsPerCopy, d),
+		cpu: p.lazy(mCPUNormalized, d), memory: p.lazy(mMemoryNormalized, d),
 		gpu: p.lazy(mGPUNormalized, d), gpuMemory: p.lazy(mGPUMemoryNormalized, d),
 	}
+	c.copies.Store(1)
 	p.components[name] = c
 	return c
 }
@@ -308,7 +312,9 @@ func (p *Publisher) ComponentInvocation(component string, total, model time.Dura
 		return
 	}
 	c := p.component(component)
-	observeCall(invocationSeries{c.invocations, c.err4xx, c.err5xx, c.modelErrors, c.modelLatency, c.overheadLatency}, p.now(), total, model, err)
+	end := p.now()
+	observeCall(invocationSeries{c.invocations, c.err4xx, c.err5xx, c.modelErrors, c.modelLatency, c.overheadLatency}, end, total, model, err)
+	c.perCopy.ObserveAt(end, 1/float64(max(c.copies.Load(), 1)))
 }
 
 // NoCapacityInvocation records one call refused because the inference

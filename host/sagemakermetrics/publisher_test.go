@@ -131,14 +131,21 @@ func TestComponentAndMultiModelMetrics(t *testing.T) {
 	if dp := stat(t, svc, NamespaceInvocations, "ConcurrentRequestsPerCopy", cd, "Average"); val(dp.Average) != 2.5 {
 		t.Errorf("ConcurrentRequestsPerCopy = %v, want 2.5", val(dp.Average))
 	}
+	// The 2 calls before the first sample count 1 each (one copy assumed);
+	// 2 more, once the sampler saw 2 copies, count 1/2 each.
+	p.ComponentInvocation("ic", time.Millisecond, time.Millisecond, nil)
+	p.ComponentInvocation("ic", time.Millisecond, time.Millisecond, nil)
+	if dp := stat(t, svc, NamespaceInvocations, "InvocationsPerCopy", cd, "Sum"); math.Abs(val(dp.Sum)-3) > 1e-9 {
+		t.Errorf("InvocationsPerCopy = %v, want 3 (2 calls at 1 copy, 2 at 2 copies)", val(dp.Sum))
+	}
 	p.NoCapacityInvocation("ic")
 	p.NoCapacityInvocation("ic")
 	p.NoCapacityInvocation("") // no component: nothing to count
 	if dp := stat(t, svc, NamespaceInvocations, "NoCapacityInvocationFailures", cd, "Sum"); val(dp.Sum) != 2 {
 		t.Errorf("NoCapacityInvocationFailures = %v, want 2", val(dp.Sum))
 	}
-	if dp := stat(t, svc, NamespaceInvocations, "Invocations", cd, "Sum"); val(dp.Sum) != 2 {
-		t.Errorf("component Invocations after refused calls = %v, want still 2 (a refused call reached no copy)", val(dp.Sum))
+	if dp := stat(t, svc, NamespaceInvocations, "Invocations", cd, "Sum"); val(dp.Sum) != 4 {
+		t.Errorf("component Invocations after refused calls = %v, want still 4 (a refused call reached no copy)", val(dp.Sum))
 	}
 
 	o1 := p.MultiModelObserver("mm", "AllTraffic", "c1")
@@ -265,8 +272,8 @@ func TestPruneForgetsGoneVariants(t *testing.T) {
 // catalogue of docs/cloudwatch-metrics.md, with its namespace and unit.
 func TestCatalogueIsDocumented(t *testing.T) {
 	doc := readDoc(t)
-	if n := len(Catalogue()); n != 29 {
-		t.Fatalf("the catalogue lists %d metrics, want the 29 declared", n)
+	if n := len(Catalogue()); n != 30 {
+		t.Fatalf("the catalogue lists %d metrics, want the 30 declared", n)
 	}
 	for _, m := range Catalogue() {
 		row := fmt.Sprintf("| `%s` | `%s` |", m.Namespace, m.Name)

@@ -33,7 +33,9 @@ func (p *Publisher) sampleConcurrency(now time.Time) {
 			if c.Copies == 0 {
 				continue
 			}
-			p.component(c.Component).concurrent.ObserveAt(now, float64(c.InFlight)/float64(c.Copies))
+			s := p.component(c.Component)
+			s.copies.Store(int64(c.Copies))
+			s.concurrent.ObserveAt(now, float64(c.InFlight)/float64(c.Copies))
 		}
 		p.prune(nil, func(name string) bool { return live[name] })
 	}
