@@ -232,9 +232,7 @@ func New(cfg Config) *Server {
 		s.metrics.Registry().MustRegister(uc)
 	}
 	s.metrics.Registry().MustRegister(metrics.NewStateCollector(metricsState(s)), metrics.NewBuildInfo(cfg.Version), metrics.NewComponentCollector(s.ics.Gauges))
-	if cfg.Clock.Factor() != 1 {
-		s.metrics.Registry().MustRegister(metrics.NewClockOffset(cfg.Clock.Now))
-	}
+	s.metrics.Registry().MustRegister(metrics.NewClockOffset(cfg.Clock.Now)) // 0 on the wall clock
 	s.invoker = pipeline.NewInvoker(pipeline.Options{
 		Timeout:    cfg.ContainerTimeout,
 		MaxPayload: MaxPayload,

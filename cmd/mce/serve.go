@@ -328,12 +328,12 @@ type serving struct {
 // makeClock makes the clock of AWS's timings: the wall clock, or one
 // --time-compression times as fast.
 func (s *serving) makeClock(context.Context) (func(), error) {
-	if s.f.timeCompression == 1 {
+	if s.f.timeCompression == 1 || s.f.timeCompression == 0 { // 0: the flag's zero value, none given
 		return nil, nil
 	}
 	c, err := awsclock.New(s.f.timeCompression)
-	if err != nil {
-		return nil, &exitError{code: 2, msg: fmt.Sprintf("--time-compression %v: want a factor from 1 to %d", s.f.timeCompression, awsclock.MaxFactor)}
+	if err != nil || s.f.timeCompression > awsclock.MaxServeFactor {
+		return nil, &exitError{code: 2, msg: fmt.Sprintf("--time-compression %v: want a factor from 1 to %d", s.f.timeCompression, awsclock.MaxServeFactor)}
 	}
 	s.clock = c
 	s.log.Warn().Float64("factor", c.Factor()).Msg("AWS's timings are compressed (--time-compression): periods, alarms, rollouts and cooldowns run faster than the wall clock")

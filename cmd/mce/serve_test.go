@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/moby/moby/client"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -117,6 +118,21 @@ func TestServeRefusesBadFiles(t *testing.T) {
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "Imagee") {
 		t.Fatalf("err = %v, want exit 2 naming the field", err)
+	}
+}
+
+// TestServeRefusesBadTimeCompression: --time-compression outside 1 to 120
+// (or not a number; 0 is the flag not given) stops serve before anything
+// starts, with exit 2.
+func TestServeRefusesBadTimeCompression(t *testing.T) {
+	for _, f := range []float64{0.5, -60, 121, 3600, math.NaN(), math.Inf(1)} {
+		flags := serveFlagsFor(t, freePort(t), endpointFile(t, ""))
+		flags.timeCompression = f
+		err := serve(context.Background(), flags)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(ee.msg, "--time-compression") || !strings.Contains(ee.msg, "from 1 to 120") {
+			t.Errorf("--time-compression %v: err = %v, want exit 2 naming the range", f, err)
+		}
 	}
 }
 

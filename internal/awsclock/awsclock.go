@@ -17,11 +17,16 @@ import (
 	"time"
 )
 
-// MaxFactor bounds the compression: at 120 a one-minute period lasts half
-// a second, and CloudWatch's store flushes every 8 ms of wall time to keep
-// up with its one-second grace for late values. Beyond that the loops that
-// keep AWS's timings would spend more time waking than working.
-const MaxFactor = 120
+// MaxFactor bounds the compression a clock takes: at 3,600 an hour of AWS
+// time passes in a second (tests of long waits use it).
+const MaxFactor = 3600
+
+// MaxServeFactor bounds mce serve --time-compression: at 120 a one-minute
+// period lasts half a second, and CloudWatch's store flushes every 8 ms of
+// wall time to keep up with its one-second grace for late values. Beyond
+// that the loops that keep AWS's timings would spend more time waking than
+// working, and datapoints could be dropped.
+const MaxServeFactor = 120
 
 // Clock is AWS time as mce keeps it. The zero value and nil are the wall
 // clock.
