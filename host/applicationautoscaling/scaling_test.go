@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
 
 	"github.com/mce-run/mce/host/cloudwatch"
+	"github.com/mce-run/mce/internal/atomicfile"
 )
 
 var epDims = []cloudwatch.Dimension{{Name: "EndpointName", Value: "ep"}, {Name: "VariantName", Value: "v1"}}
@@ -355,7 +356,7 @@ func TestReopen(t *testing.T) {
 	}
 	// A file that does not parse is moved aside, not fatal.
 	g.stop()
-	if err := writeFileAtomic(dir+"/applicationautoscaling/"+fileName("x"), []byte("{")); err != nil {
+	if err := atomicfile.Write(dir+"/applicationautoscaling/"+fileName("x"), []byte("{")); err != nil {
 		t.Fatal(err)
 	}
 	h := open(t, dir, c, fake)

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mce-run/mce/internal/atomicfile"
 )
 
 // The state folder: one JSON file a scalable target, named by a hash of
@@ -84,36 +86,9 @@ func (s *Service) persist(k string) error {
 		}
 		return nil
 	}
-	if err := writeFileAtomic(path, b); err != nil {
+	if err := atomicfile.Write(path, b); err != nil {
 		s.log.Error().Err(err).Str("scalable_target", k).Msg("applicationautoscaling: writing a target's file; its last change is not kept over a restart")
 		return err
-	}
-	return nil
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }
@@ -126,7 +101,7 @@ func (s *Service) load() error {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if strings.HasPrefix(name, ".tmp-") {
+		if atomicfile.IsTemp(name) {
 			os.Remove(filepath.Join(s.dir, name))
 			continue
 		}

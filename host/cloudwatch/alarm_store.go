@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mce-run/mce/internal/atomicfile"
 )
 
 // The alarms' files: one JSON file an alarm in <Options.Dir>/alarms, named
@@ -67,33 +69,11 @@ func (s *Service) persist(name string) error {
 		}
 		return nil
 	}
-	if err := writeFileAtomic(path, b); err != nil {
+	if err := atomicfile.Write(path, b); err != nil {
 		al.log.Error().Err(err).Str("alarm", name).Msg("cloudwatch: writing an alarm's file; its last change is not kept over a restart")
 		return err
 	}
 	return nil
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
 }
 
 // loadAlarms reads the alarms' files (see above). It fails only when the
@@ -110,7 +90,7 @@ func (s *Service) loadAlarms() error {
 	for _, de := range entries {
 		name := de.Name()
 		path := filepath.Join(al.dir, name)
-		if strings.HasPrefix(name, ".tmp-") {
+		if atomicfile.IsTemp(name) {
 			os.Remove(path) // a write that did not finish
 			continue
 		}

@@ -1,0 +1,32 @@
+package atomicfile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestWrite: the file holds the new content, no temporary file is left,
+// and a write into a folder that is gone fails without leaving anything.
+func TestWrite(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	for _, content := range []string{"old", "new"} {
+		if err := Write(path, []byte(content)); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != content {
+			t.Fatalf("read %q, %v; want %q", b, err, content)
+		}
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("the folder holds %d files, want only state.json", len(ents))
+	}
+	if err := Write(filepath.Join(dir, "gone", "x.json"), []byte("x")); err == nil {
+		t.Fatal("a write into a missing folder succeeded")
+	}
+	if !IsTemp(TempPrefix+"123") || IsTemp("state.json") {
+		t.Error("IsTemp")
+	}
+}
