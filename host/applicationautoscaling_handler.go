@@ -31,22 +31,12 @@ func serveAutoScaling(s *Server, c echo.Context) error {
 		applicationautoscaling.WriteError(w, &applicationautoscaling.APIError{Status: api.Status, Code: api.Code, Message: api.Message})
 		return nil
 	}
-	if _, api := s.gate.preAuthorize(r.Context(), r, "", "", nil); api != nil {
-		return refuse(api)
-	}
-	rb, api := s.readBody(w, r, maxAutoScalingBody, func(int64) *apierr.Error {
-		return &apierr.Error{Status: http.StatusRequestEntityTooLarge, Code: applicationautoscaling.CodeValidation,
-			Message: "The request body is larger than mce accepts for Application Auto Scaling."}
-	})
+	body, p, release, api := letIn(s, w, r, maxAutoScalingBody, &apierr.Error{Status: http.StatusRequestEntityTooLarge,
+		Code: applicationautoscaling.CodeValidation, Message: "The request body is larger than mce accepts for Application Auto Scaling."})
 	if api != nil {
 		return refuse(api)
 	}
-	defer rb.release()
-	body := rb.bytes()
-	p, api := s.gate.authenticate(r, body)
-	if api != nil {
-		return refuse(api)
-	}
+	defer release()
 	svc := s.cfg.AutoScaling
 	if svc == nil {
 		return refuse(&apierr.Error{Status: http.StatusBadRequest, Code: apierr.CodeUnknownOperation,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/mce-run/mce/authz"
 	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/cloudwatch"
@@ -40,22 +41,12 @@ func serveCloudWatch(s *Server, c echo.Context) error {
 		cloudwatch.WriteError(w, r, api.Status, cloudwatch.QueryCode(api.Code), api.Message)
 		return nil
 	}
-	if _, api := s.gate.preAuthorize(r.Context(), r, "", "", nil); api != nil {
-		return refuse(api)
-	}
-	rb, api := s.readBody(w, r, maxCloudWatchBody, func(int64) *apierr.Error {
-		return &apierr.Error{Status: http.StatusRequestEntityTooLarge, Code: "RequestEntityTooLarge",
-			Message: "The request body is larger than mce accepts for CloudWatch."}
-	})
+	body, p, release, api := letIn(s, w, r, maxCloudWatchBody, &apierr.Error{Status: http.StatusRequestEntityTooLarge,
+		Code: "RequestEntityTooLarge", Message: "The request body is larger than mce accepts for CloudWatch."})
 	if api != nil {
 		return refuse(api)
 	}
-	defer rb.release()
-	body := rb.bytes()
-	p, api := s.gate.authenticate(r, body)
-	if api != nil {
-		return refuse(api)
-	}
+	defer release()
 	// A form is read once: STS's and IAM's go to their services
 	// (identity_handler.go); a form of another Version is refused by
 	// CloudWatch's Service.
@@ -77,6 +68,25 @@ func serveCloudWatch(s *Server, c echo.Context) error {
 		return nil
 	})
 	return nil
+}
+
+// letIn lets in a call of an AWS service host serves beside SageMaker
+// (CloudWatch, Application Auto Scaling): pre-authorization, the body
+// within limit (tooLarge past it), the caller authenticated. The body is
+// valid until release.
+func letIn(s *Server, w http.ResponseWriter, r *http.Request, limit int, tooLarge *apierr.Error) (body []byte, p authz.Principal, release func(), api *apierr.Error) {
+	if _, api := s.gate.preAuthorize(r.Context(), r, "", "", nil); api != nil {
+		return nil, p, nil, api
+	}
+	rb, api := s.readBody(w, r, limit, func(int64) *apierr.Error { return tooLarge })
+	if api != nil {
+		return nil, p, nil, api
+	}
+	if p, api = s.gate.authenticate(r, rb.bytes()); api != nil {
+		rb.release()
+		return nil, p, nil, api
+	}
+	return rb.bytes(), p, rb.release, nil
 }
 
 // newPublisher makes the publisher of SageMaker's CloudWatch metrics and
