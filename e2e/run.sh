@@ -266,7 +266,7 @@ stop_mce() {
   fi
   left="$(docker ps -aq --filter "label=io.mce.instance=${inst}")"
   nets="$(docker network ls -q --filter "label=io.mce.instance=${inst}")"
-  files="$(find "${st}/instances/${inst}/artifacts" -mindepth 1 ! -type d 2>/dev/null | head -5)"
+  files="$(find "${st}/instances/${inst}/artifacts" -mindepth 1 ! -type d 2>/dev/null | head -5 || true)" # none: no folder
   if [ -n "$left" ] || [ -n "$nets" ] || [ -n "$files" ]; then
     echo "FAIL [e2e] mce ${inst} left behind containers [${left//$'\n'/ }] networks [${nets//$'\n'/ }] artifact files [${files//$'\n'/ }]"
     failed=$((failed + 1))
