@@ -213,6 +213,7 @@ func (s *Server) updateComponent(ctx context.Context, in *updateComponentInput, 
 		return nil, err
 	}
 	u.Batch, u.Wait, u.Alarms = rolling.Batch, rolling.Wait, rolling.Alarms
+	u.RollbackBatch, u.Timeout = rolling.RollbackBatch, rolling.Timeout
 	if err := s.ics.Update(ctx, c, u); err != nil {
 		return nil, err
 	}

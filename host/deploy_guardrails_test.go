@@ -23,6 +23,7 @@ import (
 	"github.com/mce-run/mce/host/deploy"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/internal/awsclock"
+	"github.com/mce-run/mce/internal/testenv"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -794,6 +795,71 @@ func TestGuardrailsComponentAlarmRollsBack(t *testing.T) {
 		t.Errorf("after the rollback: %q, image %s, %d copies", aws.ToString(d.FailureReason), aws.ToString(d.Specification.Container.DeployedImage.SpecifiedImage), aws.ToInt32(d.RuntimeConfig.CurrentCopyCount))
 	}
 	if out, err := h.invokeIC("ica", "ic"); err != nil || out != "x-v1" {
+		t.Errorf("after the rollback: %q %v", out, err)
+	}
+}
+
+// TestGuardrailsComponentTimeoutRollsBackInBatches: an inference
+// component's rolling update still rolling after its
+// MaximumExecutionTimeoutInSeconds is rolled back, and the rollback brings
+// the old copies back RollbackMaximumBatchSize at a time (one here; the
+// record's Rollout says so while it runs), no call failing meanwhile.
+func TestGuardrailsComponentTimeoutRollsBackInBatches(t *testing.T) {
+	clock, err := awsclock.New(600) // a bake of 600 s lasts a second
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, b := newICHarnessWith(t, nil, Config{Clock: clock})
+	b.delay = 150 * time.Millisecond // each batch of the rollback lasts long enough to be seen
+	sm := h.sm()
+	ctx := context.Background()
+	createICEndpoint(t, sm, "ict", "ml.m5.4xlarge", 1)
+	sp := func(image string) *smtypes.InferenceComponentSpecification {
+		return &smtypes.InferenceComponentSpecification{Container: &smtypes.InferenceComponentContainerSpecification{Image: aws.String(image)},
+			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{NumberOfCpuCoresRequired: aws.Float32(1), MinMemoryRequiredInMb: aws.Int32(256)}}
+	}
+	if err := createIC(ctx, sm, "ict", "ict", sp("-v1"), 3); err != nil {
+		t.Fatal(err)
+	}
+	waitIC(t, sm, "ict")
+	traffic := testenv.StartTraffic(t, 2, func() error {
+		_, err := h.invokeIC("ict", "ict")
+		return err
+	})
+	if _, err := sm.UpdateInferenceComponent(ctx, &sagemaker.UpdateInferenceComponentInput{InferenceComponentName: aws.String("ict"),
+		Specification: sp("-v2"), DeploymentConfig: &smtypes.InferenceComponentDeploymentConfig{
+			RollingUpdatePolicy: &smtypes.InferenceComponentRollingUpdatePolicy{
+				MaximumBatchSize:                 &smtypes.InferenceComponentCapacitySize{Type: smtypes.InferenceComponentCapacitySizeTypeCopyCount, Value: aws.Int32(1)},
+				WaitIntervalInSeconds:            aws.Int32(600),
+				MaximumExecutionTimeoutInSeconds: aws.Int32(900), // ends during the second batch's bake
+				RollbackMaximumBatchSize:         &smtypes.InferenceComponentCapacitySize{Type: smtypes.InferenceComponentCapacitySizeTypeCopyCount, Value: aws.Int32(1)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var sawBatch bool
+	var d *sagemaker.DescribeInferenceComponentOutput
+	waitFor(t, 30*time.Second, "the update rolled back", func() bool {
+		if ro := h.srv.ics.Get("ict").Record().Rollout; ro != nil && ro.RollingBack && ro.RollbackBatch == 1 {
+			sawBatch = true
+		}
+		var err error
+		if d, err = sm.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String("ict")}); err != nil {
+			t.Fatal(err)
+		}
+		return d.InferenceComponentStatus == smtypes.InferenceComponentStatusInService
+	})
+	traffic.Stop()
+	if traffic.Failed() > 0 {
+		t.Errorf("%v", traffic)
+	}
+	if !strings.Contains(aws.ToString(d.FailureReason), "MaximumExecutionTimeoutInSeconds (900)") ||
+		aws.ToString(d.Specification.Container.DeployedImage.SpecifiedImage) != "-v1" || aws.ToInt32(d.RuntimeConfig.CurrentCopyCount) != 3 {
+		t.Errorf("after the timeout: %q, image %s, %d copies", aws.ToString(d.FailureReason),
+			aws.ToString(d.Specification.Container.DeployedImage.SpecifiedImage), aws.ToInt32(d.RuntimeConfig.CurrentCopyCount))
+	}
+	if !sawBatch {
+		t.Error("the rollback's record never held RollbackMaximumBatchSize 1")
+	}
+	if out, err := h.invokeIC("ict", "ict"); err != nil || out != "x-v1" {
 		t.Errorf("after the rollback: %q %v", out, err)
 	}
 }

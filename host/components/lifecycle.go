@@ -315,6 +315,11 @@ type Update struct {
 	// rolls the update back.
 	Wait   time.Duration
 	Alarms []string
+	// RollbackBatch is how many copies a rollback brings back at a time
+	// (0: all at once); Timeout rolls back an update still rolling after
+	// it (0: none), both on the Manager's clock.
+	RollbackBatch int
+	Timeout       time.Duration
 	// Also, if not nil, changes the record with the update (Apply marks
 	// what it applied).
 	Also func(*Record)
@@ -425,6 +430,10 @@ func (m *Manager) updateCopies(ctx context.Context, c *Component, rec Record, u 
 		if roll {
 			startRollout(r, sp, tpl, batch)
 			r.Rollout.Wait, r.Rollout.Alarms = u.Wait, u.Alarms
+			r.Rollout.RollbackBatch, r.Rollout.Timeout = u.RollbackBatch, u.Timeout
+			if u.Timeout > 0 {
+				r.Rollout.Deadline = m.clock.Now().Add(u.Timeout)
+			}
 		} else {
 			resumeRollout(r)
 		}

@@ -73,6 +73,14 @@ type Rollout struct {
 	// update's DeploymentConfig); a rollback neither waits nor watches.
 	Wait   time.Duration `json:",omitempty"`
 	Alarms []string      `json:",omitempty"`
+	// RollbackBatch is how many copies a rollback brings back at a time
+	// (RollbackMaximumBatchSize, or all of them when a DeploymentConfig
+	// gave none; 0: Batch, the update had no DeploymentConfig). Deadline, when set, is
+	// when an update still rolling is rolled back
+	// (MaximumExecutionTimeoutInSeconds), on the Manager's clock.
+	RollbackBatch int           `json:",omitempty"`
+	Timeout       time.Duration `json:",omitempty"`
+	Deadline      time.Time     `json:",omitzero"`
 	// RollingBack is set once a new copy failed to start; Failure says
 	// why it did not.
 	RollingBack bool   `json:",omitempty"`
@@ -162,7 +170,15 @@ func (m *Manager) roll(c *Component, e HostEndpoint, v containers.VariantPlan) {
 			}
 			return
 		}
+		if !ro.RollingBack && !ro.Deadline.IsZero() && !m.clock.Now().Before(ro.Deadline) {
+			m.rollBack(c, fmt.Sprintf("The update did not complete within its MaximumExecutionTimeoutInSeconds (%d).", int(ro.Timeout/time.Second)))
+			log.Warn().Msg("the inference component's update ran out of time; rolling it back")
+			continue
+		}
 		n := min(ro.Batch, target-len(fresh))
+		if ro.RollingBack && ro.RollbackBatch > 0 {
+			n = min(ro.RollbackBatch, target-len(fresh))
+		}
 		got := m.launchCopies(c, rec, e, v, n)
 		if c.deleting.Load() || m.ctx.Err() != nil {
 			return
@@ -226,7 +242,11 @@ func (m *Manager) bake(c *Component, ro *Rollout) string {
 	if w != nil {
 		changed = w.Changed()
 	}
-	t := m.clock.NewTimer(ro.Wait)
+	wait := ro.Wait
+	if !ro.Deadline.IsZero() { // the bake ends at the deadline; roll then rolls back
+		wait = min(wait, max(ro.Deadline.Sub(m.clock.Now()), 0))
+	}
+	t := m.clock.NewTimer(wait)
 	defer t.Stop()
 	tick := time.NewTicker(100 * time.Millisecond) // a deletion is a flag
 	defer tick.Stop()

@@ -271,12 +271,23 @@ const (
 	CopyCount = "COPY_COUNT"
 )
 
+// AllAtOnce is a batch that holds every copy: a rollback without
+// RollbackMaximumBatchSize brings the whole old capacity back at once.
+const AllAtOnce = 1 << 30
+
 // ComponentRolling is what an inference component's rolling update takes
 // of its DeploymentConfig.
 type ComponentRolling struct {
 	Batch  int           // copies a batch replaces; 0: no DeploymentConfig
 	Wait   time.Duration // the bake after each batch
 	Alarms []string      // AutoRollbackConfiguration's
+	// RollbackBatch is how many copies a rollback brings back at a time
+	// (RollbackMaximumBatchSize; without it AllAtOnce, SageMaker's
+	// default); 0: no DeploymentConfig.
+	RollbackBatch int
+	// Timeout is MaximumExecutionTimeoutInSeconds: an update still rolling
+	// after it is rolled back; 0: none.
+	Timeout time.Duration
 }
 
 // ComponentBatch reads UpdateInferenceComponent's DeploymentConfig
@@ -324,9 +335,19 @@ func ComponentBatch(raw json.RawMessage, copies int) (ComponentRolling, error) {
 	if err := c.err(); err != nil {
 		return ComponentRolling{}, err
 	}
-	b := *r.MaximumBatchSize
-	if b.Type == CopyCount {
-		b.Type = InstanceCount
+	count := func(cs CapacitySize) int {
+		if cs.Type == CopyCount {
+			cs.Type = InstanceCount
+		}
+		return cs.Instances(max(copies, 1))
 	}
-	return ComponentRolling{Batch: b.Instances(max(copies, 1)), Wait: Seconds(r.WaitIntervalInSeconds), Alarms: d.Alarms()}, nil
+	out := ComponentRolling{Batch: count(*r.MaximumBatchSize), Wait: Seconds(r.WaitIntervalInSeconds), Alarms: d.Alarms()}
+	out.RollbackBatch = AllAtOnce
+	if rb := r.RollbackMaximumBatchSize; rb != nil {
+		out.RollbackBatch = count(*rb)
+	}
+	if r.MaximumExecutionTimeoutInSeconds != nil {
+		out.Timeout = Seconds(r.MaximumExecutionTimeoutInSeconds)
+	}
+	return out, nil
 }

@@ -126,8 +126,14 @@ func TestCapacitySizeInstances(t *testing.T) {
 
 func TestComponentBatch(t *testing.T) {
 	got, err := ComponentBatch(json.RawMessage(`{"RollingUpdatePolicy":{"MaximumBatchSize":{"Type":"CAPACITY_PERCENT","Value":30},"WaitIntervalInSeconds":120},"AutoRollbackConfiguration":{"Alarms":[{"AlarmName":"a"}]}}`), 5)
-	if err != nil || got.Batch != 2 || got.Wait != 2*time.Minute || !reflect.DeepEqual(got.Alarms, []string{"a"}) {
+	if err != nil || got.Batch != 2 || got.Wait != 2*time.Minute || !reflect.DeepEqual(got.Alarms, []string{"a"}) ||
+		got.RollbackBatch != AllAtOnce || got.Timeout != 0 {
 		t.Errorf("30%% of 5 copies: %+v %v", got, err)
+	}
+	got, err = ComponentBatch(json.RawMessage(`{"RollingUpdatePolicy":{"MaximumBatchSize":{"Type":"COPY_COUNT","Value":1},"WaitIntervalInSeconds":60,`+
+		`"MaximumExecutionTimeoutInSeconds":900,"RollbackMaximumBatchSize":{"Type":"CAPACITY_PERCENT","Value":50}}}`), 4)
+	if err != nil || got.Batch != 1 || got.RollbackBatch != 2 || got.Timeout != 15*time.Minute {
+		t.Errorf("rollback of 50%% of 4 copies, 900 s: %+v %v", got, err)
 	}
 	if got, err := ComponentBatch(nil, 5); err != nil || got.Batch != 0 {
 		t.Errorf("none: %+v %v", got, err)
