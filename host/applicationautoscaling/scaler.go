@@ -106,7 +106,14 @@ func (s *Service) evaluateTarget(ctx context.Context, res Targets, k string, fir
 	var outCause, inCause string
 	for _, p := range policies {
 		for _, a := range firing[p.PolicyARN] {
-			d, ok := decidePolicy(b, p, a)
+			// The datapoints now, as AWS hands them to the action each
+			// minute: an alarm that stays in ALARM keeps the
+			// StateReasonData of its change, which gets stale.
+			points, _ := s.cw.AlarmDatapoints(a.AlarmName)
+			if len(points) == 0 {
+				points = recentDatapoints(a)
+			}
+			d, ok := decidePolicy(b, p, a, points)
 			if !ok || !d.Scale {
 				continue
 			}
@@ -127,9 +134,9 @@ func (s *Service) evaluateTarget(ctx context.Context, res Targets, k string, fir
 	}
 }
 
-// decidePolicy runs policy p for alarm a.
-func decidePolicy(b bounds, p *ScalingPolicy, a cloudwatch.Alarm) (Decision, bool) {
-	points := recentDatapoints(a)
+// decidePolicy runs policy p for alarm a, whose evaluation sees points
+// (oldest first).
+func decidePolicy(b bounds, p *ScalingPolicy, a cloudwatch.Alarm, points []float64) (Decision, bool) {
 	switch p.PolicyType {
 	case typeTargetTracking:
 		high := false

@@ -41,6 +41,45 @@ func (f *fixture) activities(id string) []types.ScalingActivity {
 // ALARM on real datapoints, by the ratio, waits out its cooldown, records
 // a Failed activity when the endpoint is updating and scales on the next
 // evaluation once it is not.
+// TestTargetTrackingReadsTheMetricNow: an alarm that stays in ALARM keeps
+// the StateReasonData of its change; each evaluation decides on the
+// datapoints as they are now, as AWS hands them to the action each minute.
+// (Deciding on the stale ones left an idle component at one copy.)
+func TestTargetTrackingReadsTheMetricNow(t *testing.T) {
+	c := newClock(t0.Add(5 * time.Second))
+	fake := newFake(map[string]int{key(DimensionVariant, vID): 4})
+	f := open(t, "", c, fake)
+	ctx := context.Background()
+	register(t, f, vID, dimV, 1, 6)
+	if _, err := f.c.PutScalingPolicy(ctx, &aas.PutScalingPolicyInput{PolicyName: aws.String("ipi"), ServiceNamespace: nsSM,
+		ResourceId: aws.String(vID), ScalableDimension: dimV, PolicyType: types.PolicyTypeTargetTrackingScaling,
+		TargetTrackingScalingPolicyConfiguration: &types.TargetTrackingScalingPolicyConfiguration{TargetValue: aws.Float64(100),
+			PredefinedMetricSpecification: &types.PredefinedMetricSpecification{PredefinedMetricType: types.MetricTypeSageMakerVariantInvocationsPerInstance},
+			ScaleInCooldown:               aws.Int32(60)}}); err != nil {
+		t.Fatal(err)
+	}
+	minute := func(v float64) { // each minute written, as the flusher does
+		f.cw.Flush()
+		f.minute(v)
+		f.cw.Flush()
+	}
+	for range 15 { // fifteen minutes below 90: the AlarmLow goes to ALARM
+		minute(60)
+	}
+	f.svc.Evaluate(ctx)
+	if got := fake.get(DimensionVariant, vID); got != 3 {
+		t.Fatalf("after 15 minutes at 60 per instance: %d instances, want ceil(4×60/100) = 3", got)
+	}
+	// The load falls; the alarm stays in ALARM (no change, no new
+	// StateReasonData). Past the cooldown the decision reads 20, not 60.
+	minute(20)
+	minute(20)
+	f.svc.Evaluate(ctx)
+	if got := fake.get(DimensionVariant, vID); got != 1 {
+		t.Fatalf("at 20 per instance: %d instances, want ceil(3×20/100) = 1 (the stale 60 gives 2)", got)
+	}
+}
+
 func TestTargetTrackingScales(t *testing.T) {
 	c := newClock(t0.Add(5 * time.Second))
 	fake := newFake(map[string]int{key(DimensionVariant, vID): 2})

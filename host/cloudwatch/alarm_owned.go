@@ -78,5 +78,28 @@ func (s *Service) Alarm(name string) (Alarm, bool) {
 	return e.a, true
 }
 
+// AlarmDatapoints is what an evaluation of the alarm name sees now: the
+// values of the periods of its evaluation range that have data, oldest
+// first. That is what AWS hands an alarm's actions each minute it stays in
+// ALARM; StateReasonData holds only those of its last change. ok is false
+// when there is no such alarm.
+func (s *Service) AlarmDatapoints(name string) (points []float64, ok bool) {
+	s.al.mu.Lock()
+	var c *alarmConfig
+	if e := s.al.byName[name]; e != nil {
+		c = e.cfg
+	}
+	s.al.mu.Unlock()
+	if c == nil {
+		return nil, false
+	}
+	for _, p := range s.pointsOf(c, s.st.now().Unix()) {
+		if p.ok {
+			points = append(points, p.value)
+		}
+	}
+	return points, true
+}
+
 // AlarmArn is the ARN CloudWatch gives the alarm name.
 func (s *Service) AlarmArn(name string) string { return s.al.arn(name) }
