@@ -131,7 +131,10 @@ func (tr *traffic) end() (map[string]int, int, []error) {
 // statuses records every status an endpoint goes through, read as
 // invocations read it, until stop.
 func statuses(e *Endpoint) (stop func() []spec.Status) {
-	var seen []spec.Status
+	// The first status is read here, before the caller goes on: a
+	// goroutine started on a busy machine may first look after an update
+	// has already made the endpoint Updating.
+	seen := []spec.Status{e.Status()}
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)

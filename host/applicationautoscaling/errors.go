@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // APIError is an answer in one of the service's error shapes: HTTP status,
@@ -56,7 +58,7 @@ var errBadTimestamp = errors.New("a timestamp out of range")
 func WriteError(w http.ResponseWriter, e *APIError) {
 	b, _ := json.Marshal(map[string]string{"__type": e.Code, "message": e.Message})
 	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("X-Amzn-ErrorType", e.Code)
+	w.Header().Set(wire.HeaderErrorType, e.Code)
 	w.WriteHeader(e.Status)
 	w.Write(b)
 }

@@ -109,9 +109,13 @@ func (s *Service) evaluateTarget(ctx context.Context, res Targets, k string, fir
 			// The datapoints now, as AWS hands them to the action each
 			// minute: an alarm that stays in ALARM keeps the
 			// StateReasonData of its change, which gets stale.
-			points, _ := s.cw.AlarmDatapoints(a.AlarmName)
-			if len(points) == 0 {
-				points = recentDatapoints(a)
+			// An alarm whose state SetAlarmState set (no StateReasonData)
+			// carries no datapoint: the policy moves by one.
+			points := recentDatapoints(a)
+			if a.StateReasonData != nil {
+				if now, _ := s.cw.AlarmDatapoints(a.AlarmName); len(now) > 0 {
+					points = now
+				}
 			}
 			d, ok := decidePolicy(b, p, a, points)
 			if !ok || !d.Scale {
