@@ -398,10 +398,7 @@ func (s *Service) putPolicy(_ context.Context, in *putPolicyInput) (any, *APIErr
 }
 
 func (s *Service) describePolicies(_ context.Context, in *describePoliciesInput) (any, *APIError) {
-	if e := checkNamespace(in.ServiceNamespace); e != nil {
-		return nil, e
-	}
-	if e := checkDimension(in.ScalableDimension, true); e != nil {
+	if e := checkFilter(in.ServiceNamespace, in.ScalableDimension); e != nil {
 		return nil, e
 	}
 	if e := checkIDs("policyNames", in.PolicyNames); e != nil {
@@ -442,15 +439,9 @@ func (s *Service) deletePolicy(_ context.Context, in *deletePolicyInput) (any, *
 	if e := checkPolicyName("policyName", in.PolicyName); e != nil {
 		return nil, e
 	}
-	if e := checkTargetKey(in.ServiceNamespace, in.ResourceID, in.ScalableDimension); e != nil {
+	k, t, e := s.lockTarget(in.targetKey)
+	if e != nil {
 		return nil, e
-	}
-	k := key(in.ScalableDimension, in.ResourceID)
-	s.mu.Lock()
-	t := s.targets[k]
-	if t == nil {
-		s.mu.Unlock()
-		return nil, notRegistered(in.targetKey)
 	}
 	i := slices.IndexFunc(t.Policies, func(p *ScalingPolicy) bool { return p.PolicyName == in.PolicyName })
 	if i < 0 {

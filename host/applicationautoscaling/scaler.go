@@ -262,10 +262,7 @@ func (s *Service) addActivity(k string, a Activity) {
 }
 
 func (s *Service) describeActivities(_ context.Context, in *describeActivitiesInput) (any, *APIError) {
-	if e := checkNamespace(in.ServiceNamespace); e != nil {
-		return nil, e
-	}
-	if e := checkDimension(in.ScalableDimension, true); e != nil {
+	if e := checkFilter(in.ServiceNamespace, in.ScalableDimension); e != nil {
 		return nil, e
 	}
 	if in.ResourceID != "" {

@@ -125,10 +125,7 @@ func (s *Service) putScheduledLocked(k string, in *putScheduledInput) *APIError 
 }
 
 func (s *Service) describeScheduled(_ context.Context, in *describeScheduledInput) (any, *APIError) {
-	if e := checkNamespace(in.ServiceNamespace); e != nil {
-		return nil, e
-	}
-	if e := checkDimension(in.ScalableDimension, true); e != nil {
+	if e := checkFilter(in.ServiceNamespace, in.ScalableDimension); e != nil {
 		return nil, e
 	}
 	if e := checkIDs("scheduledActionNames", in.ScheduledActionNames); e != nil {
@@ -164,15 +161,9 @@ func (s *Service) deleteScheduled(_ context.Context, in *deleteScheduledInput) (
 	if e := checkScheduledName("scheduledActionName", in.ScheduledActionName); e != nil {
 		return nil, e
 	}
-	if e := checkTargetKey(in.ServiceNamespace, in.ResourceID, in.ScalableDimension); e != nil {
+	k, t, e := s.lockTarget(in.targetKey)
+	if e != nil {
 		return nil, e
-	}
-	k := key(in.ScalableDimension, in.ResourceID)
-	s.mu.Lock()
-	t := s.targets[k]
-	if t == nil {
-		s.mu.Unlock()
-		return nil, notRegistered(in.targetKey)
 	}
 	i := slices.IndexFunc(t.Scheduled, func(x *scheduled) bool { return x.A.ScheduledActionName == in.ScheduledActionName })
 	if i < 0 {

@@ -260,10 +260,7 @@ func checkIDs(member string, ids []string) *APIError {
 }
 
 func (s *Service) describeTargets(_ context.Context, in *describeTargetsInput) (any, *APIError) {
-	if e := checkNamespace(in.ServiceNamespace); e != nil {
-		return nil, e
-	}
-	if e := checkDimension(in.ScalableDimension, true); e != nil {
+	if e := checkFilter(in.ServiceNamespace, in.ScalableDimension); e != nil {
 		return nil, e
 	}
 	if e := checkIDs("resourceIds", in.ResourceIDs); e != nil {
@@ -367,4 +364,29 @@ func ComponentOf(resourceID string) string {
 		return ""
 	}
 	return m[1]
+}
+
+// checkFilter checks what every Describe operation filters on: the
+// namespace, and the dimension when one is given.
+func checkFilter(namespace, dimension string) *APIError {
+	if e := checkNamespace(namespace); e != nil {
+		return e
+	}
+	return checkDimension(dimension, true)
+}
+
+// lockTarget checks in and returns the target it names, with its key,
+// s.mu held; an unregistered target is ObjectNotFound, nothing held.
+func (s *Service) lockTarget(in targetKey) (string, *target, *APIError) {
+	if e := checkTargetKey(in.ServiceNamespace, in.ResourceID, in.ScalableDimension); e != nil {
+		return "", nil, e
+	}
+	k := key(in.ScalableDimension, in.ResourceID)
+	s.mu.Lock()
+	t := s.targets[k]
+	if t == nil {
+		s.mu.Unlock()
+		return "", nil, notRegistered(in)
+	}
+	return k, t, nil
 }
