@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,15 +77,8 @@ func (s *Service) persist(k string) error {
 	if err != nil {
 		return err
 	}
-	if t == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			s.log.Error().Err(err).Str("scalable_target", k).Msg("applicationautoscaling: removing a target's file")
-			return err
-		}
-		return nil
-	}
-	if err := atomicfile.Write(path, b); err != nil {
-		s.log.Error().Err(err).Str("scalable_target", k).Msg("applicationautoscaling: writing a target's file; its last change is not kept over a restart")
+	if err := atomicfile.Replace(path, b, t == nil); err != nil {
+		s.log.Error().Err(err).Str("scalable_target", k).Msg("applicationautoscaling: writing or removing a target's file; its last change is not kept over a restart")
 		return err
 	}
 	return nil

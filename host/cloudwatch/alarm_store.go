@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,15 +60,8 @@ func (s *Service) persist(name string) error {
 	if err != nil {
 		return err
 	}
-	if e == nil {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			al.log.Error().Err(err).Str("alarm", name).Msg("cloudwatch: removing an alarm's file")
-			return err
-		}
-		return nil
-	}
-	if err := atomicfile.Write(path, b); err != nil {
-		al.log.Error().Err(err).Str("alarm", name).Msg("cloudwatch: writing an alarm's file; its last change is not kept over a restart")
+	if err := atomicfile.Replace(path, b, e == nil); err != nil {
+		al.log.Error().Err(err).Str("alarm", name).Msg("cloudwatch: writing or removing an alarm's file; its last change is not kept over a restart")
 		return err
 	}
 	return nil

@@ -10,6 +10,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +23,19 @@ const TempPrefix = ".tmp-"
 // IsTemp reports whether a file's name is one of Write's temporary files:
 // a write that did not finish.
 func IsTemp(name string) bool { return strings.HasPrefix(name, TempPrefix) }
+
+// Replace writes b to path atomically (Write), or with gone removes path
+// (a path already gone is no error): how a store keeps one file per record
+// in step with the record.
+func Replace(path string, b []byte, gone bool) error {
+	if !gone {
+		return Write(path, b)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
 
 // Write replaces path with b atomically (see the package comment).
 func Write(path string, b []byte) error {

@@ -30,3 +30,23 @@ func TestWrite(t *testing.T) {
 		t.Error("IsTemp")
 	}
 }
+
+// TestReplace: gone removes the file, and again without error; not gone
+// writes it.
+func TestReplace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := Replace(path, []byte("x"), false); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "x" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	for range 2 {
+		if err := Replace(path, nil, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("the file is still there: %v", err)
+	}
+}
