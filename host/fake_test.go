@@ -149,14 +149,16 @@ func (f *fakeContainer) lastHeader() http.Header {
 
 // fakeBackend launches fake containers: each container plan's Image is its tag.
 type fakeBackend struct {
-	t        testing.TB
-	mu       sync.Mutex
-	byHost   map[string]*fakeContainer // "endpoint/variant/hostname" of copy 0
-	fail     error
-	delay    time.Duration
-	launches atomic.Int64
-	closed   atomic.Int64
-	onClose  func() error // when set, runs in each Launched.Close and is its result
+	t      testing.TB
+	mu     sync.Mutex
+	byHost map[string]*fakeContainer // "endpoint/variant/hostname" of copy 0
+	fail   error
+	delay  time.Duration
+	// scaleDelay is how long Scale takes.
+	scaleDelay time.Duration
+	launches   atomic.Int64
+	closed     atomic.Int64
+	onClose    func() error // when set, runs in each Launched.Close and is its result
 	// stopOnClose: Launched.Close stops its containers' servers (calls
 	// still in flight finish; later ones are refused), as an engine does.
 	stopOnClose bool
@@ -221,7 +223,14 @@ func (l *fakeLaunched) Copies(v string) [][]pipeline.Container {
 	return append([][]pipeline.Container(nil), l.copies[v]...)
 }
 
-func (l *fakeLaunched) Scale(_ context.Context, variant string, n int) error {
+func (l *fakeLaunched) Scale(ctx context.Context, variant string, n int) error {
+	if d := l.b.scaleDelay; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, v := range l.plan.Variants {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,6 +29,10 @@ const (
 	RoutingRandom           = "RANDOM"
 )
 
+// metricPublishFrequencies are MetricsConfig.MetricPublishFrequencyInSeconds'
+// values.
+var metricPublishFrequencies = []int32{10, 30, 60, 120, 180, 240, 300}
+
 // Validate checks a CreateEndpointConfig request against SageMaker's rules
 // (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpointConfig.html)
 // and refuses what mce cannot run locally. The error is a
@@ -54,6 +59,11 @@ func (c *CreateEndpointConfigInput) Validate() error {
 	ck.roleARN("executionRoleArn", c.ExecutionRoleARN)
 	checkAsync(&ck, c.AsyncInferenceConfig)
 	checkDataCapture(&ck, c.DataCaptureConfig)
+	if m := c.MetricsConfig; m != nil && m.MetricPublishFrequencyInSeconds != nil &&
+		!slices.Contains(metricPublishFrequencies, *m.MetricPublishFrequencyInSeconds) {
+		ck.fail(strconv.Itoa(int(*m.MetricPublishFrequencyInSeconds)), "metricsConfig.metricPublishFrequencyInSeconds",
+			"Member must satisfy enum value set: [10, 30, 60, 120, 180, 240, 300]")
+	}
 	if err := ck.err(); err != nil {
 		return err
 	}
