@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/bidistream"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -42,6 +45,19 @@ func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 	f := &fakeContainer{host: hostname, stop: make(chan struct{})}
 	f.ready.Store(true)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == bidistream.ContainerPath { // bidirectional streams: echo every message as <tag>:<message>
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			for {
+				typ, b, err := c.Read(r.Context())
+				if err != nil || c.Write(r.Context(), typ, append([]byte(tag+":"), b...)) != nil {
+					return
+				}
+			}
+		}
 		f.calls.Add(1)
 		suffix := tag
 		for n := f.inside.Add(1); ; {

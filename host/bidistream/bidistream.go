@@ -32,16 +32,16 @@ import (
 	"github.com/coder/websocket"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/internal/wire"
 )
 
 // ContainerPath is where the container serves its WebSocket.
-const ContainerPath = "/invocations-bidirectional-stream"
+const ContainerPath = containers.BidirectionalStreamPath
 
-// ImageLabel marks an image whose container serves ContainerPath; SageMaker
-// refuses to create a bidirectional endpoint from an image without it, mce's
-// pre-flight and `mce check` report it.
-const ImageLabel = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming"
+// ImageLabel marks an image whose container serves ContainerPath; `mce
+// check` reports it.
+const ImageLabel = containers.LabelBidirectionalStreaming
 
 // MediaType is the Content-Type of the request and response bodies.
 const MediaType = "application/vnd.amazon.eventstream"

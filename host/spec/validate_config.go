@@ -1,8 +1,8 @@
 package spec
 
 import (
-	"slices"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 

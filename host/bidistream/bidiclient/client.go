@@ -62,7 +62,7 @@ type Stream struct {
 	signer *v4.StreamSigner
 	mu     sync.Mutex
 	enc    *eventstream.Encoder
-	buf    []byte
+	last   []byte // the last message written, as written
 }
 
 // APIError is an error answered before the stream started (restJson1).
@@ -206,9 +206,23 @@ func (s *Stream) write(ctx context.Context, payload []byte) error {
 	}, Payload: payload}); err != nil {
 		return err
 	}
-	_, err = s.pw.Write(msg.Bytes())
+	s.last = msg.Bytes()
+	_, err = s.pw.Write(s.last)
 	return err
 }
+
+// WriteUnsigned writes b to the body as it is, outside the signature chain
+// (for tests of what mce refuses).
+func (s *Stream) WriteUnsigned(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.pw.Write(b)
+	return err
+}
+
+// ReplayLast writes the last signed message again (for tests of what mce
+// refuses).
+func (s *Stream) ReplayLast() error { return s.WriteUnsigned(s.last) }
 
 // CloseSend ends the client's input (the signed empty message); the model's
 // answers keep coming until it closes.
