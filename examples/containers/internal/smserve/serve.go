@@ -42,6 +42,10 @@ type Loaded struct {
 	// adapter API for adapter inference components); without it they are
 	// 404.
 	Adapters http.Handler
+	// Bidirectional, if set, serves the WebSocket of
+	// InvokeEndpointWithBidirectionalStream at
+	// /invocations-bidirectional-stream; without it that path is 404.
+	Bidirectional http.Handler
 }
 
 // Main runs p as the process: it parses os.Args and the environment, stops on SIGTERM or SIGINT, reports a
@@ -84,6 +88,7 @@ func Serve(ctx context.Context, ln net.Listener, p Program, cfg Config, stdout, 
 	mux.HandleFunc("POST /invocations", s.invoke)
 	mux.HandleFunc("/adapters", s.adapters)
 	mux.HandleFunc("/adapters/", s.adapters)
+	mux.HandleFunc("GET /invocations-bidirectional-stream", s.bidirectional)
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -149,6 +154,18 @@ func (s *server) adapters(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, Errorf(http.StatusNotFound, "this container serves no adapters"))
 	default:
 		l.Adapters.ServeHTTP(w, r)
+	}
+}
+
+func (s *server) bidirectional(w http.ResponseWriter, r *http.Request) {
+	l := s.loaded.Load()
+	switch {
+	case l == nil:
+		WriteError(w, Errorf(http.StatusServiceUnavailable, "the model is not loaded yet"))
+	case l.Bidirectional == nil:
+		WriteError(w, Errorf(http.StatusNotFound, "this container serves no bidirectional streams"))
+	default:
+		l.Bidirectional.ServeHTTP(w, r)
 	}
 }
 
