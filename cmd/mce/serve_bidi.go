@@ -34,23 +34,11 @@ func (s *serving) startBidi(context.Context) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--bidi-listen: %w", err)
 	}
-	var p http.Protocols
-	p.SetHTTP2(true)
 	scheme := "https"
 	if f.bidiTLSCert == "" {
-		p.SetUnencryptedHTTP2(true)
 		scheme = "http"
 	}
-	hs := &http.Server{
-		Handler:           host.BidiHandler(s.srv, host.BidiOptions{}),
-		Protocols:         &p,
-		ReadHeaderTimeout: readHeaderTimeout,
-		MaxHeaderBytes:    64 << 10,
-		// Go's HTTP/2 server bounds what one client may open and buffer,
-		// and counts reset streams against it (rapid reset).
-		HTTP2:     &http.HTTP2Config{MaxConcurrentStreams: 100, MaxReceiveBufferPerStream: 1 << 20, MaxReceiveBufferPerConnection: 4 << 20},
-		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12},
-	}
+	hs := newBidiServer(host.BidiHandler(s.srv, host.BidiOptions{}), f.bidiTLSCert == "")
 	go func() {
 		var err error
 		if f.bidiTLSCert != "" {
@@ -71,4 +59,28 @@ func (s *serving) startBidi(context.Context) (func(), error) {
 			hs.Close() // streams still open after the drain are cut
 		}
 	}, nil
+}
+
+// bidiMaxStreams is how many streams one HTTP/2 connection of --bidi-listen
+// may have open at once.
+const bidiMaxStreams = 100
+
+// newBidiServer is --bidi-listen's server: HTTP/2 only (h2c when
+// unencrypted), with Go's bounds on what one client may open and buffer; Go
+// counts reset streams against their connection, so a flood of HEADERS and
+// RST_STREAM ("rapid reset") runs no more handlers than that.
+func newBidiServer(h http.Handler, unencrypted bool) *http.Server {
+	var p http.Protocols
+	p.SetHTTP2(true)
+	if unencrypted {
+		p.SetUnencryptedHTTP2(true)
+	}
+	return &http.Server{
+		Handler:           h,
+		Protocols:         &p,
+		ReadHeaderTimeout: readHeaderTimeout,
+		MaxHeaderBytes:    64 << 10,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: bidiMaxStreams, MaxReceiveBufferPerStream: 1 << 20, MaxReceiveBufferPerConnection: 4 << 20},
+		TLSConfig:         &tls.Config{MinVersion: tls.VersionTLS12},
+	}
 }
