@@ -99,6 +99,9 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		if v.shadow {
 			kind, Kind = "shadow variant ", "Shadow variant "
 		}
+		if present(v.AcceleratorPartitionLayouts) {
+			s.add(noPartitions("AcceleratorPartitionLayouts of "+kind+name, partitionLayoutProfiles(v.AcceleratorPartitionLayouts)))
+		}
 		if present(v.ServerlessConfig) {
 			s.add("ServerlessConfig is not supported by mce (" + kind + name + "): give InstanceType and InitialInstanceCount instead.")
 		} else {
@@ -136,6 +139,7 @@ func checkVariant(c *checker, p string, v *ProductionVariant) {
 	c.intRange(p+".containerStartupHealthCheckTimeoutInSeconds", v.ContainerStartupHealthCheckTimeoutInSeconds, minHealthTimeoutSec, maxHealthTimeoutSec)
 	c.intRange(p+".modelDataDownloadTimeoutInSeconds", v.ModelDataDownloadTimeoutInSeconds, 60, 3600)
 	c.intRange(p+".volumeSizeInGB", v.VolumeSizeInGB, 1, 512)
+	checkPartitionLayouts(c, p+".acceleratorPartitionLayouts", v.AcceleratorPartitionLayouts)
 	if present(v.ManagedInstanceScaling) {
 		m, ok := v.managedScaling()
 		if !ok {
@@ -185,7 +189,6 @@ func (c *CreateEndpointConfigInput) Warnings() []string {
 		w.ifSet(present(v.InstancePools), "InstancePools"+in)
 		w.ifSet(v.VariantInstanceProvisionTimeoutInSeconds != nil, "VariantInstanceProvisionTimeoutInSeconds"+in)
 		w.ifSet(present(v.CapacityReservationConfig), "CapacityReservationConfig"+in)
-		w.ifSet(present(v.AcceleratorPartitionLayouts), "AcceleratorPartitionLayouts"+in)
 	}
 	return w.list
 }
