@@ -52,7 +52,7 @@ func TestBidirectionalStreamOnDocker(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := dockerHostOn(t, 5*time.Second, file)
-	srv := httptest.NewUnstartedServer(host.BidiHandler(h.Server, host.BidiOptions{Options: bidistream.Options{DrainIdle: 500 * time.Millisecond}}))
+	srv := httptest.NewUnstartedServer(host.BidiHandler(h.Server, bidistream.HandlerOptions{Options: bidistream.Options{DrainIdle: 500 * time.Millisecond}}))
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	srv.Config.Protocols = &p

@@ -21,7 +21,7 @@ import (
 )
 
 // bidiFront serves BidiHandler for h on an h2c listener.
-func bidiFront(t *testing.T, h *harness, o BidiOptions) string {
+func bidiFront(t *testing.T, h *harness, o bidistream.HandlerOptions) string {
 	srv := httptest.NewUnstartedServer(BidiHandler(h.srv, o))
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
@@ -56,7 +56,7 @@ func TestBidirectionalStreamAuthorized(t *testing.T) {
 	if err := h.deploy(plan("my-mce", "Serial", map[string][]string{"AllTraffic": {"model:v1"}})); err != nil {
 		t.Fatal(err)
 	}
-	url := bidiFront(t, h, BidiOptions{Options: bidistream.Options{DrainIdle: 200 * time.Millisecond}})
+	url := bidiFront(t, h, bidistream.HandlerOptions{Options: bidistream.Options{DrainIdle: 200 * time.Millisecond}})
 	as := func(key, secret string) *bidiclient.Client {
 		c := &bidiclient.Client{Endpoint: url, Region: "us-east-1"}
 		if key != "" {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/bidistream"
 )
 
 // startBidi serves SageMaker's HTTP/2 runtime service
@@ -38,7 +39,7 @@ func (s *serving) startBidi(context.Context) (func(), error) {
 	if f.bidiTLSCert == "" {
 		scheme = "http"
 	}
-	hs := newBidiServer(host.BidiHandler(s.srv, host.BidiOptions{}), f.bidiTLSCert == "")
+	hs := newBidiServer(host.BidiHandler(s.srv, bidistream.HandlerOptions{}), f.bidiTLSCert == "")
 	go func() {
 		var err error
 		if f.bidiTLSCert != "" {

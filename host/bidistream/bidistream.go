@@ -103,8 +103,9 @@ type Target struct {
 	// BaseURL is the container's root, such as "http://172.18.0.3:8080".
 	BaseURL string
 	// Variant is the production variant, echoed in
-	// X-Amzn-Invoked-Production-Variant.
-	Variant string
+	// X-Amzn-Invoked-Production-Variant; Container is the container's
+	// hostname, for logs.
+	Variant, Container string
 	// Path and Query are the request's ModelInvocationPath and
 	// ModelQueryString (validated by Check): Path replaces ContainerPath.
 	Path, Query string
