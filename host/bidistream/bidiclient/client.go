@@ -23,6 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream/eventstreamapi"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/mce-run/mce/internal/wire"
 )
 
 // Client opens streams on one mce HTTP/2 listener.
@@ -100,9 +102,9 @@ func (c *Client) Open(ctx context.Context, endpoint string, in Input) (*Stream, 
 	}
 	req.ContentLength = -1
 	req.Header.Set("Content-Type", "application/vnd.amazon.eventstream")
-	req.Header.Set("X-Amz-Content-Sha256", streamingPayload)
-	for k, v := range map[string]string{"X-Amzn-SageMaker-Target-Variant": in.TargetVariant,
-		"X-Amzn-SageMaker-Model-Invocation-Path": in.ModelInvocationPath, "X-Amzn-SageMaker-Model-Query-String": in.ModelQueryString} {
+	req.Header.Set(wire.HeaderAmzContentSHA256, streamingPayload)
+	for k, v := range map[string]string{wire.HeaderTargetVariant: in.TargetVariant,
+		wire.HeaderModelInvocationPath: in.ModelInvocationPath, wire.HeaderModelQueryString: in.ModelQueryString} {
 		if v != "" {
 			req.Header.Set(k, v)
 		}
@@ -142,11 +144,11 @@ func (c *Client) Open(ctx context.Context, endpoint string, in Input) (*Stream, 
 			OriginalStatusCode int
 		}
 		json.Unmarshal(b, &body)
-		return nil, &APIError{Status: resp.StatusCode, Type: resp.Header.Get("X-Amzn-ErrorType"), ErrorCode: body.ErrorCode,
+		return nil, &APIError{Status: resp.StatusCode, Type: resp.Header.Get(wire.HeaderErrorType), ErrorCode: body.ErrorCode,
 			Message: body.Message, OriginalStatusCode: body.OriginalStatusCode}
 	}
 	s.resp = resp
-	s.InvokedProductionVariant = resp.Header.Get("X-Amzn-Invoked-Production-Variant")
+	s.InvokedProductionVariant = resp.Header.Get(wire.HeaderInvokedVariant)
 	return s, nil
 }
 
