@@ -210,6 +210,7 @@ func newRoute(name string, plan containers.EndpointPlan, l containers.Launched) 
 	for _, v := range plan.Variants {
 		pv := pipeline.NewVariant(v.Name, v.Weight, instances(l, v.Name))
 		pv.SetStrategy(pipeline.StrategyOf(v.RoutingStrategy))
+		pv.SetPrefixAware(v.PrefixLength, v.ConcurrencyThreshold)
 		if v.Shadow { // takes copies only (pipeline.Mirror)
 			shadows = append(shadows, pv)
 			continue

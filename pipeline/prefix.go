@@ -19,10 +19,16 @@ import (
 
 // SetPrefixAware stores PrefixAware's configuration: the body bytes hashed
 // (PrefixLength) and the calls in flight at which the chosen instance is
-// passed over for the least loaded one (ConcurrencyThreshold). Values below
-// 1 are stored as 1. It does not change the strategy (SetStrategy).
+// passed over for the least loaded one (ConcurrencyThreshold). A
+// prefixLength below 1 clears it (PrefixAware then routes as
+// LeastOutstanding); a threshold below 1 is stored as 1. It does not change
+// the strategy (SetStrategy).
 func (v *Variant) SetPrefixAware(prefixLength, concurrencyThreshold int) {
-	pl := uint64(max(1, min(prefixLength, math.MaxInt32)))
+	if prefixLength < 1 {
+		v.prefix.Store(0)
+		return
+	}
+	pl := uint64(min(prefixLength, math.MaxInt32))
 	ct := uint64(max(1, min(concurrencyThreshold, math.MaxInt32)))
 	v.prefix.Store(ct<<32 | pl)
 }
