@@ -34,6 +34,7 @@ type Handler struct {
 	bufs     sync.Pool // *[]byte of cap smallBody
 	gates    gates
 	sessions sessionTable // stateful sessions (session.go)
+	instance string       // Info.Instance
 }
 
 // NewHandler returns a probe with settings s, reporting hostname, the model directory and environment
@@ -44,7 +45,7 @@ func NewHandler(s Settings, cfg smserve.Config, hostname string, start time.Time
 		fill[i] = 'x'
 	}
 	h := &Handler{s: s, tag: []byte(s.Tag), hostname: hostname, env: reportedEnv(cfg.Environ),
-		modelDir: cfg.ModelDir, exit: cfg.Exit, start: start, fill: fill}
+		modelDir: cfg.ModelDir, exit: cfg.Exit, start: start, fill: fill, instance: instanceAddrs()}
 	h.bufs.New = func() any { b := make([]byte, 0, smallBody); return &b }
 	return h
 }

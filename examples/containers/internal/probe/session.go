@@ -3,6 +3,7 @@ package probe
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,8 +21,8 @@ import (
 //	<id>                   answer with the session's count of calls
 //	<id> + close-session   close it: answer X-Amzn-SageMaker-Closed-Session-Id <id>
 //
-// Every answer is JSON {"hostname": …, "session": …, "calls": …}: the hostname tells a test which
-// instance served the call. An id this container did not open (or closed, or let expire) is a 400.
+// Every answer is JSON {"hostname": …, "instance": …, "session": …, "calls": …}: instance (the
+// container's IP addresses; a variant's instances share their hostname) tells a test which served it. An id this container did not open (or closed, or let expire) is a 400.
 // The table holds at most maxSessions; opening one more drops the oldest.
 
 const (
@@ -44,6 +45,7 @@ type sessionTable struct {
 // SessionAnswer is the body of a session call's answer.
 type SessionAnswer struct {
 	Hostname string `json:"hostname"`
+	Instance string `json:"instance"` // as Info.Instance
 	Session  string `json:"session"`
 	Calls    int    `json:"calls"`
 }
@@ -84,7 +86,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, sid string) {
 		t.m[id] = s
 		t.order = append(t.order, id)
 		w.Header().Set(wire.HeaderNewSessionID, id+"; Expires="+s.expires.UTC().Format("2006-01-02T15:04:05Z"))
-		smserve.WriteJSON(w, http.StatusOK, SessionAnswer{Hostname: h.hostname, Session: id, Calls: 1})
+		smserve.WriteJSON(w, http.StatusOK, SessionAnswer{Hostname: h.hostname, Instance: h.instance, Session: id, Calls: 1})
 		return
 	}
 	s, ok := t.m[sid]
@@ -98,7 +100,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, sid string) {
 		delete(t.m, sid)
 		w.Header().Set(wire.HeaderClosedSessionID, sid)
 	}
-	smserve.WriteJSON(w, http.StatusOK, SessionAnswer{Hostname: h.hostname, Session: sid, Calls: s.calls})
+	smserve.WriteJSON(w, http.StatusOK, SessionAnswer{Hostname: h.hostname, Instance: h.instance, Session: sid, Calls: s.calls})
 }
 
 // attrValue finds key (or key=value) among comma-separated custom attributes.
@@ -110,4 +112,19 @@ func attrValue(attrs, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// instanceAddrs lists the machine's non-loopback IP addresses, space-separated ("" when it has none).
+func instanceAddrs() string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return ""
+	}
+	var out []string
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && !ipn.IP.IsLinkLocalUnicast() {
+			out = append(out, ipn.IP.String())
+		}
+	}
+	return strings.Join(out, " ")
 }
