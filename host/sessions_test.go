@@ -133,3 +133,27 @@ func TestSessionsStickAndClose(t *testing.T) {
 		t.Error("no session was lost when two of three instances went away")
 	}
 }
+
+// TestSessionsOutliveRestart: the sessions' table is written through to
+// the store and read back by the next start (containers outlive mce).
+func TestSessionsOutliveRestart(t *testing.T) {
+	st := openStore(t)
+	h := newHarness(t, Config{Store: st})
+	if err := h.deploy(plan("kept", "Serial", map[string][]string{"v": {"primary:t"}})); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("kept"), Body: body("x"), SessionId: aws.String("NEW_SESSION")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _, _ := strings.Cut(aws.ToString(out.NewSessionId), ";")
+	again := openSessions(st, h.srv.log)
+	s, err := again.Lookup("kept", "", id)
+	if err != nil || s.Variant != "v" || s.Instance == "" {
+		t.Fatalf("read back: %+v, %v", s, err)
+	}
+	h.srv.sessions.Close("kept", "", id)
+	if _, err := openSessions(st, h.srv.log).Lookup("kept", "", id); err == nil {
+		t.Fatal("a closed session was read back")
+	}
+}

@@ -22,6 +22,12 @@ type Options struct {
 	Max int
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Persist, when not nil, is told of every session recorded (open
+	// true) and every one dropped (open false: closed, expired, evicted,
+	// gone with its endpoint), after the table changed and outside its
+	// lock, so that sessions outlive a restart of mce as their containers
+	// do. It must be safe for concurrent use.
+	Persist func(s Session, open bool)
 }
 
 // Session is one stateful session: where it lives and until when.
@@ -48,8 +54,9 @@ type entry struct {
 
 // Table maps sessions to instances. It is safe for concurrent use.
 type Table struct {
-	max int
-	now func() time.Time
+	max     int
+	now     func() time.Time
+	persist func(Session, bool)
 
 	mu sync.Mutex
 	m  map[key]*entry
@@ -58,7 +65,7 @@ type Table struct {
 
 // New returns an empty table configured by o.
 func New(o Options) *Table {
-	t := &Table{max: o.Max, now: o.Now, m: make(map[key]*entry)}
+	t := &Table{max: o.Max, now: o.Now, persist: o.Persist, m: make(map[key]*entry)}
 	if t.max <= 0 {
 		t.max = DefaultMax
 	}
@@ -72,27 +79,55 @@ func New(o Options) *Table {
 // id. A session already expired is not recorded. It returns how many
 // sessions it dropped to make room (expired ones not counted).
 func (t *Table) Open(s Session) (evicted int) {
+	dropped, evicted := t.open(s)
+	t.tell(dropped)
+	if s.Expires.After(t.now()) {
+		t.tell1(s, true)
+	}
+	return evicted
+}
+
+// Restore is Open without telling Persist: sessions read back at start.
+func (t *Table) Restore(s Session) {
+	dropped, _ := t.open(s)
+	t.tell(dropped)
+}
+
+func (t *Table) open(s Session) (dropped []Session, evicted int) {
 	now := t.now()
 	if !s.Expires.After(now) {
-		return 0
+		return nil, 0
 	}
 	k := key{s.Endpoint, s.Component, s.ID}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.sweepLocked(now)
+	dropped = t.sweepLocked(now)
 	if e, ok := t.m[k]; ok {
 		e.s = s
 		heap.Fix(&t.h, e.index)
-		return 0
+		return dropped, 0
 	}
 	for len(t.h) >= t.max {
+		dropped = append(dropped, t.h[0].s)
 		t.removeLocked(t.h[0])
 		evicted++
 	}
 	e := &entry{s: s}
 	t.m[k] = e
 	heap.Push(&t.h, e)
-	return evicted
+	return dropped, evicted
+}
+
+func (t *Table) tell(ss []Session) {
+	for _, s := range ss {
+		t.tell1(s, false)
+	}
+}
+
+func (t *Table) tell1(s Session, open bool) {
+	if t.persist != nil {
+		t.persist(s, open)
+	}
 }
 
 // Lookup returns the live session id of endpoint and component, or
@@ -100,26 +135,33 @@ func (t *Table) Open(s Session) (evicted int) {
 func (t *Table) Lookup(endpoint, component, id string) (Session, error) {
 	now := t.now()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	e, ok := t.m[key{endpoint, component, id}]
 	if !ok {
+		t.mu.Unlock()
 		return Session{}, ErrNoSession
 	}
 	if !e.s.Expires.After(now) {
 		t.removeLocked(e)
+		t.mu.Unlock()
+		t.tell1(e.s, false)
 		return Session{}, ErrNoSession
 	}
-	return e.s, nil
+	s := e.s
+	t.mu.Unlock()
+	return s, nil
 }
 
 // Close forgets a session (the container closed it, or its instance went
 // away). It reports whether the table held it.
 func (t *Table) Close(endpoint, component, id string) bool {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	e, ok := t.m[key{endpoint, component, id}]
 	if ok {
 		t.removeLocked(e)
+	}
+	t.mu.Unlock()
+	if ok {
+		t.tell1(e.s, false)
 	}
 	return ok
 }
@@ -127,24 +169,27 @@ func (t *Table) Close(endpoint, component, id string) bool {
 // DropEndpoint forgets every session of endpoint (it was deleted or
 // updated onto new instances) and returns how many.
 func (t *Table) DropEndpoint(endpoint string) int {
+	var dropped []Session
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := 0
 	for k, e := range t.m {
 		if k.endpoint == endpoint {
 			t.removeLocked(e)
-			n++
+			dropped = append(dropped, e.s)
 		}
 	}
-	return n
+	t.mu.Unlock()
+	t.tell(dropped)
+	return len(dropped)
 }
 
 // Sweep drops the expired sessions and returns how many.
 func (t *Table) Sweep() int {
 	now := t.now()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.sweepLocked(now)
+	dropped := t.sweepLocked(now)
+	t.mu.Unlock()
+	t.tell(dropped)
+	return len(dropped)
 }
 
 // Len returns the number of sessions held, expired ones not yet swept
@@ -155,8 +200,8 @@ func (t *Table) Len() int {
 	return len(t.m)
 }
 
-// All returns a copy of the sessions held that have not expired, soonest
-// expiry first is not promised.
+// All returns a copy of the sessions held that have not expired, in no
+// particular order.
 func (t *Table) All() []Session {
 	now := t.now()
 	t.mu.Lock()
@@ -170,13 +215,12 @@ func (t *Table) All() []Session {
 	return out
 }
 
-func (t *Table) sweepLocked(now time.Time) int {
-	n := 0
+func (t *Table) sweepLocked(now time.Time) (dropped []Session) {
 	for len(t.h) > 0 && !t.h[0].s.Expires.After(now) {
+		dropped = append(dropped, t.h[0].s)
 		t.removeLocked(t.h[0])
-		n++
 	}
-	return n
+	return dropped
 }
 
 func (t *Table) removeLocked(e *entry) {

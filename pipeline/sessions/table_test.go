@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -151,4 +152,35 @@ func BenchmarkLookup(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPersist: Persist hears of every session recorded and dropped, and
+// Restore reads one back without telling it again.
+func TestPersist(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 28, 20, 0, 0, 0, time.UTC)}
+	held := map[string]Session{}
+	var mu sync.Mutex
+	tb := New(Options{Max: 2, Now: c.now, Persist: func(s Session, open bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if open {
+			held[s.ID] = s
+		} else {
+			delete(held, s.ID)
+		}
+	}})
+	tb.Open(Session{Endpoint: "ep", ID: "a", Expires: c.t.Add(time.Minute)})
+	tb.Open(Session{Endpoint: "ep", ID: "b", Expires: c.t.Add(time.Hour)})
+	tb.Open(Session{Endpoint: "ep", ID: "c", Expires: c.t.Add(time.Hour)}) // evicts a
+	tb.Close("ep", "", "b")
+	if len(held) != 1 || held["c"].ID != "c" {
+		t.Fatalf("persisted %v, want c only", held)
+	}
+	again := New(Options{Now: c.now, Persist: func(Session, bool) { t.Error("Restore told Persist") }})
+	for _, s := range held {
+		again.Restore(s)
+	}
+	if _, err := again.Lookup("ep", "", "c"); err != nil {
+		t.Fatal(err)
+	}
 }
