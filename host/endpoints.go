@@ -549,5 +549,6 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	s.reg.remove(e)
 	s.series.Drop(e.name)
 	s.async.EndpointGone(e.name)
+	s.sessions.DropEndpoint(e.name) // their containers are gone
 	s.log.Info().Str("endpoint", e.name).Msg("endpoint deleted")
 }

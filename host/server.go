@@ -242,7 +242,9 @@ func New(cfg Config) *Server {
 		MaxPayload: MaxPayload,
 		Observer:   s.metrics,
 	})
-	s.sessions = openSessions(s.store, cfg.Logger)
+	s.sessions = sessions.Open(sessions.Options{}, store.SessionBacking{S: s.store}, func(err error) {
+		cfg.Logger.Warn().Err(err).Msg("stateful sessions: state not saved or read")
+	})
 	s.mirror = s.invoker.NewMirror(pipeline.MirrorOptions{Context: s.ctx, Go: s.bg.Go, Observer: shadow.New(shadow.Options{
 		Invocation: s.metrics.ObserveInvocation, Dropped: s.metrics.ShadowDropped, Record: s.series.Record, Log: cfg.Logger,
 		Answered: func(c *pipeline.ShadowCall) { captureShadow(s.reg.get(c.Endpoint), c) }, // data capture (datacapture.go)
@@ -366,42 +368,6 @@ func (s *Server) Close(ctx context.Context) error {
 		s.published.Close()
 	}
 	return err
-}
-
-// openSessions returns the stateful sessions' table, holding the sessions
-// st kept (those not expired) and writing each change through to it: a
-// session lives in its container, which outlives mce (adopted at start), so
-// its routing does too. A session whose instance did not come back gets the
-// session error on its next call.
-func openSessions(st *store.Store, log zerolog.Logger) *sessions.Table {
-	name := func(ss sessions.Session) string { return ss.Endpoint + "/" + ss.Component + "/" + ss.ID }
-	t := sessions.New(sessions.Options{Persist: func(ss sessions.Session, open bool) {
-		var err error
-		if open {
-			err = st.PutBatched(store.Sessions, name(ss), ss)
-		} else {
-			err = st.DeleteBatched(store.Sessions, name(ss))
-		}
-		if err != nil {
-			log.Warn().Err(err).Str("endpoint", ss.Endpoint).Str("session", ss.ID).Msg("stateful session not saved")
-		}
-	}})
-	var stale []string
-	err := store.List(st, store.Sessions, func(ss sessions.Session) error {
-		if time.Now().Before(ss.Expires) {
-			t.Restore(ss)
-		} else {
-			stale = append(stale, name(ss))
-		}
-		return nil
-	})
-	for _, n := range stale {
-		_, _ = st.Delete(store.Sessions, n)
-	}
-	if err != nil {
-		log.Warn().Err(err).Msg("stateful sessions not read back")
-	}
-	return t
 }
 
 // echoError writes router-level failures (unknown path, wrong method) in the

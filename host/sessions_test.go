@@ -10,6 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sagemakerruntime"
+
+	"github.com/mce-run/mce/host/store"
+	"github.com/mce-run/mce/pipeline/sessions"
 )
 
 var fakeSessionSeq atomic.Int64
@@ -147,13 +150,16 @@ func TestSessionsOutliveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	id, _, _ := strings.Cut(aws.ToString(out.NewSessionId), ";")
-	again := openSessions(st, h.srv.log)
+	again := sessions.Open(sessions.Options{}, store.SessionBacking{S: st}, nil)
 	s, err := again.Lookup("kept", "", id)
 	if err != nil || s.Variant != "v" || s.Instance == "" {
 		t.Fatalf("read back: %+v, %v", s, err)
 	}
-	h.srv.sessions.Close("kept", "", id)
-	if _, err := openSessions(st, h.srv.log).Lookup("kept", "", id); err == nil {
-		t.Fatal("a closed session was read back")
+	h.srv.deleteEndpoint(h.srv.reg.get("kept"))
+	for deadline := time.Now().Add(10 * time.Second); h.srv.sessions.Len() > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := sessions.Open(sessions.Options{}, store.SessionBacking{S: st}, nil).Lookup("kept", "", id); err == nil {
+		t.Fatal("a session of a deleted endpoint was read back")
 	}
 }
