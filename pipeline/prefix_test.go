@@ -208,3 +208,18 @@ func TestSessionPinned(t *testing.T) {
 		t.Fatalf("err = %v, want a SessionGoneError", err)
 	}
 }
+
+// BenchmarkChoosePrefix: the cost of a prefix-aware pick among 3 instances,
+// at the smallest and largest PrefixLength.
+func BenchmarkChoosePrefix(b *testing.B) {
+	for _, n := range []int{1024, 65536} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			v, insts := prefixVariant(3, n, 1024)
+			req := &Request{Body: bytes.Repeat([]byte("p"), n)}
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				v.choosePrefix(insts, false, "", req)
+			}
+		})
+	}
+}
