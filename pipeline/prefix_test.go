@@ -200,6 +200,11 @@ func TestSessionPinned(t *testing.T) {
 		}
 		resp.Release()
 	}
+	insts[2].containers[0].(*fakeContainer).ready.Store(false)
+	var unavail *UnavailableError
+	if _, err := iv.Invoke(context.Background(), route, &Request{Body: []byte("x"), SessionID: "abc", SessionInstance: insts[2].Key(), TargetVariant: "v"}); !errors.As(err, &unavail) {
+		t.Fatalf("not ready: err = %v, want an UnavailableError", err)
+	}
 	v.SetInstances(insts[:2])
 	_, err := iv.Invoke(context.Background(), route, &Request{Body: []byte("x"), SessionID: "abc", SessionInstance: insts[2].Key(), TargetVariant: "v"})
 	var gone *SessionGoneError
