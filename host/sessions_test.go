@@ -116,6 +116,14 @@ func TestSessionsStickAndClose(t *testing.T) {
 	// Too long or malformed ids are refused before any lookup.
 	_, err = h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("stateful"), Body: body("x"), SessionId: aws.String(strings.Repeat("a", 1<<12))})
 	wantAPIError(t, err, "ValidationError", "sessionId")
+	// A session id of 1 MiB is refused (by the header limit or the
+	// validation) and the endpoint serves on.
+	if _, err = h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("stateful"), Body: body("x"), SessionId: aws.String(strings.Repeat("a", 1<<20))}); err == nil {
+		t.Fatal("a 1 MiB session id was accepted")
+	}
+	if _, err := h.invoke(&sagemakerruntime.InvokeEndpointInput{EndpointName: aws.String("stateful"), Body: body("x"), SessionId: aws.String(ss[2].id)}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Scaling in removes instances: their sessions get the error.
 	gone := 0
