@@ -81,6 +81,7 @@ func TestSessionsOnDocker(t *testing.T) {
 		ss = append(ss, session{id, a.Instance})
 		hosts[a.Instance]++
 	}
+	t.Logf("sessions per instance: %v", hosts)
 	if len(hosts) != 3 {
 		t.Errorf("20 sessions opened on %d instances, want 3 (%v)", len(hosts), hosts)
 	}

@@ -34,7 +34,7 @@ type Handler struct {
 	bufs     sync.Pool // *[]byte of cap smallBody
 	gates    gates
 	sessions sessionTable // stateful sessions (session.go)
-	instance string       // Info.Instance
+	instance instanceID   // Info.Instance
 }
 
 // NewHandler returns a probe with settings s, reporting hostname, the model directory and environment
@@ -45,7 +45,7 @@ func NewHandler(s Settings, cfg smserve.Config, hostname string, start time.Time
 		fill[i] = 'x'
 	}
 	h := &Handler{s: s, tag: []byte(s.Tag), hostname: hostname, env: reportedEnv(cfg.Environ),
-		modelDir: cfg.ModelDir, exit: cfg.Exit, start: start, fill: fill, instance: instanceAddrs()}
+		modelDir: cfg.ModelDir, exit: cfg.Exit, start: start, fill: fill}
 	h.bufs.New = func() any { b := make([]byte, 0, smallBody); return &b }
 	return h
 }
@@ -189,6 +189,7 @@ func (h *Handler) info(w http.ResponseWriter, r *http.Request) {
 	}
 	smserve.WriteJSON(w, http.StatusOK, Info{
 		Hostname:         h.hostname,
+		Instance:         h.instance.get(),
 		Env:              h.env,
 		ContentType:      r.Header.Get("Content-Type"),
 		Accept:           r.Header.Get("Accept"),

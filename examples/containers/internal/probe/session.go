@@ -86,7 +86,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, sid string) {
 		t.m[id] = s
 		t.order = append(t.order, id)
 		w.Header().Set(wire.HeaderNewSessionID, id+"; Expires="+s.expires.UTC().Format("2006-01-02T15:04:05Z"))
-		smserve.WriteJSON(w, http.StatusOK, SessionAnswer{Hostname: h.hostname, Instance: h.instance, Session: id, Calls: 1})
+		smserve.WriteJSON(w, http.StatusOK, SessionAnswer{Hostname: h.hostname, Instance: h.instance.get(), Session: id, Calls: 1})
 		return
 	}
 	s, ok := t.m[sid]
@@ -100,7 +100,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request, sid string) {
 		delete(t.m, sid)
 		w.Header().Set(wire.HeaderClosedSessionID, sid)
 	}
-	smserve.WriteJSON(w, http.StatusOK, SessionAnswer{Hostname: h.hostname, Instance: h.instance, Session: sid, Calls: s.calls})
+	smserve.WriteJSON(w, http.StatusOK, SessionAnswer{Hostname: h.hostname, Instance: h.instance.get(), Session: sid, Calls: s.calls})
 }
 
 // attrValue finds key (or key=value) among comma-separated custom attributes.
@@ -112,6 +112,22 @@ func attrValue(attrs, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// instanceID is the container's addresses, read on first use once it has one: an engine may attach the
+// endpoint's network after the process started.
+type instanceID struct {
+	mu sync.Mutex
+	v  string
+}
+
+func (i *instanceID) get() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.v == "" {
+		i.v = instanceAddrs()
+	}
+	return i.v
 }
 
 // instanceAddrs lists the machine's non-loopback IP addresses, space-separated ("" when it has none).

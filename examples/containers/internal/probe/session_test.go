@@ -33,6 +33,9 @@ func TestSessions(t *testing.T) {
 	if rec = post(h, "x", wire.HeaderSessionID, "NEW_SESSION", AttributesHeader, "session-ttl=48h"); rec.Code != http.StatusBadRequest {
 		t.Fatalf("session-ttl over the cap answered %d", rec.Code)
 	}
+	if rec = post(h, "", AttributesHeader, "info"); !strings.Contains(rec.Body.String(), `"instance":`) {
+		t.Fatalf("info has no instance: %s", rec.Body)
+	}
 	if rec = post(h, "plain"); rec.Code != http.StatusOK || rec.Body.String() != "plain" {
 		t.Fatalf("a call without a session is no longer echoed: %d %q", rec.Code, rec.Body)
 	}
