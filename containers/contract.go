@@ -16,6 +16,14 @@ const (
 	safeRangeSize = 100
 )
 
+// A container that takes bidirectional streams
+// (InvokeEndpointWithBidirectionalStream) serves a WebSocket at
+// BidirectionalStreamPath, and its image carries LabelBidirectionalStreaming=true.
+const (
+	BidirectionalStreamPath     = "/invocations-bidirectional-stream"
+	LabelBidirectionalStreaming = "com.amazonaws.sagemaker.capabilities.bidirectional-streaming"
+)
+
 // ContainerPort is the SAGEMAKER_BIND_TO_PORT of the index-th container of
 // an instance: 8080, 8081, ...
 func ContainerPort(index int) int { return basePort + index }

@@ -23,6 +23,10 @@ type EndpointPlan struct {
 	Variants []VariantPlan
 	// Async is set for an asynchronous endpoint (AsyncInferenceConfig).
 	Async *AsyncPlan `json:",omitempty"`
+	// Described holds the members of the endpoint's configuration that
+	// DescribeEndpoint echoes at its top level (MetricsConfig), as JSON;
+	// no engine reads it.
+	Described json.RawMessage `json:",omitempty"`
 }
 
 // AsyncPlan is an asynchronous endpoint's queue settings.

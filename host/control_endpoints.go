@@ -103,6 +103,8 @@ type variantSummary struct {
 	RoutingConfig               *spec.RoutingConfig `json:"RoutingConfig,omitempty"`
 	ManagedInstanceScaling      json.RawMessage     `json:"ManagedInstanceScaling,omitempty"`
 	AcceleratorPartitionLayouts json.RawMessage     `json:"AcceleratorPartitionLayouts,omitempty"`
+	// VariantStatus says what is happening to the variant, while something is.
+	VariantStatus []deploy.VariantStatus `json:"VariantStatus,omitempty"`
 }
 
 type describeEndpointOutput struct {
@@ -123,6 +125,8 @@ type describeEndpointOutput struct {
 	ShadowProductionVariants []variantSummary `json:"ShadowProductionVariants,omitempty"`
 	// DataCaptureConfig is its data capture now (datacapture.go).
 	DataCaptureConfig *capture.Status `json:"DataCaptureConfig,omitempty"`
+	// MetricsConfig is the configuration's, echoed (EndpointPlan.Described).
+	MetricsConfig *spec.MetricsConfig `json:"MetricsConfig,omitempty"`
 	// Deployment guardrails (deploy_endpoint.go).
 	LastDeploymentConfig     *spec.DeploymentConfig `json:"LastDeploymentConfig,omitempty"`
 	PendingDeploymentSummary *deploy.Summary        `json:"PendingDeploymentSummary,omitempty"`
@@ -139,6 +143,9 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 		AsyncInferenceConfig: asyncConfigOf(rec.Plan.Async), DataCaptureConfig: s.captures.status(e, rec.DataCapture),
 		LastDeploymentConfig: rec.LastDeployment, PendingDeploymentSummary: rec.Deploying.Summary(),
 	}
+	if len(rec.Plan.Described) > 0 {
+		json.Unmarshal(rec.Plan.Described, &out) // only the echoed members: mce wrote it
+	}
 	if out.EndpointStatus == spec.StatusCreating || out.EndpointStatus == spec.StatusFailed ||
 		(out.EndpointStatus == spec.StatusUpdating && e.route.Load() == nil) {
 		return out // no variants run (yet): a Failed endpoint being updated runs nothing
@@ -148,6 +155,10 @@ func (s *Server) describe(e *Endpoint) describeEndpointOutput {
 			CurrentInstanceCount: v.InstanceCount, DesiredInstanceCount: v.InstanceCount}
 		if t, ok := rec.Desired[v.Name]; ok {
 			vs.DesiredWeight, vs.DesiredInstanceCount = t.Weight, t.Count
+			if t.Count != v.InstanceCount { // UpdateEndpointWeightsAndCapacities or autoscaling at work
+				vs.VariantStatus = []deploy.VariantStatus{{Status: "Updating", StartTime: spec.Epoch(rec.Modified),
+					StatusMessage: fmt.Sprintf("Scaling from %d to %d instances.", v.InstanceCount, t.Count)}}
+			}
 		}
 		if len(v.Described) > 0 {
 			json.Unmarshal(v.Described, &vs) // only the echoed members: mce wrote it
@@ -276,6 +287,11 @@ func (s *Server) opUpdateWeightsAndCapacities(_ context.Context, in *updateWeigh
 		}
 		if cur == nil {
 			return nil, apierr.ValidationException("The variant name(s) [%s] is/are not present in the endpoint %q.", d.VariantName, e.record().ARN)
+		}
+		if u := d.ServerlessUpdateConfig; len(u) > 0 && string(u) != "null" {
+			// Serverless variants are refused at CreateEndpointConfig, so
+			// every variant here is instance-based: nothing to update.
+			return nil, apierr.ValidationException("ServerlessUpdateConfig is not supported by mce: variant %q is instance-based (mce runs no serverless variants). Give DesiredInstanceCount instead.", d.VariantName)
 		}
 		t := VariantTarget{Weight: cur.Weight, Count: cur.InstanceCount}
 		if d.DesiredWeight != nil {

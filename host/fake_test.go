@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/mce-run/mce/containers"
+	"github.com/mce-run/mce/host/bidistream"
 	"github.com/mce-run/mce/pipeline"
 )
 
@@ -42,6 +45,19 @@ func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 	f := &fakeContainer{host: hostname, stop: make(chan struct{})}
 	f.ready.Store(true)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == bidistream.ContainerPath { // bidirectional streams: echo every message as <tag>:<message>
+			c, err := websocket.Accept(w, r, nil)
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			for {
+				typ, b, err := c.Read(r.Context())
+				if err != nil || c.Write(r.Context(), typ, append([]byte(tag+":"), b...)) != nil {
+					return
+				}
+			}
+		}
 		f.calls.Add(1)
 		suffix := tag
 		for n := f.inside.Add(1); ; {
@@ -153,14 +169,16 @@ func (f *fakeContainer) lastHeader() http.Header {
 
 // fakeBackend launches fake containers: each container plan's Image is its tag.
 type fakeBackend struct {
-	t        testing.TB
-	mu       sync.Mutex
-	byHost   map[string]*fakeContainer // "endpoint/variant/hostname" of copy 0
-	fail     error
-	delay    time.Duration
-	launches atomic.Int64
-	closed   atomic.Int64
-	onClose  func() error // when set, runs in each Launched.Close and is its result
+	t      testing.TB
+	mu     sync.Mutex
+	byHost map[string]*fakeContainer // "endpoint/variant/hostname" of copy 0
+	fail   error
+	delay  time.Duration
+	// scaleDelay is how long Scale takes.
+	scaleDelay time.Duration
+	launches   atomic.Int64
+	closed     atomic.Int64
+	onClose    func() error // when set, runs in each Launched.Close and is its result
 	// stopOnClose: Launched.Close stops its containers' servers (calls
 	// still in flight finish; later ones are refused), as an engine does.
 	stopOnClose bool
@@ -225,7 +243,14 @@ func (l *fakeLaunched) Copies(v string) [][]pipeline.Container {
 	return append([][]pipeline.Container(nil), l.copies[v]...)
 }
 
-func (l *fakeLaunched) Scale(_ context.Context, variant string, n int) error {
+func (l *fakeLaunched) Scale(ctx context.Context, variant string, n int) error {
+	if d := l.b.scaleDelay; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, v := range l.plan.Variants {

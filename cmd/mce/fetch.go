@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -15,6 +17,7 @@ import (
 // fetchFlags are `mce fetch`'s flags.
 type fetchFlags struct {
 	url, dest string
+	timeout   time.Duration
 	fetcher   fetcherFlags
 }
 
@@ -74,6 +77,7 @@ the init container of every pod of the kubernetes engine runs.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "", "ModelDataUrl: s3:// or file://")
 	fl.StringVar(&f.dest, "dest", "", "folder to write the model data into (created if missing; what it holds is kept)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "give up when fetching and extracting take longer (ModelDataDownloadTimeoutInSeconds); 0: no bound")
 	f.fetcher.register(fl)
 	_ = cmd.MarkFlagRequired("url")
 	_ = cmd.MarkFlagRequired("dest")
@@ -95,8 +99,17 @@ func fetch(cmd *cobra.Command, f fetchFlags) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	dir, err := fetcher.Prepare(cmd.Context(), f.url, "", work)
+	ctx := cmd.Context()
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	dir, err := fetcher.Prepare(ctx, f.url, "", work)
 	if err != nil {
+		if f.timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("model data not fetched within ModelDataDownloadTimeoutInSeconds (%s): %w", f.timeout, err)
+		}
 		return err
 	}
 	entries, err := os.ReadDir(dir)

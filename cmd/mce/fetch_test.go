@@ -56,6 +56,12 @@ func TestFetchCommand(t *testing.T) {
 		t.Errorf("dest holds %d entries, want weights.txt and sub (no work folder left)", len(entries))
 	}
 
+	// --timeout (ModelDataDownloadTimeoutInSeconds) ends a fetch that takes longer, naming the setting.
+	out, err = runCLI(ctx, "fetch", "--url", "file://"+root+"/model.tar.gz", "--dest", filepath.Join(t.TempDir(), "late"), "--model-root", root, "--timeout", "1ns")
+	if err == nil || !strings.Contains(err.Error()+out, "ModelDataDownloadTimeoutInSeconds") {
+		t.Errorf("a fetch past --timeout: %v\n%s", err, out)
+	}
+
 	other := t.TempDir()
 	if out, err := runCLI(ctx, "fetch", "--url", "file://"+root+"/model.tar.gz", "--dest", filepath.Join(other, "d"), "--model-root", other); err == nil {
 		t.Errorf("fetched from outside the model roots: %s", out)

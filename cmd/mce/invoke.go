@@ -34,6 +34,7 @@ type invokeFlags struct {
 	timeout          time.Duration
 	verbose          bool
 	stream           bool
+	bidi             bool
 }
 
 func newInvokeCmd() *cobra.Command {
@@ -46,6 +47,11 @@ aws-sdk-go-v2's sagemakerruntime client, so the call is exactly what an applicat
 The body is the argument itself, @file for a file's contents, or - (or nothing) for
 standard input. The answer's body goes to standard output; with -v the invoked variant,
 content type and custom attributes go to standard error.
+
+With --bidi the call is InvokeEndpointWithBidirectionalStream, to the HTTP/2 listener
+of mce serve --bidi-listen given as --endpoint-url: each line of standard input is sent
+as a UTF8 message and each of the model's messages is printed as a line; --timeout
+bounds the whole stream.
 
 With --stream the call is InvokeEndpointWithResponseStream: the answer's parts are
 printed as they arrive, and a ModelStreamError that ends the stream is printed to
@@ -80,6 +86,7 @@ otherwise the request is sent unsigned (mce treats it as anonymous).`,
 	fl.DurationVar(&f.timeout, "timeout", 70*time.Second, "time limit of the call (SageMaker advises 70 s)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "print the invoked variant and response headers to standard error")
 	fl.BoolVar(&f.stream, "stream", false, "call InvokeEndpointWithResponseStream and print the parts as they arrive")
+	fl.BoolVar(&f.bidi, "bidi", false, "call InvokeEndpointWithBidirectionalStream on mce serve --bidi-listen's URL (--endpoint-url): each line of standard input is a message, each answer a line")
 	return cmd
 }
 
@@ -155,6 +162,14 @@ func newRuntimeClient(ctx context.Context, endpointURL, region string) (*sagemak
 }
 
 func invoke(ctx context.Context, f invokeFlags, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if f.bidi {
+		if len(args) > 1 || f.stream {
+			return &exitError{code: 2, msg: "--bidi reads its messages from standard input, one a line, and cannot be used with --stream"}
+		}
+		ctx, cancel := context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+		return invokeBidi(ctx, f, args[0], stdin, stdout, stderr)
+	}
 	contentType, err := inferContentType(args, f.contentType)
 	if err != nil {
 		return &exitError{code: 2, msg: err.Error()}

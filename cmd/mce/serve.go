@@ -75,6 +75,9 @@ type serveFlags struct {
 	captureBuffer    byteSize
 	captureInterval  time.Duration
 	timeCompression  float64
+	bidiListen       string
+	bidiTLSCert      string
+	bidiTLSKey       string
 	log              logFlags
 	logTo            io.Writer // where mce's log goes; nil for stderr (tests set it)
 	kube             kubeFlags
@@ -110,6 +113,9 @@ naming the container and the cause.`,
 	fl.StringArrayVarP(&f.files, "file", "f", nil, "endpoint file (YAML or JSON); repeatable")
 	f.kube.register(fl)
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the SageMaker API on")
+	fl.StringVar(&f.bidiListen, "bidi-listen", "", "address to serve SageMaker's HTTP/2 runtime (InvokeEndpointWithBidirectionalStream) on, h2c unless --bidi-tls-cert; empty: off")
+	fl.StringVar(&f.bidiTLSCert, "bidi-tls-cert", "", "certificate (PEM) of --bidi-listen's TLS; with --bidi-tls-key")
+	fl.StringVar(&f.bidiTLSKey, "bidi-tls-key", "", "private key (PEM) of --bidi-listen's TLS")
 	fl.StringVar(&f.region, "region", "us-east-1", "region shown in ARNs and messages")
 	fl.StringVar(&f.account, "account", "123456789012", "account ID shown in ARNs and messages")
 	fl.StringVar(&f.instance, "instance", "default", "name of this mce instance, claimed on the Docker engine (a second mce with the same name refuses to start); its containers carry it in a label, and a restarted instance removes what it left behind")
@@ -280,6 +286,7 @@ func serve(ctx context.Context, f serveFlags) error {
 		s.preflight,    // every endpoint of the files, before anything starts
 		s.recoverState, // the state's endpoints: adopted or relaunched
 		s.startAPI,     // serving from here on; runUntilStopped drains it
+		s.startBidi,    // --bidi-listen (stop: drain it, then cut what is left)
 		s.applyFiles,   // the files' definitions, as API calls
 	}
 	var stops []func()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -96,4 +98,50 @@ Endpoints:
 	if _, err := runCLI(ctx, "invoke", "ep", "--stream", "--endpoint-url", url, "--target-model", "m.tar.gz", "x"); !errors.As(err, &ee) || ee.code != 2 {
 		t.Errorf("--stream --target-model: %v, want exit status 2", err)
 	}
+}
+
+// TestInvokeBidi: mce serve --bidi-listen serves bidirectional streams, and
+// mce invoke --bidi sends each line of its input as a message and prints
+// each answer as a line.
+func TestInvokeBidi(t *testing.T) {
+	cli := testenv.Docker(t)
+	img := testenv.OwnImage(t, "probe")
+	file := filepath.Join(t.TempDir(), "ep.yaml")
+	os.WriteFile(file, []byte(`
+Models:
+  - ModelName: m
+    PrimaryContainer: {Image: `+img+`, Environment: {PROBE_TAG: "echo"}}
+EndpointConfigs:
+  - EndpointConfigName: c
+    ProductionVariants: [{VariantName: AllTraffic, ModelName: m, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
+Endpoints:
+  - {EndpointName: ep, EndpointConfigName: c}
+`), 0o644)
+	f := serveFlagsFor(t, freePort(t), file)
+	bidi := freePort(t)
+	f.bidiListen = bidi
+	ctx, _ := serveInService(t, cli, f)
+	got, err := runCLIWithInput(ctx, "hello\nsecond line\n", "invoke", "ep", "--bidi", "--endpoint-url", "http://"+bidi, "--timeout", "20s")
+	if err != nil {
+		t.Fatalf("invoke --bidi: %v\n%s", err, got)
+	}
+	if got != "echo:hello\necho:second line\n" {
+		t.Errorf("printed %q", got)
+	}
+	var ee *exitError
+	if _, err := runCLIWithInput(ctx, "x\n", "invoke", "nope", "--bidi", "--endpoint-url", "http://"+bidi); !errors.As(err, &ee) || ee.code != 1 || !strings.Contains(ee.msg, "InputValidationError") {
+		t.Errorf("an unknown endpoint: %v", err)
+	}
+}
+
+// runCLIWithInput is runCLI with input on standard input.
+func runCLIWithInput(ctx context.Context, input string, args ...string) (string, error) {
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetIn(strings.NewReader(input))
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	return out.String(), err
 }

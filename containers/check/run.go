@@ -189,6 +189,12 @@ func (r *run) labels(l map[string]string) {
 	if r.multi {
 		r.rep.Mode = "multi-model"
 	}
+	bidi := "label bidirectional-streaming=true"
+	if l[containers.LabelBidirectionalStreaming] == "true" {
+		r.add(bidi, Pass, t, "its container must serve a WebSocket at "+containers.BidirectionalStreamPath)
+	} else {
+		r.skip("not labelled: InvokeEndpointWithBidirectionalStream is not for this image", bidi)
+	}
 }
 
 // env is the environment of the index-th copy, as mce gives it to the

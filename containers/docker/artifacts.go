@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -52,13 +53,18 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 				// endpoint's and container's names.
 				lctx := d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", v.Name).
 					Str("container", c.Hostname).Logger().WithContext(gctx)
+				lctx, cancel := withDownloadTimeout(lctx, v.DownloadTimeout)
+				defer cancel()
 				dir, err := f.Prepare(lctx, c.ModelDataURL, c.BaseDir, work)
 				if err == nil {
 					err = d.reserve(dir)
 				}
 				if err != nil {
-					return &LaunchError{Endpoint: d.endpoint, Variant: v.Name, Container: c.Hostname,
-						Reason: fmt.Sprintf("could not get its model data from %q", c.ModelDataURL), Err: err}
+					reason := fmt.Sprintf("could not get its model data from %q", c.ModelDataURL)
+					if errors.Is(lctx.Err(), context.DeadlineExceeded) && gctx.Err() == nil {
+						reason += fmt.Sprintf(" within ModelDataDownloadTimeoutInSeconds (%d s)", int(v.DownloadTimeout.Seconds()))
+					}
+					return &LaunchError{Endpoint: d.endpoint, Variant: v.Name, Container: c.Hostname, Reason: reason, Err: err}
 				}
 				d.mu.Lock()
 				d.models[modelKey{v.Name, c.Hostname}] = dir
@@ -68,6 +74,15 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 		}
 	}
 	return g.Wait()
+}
+
+// withDownloadTimeout bounds one model data download by the variant's
+// ModelDataDownloadTimeoutInSeconds; a zero d leaves ctx unbounded.
+func withDownloadTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
 }
 
 // reserve counts an extracted artifact against the runtime's disk budget

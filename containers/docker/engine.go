@@ -79,7 +79,7 @@ func SpecOf(plan containers.EndpointPlan) (EndpointSpec, error) {
 	es := EndpointSpec{Name: plan.Name}
 	for _, v := range plan.Variants {
 		vs := VariantSpec{Name: v.Name, Copies: v.InstanceCount, HealthTimeout: v.HealthCheckTimeout,
-			NetworkIsolation: v.NetworkIsolation, Shadow: v.Shadow}
+			DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation, Shadow: v.Shadow}
 		for _, c := range v.Containers {
 			req, err := gpu.ParseRequest(c.GPUs)
 			if err != nil {

@@ -51,6 +51,9 @@ type VariantSpec struct {
 	// with 200 after it starts (ContainerStartupHealthCheckTimeoutInSeconds).
 	// Zero means DefaultHealthTimeout.
 	HealthTimeout time.Duration
+	// DownloadTimeout bounds fetching and extracting the variant's model
+	// data (ModelDataDownloadTimeoutInSeconds); zero means no bound.
+	DownloadTimeout time.Duration `json:",omitempty"`
 	// NetworkIsolation runs the variant's containers on the endpoint's
 	// internal network, with no route out of the machine
 	// (CreateModel's EnableNetworkIsolation).

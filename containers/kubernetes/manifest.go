@@ -419,7 +419,11 @@ func podSpec(o ManifestOptions, v containers.VariantPlan) (corev1.PodSpec, error
 			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: vol,
 				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 			ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: ModelDir, ReadOnly: true})
-			ps.InitContainers = append(ps.InitContainers, fetchContainer(o, i, c, vol))
+			fc := fetchContainer(o, i, c, vol)
+			if v.DownloadTimeout > 0 { // ModelDataDownloadTimeoutInSeconds bounds the model data only
+				fc.Args = append(fc.Args, "--timeout", v.DownloadTimeout.String())
+			}
+			ps.InitContainers = append(ps.InitContainers, fc)
 		}
 		if remoteCode {
 			// An s3:// SAGEMAKER_SUBMIT_DIRECTORY is fetched as model data

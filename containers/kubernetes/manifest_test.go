@@ -408,3 +408,32 @@ func TestShadowDeploymentLabels(t *testing.T) {
 		t.Error("a shadow and a production variant of the same containers share a fingerprint: one would be adopted as the other")
 	}
 }
+
+// TestDownloadTimeoutReachesFetch: a variant's
+// ModelDataDownloadTimeoutInSeconds bounds its model data's init container
+// (`mce fetch --timeout`), and nothing else's.
+func TestDownloadTimeoutReachesFetch(t *testing.T) {
+	plan := testPlan()
+	plan.Variants[0].DownloadTimeout = 10 * time.Minute
+	plan.Variants[0].Containers[0].Environment["SAGEMAKER_SUBMIT_DIRECTORY"] = "s3://bucket/src/sourcedir.tar.gz"
+	ps, err := podSpec(testOptions(), plan.Variants[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen int
+	for _, c := range ps.InitContainers {
+		i := slices.Index(c.Args, "--timeout")
+		switch {
+		case c.Name == "fetch-1":
+			seen++
+			if i < 0 || i+1 >= len(c.Args) || c.Args[i+1] != "10m0s" {
+				t.Errorf("%s args %v, want --timeout 10m0s", c.Name, c.Args)
+			}
+		case i >= 0:
+			t.Errorf("%s args %v: only model data is bounded by the setting", c.Name, c.Args)
+		}
+	}
+	if seen != 1 || len(ps.InitContainers) != 2 {
+		t.Errorf("init containers %d (model data seen %d), want the model's and the code's", len(ps.InitContainers), seen)
+	}
+}

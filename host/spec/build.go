@@ -71,6 +71,9 @@ func BuildPlan(region, account string, e CreateEndpointInput, c CreateEndpointCo
 // valid; lookup must return valid models.
 func buildPlan(e CreateEndpointInput, c CreateEndpointConfigInput, lookup func(string) (CreateModelInput, string, error)) (containers.EndpointPlan, []string, error) {
 	plan := containers.EndpointPlan{Name: e.EndpointName, ConfigName: c.EndpointConfigName}
+	if c.MetricsConfig != nil {
+		plan.Described, _ = json.Marshal(struct{ MetricsConfig *MetricsConfig }{c.MetricsConfig})
+	}
 	if a := c.AsyncInferenceConfig; a != nil && a.OutputConfig != nil {
 		ap := &containers.AsyncPlan{OutputPath: strings.TrimRight(a.OutputConfig.S3OutputPath, "/"),
 			FailurePath: strings.TrimRight(a.OutputConfig.S3FailurePath, "/"), MaxConcurrentPerInstance: DefaultAsyncConcurrency}

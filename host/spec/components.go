@@ -85,6 +85,9 @@ type InferenceComponentComputeRequirements struct {
 	NumberOfAcceleratorDevicesRequired *float64 `json:"NumberOfAcceleratorDevicesRequired,omitempty"`
 	MinMemoryRequiredInMb              *int32   `json:"MinMemoryRequiredInMb,omitempty"`
 	MaxMemoryRequiredInMb              *int32   `json:"MaxMemoryRequiredInMb,omitempty"`
+	// AcceleratorPartitionType is the MIG partition a copy occupies
+	// (partitions.go).
+	AcceleratorPartitionType *string `json:"AcceleratorPartitionType,omitempty"`
 }
 
 // InferenceComponentRuntimeConfig is a component's number of copies.
@@ -214,6 +217,7 @@ func (sp *InferenceComponentSpecification) check(c *checker, p string) {
 			c.intRange(q+".minMemoryRequiredInMb", r.MinMemoryRequiredInMb, 128, -1)
 		}
 		c.intRange(q+".maxMemoryRequiredInMb", r.MaxMemoryRequiredInMb, 128, -1)
+		checkPartitionType(c, q+".acceleratorPartitionType", r.AcceleratorPartitionType)
 	}
 }
 
@@ -250,6 +254,7 @@ func (sp *InferenceComponentSpecification) semantic(s *semantic) {
 	if a := r.NumberOfAcceleratorDevicesRequired; a != nil && *a != math.Trunc(*a) {
 		s.add("NumberOfAcceleratorDevicesRequired must be a whole number of devices in mce (" + formatFloat(*a) + " was given): each copy holds whole GPUs of its own.")
 	}
+	partitionTypeSemantic(s, r)
 	if r.MinMemoryRequiredInMb != nil && r.MaxMemoryRequiredInMb != nil && *r.MaxMemoryRequiredInMb < *r.MinMemoryRequiredInMb {
 		s.add("MaxMemoryRequiredInMb (" + strconv.Itoa(int(*r.MaxMemoryRequiredInMb)) + ") must not be less than MinMemoryRequiredInMb (" + strconv.Itoa(int(*r.MinMemoryRequiredInMb)) + ").")
 	}

@@ -208,7 +208,9 @@ type CoreDumpConfig struct {
 	KMSKeyID         string `json:"KmsKeyId,omitempty"`
 }
 
-// MetricsConfig is accepted and ignored: mce publishes its metrics on /metrics.
+// MetricsConfig is validated, echoed by DescribeEndpoint and otherwise
+// ignored: mce publishes every metric at every call (/metrics, and its
+// CloudWatch API at one-minute periods or finer).
 type MetricsConfig struct {
 	EnableEnhancedMetrics           *bool  `json:"EnableEnhancedMetrics,omitempty"`
 	EnableDetailedObservability     *bool  `json:"EnableDetailedObservability,omitempty"`

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,10 @@ const (
 	RoutingPrefixAware      = "PREFIX_AWARE"
 )
 
+// metricPublishFrequencies are MetricsConfig.MetricPublishFrequencyInSeconds'
+// values.
+var metricPublishFrequencies = []int32{10, 30, 60, 120, 180, 240, 300}
+
 // Validate checks a CreateEndpointConfig request against SageMaker's rules
 // (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpointConfig.html)
 // and refuses what mce cannot run locally. The error is a
@@ -55,6 +60,11 @@ func (c *CreateEndpointConfigInput) Validate() error {
 	ck.roleARN("executionRoleArn", c.ExecutionRoleARN)
 	checkAsync(&ck, c.AsyncInferenceConfig)
 	checkDataCapture(&ck, c.DataCaptureConfig)
+	if m := c.MetricsConfig; m != nil && m.MetricPublishFrequencyInSeconds != nil &&
+		!slices.Contains(metricPublishFrequencies, *m.MetricPublishFrequencyInSeconds) {
+		ck.fail(strconv.Itoa(int(*m.MetricPublishFrequencyInSeconds)), "metricsConfig.metricPublishFrequencyInSeconds",
+			"Member must satisfy enum value set: [10, 30, 60, 120, 180, 240, 300]")
+	}
 	if err := ck.err(); err != nil {
 		return err
 	}
@@ -89,6 +99,9 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		kind, Kind := "production variant ", "Production variant "
 		if v.shadow {
 			kind, Kind = "shadow variant ", "Shadow variant "
+		}
+		if present(v.AcceleratorPartitionLayouts) {
+			s.add(noPartitions("AcceleratorPartitionLayouts of "+kind+name, partitionLayoutProfiles(v.AcceleratorPartitionLayouts)))
 		}
 		if present(v.ServerlessConfig) {
 			s.add("ServerlessConfig is not supported by mce (" + kind + name + "): give InstanceType and InitialInstanceCount instead.")
@@ -128,6 +141,7 @@ func checkVariant(c *checker, p string, v *ProductionVariant) {
 	c.intRange(p+".containerStartupHealthCheckTimeoutInSeconds", v.ContainerStartupHealthCheckTimeoutInSeconds, minHealthTimeoutSec, maxHealthTimeoutSec)
 	c.intRange(p+".modelDataDownloadTimeoutInSeconds", v.ModelDataDownloadTimeoutInSeconds, 60, 3600)
 	c.intRange(p+".volumeSizeInGB", v.VolumeSizeInGB, 1, 512)
+	checkPartitionLayouts(c, p+".acceleratorPartitionLayouts", v.AcceleratorPartitionLayouts)
 	if present(v.ManagedInstanceScaling) {
 		m, ok := v.managedScaling()
 		if !ok {
@@ -204,7 +218,6 @@ func (c *CreateEndpointConfigInput) Warnings() []string {
 		w.ifSet(present(v.InstancePools), "InstancePools"+in)
 		w.ifSet(v.VariantInstanceProvisionTimeoutInSeconds != nil, "VariantInstanceProvisionTimeoutInSeconds"+in)
 		w.ifSet(present(v.CapacityReservationConfig), "CapacityReservationConfig"+in)
-		w.ifSet(present(v.AcceleratorPartitionLayouts), "AcceleratorPartitionLayouts"+in)
 	}
 	return w.list
 }

@@ -38,14 +38,17 @@ const (
 	HeaderAdapterIdentifier = "X-Amzn-SageMaker-Adapter-Identifier"
 	HeaderAdapterAlias      = "X-Amzn-SageMaker-Adapter-Alias"
 	HeaderInvokedVariant    = "X-Amzn-Invoked-Production-Variant"
-	HeaderStreamAccept      = "X-Amzn-SageMaker-Accept"       // InvokeEndpointWithResponseStream: the model's Accept
-	HeaderStreamContentType = "X-Amzn-SageMaker-Content-Type" // InvokeEndpointWithResponseStream: the model's Content-Type
-	HeaderRequestID         = "X-Amzn-RequestId"
-	HeaderErrorType         = "X-Amzn-ErrorType"
-	HeaderAmzTarget         = "X-Amz-Target" // the operation of an AWS JSON protocol call
-	HeaderAmzDate           = "X-Amz-Date"
-	HeaderAmzSecurityToken  = "X-Amz-Security-Token"
-	HeaderAmzContentSHA256  = "X-Amz-Content-Sha256"
+	// InvokeEndpointWithBidirectionalStream's own (host/bidistream).
+	HeaderModelInvocationPath = "X-Amzn-SageMaker-Model-Invocation-Path"
+	HeaderModelQueryString    = "X-Amzn-SageMaker-Model-Query-String"
+	HeaderStreamAccept        = "X-Amzn-SageMaker-Accept"       // InvokeEndpointWithResponseStream: the model's Accept
+	HeaderStreamContentType   = "X-Amzn-SageMaker-Content-Type" // InvokeEndpointWithResponseStream: the model's Content-Type
+	HeaderRequestID           = "X-Amzn-RequestId"
+	HeaderErrorType           = "X-Amzn-ErrorType"
+	HeaderAmzTarget           = "X-Amz-Target" // the operation of an AWS JSON protocol call
+	HeaderAmzDate             = "X-Amz-Date"
+	HeaderAmzSecurityToken    = "X-Amz-Security-Token"
+	HeaderAmzContentSHA256    = "X-Amz-Content-Sha256"
 
 	// InvokeEndpointAsync's own headers (its Content-Type and Accept are
 	// HeaderStreamContentType and HeaderStreamAccept).

@@ -38,5 +38,5 @@ func Load(ctx context.Context, cfg smserve.Config) (smserve.Loaded, error) {
 	}
 	summary := fmt.Sprintf("hostname %s, tag %q, ping fail %v, ready after %s, exit after %s (code %d)",
 		host, s.Tag, s.PingFail, s.ReadyAfter, s.ExitAfter, s.ExitCode)
-	return smserve.Loaded{Invocations: h, Ready: h.Ready, Summary: summary}, nil
+	return smserve.Loaded{Invocations: h, Ready: h.Ready, Summary: summary, Bidirectional: bidirectional(s.Tag)}, nil
 }

@@ -42,6 +42,10 @@ type Loaded struct {
 	// adapter API for adapter inference components); without it they are
 	// 404.
 	Adapters http.Handler
+	// Bidirectional, if set, serves the WebSocket of
+	// InvokeEndpointWithBidirectionalStream at
+	// /invocations-bidirectional-stream; without it that path is 404.
+	Bidirectional http.Handler
 }
 
 // Main runs p as the process: it parses os.Args and the environment, stops on SIGTERM or SIGINT, reports a
@@ -82,8 +86,11 @@ func Serve(ctx context.Context, ln net.Listener, p Program, cfg Config, stdout, 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ping", s.ping)
 	mux.HandleFunc("POST /invocations", s.invoke)
-	mux.HandleFunc("/adapters", s.adapters)
-	mux.HandleFunc("/adapters/", s.adapters)
+	adapters := s.optional(func(l *Loaded) http.Handler { return l.Adapters }, "this container serves no adapters")
+	mux.HandleFunc("/adapters", adapters)
+	mux.HandleFunc("/adapters/", adapters)
+	mux.HandleFunc("GET /invocations-bidirectional-stream",
+		s.optional(func(l *Loaded) http.Handler { return l.Bidirectional }, "this container serves no bidirectional streams"))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -140,15 +147,19 @@ type server struct {
 
 // adapters hands the adapter API to the program, once loaded: 503 before,
 // 404 when it has none.
-func (s *server) adapters(w http.ResponseWriter, r *http.Request) {
-	l := s.loaded.Load()
-	switch {
-	case l == nil:
-		WriteError(w, Errorf(http.StatusServiceUnavailable, "the model is not loaded yet"))
-	case l.Adapters == nil:
-		WriteError(w, Errorf(http.StatusNotFound, "this container serves no adapters"))
-	default:
-		l.Adapters.ServeHTTP(w, r)
+// optional serves what the loaded program's pick returns; 503 before the
+// model is loaded, 404 (saying none) when the program has none.
+func (s *server) optional(pick func(*Loaded) http.Handler, none string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		l := s.loaded.Load()
+		switch {
+		case l == nil:
+			WriteError(w, Errorf(http.StatusServiceUnavailable, "the model is not loaded yet"))
+		case pick(l) == nil:
+			WriteError(w, Errorf(http.StatusNotFound, "%s", none))
+		default:
+			pick(l).ServeHTTP(w, r)
+		}
 	}
 }
 
