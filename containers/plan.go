@@ -52,6 +52,9 @@ type VariantPlan struct {
 	// RoutingStrategy is RoutingConfig's strategy; "" when unset (the
 	// runtime's default applies).
 	RoutingStrategy string
+	// PrefixLength and ConcurrencyThreshold configure RoutingStrategy
+	// PREFIX_AWARE (PrefixAwareRoutingConfig); 0 otherwise.
+	PrefixLength, ConcurrencyThreshold int
 	// NetworkIsolation runs the variant's containers with no route out of
 	// the machine: the model's (or the endpoint configuration's)
 	// EnableNetworkIsolation.

@@ -210,6 +210,7 @@ func newRoute(name string, plan containers.EndpointPlan, l containers.Launched) 
 	for _, v := range plan.Variants {
 		pv := pipeline.NewVariant(v.Name, v.Weight, instances(l, v.Name))
 		pv.SetStrategy(pipeline.StrategyOf(v.RoutingStrategy))
+		pv.SetPrefixAware(v.PrefixLength, v.ConcurrencyThreshold)
 		if v.Shadow { // takes copies only (pipeline.Mirror)
 			shadows = append(shadows, pv)
 			continue
@@ -548,5 +549,6 @@ func (s *Server) finishDelete(e *Endpoint, route *pipeline.Route) {
 	s.reg.remove(e)
 	s.series.Drop(e.name)
 	s.async.EndpointGone(e.name)
+	s.sessions.DropEndpoint(e.name) // their containers are gone
 	s.log.Info().Str("endpoint", e.name).Msg("endpoint deleted")
 }

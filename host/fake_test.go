@@ -78,6 +78,10 @@ func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 			fmt.Fprintf(w, "%s: broken image, status %d", hostname, n)
 			return
 		}
+		if sid := r.Header.Get(hdrSessionID); sid != "" { // stateful sessions (sessions_test.go)
+			fakeSession(w, r, f, sid)
+			return
+		}
 		for _, kv := range strings.Split(r.Header.Get("X-Amzn-SageMaker-Custom-Attributes"), ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			switch k {

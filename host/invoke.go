@@ -57,8 +57,13 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 
 	req := pipelineRequest(h, body)
 	req.Adapter = adm.adapter // an adapter inference component (host/components/adapters.go)
+	if err := s.sessions.Begin(e.name, adm.component, header(h, hdrSessionID), false, &req); err != nil {
+		fail(s.toAPIError(name, reqID, err))
+		return nil
+	}
 	resp, err := s.invoker.Invoke(r.Context(), route, &req)
 	if err != nil {
+		s.sessions.Failed(e.name, adm.component, &req, err)
 		reached, ctr := failedIn(err)
 		if reached != "" {
 			variant = reached
@@ -97,6 +102,9 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	rh.Set(hdrInvokedVariant, resp.Variant)
 	if resp.CustomAttributes != "" {
 		rh.Set(hdrCustomAttributes, resp.CustomAttributes)
+	}
+	if newID, closedID := s.sessions.End(e.name, adm.component, &req, resp); newID != "" || closedID != "" {
+		setSessionHeaders(rh, newID, closedID)
 	}
 	rh.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	// Labelled with the endpoint's own spelling: names match case-insensitively,
@@ -216,6 +224,18 @@ func pipelineRequest(h http.Header, body []byte) pipeline.Request {
 		TargetVariant:           header(h, hdrTargetVariant),
 		InferenceID:             header(h, hdrInferenceID),
 		TargetModel:             header(h, hdrTargetModel),
+		PrefixAwareID:           header(h, hdrPrefixAwareID),
+	}
+}
+
+// setSessionHeaders relays the stateful session a container opened or
+// closed (NewSessionId, ClosedSessionId).
+func setSessionHeaders(rh http.Header, newID, closedID string) {
+	if newID != "" {
+		rh.Set(hdrNewSessionID, newID)
+	}
+	if closedID != "" {
+		rh.Set(hdrClosedSessionID, closedID)
 	}
 }
 
@@ -237,8 +257,6 @@ func failedIn(err error) (variant, container string) {
 // than silently ignoring them.
 func unsupportedHeaders(h http.Header) *apierr.Error {
 	switch {
-	case header(h, hdrSessionID) != "":
-		return apierr.Validation("Stateful sessions (SessionId) are not supported by mce.")
 	case header(h, hdrEnableExplain) != "":
 		return apierr.Validation("EnableExplanations needs a SageMaker Clarify explainer, which mce does not run.")
 	}

@@ -47,7 +47,7 @@ func TestRoutingStrategy(t *testing.T) {
 	}
 
 	err := config("bad", "m", "ROUND_ROBIN")
-	wantMessage(t, err, "ValidationException", "1 validation error detected: Value 'ROUND_ROBIN' at 'productionVariants.1.member.routingConfig.routingStrategy' failed to satisfy constraint: Member must satisfy enum value set: [LEAST_OUTSTANDING_REQUESTS, RANDOM]")
+	wantMessage(t, err, "ValidationException", "1 validation error detected: Value 'ROUND_ROBIN' at 'productionVariants.1.member.routingConfig.routingStrategy' failed to satisfy constraint: Member must satisfy enum value set: [LEAST_OUTSTANDING_REQUESTS, RANDOM, PREFIX_AWARE]")
 
 	for _, c := range []struct{ name, model, strategy string }{
 		{"random", "m", "RANDOM"}, {"lor", "m", "LEAST_OUTSTANDING_REQUESTS"}, {"default", "m", ""}, {"ic-random", "", "RANDOM"},

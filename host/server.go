@@ -33,6 +33,7 @@ import (
 	"github.com/mce-run/mce/internal/background"
 	"github.com/mce-run/mce/internal/parallel"
 	"github.com/mce-run/mce/pipeline"
+	"github.com/mce-run/mce/pipeline/sessions"
 )
 
 // MaxPayload is SageMaker's 6 MiB limit on request and response bodies
@@ -149,14 +150,17 @@ type Server struct {
 	invoker *pipeline.Invoker
 	// mirror sends sampled copies of production calls to shadow
 	// variants (host/shadow says what becomes of them).
-	mirror  *pipeline.Mirror
-	metrics *metrics.Metrics
-	reg     registry
-	ics     *components.Manager // inference components (endpoints_components.go)
-	gate    *gate               // authentication and decisions (auth.go)
-	store   *store.Store
-	ids     *requestIDs
-	failLog failLimiter // rate of the info lines of failed invocations
+	mirror *pipeline.Mirror
+	// sessions maps stateful sessions to the instance that opened them
+	// (pipeline/sessions); calls without a session never touch it.
+	sessions *sessions.Table
+	metrics  *metrics.Metrics
+	reg      registry
+	ics      *components.Manager // inference components (endpoints_components.go)
+	gate     *gate               // authentication and decisions (auth.go)
+	store    *store.Store
+	ids      *requestIDs
+	failLog  failLimiter // rate of the info lines of failed invocations
 	// bodyBudget holds Config.BodyMemory bytes; request bodies take from it
 	// as they arrive.
 	bodyBudget *semaphore.Weighted
@@ -237,6 +241,9 @@ func New(cfg Config) *Server {
 		Timeout:    cfg.ContainerTimeout,
 		MaxPayload: MaxPayload,
 		Observer:   s.metrics,
+	})
+	s.sessions = sessions.Open(sessions.Options{}, store.SessionBacking{S: s.store}, func(err error) {
+		cfg.Logger.Warn().Err(err).Msg("stateful sessions: state not saved or read")
 	})
 	s.mirror = s.invoker.NewMirror(pipeline.MirrorOptions{Context: s.ctx, Go: s.bg.Go, Observer: shadow.New(shadow.Options{
 		Invocation: s.metrics.ObserveInvocation, Dropped: s.metrics.ShadowDropped, Record: s.series.Record, Log: cfg.Logger,

@@ -79,6 +79,10 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 
 	req := pipelineRequest(h, body) // TargetModel was refused above
 	req.Adapter = adm.adapter
+	if err := s.sessions.Begin(e.name, adm.component, header(h, hdrSessionID), true, &req); err != nil {
+		apierr.Write(w, s.toAPIError(name, reqID, err))
+		return nil
+	}
 	sink := &eventSink{w: w, rc: http.NewResponseController(w), start: start, timeout: s.cfg.ContainerTimeout,
 		endpoint: e.name, metrics: s.metrics, conn: tcpConn(r.Context()), tee: e.capturer.Load().Sample().Tee()}
 	res, err := s.invoker.InvokeStream(r.Context(), route, &req, sink)
@@ -93,6 +97,7 @@ func (s *Server) invokeEndpointStream(c echo.Context) error {
 		return nil
 	}
 	defer mirrorFailed(s.mirror, route, &req, err, true)
+	s.sessions.Failed(e.name, adm.component, &req, err)
 	variant := sink.head.Variant
 	fv, container := failedIn(err)
 	if variant == "" {

@@ -26,6 +26,9 @@ var (
 	hdrEnableExplain    = http.CanonicalHeaderKey(wire.HeaderEnableExplanations)
 	hdrInferenceComp    = http.CanonicalHeaderKey(wire.HeaderInferenceComponent)
 	hdrSessionID        = http.CanonicalHeaderKey(wire.HeaderSessionID)
+	hdrNewSessionID     = http.CanonicalHeaderKey(wire.HeaderNewSessionID)
+	hdrClosedSessionID  = http.CanonicalHeaderKey(wire.HeaderClosedSessionID)
+	hdrPrefixAwareID    = http.CanonicalHeaderKey(wire.HeaderPrefixAwareID)
 	hdrInvokedVariant   = http.CanonicalHeaderKey(wire.HeaderInvokedVariant)
 	hdrRequestID        = http.CanonicalHeaderKey(wire.HeaderRequestID)
 )
@@ -107,6 +110,9 @@ var invokeRules = []headerRule{
 	{header: hdrEnableExplain, member: "enableExplanations", min: 1, max: 64, pattern: printPattern, shown: printPatternText},
 	{header: hdrInferenceComp, member: "inferenceComponentName", max: 63, pattern: componentPattern, shown: componentPatternText},
 	{header: hdrSessionID, member: "sessionId", max: 256, pattern: sessionPattern, shown: sessionPatternText},
+	// The model states no bounds for PrefixAwareId; mce takes at most 256
+	// printable characters (docs/routing.md).
+	{header: hdrPrefixAwareID, member: "prefixAwareId", min: 1, max: 256, pattern: printPattern, shown: printPatternText},
 }
 
 // validateInvokeHeaders checks every InvokeEndpoint header that is present and

@@ -24,6 +24,18 @@ type ValidationError struct {
 
 func (e *ValidationError) Error() string { return e.Message }
 
+// SessionGoneError means the instance (or inference component copy) that
+// holds a stateful session is no longer among its variant's instances, or is
+// not ready: the session's state went with it. It unwraps to a
+// *ValidationError, the shape SageMaker's client sees.
+type SessionGoneError struct {
+	ValidationError
+	Variant string
+	Session string
+}
+
+func (e *SessionGoneError) Unwrap() error { return &e.ValidationError }
+
 // UnavailableError means no instance can serve the call now (no instance, or
 // none whose needed containers are ready, or no variant with a weight). The
 // host answers ServiceUnavailable (503, https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html#API_runtime_InvokeEndpoint_Errors) with Message.

@@ -21,6 +21,7 @@ const (
 type hopHeaders struct {
 	contentType, accept, customAttrs, inferenceID, targetModel string
 	adapter                                                    string // an adapter inference component's name
+	session                                                    string // X-Amzn-SageMaker-Session-Id
 }
 
 // MultiModel is implemented by containers in MultiModel mode: Acquire makes
@@ -136,6 +137,7 @@ func (h hopHeaders) forward(dst *[httpc.MaxHeaders]httpc.Header, multiModel bool
 		{Name: hdrInferenceID, Value: h.inferenceID},
 		{Name: wire.HeaderAdapterIdentifier, Value: h.adapter},
 		{Name: wire.HeaderAdapterAlias, Value: h.adapter},
+		{Name: wire.HeaderSessionID, Value: h.session},
 	} {
 		if f.Value != "" {
 			dst[n] = f

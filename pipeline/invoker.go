@@ -67,6 +67,18 @@ type Request struct {
 	// container receives it as X-Amzn-SageMaker-Adapter-Identifier (and
 	// -Alias), as SageMaker's LoRA adapter API has it.
 	Adapter string
+	// SessionID is the stateful session the call belongs to
+	// (X-Amzn-SageMaker-Session-Id: NEW_SESSION or an id), passed to
+	// every container.
+	SessionID string
+	// SessionInstance, when not empty, pins the call to the instance whose
+	// Key it is (the one that opened SessionID); the call then needs
+	// TargetVariant set to that instance's variant. An instance no longer
+	// there, or not ready, is a *SessionGoneError.
+	SessionInstance string
+	// PrefixAwareID is the PrefixAwareId routing hint, used by variants
+	// whose strategy is PrefixAware.
+	PrefixAwareID string
 }
 
 // Response is a successful invocation (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_runtime_InvokeEndpoint.html). Body lives in a
@@ -81,6 +93,12 @@ type Response struct {
 	// CustomAttributes is the last container's
 	// X-Amzn-SageMaker-Custom-Attributes, "" when it set none.
 	CustomAttributes string
+	// NewSessionID and ClosedSessionID are the last container's
+	// X-Amzn-SageMaker-New-Session-Id and -Closed-Session-Id, "" when it
+	// set none.
+	NewSessionID, ClosedSessionID string
+	// Instance is the Key of the instance that served the call.
+	Instance string
 	// Variant is the production variant that served the call
 	// (x-Amzn-Invoked-Production-Variant).
 	Variant string
@@ -213,7 +231,17 @@ func (iv *Invoker) callVariant(ctx context.Context, r *Route, v *Variant, req *R
 	direct := r.Mode == Direct
 	host := req.TargetContainerHostname
 	insts := v.Instances()
-	inst, idx, known := choose(insts, direct, host, nil, v.Strategy() == Random)
+	var inst *Instance
+	var idx int
+	var known bool
+	switch {
+	case req.SessionInstance != "":
+		return iv.callPinned(ctx, r, v, insts, req, sink)
+	case v.Strategy() == PrefixAware:
+		inst, idx, known = v.choosePrefix(insts, direct, host, req)
+	default:
+		inst, idx, known = choose(insts, direct, host, nil, v.Strategy() == Random)
+	}
 	if inst == nil {
 		if !known && len(insts) > 0 {
 			return nil, &ValidationError{Endpoint: r.Endpoint, Message: "Container hostname " + host +
@@ -242,7 +270,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 	}
 	in := req.Body
 	var held *buffer // the buffer behind in, once in is a container's output
-	h := hopHeaders{contentType: req.ContentType, customAttrs: req.CustomAttributes, inferenceID: req.InferenceID, targetModel: req.TargetModel, adapter: req.Adapter}
+	h := hopHeaders{contentType: req.ContentType, customAttrs: req.CustomAttributes, inferenceID: req.InferenceID, targetModel: req.TargetModel, adapter: req.Adapter, session: req.SessionID}
 	var latency time.Duration
 	var last httpc.Result
 	retried := false
@@ -272,7 +300,7 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 		if (res.Outcome == httpc.DialFailed || res.Outcome == httpc.Broken) && (ss == nil || ss.werr == nil) {
 			inst.suspect(time.Now())
 		}
-		if res.Outcome == httpc.DialFailed && !retried {
+		if res.Outcome == httpc.DialFailed && !retried && req.SessionInstance == "" { // a session's call stays on its instance
 			// Instances of one variant share a container set; the length
 			// check only guards a chain against a malformed one.
 			if alt, altIdx, _ := choose(insts, direct, host, inst, v.Strategy() == Random); alt != nil && (direct || len(alt.containers) == len(inst.containers)) {
@@ -319,6 +347,9 @@ func (iv *Invoker) run(ctx context.Context, r *Route, v *Variant, insts []*Insta
 		Body:             held.b,
 		ContentType:      last.ContentType,
 		CustomAttributes: last.CustomAttributes,
+		NewSessionID:     last.NewSessionID,
+		ClosedSessionID:  last.ClosedSessionID,
+		Instance:         inst.key,
 		Variant:          v.name,
 		Container:        inst.hosts[hi],
 		ModelLatency:     latency,

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -54,8 +55,12 @@ func (m Mode) String() string {
 // Instance is safe for concurrent use; its container set is fixed at
 // NewInstance.
 type Instance struct {
-	containers  []Container
-	hosts       []string
+	containers []Container
+	hosts      []string
+	// key names the instance for stateful sessions and prefix-aware
+	// routing: its containers' base URLs; keyHash is its hash.
+	key         string
+	keyHash     uint64
 	outstanding atomic.Int64
 	// suspectUntil (unix nanoseconds) is set when a call to one of the
 	// instance's containers broke at the transport (no connection, or no
@@ -77,11 +82,21 @@ func (in *Instance) suspect(now time.Time) { in.suspectUntil.Store(now.Add(suspe
 // and each container's hostname is read once.
 func NewInstance(cs []Container) *Instance {
 	in := &Instance{containers: slices.Clone(cs), hosts: make([]string, len(cs))}
+	urls := make([]string, len(cs))
 	for i, c := range in.containers {
 		in.hosts[i] = c.Hostname()
+		urls[i] = c.BaseURL()
 	}
+	in.key = strings.Join(urls, " ")
+	in.keyHash = hashString(in.key)
 	return in
 }
+
+// Key names the instance: its containers' base URLs, space-separated. Two
+// instances with the same key reach the same containers, so a session
+// opened on one is served by the other (an instance rebuilt after mce
+// adopted its containers).
+func (in *Instance) Key() string { return in.key }
 
 // Containers returns a copy of the instance's containers, in order.
 func (in *Instance) Containers() []Container { return slices.Clone(in.containers) }
@@ -125,6 +140,9 @@ type Variant struct {
 	weight   atomic.Uint64 // math.Float64bits of a finite weight ≥ 0
 	insts    atomic.Pointer[[]*Instance]
 	strategy atomic.Int32 // a Strategy
+	// prefix is PrefixAware's configuration: PrefixLength in the low 32
+	// bits, ConcurrencyThreshold in the high (SetPrefixAware).
+	prefix atomic.Uint64
 	// mirrored counts the copies a shadow variant holds (Mirror): sent
 	// or waiting to be, their bodies held.
 	mirrored atomic.Int32
@@ -143,13 +161,21 @@ const (
 	// Random sends a call to any ready instance with the same chance,
 	// whatever its load (RANDOM).
 	Random
+	// PrefixAware sends calls whose first PrefixLength bytes (and
+	// PrefixAwareId) agree to one instance, chosen by rendezvous hashing,
+	// unless that instance has ConcurrencyThreshold calls in flight: then
+	// to the least loaded (PREFIX_AWARE, prefix.go).
+	PrefixAware
 )
 
 // StrategyOf returns the Strategy that SageMaker's RoutingStrategy names:
 // Random for "RANDOM", LeastOutstanding for anything else ("" included).
 func StrategyOf(s string) Strategy {
-	if s == "RANDOM" {
+	switch s {
+	case "RANDOM":
 		return Random
+	case "PREFIX_AWARE":
+		return PrefixAware
 	}
 	return LeastOutstanding
 }
@@ -161,6 +187,8 @@ func (s Strategy) String() string {
 		return "LEAST_OUTSTANDING_REQUESTS"
 	case Random:
 		return "RANDOM"
+	case PrefixAware:
+		return "PREFIX_AWARE"
 	default:
 		return "Strategy(" + strconv.Itoa(int(s)) + ")"
 	}

@@ -449,7 +449,7 @@ func TestChooseRandomSuspect(t *testing.T) {
 }
 
 func TestStrategyOf(t *testing.T) {
-	for in, want := range map[string]Strategy{"": LeastOutstanding, "LEAST_OUTSTANDING_REQUESTS": LeastOutstanding, "RANDOM": Random} {
+	for in, want := range map[string]Strategy{"": LeastOutstanding, "LEAST_OUTSTANDING_REQUESTS": LeastOutstanding, "RANDOM": Random, "PREFIX_AWARE": PrefixAware} {
 		if got := StrategyOf(in); got != want {
 			t.Errorf("StrategyOf(%q) = %v, want %v", in, got, want)
 		}

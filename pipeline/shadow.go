@@ -271,6 +271,9 @@ func (m *Mirror) send(r *Route, sh *Variant, req *Request, streamed bool) {
 	c := *req
 	c.Body = bytes.Clone(req.Body)
 	c.TargetVariant = "" // the copy goes to sh, whatever the caller named
+	// A stateful session lives on a production instance: the shadow's
+	// copy carries neither its id nor its pin.
+	c.SessionID, c.SessionInstance = "", ""
 	m.goFn(func() { m.call(r, sh, &c, streamed) })
 }
 

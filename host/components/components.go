@@ -183,6 +183,7 @@ func (c *Component) setRouteLocked() {
 	}
 	v := pipeline.NewVariant(c.rec.VariantName, 1, insts)
 	v.SetStrategy(pipeline.StrategyOf(c.rec.Template.RoutingStrategy)) // the variant's RoutingConfig
+	v.SetPrefixAware(c.rec.Template.PrefixLength, c.rec.Template.ConcurrencyThreshold)
 	c.route.Store(pipeline.NewRoute(c.rec.EndpointName, pipeline.Serial, []*pipeline.Variant{v}))
 }
 

@@ -47,7 +47,7 @@ func (m *Manager) Lookup(name string) (*Component, error) {
 func (m *Manager) template(name string, sp spec.InferenceComponentSpecification, v containers.VariantPlan, baseDir string) (containers.VariantPlan, error) {
 	t := containers.VariantPlan{Name: v.Name, InstanceType: v.InstanceType, InstanceCount: 1, Weight: 1,
 		HealthCheckTimeout: v.HealthCheckTimeout, DownloadTimeout: v.DownloadTimeout, NetworkIsolation: v.NetworkIsolation,
-		RoutingStrategy: v.RoutingStrategy} // the variant's RoutingConfig picks among the copies
+		RoutingStrategy: v.RoutingStrategy, PrefixLength: v.PrefixLength, ConcurrencyThreshold: v.ConcurrencyThreshold} // the variant's RoutingConfig picks among the copies
 	if st := sp.StartupParameters; st != nil {
 		if st.ContainerStartupHealthCheckTimeoutInSeconds != nil {
 			t.HealthCheckTimeout = time.Duration(*st.ContainerStartupHealthCheckTimeoutInSeconds) * time.Second

@@ -164,6 +164,9 @@ func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (container
 	}
 	if v.RoutingConfig != nil {
 		vp.RoutingStrategy = v.RoutingConfig.RoutingStrategy
+		if pa := v.RoutingConfig.PrefixAwareRoutingConfig; pa != nil && pa.PrefixLength != nil && pa.ConcurrencyThreshold != nil {
+			vp.PrefixLength, vp.ConcurrencyThreshold = int(*pa.PrefixLength), int(*pa.ConcurrencyThreshold)
+		}
 	}
 	if m, ok := v.managedScaling(); ok && m.Status == ManagedScalingEnabled && m.MaxInstanceCount != nil {
 		vp.MaxInstanceCount = int(*m.MaxInstanceCount)

@@ -185,8 +185,21 @@ func (v ProductionVariant) managedScaling() (ManagedInstanceScaling, bool) {
 
 // RoutingConfig chooses how requests spread over a variant's instances.
 type RoutingConfig struct {
-	// RoutingStrategy is "LEAST_OUTSTANDING_REQUESTS" or "RANDOM".
+	// RoutingStrategy is "LEAST_OUTSTANDING_REQUESTS", "RANDOM" or
+	// "PREFIX_AWARE".
 	RoutingStrategy string `json:"RoutingStrategy,omitempty"`
+	// PrefixAwareRoutingConfig is required with PREFIX_AWARE, and only
+	// valid with it.
+	PrefixAwareRoutingConfig *PrefixAwareRoutingConfig `json:"PrefixAwareRoutingConfig,omitempty"`
+}
+
+// PrefixAwareRoutingConfig configures RoutingStrategy PREFIX_AWARE
+// (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_PrefixAwareRoutingConfig.html):
+// the body bytes hashed (1024-65536) and the calls in flight at which the
+// prefix's instance is passed over (1-1024). Both are required.
+type PrefixAwareRoutingConfig struct {
+	PrefixLength         *int32 `json:"PrefixLength,omitempty"`
+	ConcurrencyThreshold *int32 `json:"ConcurrencyThreshold,omitempty"`
 }
 
 // CoreDumpConfig is accepted and ignored.

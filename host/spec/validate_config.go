@@ -27,6 +27,7 @@ const MaxInstances = 100
 const (
 	RoutingLeastOutstanding = "LEAST_OUTSTANDING_REQUESTS"
 	RoutingRandom           = "RANDOM"
+	RoutingPrefixAware      = "PREFIX_AWARE"
 )
 
 // metricPublishFrequencies are MetricsConfig.MetricPublishFrequencyInSeconds'
@@ -118,6 +119,7 @@ func (c *CreateEndpointConfigInput) Validate() error {
 			s.add("VariantName must be unique within an endpoint configuration; " + name + " appears more than once.")
 		}
 		first[v.VariantName] = true
+		checkPrefixAware(&s, name, v.RoutingConfig)
 	}
 	checkComponentVariants(&s, c)
 	checkShadowVariants(&s, c)
@@ -157,7 +159,34 @@ func checkVariant(c *checker, p string, v *ProductionVariant) {
 	c.intRange(p+".variantInstanceProvisionTimeoutInSeconds", v.VariantInstanceProvisionTimeoutInSeconds, 300, 3600)
 	if v.RoutingConfig != nil {
 		if c.required(p+".routingConfig.routingStrategy", v.RoutingConfig.RoutingStrategy) {
-			c.enum(p+".routingConfig.routingStrategy", v.RoutingConfig.RoutingStrategy, RoutingLeastOutstanding, RoutingRandom)
+			c.enum(p+".routingConfig.routingStrategy", v.RoutingConfig.RoutingStrategy, RoutingLeastOutstanding, RoutingRandom, RoutingPrefixAware)
+		}
+		if pa := v.RoutingConfig.PrefixAwareRoutingConfig; pa != nil {
+			c.intRange(p+".routingConfig.prefixAwareRoutingConfig.prefixLength", pa.PrefixLength, 1024, 65536)
+			c.intRange(p+".routingConfig.prefixAwareRoutingConfig.concurrencyThreshold", pa.ConcurrencyThreshold, 1, 1024)
+		}
+	}
+}
+
+// checkPrefixAware says what PREFIX_AWARE needs: its configuration, with
+// both members, and nothing of it under another strategy. SageMaker's
+// wording for these is not published; these messages are mce's.
+func checkPrefixAware(s *semantic, name string, rc *RoutingConfig) {
+	if rc == nil {
+		return
+	}
+	pa := rc.PrefixAwareRoutingConfig
+	switch {
+	case rc.RoutingStrategy != RoutingPrefixAware && pa != nil:
+		s.add("PrefixAwareRoutingConfig is only valid when RoutingStrategy is PREFIX_AWARE (variant " + name + ").")
+	case rc.RoutingStrategy == RoutingPrefixAware && pa == nil:
+		s.add("PrefixAwareRoutingConfig is required when RoutingStrategy is PREFIX_AWARE (variant " + name + ").")
+	case rc.RoutingStrategy == RoutingPrefixAware:
+		if pa.PrefixLength == nil {
+			s.add("PrefixAwareRoutingConfig.PrefixLength is required when RoutingStrategy is PREFIX_AWARE (variant " + name + ").")
+		}
+		if pa.ConcurrencyThreshold == nil {
+			s.add("PrefixAwareRoutingConfig.ConcurrencyThreshold is required when RoutingStrategy is PREFIX_AWARE (variant " + name + ").")
 		}
 	}
 }

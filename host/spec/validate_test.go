@@ -347,7 +347,28 @@ func TestCreateEndpointConfigValidate(t *testing.T) {
 			prefix1 + "Value 'm5.large' at '" + pv + "instanceType' failed to satisfy constraint: Member must satisfy enum value set: [local, local_gpu, ml.<family>.<size>]"},
 		{"routing strategy", func(c *CreateEndpointConfigInput) {
 			c.ProductionVariants[0].RoutingConfig = &RoutingConfig{RoutingStrategy: "ROUND_ROBIN"}
-		}, prefix1 + "Value 'ROUND_ROBIN' at '" + pv + "routingConfig.routingStrategy' failed to satisfy constraint: Member must satisfy enum value set: [LEAST_OUTSTANDING_REQUESTS, RANDOM]"},
+		}, prefix1 + "Value 'ROUND_ROBIN' at '" + pv + "routingConfig.routingStrategy' failed to satisfy constraint: Member must satisfy enum value set: [LEAST_OUTSTANDING_REQUESTS, RANDOM, PREFIX_AWARE]"},
+		{"prefix aware", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].RoutingConfig = &RoutingConfig{RoutingStrategy: "PREFIX_AWARE",
+				PrefixAwareRoutingConfig: &PrefixAwareRoutingConfig{PrefixLength: ptr[int32](1024), ConcurrencyThreshold: ptr[int32](8)}}
+		}, ""},
+		{"prefix aware out of range", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].RoutingConfig = &RoutingConfig{RoutingStrategy: "PREFIX_AWARE",
+				PrefixAwareRoutingConfig: &PrefixAwareRoutingConfig{PrefixLength: ptr[int32](1023), ConcurrencyThreshold: ptr[int32](1025)}}
+		}, "2 validation errors detected: " +
+			"Value '1023' at '" + pv + "routingConfig.prefixAwareRoutingConfig.prefixLength' failed to satisfy constraint: Member must have value greater than or equal to 1024; " +
+			"Value '1025' at '" + pv + "routingConfig.prefixAwareRoutingConfig.concurrencyThreshold' failed to satisfy constraint: Member must have value less than or equal to 1024"},
+		{"prefix aware without its configuration", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].RoutingConfig = &RoutingConfig{RoutingStrategy: "PREFIX_AWARE"}
+		}, `PrefixAwareRoutingConfig is required when RoutingStrategy is PREFIX_AWARE (variant "AllTraffic").`},
+		{"prefix aware configuration with another strategy", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].RoutingConfig = &RoutingConfig{RoutingStrategy: "RANDOM",
+				PrefixAwareRoutingConfig: &PrefixAwareRoutingConfig{PrefixLength: ptr[int32](1024), ConcurrencyThreshold: ptr[int32](8)}}
+		}, `PrefixAwareRoutingConfig is only valid when RoutingStrategy is PREFIX_AWARE (variant "AllTraffic").`},
+		{"prefix aware missing threshold", func(c *CreateEndpointConfigInput) {
+			c.ProductionVariants[0].RoutingConfig = &RoutingConfig{RoutingStrategy: "PREFIX_AWARE",
+				PrefixAwareRoutingConfig: &PrefixAwareRoutingConfig{PrefixLength: ptr[int32](1024)}}
+		}, `PrefixAwareRoutingConfig.ConcurrencyThreshold is required when RoutingStrategy is PREFIX_AWARE (variant "AllTraffic").`},
 		{"managed instance scaling", func(c *CreateEndpointConfigInput) {
 			c.ProductionVariants[0].ManagedInstanceScaling = json.RawMessage(`{"Status":"ENABLED","MinInstanceCount":1,"MaxInstanceCount":3}`)
 		}, ""},

@@ -30,6 +30,9 @@ const (
 	AsyncRequests = "async-requests"
 	// InferenceComponents holds inference components and their copies.
 	InferenceComponents = "inference-components"
+	// Sessions holds the open stateful sessions (pipeline/sessions), so
+	// that calls reach the containers holding them after mce restarts.
+	Sessions = "sessions"
 )
 
 // ErrNotFound is returned by Get for a missing record.
@@ -74,7 +77,7 @@ func OpenWith(path string, o Options) (*Store, error) {
 	// request's caller waits for its write (bbolt's default is 10 ms).
 	db.MaxBatchDelay = 2 * time.Millisecond
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range []string{Models, EndpointConfigs, Endpoints, AsyncRequests, InferenceComponents, Quarantine} {
+		for _, b := range []string{Models, EndpointConfigs, Endpoints, AsyncRequests, InferenceComponents, Sessions, Quarantine} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
 				return err
 			}

@@ -25,6 +25,13 @@ const (
 	HeaderEnableExplanations = "X-Amzn-SageMaker-Enable-Explanations"
 	HeaderInferenceComponent = "X-Amzn-SageMaker-Inference-Component"
 	HeaderSessionID          = "X-Amzn-SageMaker-Session-Id"
+	// Stateful sessions (https://docs.aws.amazon.com/sagemaker/latest/dg/stateful-sessions.html):
+	// the container answers a NEW_SESSION request with "<id>; Expires=<RFC 3339 Z>" and names a
+	// session it closed; SageMaker relays both as NewSessionId and ClosedSessionId.
+	HeaderNewSessionID    = "X-Amzn-SageMaker-New-Session-Id"
+	HeaderClosedSessionID = "X-Amzn-SageMaker-Closed-Session-Id"
+	// PrefixAwareId, the routing hint of RoutingStrategy PREFIX_AWARE.
+	HeaderPrefixAwareID = "X-Amzn-SageMaker-Prefix-Aware-Id"
 	// The adapter an invocation of an adapter inference component names, as
 	// SageMaker tells a container that implements its LoRA adapter API
 	// (https://github.com/aws/model-hosting-container-standards, SageMakerLoRAApiHeader).

@@ -152,6 +152,7 @@ func (cl *Client) exchange(ctx context.Context, baseURL, method, path string, hd
 		res.Status = rsp.status
 		res.ContentType = rsp.contentType
 		res.CustomAttributes = rsp.customAttrs
+		res.NewSessionID, res.ClosedSessionID = rsp.newSession, rsp.closedSession
 		res.Length = rsp.announced
 		res.ErrBody = rsp.errBody
 		switch {

@@ -44,9 +44,12 @@ type response struct {
 	status      int
 	contentType string // the first Content-Type field, "" when none
 	customAttrs string // the first X-Amzn-SageMaker-Custom-Attributes field
-	announced   int64  // Content-Length, -1 when not announced
-	tooBig      bool   // a 2xx body over the cap (not, or not wholly, read)
-	errBody     string // the body of a non-2xx answer, clipped
+	// newSession and closedSession are the first
+	// X-Amzn-SageMaker-New-Session-Id and -Closed-Session-Id fields.
+	newSession, closedSession string
+	announced                 int64  // Content-Length, -1 when not announced
+	tooBig                    bool   // a 2xx body over the cap (not, or not wholly, read)
+	errBody                   string // the body of a non-2xx answer, clipped
 	// gotBytes reports whether any byte of an answer was read: a failure
 	// before that, on a reused connection, is the idle-close race.
 	gotBytes bool
@@ -59,18 +62,20 @@ type response struct {
 
 // head is the parsed status line and header section of one answer.
 type head struct {
-	status     int
-	http10     bool
-	length     int64 // -1 when no Content-Length
-	chunked    bool
-	close      bool // Connection: close
-	keepAlive  bool // Connection: keep-alive (matters for HTTP/1.0)
-	ct, attrs  string
-	seenCT     bool
-	seenAttrs  bool
-	seenTE     bool
-	badTE      bool // more than one Transfer-Encoding, or not "chunked"
-	seenLength bool
+	status    int
+	http10    bool
+	length    int64 // -1 when no Content-Length
+	chunked   bool
+	close     bool // Connection: close
+	keepAlive bool // Connection: keep-alive (matters for HTTP/1.0)
+	ct, attrs string
+	// newSession, closedSession: the stateful sessions' answer headers.
+	newSession, closedSession string
+	seenCT                    bool
+	seenAttrs                 bool
+	seenTE                    bool
+	badTE                     bool // more than one Transfer-Encoding, or not "chunked"
+	seenLength                bool
 }
 
 // readResponse reads one answer to a request with method from br: any 1xx
@@ -123,6 +128,7 @@ func readResponseTo(br *bufio.Reader, method string, limit int, out *buffer, las
 	rsp.status = h.status
 	rsp.contentType = h.ct
 	rsp.customAttrs = h.attrs
+	rsp.newSession, rsp.closedSession = h.newSession, h.closedSession
 
 	*b = body{br: br}
 	switch {
@@ -325,10 +331,17 @@ func parseField(line []byte, h *head, lastCT string) error {
 				}
 			}
 		}
-	case len(wire.HeaderCustomAttributes):
-		if !h.seenAttrs && equalFold(name, lowerCustomAttributes) {
+	case len(wire.HeaderCustomAttributes): // also len(wire.HeaderClosedSessionID)
+		switch {
+		case !h.seenAttrs && equalFold(name, lowerCustomAttributes):
 			h.seenAttrs = true
 			h.attrs = string(value)
+		case h.closedSession == "" && equalFold(name, lowerClosedSession):
+			h.closedSession = string(value)
+		}
+	case len(wire.HeaderNewSessionID):
+		if h.newSession == "" && equalFold(name, lowerNewSession) {
+			h.newSession = string(value)
 		}
 	}
 	return nil
@@ -447,6 +460,13 @@ func validToken(s string) bool {
 
 // lowerCustomAttributes is the lower-case name equalFold compares with.
 var lowerCustomAttributes = strings.ToLower(wire.HeaderCustomAttributes)
+
+// lowerNewSession and lowerClosedSession are the stateful sessions' answer
+// headers in lower case.
+var (
+	lowerNewSession    = strings.ToLower(wire.HeaderNewSessionID)
+	lowerClosedSession = strings.ToLower(wire.HeaderClosedSessionID)
+)
 
 // equalFold reports whether b equals lower, a lower-case ASCII string,
 // ignoring ASCII case.

@@ -50,6 +50,10 @@ type Result struct {
 	// ContentType and CustomAttributes are the answer's first Content-Type
 	// and X-Amzn-SageMaker-Custom-Attributes fields, "" when none.
 	ContentType, CustomAttributes string
+	// NewSessionID and ClosedSessionID are the answer's first
+	// X-Amzn-SageMaker-New-Session-Id and -Closed-Session-Id fields (a
+	// stateful session opened or closed), "" when none.
+	NewSessionID, ClosedSessionID string
 	// Length is the answer's Content-Length, -1 when it announced none.
 	Length int64
 	// ErrBody is the start of the body of an answer outside 2xx (Outcome

@@ -27,5 +27,8 @@
 // Environment: PROBE_TAG; PROBE_PING=fail (GET /ping always 503); PROBE_READY_AFTER=DUR (503 until DUR
 // after start); PROBE_EXIT_AFTER=DUR with PROBE_EXIT_CODE (default 1): exit by itself after DUR;
 // PROBE_STATUS=NNN: every invocation without a status= of its own answers as status=NNN does.
-// Invalid values stop the container with exit status 2. The probe writes no per-request logs.
+// Invalid values stop the container with exit status 2.
+//
+// A request with X-Amzn-SageMaker-Session-Id belongs to a stateful session and is answered by session.go
+// (NEW_SESSION opens one, session-ttl=DUR sets its life, close-session closes it) instead of the switches. The probe writes no per-request logs.
 package probe

@@ -33,6 +33,8 @@ type Handler struct {
 	fill     []byte    // fillChunk bytes of 'x'
 	bufs     sync.Pool // *[]byte of cap smallBody
 	gates    gates
+	sessions sessionTable // stateful sessions (session.go)
+	instance instanceID   // Info.Instance
 }
 
 // NewHandler returns a probe with settings s, reporting hostname, the model directory and environment
@@ -55,6 +57,10 @@ func (h *Handler) Ready() bool {
 
 // ServeHTTP applies the switches in the order the package comment gives.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if sid := r.Header.Get(wire.HeaderSessionID); sid != "" {
+		h.session(w, r, sid)
+		return
+	}
 	a := Attributes{Crash: -1, Status: -1, Size: -1}
 	if v := r.Header.Get(AttributesHeader); v != "" {
 		var err error
@@ -183,6 +189,7 @@ func (h *Handler) info(w http.ResponseWriter, r *http.Request) {
 	}
 	smserve.WriteJSON(w, http.StatusOK, Info{
 		Hostname:         h.hostname,
+		Instance:         h.instance.get(),
 		Env:              h.env,
 		ContentType:      r.Header.Get("Content-Type"),
 		Accept:           r.Header.Get("Accept"),

@@ -18,6 +18,9 @@ const (
 // Info is the answer to the info switch.
 type Info struct {
 	Hostname string `json:"hostname"`
+	// Instance tells this container from others of the same hostname (a variant's instances share
+	// theirs): its non-loopback IP addresses.
+	Instance string `json:"instance"`
 	// Env holds SAGEMAKER_*, MCE_* and PROBE_* variables (SAGEMAKER_BIND_TO_PORT, SAGEMAKER_SAFE_PORT_RANGE,
 	// SAGEMAKER_MULTI_MODEL, PROBE_TAG, …) as set at start.
 	Env              map[string]string `json:"env"`

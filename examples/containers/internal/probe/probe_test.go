@@ -172,6 +172,7 @@ func TestInfo(t *testing.T) {
 	tag := "v2"
 	want := Info{
 		Hostname: "probe-host",
+		Instance: got.Instance, // the machine's addresses (TestSessions)
 		Env: map[string]string{"SAGEMAKER_BIND_TO_PORT": "9000", "SAGEMAKER_SAFE_PORT_RANGE": "9001-9999",
 			"PROBE_TAG": "a", "MCE_ENDPOINT": "e1"},
 		ContentType:      "text/csv",
