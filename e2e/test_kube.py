@@ -567,6 +567,90 @@ def main():
             wait_for("the operations' pods gone", lambda: not kube.pods("kops-scale") and not kube.pods("kops-roll"), within=120)
         step("operations: autoscaling and rollouts", operations)
 
+        def sessions_and_prefixes():
+            # Stateful sessions on a 3-instance variant of pods: boto3 sends
+            # the session header (added to the request, so Debian's older
+            # boto3 can send it too) and every call lands on its session's pod.
+            create(sm, "sessions-ep", [probe("model", "")], count=3)
+            wait_status(sm, "sessions-ep", within=240)
+            sid_in = {}
+
+            def with_session(params, **_):
+                if "sid" in sid_in:
+                    params["headers"]["X-Amzn-SageMaker-Session-Id"] = sid_in["sid"]
+            rt.meta.events.register("before-call.sagemaker-runtime.InvokeEndpoint", with_session)
+            try:
+                opened = {}
+                for i in range(6):
+                    sid_in["sid"] = "NEW_SESSION"
+                    r = rt.invoke_endpoint(EndpointName="sessions-ep", Body=b"x", ContentType="text/plain")
+                    new = r["ResponseMetadata"]["HTTPHeaders"].get("x-amzn-sagemaker-new-session-id", "")
+                    sid = new.split(";")[0]
+                    opened[sid] = json.loads(r["Body"].read())["instance"]
+                stuck = True
+                for _ in range(5):
+                    for sid, inst in opened.items():
+                        sid_in["sid"] = sid
+                        r = rt.invoke_endpoint(EndpointName="sessions-ep", Body=b"x", ContentType="text/plain")
+                        stuck = stuck and json.loads(r["Body"].read())["instance"] == inst
+                check(len(opened) == 6 and stuck, "boto3: 30 calls of 6 sessions on a 3-pod variant each reach their session's pod",
+                      f"sessions on {len(set(opened.values()))} pods")
+                sid, _ = next(iter(opened.items()))
+                sid_in["sid"] = sid
+                r = rt.invoke_endpoint(EndpointName="sessions-ep", Body=b"x", ContentType="text/plain",
+                                       CustomAttributes="close-session")
+                closed = r["ResponseMetadata"]["HTTPHeaders"].get("x-amzn-sagemaker-closed-session-id", "")
+                try:
+                    rt.invoke_endpoint(EndpointName="sessions-ep", Body=b"x", ContentType="text/plain")
+                    after = "accepted"
+                except ClientError as e:
+                    after = e.response["Error"]["Code"]
+                check(closed == sid and after == "ValidationError", "boto3: a closed session's id is refused with ValidationError",
+                      f"closed {closed!r}, then {after}")
+            finally:
+                rt.meta.events.unregister("before-call.sagemaker-runtime.InvokeEndpoint", with_session)
+                sm.delete_endpoint(EndpointName="sessions-ep")  # its pods make room for the next
+
+            # PREFIX_AWARE: calls sharing a prefix reach one pod, others spread.
+            # Debian's botocore predates RoutingConfig: it is added to the
+            # request body as newer SDKs serialize it.
+            def prefix_config(request, **_):
+                body = json.loads(request.body)
+                body["ProductionVariants"][0]["RoutingConfig"] = {"RoutingStrategy": "PREFIX_AWARE",
+                    "PrefixAwareRoutingConfig": {"PrefixLength": 1024, "ConcurrencyThreshold": 8}}
+                request.data = json.dumps(body).encode()
+                request.headers["Content-Length"] = str(len(request.data))
+            sm.create_model(ModelName="prefix-model", ExecutionRoleArn=ROLE, PrimaryContainer=probe("model", ""))
+            sm.meta.events.register("before-sign.sagemaker.CreateEndpointConfig", prefix_config)
+            try:
+                sm.create_endpoint_config(EndpointConfigName="prefix-config", ProductionVariants=[{
+                    "VariantName": "AllTraffic", "ModelName": "prefix-model", "InitialInstanceCount": 3,
+                    "InstanceType": "ml.m5.large"}])
+            finally:
+                sm.meta.events.unregister("before-sign.sagemaker.CreateEndpointConfig", prefix_config)
+            sm.create_endpoint(EndpointName="prefix-ep", EndpointConfigName="prefix-config")
+            wait_status(sm, "prefix-ep", within=240)
+            raw = {}  # DescribeEndpoint's body as sent: Debian's botocore drops RoutingConfig when it parses
+
+            def grab(http_response, **_):
+                raw["d"] = json.loads(http_response.content)
+            sm.meta.events.register("after-call.sagemaker.DescribeEndpoint", grab)
+            sm.describe_endpoint(EndpointName="prefix-ep")
+            sm.meta.events.unregister("after-call.sagemaker.DescribeEndpoint", grab)
+            echoed = raw["d"]["ProductionVariants"][0].get("RoutingConfig", {})
+            echoed = (echoed.get("RoutingStrategy"), echoed.get("PrefixAwareRoutingConfig", {}).get("PrefixLength"))
+
+            def instance(body):
+                r = rt.invoke_endpoint(EndpointName="prefix-ep", Body=body, ContentType="text/plain", CustomAttributes="info")
+                return json.loads(r["Body"].read())["instance"]
+            same = {instance(b"system: you are helpful. " * 50 + b"question %d" % i) for i in range(20)}
+            spread = {instance(b"prefix %d " % i * 200) for i in range(30)}
+            check(echoed == ("PREFIX_AWARE", 1024) and len(same) == 1 and len(spread) > 1,
+                  "boto3: PREFIX_AWARE sends calls that share a prefix to one pod and spreads the others",
+                  f"echoed {echoed}, shared prefix on {len(same)} pods, distinct prefixes on {len(spread)}")
+            sm.delete_endpoint(EndpointName="prefix-ep")
+        step("stateful sessions and prefix-aware routing", sessions_and_prefixes)
+
         def logs():
             p = kube.pods("direct-ep")[0]["metadata"]["name"]
             status, body = kube.request(f"/api/v1/namespaces/default/pods/{p}/log?container=first&tailLines=5")
