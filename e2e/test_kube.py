@@ -649,6 +649,9 @@ def main():
                   "boto3: PREFIX_AWARE sends calls that share a prefix to one pod and spreads the others",
                   f"echoed {echoed}, shared prefix on {len(same)} pods, distinct prefixes on {len(spread)}")
             sm.delete_endpoint(EndpointName="prefix-ep")
+            # The steps after count the pods that run: these must be gone.
+            wait_for("the pods of sessions-ep and prefix-ep gone",
+                     lambda: not kube.pods("sessions-ep") and not kube.pods("prefix-ep"), within=120)
         step("stateful sessions and prefix-aware routing", sessions_and_prefixes)
 
         def logs():
