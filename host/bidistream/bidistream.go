@@ -493,23 +493,33 @@ func relay(ctx context.Context, conn *websocket.Conn, o Options, out *sink, res 
 		err error
 	}
 	next := make(chan read, 1)
+	// Once the client's input is over, the quiet period runs from the
+	// container's last message: each message restarts it.
+	var quiet *time.Timer
+	var drain <-chan time.Time
+	defer func() {
+		if quiet != nil {
+			quiet.Stop()
+		}
+	}()
 	for {
 		rctx, cancelRead := context.WithCancel(ctx)
 		go func() {
 			typ, r, err := conn.Reader(rctx)
 			next <- read{typ, r, err}
 		}()
+		if quiet != nil {
+			quiet.Reset(o.DrainIdle)
+		}
 		var got read
-		var drain <-chan time.Time
 		for waiting := true; waiting; {
 			select {
 			case got = <-next:
 				waiting = false
 			case <-inputDone:
 				inputDone = nil
-				t := time.NewTimer(o.DrainIdle)
-				defer t.Stop()
-				drain = t.C
+				quiet = time.NewTimer(o.DrainIdle)
+				drain = quiet.C
 			case <-drain:
 				cancelRead()
 				<-next

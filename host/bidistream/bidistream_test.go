@@ -63,6 +63,8 @@ func echoContainer(t *testing.T, accept bool) *httptest.Server {
 				fmt.Sscan(s[len("close:"):], &code)
 				c.Close(websocket.StatusCode(code), "asked to")
 				return
+			case strings.HasPrefix(s, "slow:"):
+				time.Sleep(50 * time.Millisecond)
 			case strings.HasPrefix(s, "big:"):
 				var n int
 				fmt.Sscan(s[len("big:"):], &n)
@@ -281,5 +283,37 @@ func TestHostileInput(t *testing.T) {
 				t.Error("the result has no error")
 			}
 		})
+	}
+}
+
+// TestAnswersAfterTheClientsEnd: answers that come after the client ended
+// its input still reach it, and the stream then ends after the quiet
+// period, however many answers were still on their way.
+func TestAnswersAfterTheClientsEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _ := front(t, echoContainer(t, true).URL, bidistream.Options{})
+	s, err := c.Open(ctx, "ep", bidiclient.Input{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, m := range []string{"slow:1", "slow:2", "slow:3"} {
+		s.Send(ctx, []byte(m), true, true)
+	}
+	s.CloseSend(ctx)
+	var got []string
+	for {
+		p, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("after %q: %v", got, err)
+		}
+		got = append(got, string(p.Bytes))
+	}
+	if strings.Join(got, ",") != "echo:slow:1,echo:slow:2,echo:slow:3" {
+		t.Errorf("answers %q", got)
 	}
 }
