@@ -93,10 +93,15 @@ func (o Options) withDefaults() Options {
 		o.DrainIdle = DefaultDrainIdle
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{Transport: &http.Transport{Proxy: nil}}
+		o.Client = dialClient
 	}
 	return o
 }
+
+// dialClient dials containers when Options.Client is nil: one for every
+// stream (a WebSocket takes its connection over, so there is nothing to
+// pool), without proxies.
+var dialClient = &http.Client{Transport: &http.Transport{Proxy: nil}}
 
 // Target is where one stream goes.
 type Target struct {
@@ -303,26 +308,37 @@ type sink struct {
 func (s *sink) flush() error { return s.rc.Flush() }
 
 func (s *sink) part(p []byte, text, complete bool) error {
-	dt, cs := "BINARY", "PARTIAL"
-	if text {
-		dt = "UTF8"
-	}
-	if complete {
-		cs = "COMPLETE"
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := s.enc.Encode(s.w, eventstream.Message{Headers: eventstream.Headers{
-		{Name: ":event-type", Value: eventstream.StringValue("PayloadPart")},
-		{Name: ":content-type", Value: eventstream.StringValue("application/octet-stream")},
-		{Name: ":message-type", Value: eventstream.StringValue("event")},
-		{Name: "DataType", Value: eventstream.StringValue(dt)},
-		{Name: "CompletionState", Value: eventstream.StringValue(cs)},
-	}, Payload: p})
+	err := s.enc.Encode(s.w, eventstream.Message{Headers: partHeaders[btoi(text)][btoi(complete)], Payload: p})
 	if err == nil {
 		err = s.flush()
 	}
 	return err
+}
+
+// partHeaders are a PayloadPart's headers, by [text][complete]: made once,
+// not per part.
+var partHeaders = func() (h [2][2]eventstream.Headers) {
+	for t, dt := range []string{"BINARY", "UTF8"} {
+		for c, cs := range []string{"PARTIAL", "COMPLETE"} {
+			h[t][c] = eventstream.Headers{
+				{Name: ":event-type", Value: eventstream.StringValue("PayloadPart")},
+				{Name: ":content-type", Value: eventstream.StringValue("application/octet-stream")},
+				{Name: ":message-type", Value: eventstream.StringValue("event")},
+				{Name: "DataType", Value: eventstream.StringValue(dt)},
+				{Name: "CompletionState", Value: eventstream.StringValue(cs)},
+			}
+		}
+	}
+	return h
+}()
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // exception ends the stream with an exception event of type typ
@@ -482,19 +498,15 @@ func payloadPart(m eventstream.Message, max int) (text, complete bool, payload [
 	return text, complete, m.Payload, nil
 }
 
-// relay reads the container's messages and writes them to the client as
-// PayloadParts until the container closes the WebSocket, the client's input
-// is over and the container stays quiet for DrainIdle, or a failure.
+// relay writes the container's messages to the client as PayloadParts
+// until the container closes the WebSocket, the client's input is over and
+// the container stays quiet for DrainIdle, or a failure.
 func relay(ctx context.Context, conn *websocket.Conn, o Options, out *sink, res *Result, inputDone <-chan struct{}, pings <-chan error) error {
-	bufs := [2][]byte{make([]byte, o.MaxPartBytes), make([]byte, o.MaxPartBytes)}
-	type read struct {
-		typ websocket.MessageType
-		r   io.Reader
-		err error
-	}
-	next := make(chan read, 1)
+	parts := make(chan part)
+	readErr := make(chan error, 1)
+	go func() { readErr <- readMessages(ctx, conn, o, parts) }()
 	// Once the client's input is over, the quiet period runs from the
-	// container's last message: each message restarts it.
+	// container's last part: each part restarts it.
 	var quiet *time.Timer
 	var drain <-chan time.Time
 	defer func() {
@@ -503,97 +515,125 @@ func relay(ctx context.Context, conn *websocket.Conn, o Options, out *sink, res 
 		}
 	}()
 	for {
-		rctx, cancelRead := context.WithCancel(ctx)
-		go func() {
-			typ, r, err := conn.Reader(rctx)
-			next <- read{typ, r, err}
-		}()
-		if quiet != nil {
-			quiet.Reset(o.DrainIdle)
-		}
-		var got read
-		for waiting := true; waiting; {
-			select {
-			case got = <-next:
-				waiting = false
-			case <-inputDone:
-				inputDone = nil
-				quiet = time.NewTimer(o.DrainIdle)
-				drain = quiet.C
-			case <-drain:
-				cancelRead()
-				<-next
-				return nil // the client is done and the model has nothing more to say
-			case err := <-pings:
-				pings = nil
-				if err != nil && ctx.Err() == nil {
-					cancelRead()
-					<-next
-					out.exception("ModelStreamError", "StreamBroken", "The container stopped answering the WebSocket's pings: "+err.Error())
-					return fmt.Errorf("ping: %w", err)
-				}
-			}
-		}
-		if got.err != nil {
-			cancelRead()
-			return closed(ctx, got.err, out)
-		}
-		text := got.typ == websocket.MessageText
-		total := int64(0)
-		tooBig := func(n int) bool {
-			if total += int64(n); total <= o.MaxMessageBytes {
-				return false
-			}
-			cancelRead()
-			out.exception("ModelStreamError", "MessageTooBig", fmt.Sprintf("The container sent a WebSocket message larger than %d bytes.", o.MaxMessageBytes))
-			conn.Close(websocket.StatusMessageTooBig, "message too big")
-			return true
-		}
-		cur, n, err := fill(got.r, bufs[0])
-		if tooBig(n) {
-			return errTooBig
-		}
-		for err == nil {
-			var m int
-			var more []byte
-			more, m, err = fill(got.r, bufs[1])
-			if m == 0 && errors.Is(err, io.EOF) {
-				break
-			}
-			if tooBig(m) {
-				return errTooBig
-			}
-			if werr := out.part(cur[:n], text, false); werr != nil {
-				cancelRead()
-				return werr
+		select {
+		case p := <-parts:
+			err := out.part((*p.buf)[:p.n], p.text, p.complete)
+			bufferPool(o.MaxPartBytes).Put(p.buf)
+			if err != nil {
+				return err
 			}
 			res.PartsOut++
-			res.BytesOut += int64(n)
-			bufs[0], bufs[1] = bufs[1], bufs[0]
-			cur, n = more, m
-		}
-		cancelRead()
-		if err != nil && !errors.Is(err, io.EOF) {
+			res.BytesOut += int64(p.n)
+			if quiet != nil {
+				quiet.Reset(o.DrainIdle)
+			}
+		case err := <-readErr:
+			if errors.Is(err, errTooBig) {
+				out.exception("ModelStreamError", "MessageTooBig", fmt.Sprintf("The container sent a WebSocket message larger than %d bytes.", o.MaxMessageBytes))
+				conn.Close(websocket.StatusMessageTooBig, "message too big")
+				return err
+			}
 			return closed(ctx, err, out)
+		case <-inputDone:
+			inputDone = nil
+			quiet = time.NewTimer(o.DrainIdle)
+			drain = quiet.C
+		case <-drain:
+			return nil // the client is done and the model has nothing more to say
+		case err := <-pings:
+			pings = nil
+			if err != nil && ctx.Err() == nil {
+				out.exception("ModelStreamError", "StreamBroken", "The container stopped answering the WebSocket's pings: "+err.Error())
+				return fmt.Errorf("ping: %w", err)
+			}
 		}
-		if werr := out.part(cur[:n], text, true); werr != nil {
-			return werr
+	}
+}
+
+// part is a piece of a container message on its way to the client; its
+// buffer comes from bufs and relay puts it back once written.
+type part struct {
+	buf            *[]byte
+	n              int
+	text, complete bool
+}
+
+// partBuffers pools the buffers of parts, one pool per part size: a stream
+// waiting for the container holds none, a busy one at most three (one
+// written, one waiting to be, one being filled).
+var partBuffers sync.Map // int → *sync.Pool
+
+func bufferPool(size int) *sync.Pool {
+	if p, ok := partBuffers.Load(size); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := partBuffers.LoadOrStore(size, &sync.Pool{New: func() any { b := make([]byte, size); return &b }})
+	return p.(*sync.Pool)
+}
+
+// readMessages reads the container's messages and sends each on parts in
+// pieces of at most MaxPartBytes, the last marked complete; it returns the
+// read's error (errTooBig for a message past MaxMessageBytes), or ctx's.
+func readMessages(ctx context.Context, conn *websocket.Conn, o Options, parts chan<- part) error {
+	pool := bufferPool(o.MaxPartBytes)
+	send := func(p part) error {
+		select {
+		case parts <- p:
+			return nil
+		case <-ctx.Done():
+			pool.Put(p.buf)
+			return ctx.Err()
 		}
-		res.PartsOut++
-		res.BytesOut += int64(n)
+	}
+	// next reads the message's next piece; err is io.EOF once it is over
+	// (the piece may still hold its last bytes).
+	next := func(r io.Reader) (part, error) {
+		buf := pool.Get().(*[]byte)
+		n, err := io.ReadFull(r, *buf)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = io.EOF
+		}
+		return part{buf: buf, n: n}, err
+	}
+	for {
+		typ, r, err := conn.Reader(ctx)
+		if err != nil {
+			return err
+		}
+		var total int64
+		cur, err := next(r) // sent once the piece after it tells whether it is the last
+		for {
+			if total += int64(cur.n); total > o.MaxMessageBytes {
+				pool.Put(cur.buf)
+				return errTooBig
+			}
+			if err != nil {
+				break
+			}
+			var after part
+			if after, err = next(r); after.n == 0 && errors.Is(err, io.EOF) {
+				pool.Put(after.buf)
+				break
+			}
+			cur.text = typ == websocket.MessageText
+			if serr := send(cur); serr != nil {
+				pool.Put(after.buf)
+				return serr
+			}
+			cur = after
+		}
+		if !errors.Is(err, io.EOF) {
+			pool.Put(cur.buf)
+			return err
+		}
+		cur.text, cur.complete = typ == websocket.MessageText, true
+		if err := send(cur); err != nil {
+			return err
+		}
 	}
 }
 
 var errTooBig = errors.New("the container sent a message past MaxMessageBytes")
-
-// fill reads up to len(buf) bytes; err is io.EOF once the message is over.
-func fill(r io.Reader, buf []byte) ([]byte, int, error) {
-	n, err := io.ReadFull(r, buf)
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		err = io.EOF
-	}
-	return buf, n, err
-}
 
 // closed ends the stream for a read that failed: a normal close is the
 // model's end; any other is a ModelStreamError.
