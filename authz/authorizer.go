@@ -337,15 +337,9 @@ func (a *Authorizer) fingerprint(st *state) string {
 // Query-string (presigned) authentication is refused.
 func (a *Authorizer) Authenticate(r *http.Request, body []byte) (Principal, error) {
 	st := a.st.Load()
-	if presigned(r) {
-		return Principal{}, authErr(r, CodeIncompleteSignature, presignedMessage)
-	}
-	auth := r.Header.Values("Authorization")
-	if len(auth) == 0 {
-		return Principal{Anonymous: true}, nil
-	}
-	if a.cfg.CredentialsFile == "" {
-		return Principal{Anonymous: true, AccessKeyID: accessKeyFromHeader(auth[0])}, nil
+	auth, p, done, err := a.unverified(r)
+	if done {
+		return p, err
 	}
 	cred, aerr := verifySigV4(r, body, st.keys, a.now(), a.skew, a.cfg.Region)
 	if aerr != nil {
@@ -367,21 +361,33 @@ func (a *Authorizer) Authenticate(r *http.Request, body []byte) (Principal, erro
 // *AuthError, the same Authenticate gives.
 func (a *Authorizer) AuthenticateHeaders(r *http.Request) (p Principal, complete bool, err error) {
 	st := a.st.Load()
-	if presigned(r) {
-		return Principal{}, false, authErr(r, CodeIncompleteSignature, presignedMessage)
-	}
-	auth := r.Header.Values("Authorization")
-	if len(auth) == 0 {
-		return Principal{Anonymous: true}, true, nil
-	}
-	if a.cfg.CredentialsFile == "" {
-		return Principal{Anonymous: true, AccessKeyID: accessKeyFromHeader(auth[0])}, true, nil
+	auth, p, done, err := a.unverified(r)
+	if done {
+		return p, err == nil, err
 	}
 	if _, aerr := verifySigV4Headers(r, st.keys, a.now(), a.skew, a.cfg.Region); aerr != nil {
 		a.logAuthFailure(accessKeyFromHeader(auth[0]), r.RemoteAddr, aerr.Code, "authentication failed before the body was read")
 		return Principal{}, false, aerr
 	}
 	return Principal{}, false, nil
+}
+
+// unverified is what every Authenticate does before a signature: a
+// presigned request is refused, an unsigned one (or any, without a
+// credentials file) is anonymous; done reports that p and err are the
+// answer. Otherwise auth is the Authorization header's values (one or more).
+func (a *Authorizer) unverified(r *http.Request) (auth []string, p Principal, done bool, err error) {
+	if presigned(r) {
+		return nil, Principal{}, true, authErr(r, CodeIncompleteSignature, presignedMessage)
+	}
+	auth = r.Header.Values("Authorization")
+	if len(auth) == 0 {
+		return nil, Principal{Anonymous: true}, true, nil
+	}
+	if a.cfg.CredentialsFile == "" {
+		return auth, Principal{Anonymous: true, AccessKeyID: accessKeyFromHeader(auth[0])}, true, nil
+	}
+	return auth, Principal{}, false, nil
 }
 
 const presignedMessage = "Query-string authentication (presigned URLs) is not supported by mce; sign requests with the Authorization header (AWS SigV4)."
