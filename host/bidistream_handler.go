@@ -40,29 +40,19 @@ func (b bidiBackend) Authorize(r *http.Request, name string) (bidistream.Opener,
 	return v.Open, nil
 }
 
-// Place finds the endpoint and holds a ready instance of it, as
-// admitInvocation admits an InvokeEndpoint.
+// Place finds the endpoint (servingRoute, as InvokeEndpoint does) and
+// holds a ready instance of it.
 func (b bidiBackend) Place(name string, req bidistream.Request) (bidistream.Target, func(), *bidistream.Error) {
 	s := b.s
 	invalid := func(msg string) (bidistream.Target, func(), *bidistream.Error) {
 		return bidistream.Target{}, nil, &bidistream.Error{Status: http.StatusBadRequest, Type: "InputValidationError", Message: msg}
 	}
-	of := " of account " + s.cfg.Account
-	e := s.reg.get(name)
-	switch {
-	case e == nil:
-		return invalid("Endpoint " + name + of + " not found.")
-	case e.async.Load():
-		return invalid("Endpoint " + name + of + " is an asynchronous endpoint: invoke it with InvokeEndpointAsync.")
-	case e.record().Plan.HostsComponents():
+	e, route, api := servingRoute(s, name, req.TargetVariant)
+	if api != nil {
+		return bidistream.Target{}, nil, restJSONError(api)
+	}
+	if e.record().Plan.HostsComponents() {
 		return invalid("Endpoint " + name + " hosts inference components; a bidirectional stream goes to an endpoint's own model.")
-	}
-	route := e.route.Load()
-	if route == nil {
-		return invalid("Endpoint " + name + of + " is not InService: its status is " + string(e.Status()) + ".")
-	}
-	if sp := e.split.Load(); sp != nil { // a deployment shifts traffic
-		route = pickFleet(sp, route, req.TargetVariant)
 	}
 	hold, err := route.Acquire(req.TargetVariant)
 	var ve *pipeline.ValidationError

@@ -177,24 +177,9 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 			return refuse(api)
 		}
 	}
-	e := s.reg.get(name)
-	if e == nil {
-		return refuse(apierr.Validation("Endpoint %s of account %s not found.", name, s.cfg.Account))
-	}
-	// An asynchronous endpoint takes InvokeEndpointAsync only: SageMaker
-	// refuses a synchronous call to it with a ValidationError (its exact
-	// wording is not published; this one says what to do instead).
-	if e.async.Load() {
-		return refuse(apierr.Validation("Endpoint %s of account %s is an asynchronous endpoint (its endpoint configuration has AsyncInferenceConfig): invoke it with InvokeEndpointAsync.", name, s.cfg.Account))
-	}
-	// An endpoint serves while it has a route: InService, and also while an
-	// update brings up its next generation (as SageMaker keeps serving).
-	route := e.route.Load()
-	if route == nil {
-		return refuse(apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status()))
-	}
-	if sp := e.split.Load(); sp != nil { // a deployment shifts traffic
-		route = pickFleet(sp, route, header(h, hdrTargetVariant))
+	e, route, api := servingRoute(s, name, header(h, hdrTargetVariant))
+	if api != nil {
+		return refuse(api)
 	}
 	route, component, isAdapter, api := s.componentRoute(e, route, h) // inference components (components.Manager.Route)
 	if api != nil {
@@ -205,6 +190,33 @@ func (s *Server) admitInvocation(w http.ResponseWriter, r *http.Request, name st
 		adm.adapter = component
 	}
 	return adm, nil
+}
+
+// servingRoute is the route a synchronous call to endpoint name takes
+// (InvokeEndpoint, the response stream, a bidirectional stream): the
+// endpoint exists, is not asynchronous and serves, with a deployment's
+// traffic split applied for targetVariant.
+func servingRoute(s *Server, name, targetVariant string) (*Endpoint, *pipeline.Route, *apierr.Error) {
+	e := s.reg.get(name)
+	if e == nil {
+		return nil, nil, apierr.Validation("Endpoint %s of account %s not found.", name, s.cfg.Account)
+	}
+	// An asynchronous endpoint takes InvokeEndpointAsync only: SageMaker
+	// refuses a synchronous call to it with a ValidationError (its exact
+	// wording is not published; this one says what to do instead).
+	if e.async.Load() {
+		return nil, nil, apierr.Validation("Endpoint %s of account %s is an asynchronous endpoint (its endpoint configuration has AsyncInferenceConfig): invoke it with InvokeEndpointAsync.", name, s.cfg.Account)
+	}
+	// An endpoint serves while it has a route: InService, and also while an
+	// update brings up its next generation (as SageMaker keeps serving).
+	route := e.route.Load()
+	if route == nil {
+		return nil, nil, apierr.Validation("Endpoint %s of account %s is not InService: its status is %s.", name, s.cfg.Account, e.Status())
+	}
+	if sp := e.split.Load(); sp != nil { // a deployment shifts traffic
+		route = pickFleet(sp, route, targetVariant)
+	}
+	return e, route, nil
 }
 
 // pipelineRequest is the container call that an invocation's headers and
