@@ -24,20 +24,10 @@ func TestPrefixAwareConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := func(name, model string, length, threshold int32) error {
-		v := smtypes.ProductionVariant{VariantName: aws.String("AllTraffic"), InitialInstanceCount: aws.Int32(2),
-			InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large,
-			RoutingConfig: &smtypes.ProductionVariantRoutingConfig{RoutingStrategy: smtypes.RoutingStrategyPrefixAware,
-				PrefixAwareRoutingConfig: &smtypes.PrefixAwareRoutingConfig{PrefixLength: aws.Int32(length), ConcurrencyThreshold: aws.Int32(threshold)}}}
-		in := &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(name)}
-		if model != "" {
-			v.ModelName = aws.String(model)
-		} else {
-			in.ExecutionRoleArn = aws.String(roleARN)
-		}
-		in.ProductionVariants = []smtypes.ProductionVariant{v}
-		_, err := sm.CreateEndpointConfig(ctx, in)
-		return err
+		return routedConfig(sm, name, model, &smtypes.ProductionVariantRoutingConfig{RoutingStrategy: smtypes.RoutingStrategyPrefixAware,
+			PrefixAwareRoutingConfig: &smtypes.PrefixAwareRoutingConfig{PrefixLength: aws.Int32(length), ConcurrencyThreshold: aws.Int32(threshold)}})
 	}
+
 	err := config("bad", "m", 10, 0)
 	wantMessage(t, err, "ValidationException", "2 validation errors detected: "+
 		"Value '10' at 'productionVariants.1.member.routingConfig.prefixAwareRoutingConfig.prefixLength' failed to satisfy constraint: Member must have value greater than or equal to 1024; "+

@@ -30,20 +30,11 @@ func TestRoutingStrategy(t *testing.T) {
 		t.Fatal(err)
 	}
 	config := func(name, model, strategy string) error {
-		v := smtypes.ProductionVariant{VariantName: aws.String("AllTraffic"), InitialInstanceCount: aws.Int32(2),
-			InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large}
-		in := &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(name)}
-		if model != "" {
-			v.ModelName = aws.String(model)
-		} else {
-			in.ExecutionRoleArn = aws.String(roleARN)
-		}
+		var rc *smtypes.ProductionVariantRoutingConfig
 		if strategy != "" {
-			v.RoutingConfig = &smtypes.ProductionVariantRoutingConfig{RoutingStrategy: smtypes.RoutingStrategy(strategy)}
+			rc = &smtypes.ProductionVariantRoutingConfig{RoutingStrategy: smtypes.RoutingStrategy(strategy)}
 		}
-		in.ProductionVariants = []smtypes.ProductionVariant{v}
-		_, err := sm.CreateEndpointConfig(ctx, in)
-		return err
+		return routedConfig(sm, name, model, rc)
 	}
 
 	err := config("bad", "m", "ROUND_ROBIN")
@@ -210,4 +201,21 @@ func TestDescribeEndpointEchoesVariantConfig(t *testing.T) {
 	if plain.RoutingConfig != nil || plain.ManagedInstanceScaling != nil {
 		t.Errorf("Plain: %+v %+v, want neither", plain.RoutingConfig, plain.ManagedInstanceScaling)
 	}
+}
+
+// routedConfig creates endpoint configuration name: one variant of two
+// instances of model with RoutingConfig rc, or, when model is "", a variant
+// for inference components.
+func routedConfig(sm *sagemaker.Client, name, model string, rc *smtypes.ProductionVariantRoutingConfig) error {
+	v := smtypes.ProductionVariant{VariantName: aws.String("AllTraffic"), InitialInstanceCount: aws.Int32(2),
+		InstanceType: smtypes.ProductionVariantInstanceTypeMlM5Large, RoutingConfig: rc}
+	in := &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String(name)}
+	if model != "" {
+		v.ModelName = aws.String(model)
+	} else {
+		in.ExecutionRoleArn = aws.String(roleARN)
+	}
+	in.ProductionVariants = []smtypes.ProductionVariant{v}
+	_, err := sm.CreateEndpointConfig(context.Background(), in)
+	return err
 }

@@ -111,7 +111,7 @@ var invokeRules = []headerRule{
 	{header: hdrInferenceComp, member: "inferenceComponentName", max: 63, pattern: componentPattern, shown: componentPatternText},
 	{header: hdrSessionID, member: "sessionId", max: 256, pattern: sessionPattern, shown: sessionPatternText},
 	// The model states no bounds for PrefixAwareId; mce takes at most 256
-	// printable characters (docs/routing.md).
+	// printable characters (docs/sessions.md).
 	{header: hdrPrefixAwareID, member: "prefixAwareId", min: 1, max: 256, pattern: printPattern, shown: printPatternText},
 }
 

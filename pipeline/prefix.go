@@ -59,15 +59,8 @@ func prefixHash(req *Request, n int) uint64 {
 	return h.Sum64()
 }
 
-// hashString is FNV-1a, for an instance's key (computed once).
-func hashString(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
-}
+// hashString hashes an instance's key (computed once, at NewInstance).
+func hashString(s string) uint64 { return maphash.String(prefixSeed, s) }
 
 // mix is a 64-bit finalizer (splitmix64's), so that scores of one prefix
 // over several instances are independent.

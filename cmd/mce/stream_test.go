@@ -105,18 +105,8 @@ Endpoints:
 // each answer as a line.
 func TestInvokeBidi(t *testing.T) {
 	cli := testenv.Docker(t)
-	img := testenv.OwnImage(t, "probe")
-	file := filepath.Join(t.TempDir(), "ep.yaml")
-	os.WriteFile(file, []byte(`
-Models:
-  - ModelName: m
-    PrimaryContainer: {Image: `+img+`, Environment: {PROBE_TAG: "echo"}}
-EndpointConfigs:
-  - EndpointConfigName: c
-    ProductionVariants: [{VariantName: AllTraffic, ModelName: m, InitialInstanceCount: 1, InstanceType: ml.c5.large}]
-Endpoints:
-  - {EndpointName: ep, EndpointConfigName: c}
-`), 0o644)
+	testenv.Image(t, "probe")
+	file := endpointFile(t, `PROBE_TAG: "echo"`)
 	f := serveFlagsFor(t, freePort(t), file)
 	bidi := freePort(t)
 	f.bidiListen = bidi

@@ -82,8 +82,8 @@ func noPartitions(what string, profiles []string) string {
 		"leave it out to run on whole GPUs (InstanceType local_gpu, NumberOfAcceleratorDevicesRequired)."
 }
 
-// partitionTypeOf is an inference component's AcceleratorPartitionType
-// rules beyond its shape: NumberOfAcceleratorDevicesRequired must be 1 with
+// partitionTypeSemantic holds an inference component's
+// AcceleratorPartitionType rules beyond its shape: NumberOfAcceleratorDevicesRequired must be 1 with
 // it, as SageMaker requires, and mce refuses it (noPartitions).
 func partitionTypeSemantic(s *semantic, r *InferenceComponentComputeRequirements) {
 	t := r.AcceleratorPartitionType
@@ -91,7 +91,7 @@ func partitionTypeSemantic(s *semantic, r *InferenceComponentComputeRequirements
 		return
 	}
 	if a := r.NumberOfAcceleratorDevicesRequired; a != nil && *a != 1 {
-		s.add("NumberOfAcceleratorDevicesRequired must be 1 with an AcceleratorPartitionType (" + strconv.FormatFloat(*a, 'g', -1, 64) + " was given).")
+		s.add("NumberOfAcceleratorDevicesRequired must be 1 with an AcceleratorPartitionType (" + formatFloat(*a) + " was given).")
 		return
 	}
 	s.add(noPartitions("AcceleratorPartitionType "+strconv.Quote(*t), []string{*t}))

@@ -182,37 +182,12 @@ func (t *Table) DropEndpoint(endpoint string) int {
 	return len(dropped)
 }
 
-// Sweep drops the expired sessions and returns how many.
-func (t *Table) Sweep() int {
-	now := t.now()
-	t.mu.Lock()
-	dropped := t.sweepLocked(now)
-	t.mu.Unlock()
-	t.tell(dropped)
-	return len(dropped)
-}
-
 // Len returns the number of sessions held, expired ones not yet swept
 // included.
 func (t *Table) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.m)
-}
-
-// All returns a copy of the sessions held that have not expired, in no
-// particular order.
-func (t *Table) All() []Session {
-	now := t.now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make([]Session, 0, len(t.m))
-	for _, e := range t.m {
-		if e.s.Expires.After(now) {
-			out = append(out, e.s)
-		}
-	}
-	return out
 }
 
 func (t *Table) sweepLocked(now time.Time) (dropped []Session) {
