@@ -100,6 +100,8 @@ type Authorizer struct {
 
 	reloadMu sync.Mutex
 	st       atomic.Pointer[state]
+	// bearers remembers the bearer tokens verified lately (bearer.go).
+	bearers bearerCache
 }
 
 // state is one generation of credentials and compiled policies.
