@@ -78,6 +78,10 @@ func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 			fmt.Fprintf(w, "%s: broken image, status %d", hostname, n)
 			return
 		}
+		if tag == "openai" { // a chat-completions container (openai_handler_test.go)
+			fakeChat(w, r, hostname, body)
+			return
+		}
 		if sid := r.Header.Get(hdrSessionID); sid != "" { // stateful sessions (sessions_test.go)
 			fakeSession(w, r, f, sid)
 			return

@@ -277,6 +277,7 @@ func New(cfg Config) *Server {
 	e.POST("/endpoints/:name/invocations", s.invokeEndpoint)
 	e.POST("/endpoints/:name/invocations-response-stream", s.invokeEndpointStream)
 	e.POST("/endpoints/:name/async-invocations", s.invokeEndpointAsync)
+	openaiRoutes(s, e) // the OpenAI-compatible route (openai_handler.go)
 	if cfg.MetricsOnAPI {
 		metrics := s.MetricsHandler()
 		e.GET("/metrics", func(c echo.Context) error {
