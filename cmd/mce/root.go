@@ -69,7 +69,7 @@ Load-test an endpoint in stages, with a report and charts:  mce loadtest ab-test
 		SilenceErrors: true,
 		Version:       buildVersion(),
 	}
-	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd(), newLogsCmd(), newFetchCmd(), newAgentCmd(), newLoadtestCmd())
+	root.AddCommand(newServeCmd(), newInvokeCmd(), newEndpointsCmd(), newDescribeCmd(), newDeleteCmd(), newPolicyCmd(), newCheckCmd(), newLogsCmd(), newFetchCmd(), newAgentCmd(), newLoadtestCmd(), newTokenCmd())
 	return root
 }
 

@@ -29,6 +29,10 @@
 // PROBE_STATUS=NNN: every invocation without a status= of its own answers as status=NNN does.
 // Invalid values stop the container with exit status 2.
 //
+// A JSON body (Content-Type application/json) naming "messages" is an OpenAI chat completion, answered as
+// SageMaker's LLM containers answer one at /invocations (chat.go): the last message's words reversed, whole
+// or as server-sent events. It is what mce's OpenAI-compatible route sends.
+//
 // A request with X-Amzn-SageMaker-Session-Id belongs to a stateful session and is answered by session.go
 // (NEW_SESSION opens one, session-ttl=DUR sets its life, close-session closes it) instead of the switches. The probe writes no per-request logs.
 package probe

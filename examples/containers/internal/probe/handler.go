@@ -128,6 +128,10 @@ func (h *Handler) echo(w http.ResponseWriter, r *http.Request, ct string) {
 			smserve.WriteError(w, err)
 			return
 		}
+		if isChat(ct, body) {
+			h.chat(w, body)
+			return
+		}
 		smserve.Write(w, http.StatusOK, ct, append(body, h.tag...))
 		return
 	}
@@ -142,6 +146,11 @@ func (h *Handler) echo(w http.ResponseWriter, r *http.Request, ct string) {
 			smserve.WriteError(w, smserve.Errorf(http.StatusBadRequest, "read request body: %w", err))
 			return
 		}
+		if isChat(ct, b) {
+			hdr.Del("Content-Length")
+			h.chat(w, b)
+			return
+		}
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(append(b, h.tag...)) // a failed write means the client left
 		return
@@ -153,6 +162,11 @@ func (h *Handler) echo(w http.ResponseWriter, r *http.Request, ct string) {
 	b := make([]byte, n, n+int64(len(h.tag)))
 	if _, err := io.ReadFull(r.Body, b); err != nil {
 		smserve.WriteError(w, smserve.Errorf(http.StatusBadRequest, "read request body: %w", err))
+		return
+	}
+	if isChat(ct, b) {
+		hdr.Del("Content-Length")
+		h.chat(w, b)
 		return
 	}
 	w.WriteHeader(http.StatusOK)
