@@ -346,4 +346,61 @@ func TestStreamingExample(t *testing.T) {
 	if r := c.invoke(t, request("", 3, 0, 0), "Content-Type: application/json"); r.status != 200 || len(r.body) != 3 {
 		t.Errorf("after the bad requests: %d %q", r.status, r.body)
 	}
+	chatCompletions(t, c, want.Samples[0].Prompt, want.Samples[0].MaxTokens, want.Samples[0].Temperature, want.Samples[0].Seed, want.Samples[0].Text)
+}
+
+// chatCompletions: the same model answers OpenAI chat completions (what mce's OpenAI-compatible route
+// sends to /invocations) with the text the plain request gives, whole or one character an event.
+func chatCompletions(t *testing.T, c *ctr, prompt string, n int, temp float64, seed int64, text string) {
+	t.Helper()
+	chat := func(stream bool) string {
+		b, _ := json.Marshal(map[string]any{"model": "textgen", "messages": []any{map[string]any{"role": "system", "content": "ignored"},
+			map[string]any{"role": "user", "content": prompt}}, "max_tokens": n, "temperature": temp, "seed": seed, "stream": stream})
+		return string(b)
+	}
+	r := c.invoke(t, chat(false), "Content-Type: application/json", "Accept: application/json")
+	var whole struct {
+		Object  string
+		Choices []struct {
+			FinishReason string `json:"finish_reason"`
+			Message      struct{ Role, Content string }
+		}
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	if r.status != 200 || r.header.Get("Content-Type") != "application/json" || json.Unmarshal(r.body, &whole) != nil ||
+		whole.Object != "chat.completion" || len(whole.Choices) != 1 || whole.Choices[0].Message.Content != text ||
+		whole.Choices[0].Message.Role != "assistant" || whole.Usage.CompletionTokens != n {
+		t.Fatalf("chat completion: %d %v %s\nwant content %q", r.status, r.header, r.body, text)
+	}
+	s := c.stream(t, chat(true), "Content-Type: application/json")
+	if s.status != 200 || !s.complete || s.header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("chat stream: %d complete=%v %v", s.status, s.complete, s.header)
+	}
+	events := strings.Split(strings.TrimSuffix(s.body(), "\n\n"), "\n\n")
+	if len(events) != n+3 || events[len(events)-1] != "data: [DONE]" {
+		t.Fatalf("%d events for %d characters (want one each, a first, a last and [DONE]): %q", len(events), n, s.body())
+	}
+	var got strings.Builder
+	for _, e := range events[:len(events)-1] {
+		var chunk struct {
+			Object  string
+			Choices []struct {
+				Delta        struct{ Content string }
+				FinishReason *string `json:"finish_reason"`
+			}
+		}
+		data, ok := strings.CutPrefix(e, "data: ")
+		if !ok || json.Unmarshal([]byte(data), &chunk) != nil || chunk.Object != "chat.completion.chunk" || len(chunk.Choices) != 1 {
+			t.Fatalf("event %q", e)
+		}
+		got.WriteString(chunk.Choices[0].Delta.Content)
+	}
+	if got.String() != text {
+		t.Errorf("the chat stream wrote %q, the plain request %q", got.String(), text)
+	}
+	if r := c.invoke(t, `{"messages": [{"role": "user", "content": "x"}], "top_p": 0.5}`, "Content-Type: application/json"); r.status != 400 || !strings.Contains(r.error(t).Message, "does not support: top_p") {
+		t.Errorf("top_p: %d %s", r.status, r.body)
+	}
 }
