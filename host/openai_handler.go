@@ -47,6 +47,9 @@ func (b openaiBackend) Admit(r *http.Request, endpoint, component string) *opena
 	if header(r.Header, hdrInferenceComp) != "" {
 		return openai.Errorf(http.StatusBadRequest, apierr.CodeValidation, "The OpenAI-compatible route names the inference component in its URL (/endpoints/"+endpoint+"/inference-components/NAME/openai/v1/chat/completions), not in the X-Amzn-SageMaker-Inference-Component header.")
 	}
+	if api := validateInvokeHeaders(endpoint, r.Header); api != nil { // the name, and the target headers as InvokeEndpoint takes them
+		return openaiError(api)
+	}
 	if !s.gate.enabled() {
 		return nil
 	}
@@ -55,8 +58,9 @@ func (b openaiBackend) Admit(r *http.Request, endpoint, component string) *opena
 		return openaiError(authError(err))
 	}
 	resource := s.arn(spec.KindEndpoint, endpoint)
+	keys := authz.InvokeContext(r.Header) // the target headers' condition keys, as for InvokeEndpoint
 	for _, action := range []string{authz.ActionCallWithBearerToken, authz.ActionInvokeEndpoint} {
-		if api := s.gate.decide(r.Context(), r, p, action, resource, nil); api != nil {
+		if api := s.gate.decide(r.Context(), r, p, action, resource, keys); api != nil {
 			return openaiError(api)
 		}
 	}
@@ -75,14 +79,20 @@ func (b openaiBackend) Body(w http.ResponseWriter, r *http.Request) ([]byte, fun
 }
 
 // Complete routes the call as InvokeEndpoint routes it (servingRoute, the
-// component's route) and sends the body to the container's /invocations as
-// application/json: the AWS containers that serve this route (vLLM, SGLang,
-// LMI) take an OpenAI request there.
+// component's route, and InvokeEndpoint's TargetVariant and
+// TargetContainerHostname headers when the caller sends them: an A/B test
+// of Direct containers) and sends the body to the container's /invocations
+// as application/json: the AWS containers that serve this route (vLLM,
+// SGLang, LMI) take an OpenAI request there.
 func (b openaiBackend) Complete(ctx context.Context, req openai.Request, out *openai.Answer) *openai.Error {
 	s := b.s
 	start := time.Now()
 	reqID := out.Header().Get(hdrRequestID)
-	e, route, api := servingRoute(s, req.Endpoint, "")
+	if header(req.Header, hdrTargetModel) != "" {
+		return openai.Errorf(http.StatusBadRequest, apierr.CodeValidation, "TargetModel is not a parameter of the OpenAI-compatible route.")
+	}
+	variant, container := header(req.Header, hdrTargetVariant), header(req.Header, hdrTargetContainer)
+	e, route, api := servingRoute(s, req.Endpoint, variant)
 	if api != nil {
 		return openaiError(api)
 	}
@@ -103,7 +113,8 @@ func (b openaiBackend) Complete(ctx context.Context, req openai.Request, out *op
 	if api != nil {
 		return openaiError(api)
 	}
-	preq := pipeline.Request{Body: req.Body, ContentType: "application/json", Accept: req.Accept}
+	preq := pipeline.Request{Body: req.Body, ContentType: "application/json", Accept: req.Accept,
+		TargetVariant: variant, TargetContainerHostname: container}
 	if isAdapter {
 		preq.Adapter = component
 	}

@@ -101,6 +101,22 @@ func TestOpenAIRouteWithTheOpenAIClient(t *testing.T) {
 		t.Fatalf("a broken stream ended without an error after %d chunks", n)
 	}
 
+	// InvokeEndpoint's target headers choose a Direct container (an A/B test).
+	if err := h.deploy(plan("ab", "Direct", map[string][]string{"AllTraffic": {"english:openai", "german:openai"}})); err != nil {
+		t.Fatal(err)
+	}
+	ab := h.chatClient("/endpoints/ab/openai/v1", "unused")
+	for _, ctr := range []string{"english", "german"} {
+		got, err := ab.Chat.Completions.New(ctx, chat("x y"), option.WithHeader("X-Amzn-SageMaker-Target-Container-Hostname", ctr))
+		if err != nil || got.Model != ctr || got.Choices[0].Message.Content != "y x" {
+			t.Fatalf("%s: %+v, %v", ctr, got, err)
+		}
+	}
+	_, err = ab.Chat.Completions.New(ctx, chat("x"))
+	wantOpenAIError(t, err, http.StatusBadRequest, "ValidationError", "TargetContainerHostname")
+	_, err = ab.Chat.Completions.New(ctx, chat("x"), option.WithHeader("X-Amzn-SageMaker-Target-Container-Hostname", "bad name!"))
+	wantOpenAIError(t, err, http.StatusBadRequest, "ValidationError", "failed to satisfy constraint")
+
 	// mce's refusals.
 	_, err = h.chatClient("/endpoints/nope/openai/v1", "unused").Chat.Completions.New(ctx, chat("x"))
 	wantOpenAIError(t, err, http.StatusBadRequest, "ValidationError", "Endpoint nope of account")

@@ -108,6 +108,9 @@ type Request struct {
 	// it is made.
 	Stream bool
 	Accept string // the caller's, passed to the container
+	// Header is the caller's request header, for what the host reads of
+	// it beyond the body (InvokeEndpoint's target headers).
+	Header http.Header
 }
 
 // Backend is what the route needs of the host.
@@ -157,7 +160,7 @@ func Handler(b Backend, log zerolog.Logger) func(w http.ResponseWriter, r *http.
 			return
 		}
 		out := &Answer{w: w, rc: http.NewResponseController(w)}
-		req := Request{Endpoint: endpoint, Component: component, Body: body, Stream: stream, Accept: r.Header.Get("Accept")}
+		req := Request{Endpoint: endpoint, Component: component, Body: body, Stream: stream, Accept: r.Header.Get("Accept"), Header: r.Header}
 		if e := b.Complete(r.Context(), req, out); e != nil {
 			if out.began {
 				out.Fail(e)
