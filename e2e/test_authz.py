@@ -20,6 +20,11 @@ AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY of each process, or
 - the control plane: who may and who may not create and delete;
 - tag conditions: a model tagged protected=true cannot be deleted
   (aws:ResourceTag/protected) until the tag is removed;
+- the OpenAI-compatible route: bearer tokens made exactly as the SageMaker
+  Python SDK's generate_token makes them (botocore's SigV4QueryAuth of
+  CallWithBearerToken), sent with urllib; a caller needs
+  sagemaker:CallWithBearerToken beside InvokeEndpoint; expired, forged and
+  unknown-key tokens and SigV4 headers get 401;
 - SIGHUP: a broken credentials or policy file leaves the previous policies in
   force; the fixed file is in force after the next SIGHUP (--pid, --log).
 
@@ -602,6 +607,102 @@ def sighup(boto, cli, ck, cli_ck, reloads):
     reloads.write("policies/hostname-allow.json", None)
 
 
+# ---------------------------------------------------------------- the OpenAI-compatible route
+
+def sdk_token(who, expires=3600, signed_at=None):
+    """The bearer token the SageMaker Python SDK's generate_token makes: botocore's SigV4QueryAuth of
+    POST https://sagemaker.amazonaws.com/?Action=CallWithBearerToken, "&Version=1" appended, base64."""
+    import base64
+    import datetime
+    from unittest import mock
+    from botocore.auth import SigV4QueryAuth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    key, secret = KEYS[who]
+    req = AWSRequest(method="POST", url="https://sagemaker.amazonaws.com/", headers={"host": "sagemaker.amazonaws.com"},
+                     params={"Action": "CallWithBearerToken"})
+    auth = SigV4QueryAuth(Credentials(key, secret), "sagemaker", REGION, expires=expires)
+    if signed_at is None:
+        auth.add_auth(req)
+    else:  # a token made earlier: botocore's clock set back
+        class Then(datetime.datetime):
+            @classmethod
+            def utcnow(cls):
+                return signed_at.replace(tzinfo=None)
+
+            @classmethod
+            def now(cls, tz=None):
+                return signed_at if tz else signed_at.replace(tzinfo=None)
+        with mock.patch("botocore.auth.datetime.datetime", Then):
+            auth.add_auth(req)
+    return "sagemaker-api-key-" + base64.b64encode((req.url.replace("https://", "") + "&Version=1").encode()).decode()
+
+
+def chat(url, authorization, host, stream=False, sign=None):
+    """POSTs a chat completion to my-mce's OpenAI-compatible route; returns (status, headers, body)."""
+    import urllib.error
+    import urllib.request
+    body = json.dumps({"model": "probe", "stream": stream,
+                       "messages": [{"role": "user", "content": "hello bearer world"}]}).encode()
+    target = url + "/endpoints/%s/openai/v1/chat/completions" % MCE
+    headers = {"Content-Type": "application/json", "X-Amzn-SageMaker-Target-Container-Hostname": host}
+    if authorization:
+        headers["Authorization"] = authorization
+    if sign:  # a SigV4 signature instead of a token
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+        areq = AWSRequest(method="POST", url=target, data=body, headers=headers)
+        SigV4Auth(Credentials(*KEYS[sign]), "sagemaker", REGION).add_auth(areq)
+        headers = dict(areq.headers.items())
+    req = urllib.request.Request(target, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def openai_checks(url, ck):
+    import datetime
+    want = "customIps-1 world bearer hello"  # the probe: its tag, then the words reversed
+    status, headers, body = chat(url, "Bearer " + sdk_token("ops"), "customIps-1")
+    content = json.loads(body)["choices"][0]["message"]["content"] if status == 200 else body
+    ck.ok("ops's SDK token: a chat completion from %s/customIps-1" % MCE, status == 200 and content == want,
+          "%s %r" % (status, content))
+    status, headers, body = chat(url, "Bearer " + sdk_token("ops"), "customIps-1", stream=True)
+    events = body.decode().strip().split("\n\n") if status == 200 else []
+    text = "".join(json.loads(e[6:])["choices"][0]["delta"].get("content", "") for e in events[:-1]) if events else ""
+    ck.ok("ops's SDK token: a streamed chat completion, server-sent events then [DONE]",
+          status == 200 and headers.get("Content-Type") == "text/event-stream" and events[-1:] == ["data: [DONE]"]
+          and text == want, "%s %r" % (status, body[:300]))
+
+    def refused(what, status_want, code, says, got):
+        status, headers, body = got
+        try:
+            err = json.loads(body)["error"]
+        except (ValueError, KeyError, TypeError):
+            err = {}
+        ck.ok(what + " -> %d %s" % (status_want, code), status == status_want and err.get("code") == code
+              and says in err.get("message", "") and headers.get("X-Amzn-ErrorType") == code,
+              "%s %r" % (status, body[:300]))
+
+    refused("alice's SDK token (no sagemaker:CallWithBearerToken)", 403, DENIED,
+            denied_message("alice", "sagemaker:CallWithBearerToken", EP, False),
+            chat(url, "Bearer " + sdk_token("alice"), "customIps-1"))
+    then = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=2)
+    refused("ops's token that expired an hour ago", 401, "InvalidSignatureException", "expired",
+            chat(url, "Bearer " + sdk_token("ops", 3600, then), "customIps-1"))
+    refused("a token made with a wrong secret", 401, "InvalidSignatureException", "signature does not match",
+            chat(url, "Bearer " + sdk_token("wrong-secret"), "customIps-1"))
+    refused("a token of an unknown key", 401, "UnrecognizedClientException", "does not know",
+            chat(url, "Bearer " + sdk_token("unknown-key"), "customIps-1"))
+    refused("ops's SigV4 signature instead of a token", 401, "IncompleteSignatureException", "not a SigV4 signature",
+            chat(url, None, "customIps-1", sign="ops"))
+    refused("no token", 403, DENIED, "User: anonymous is not authorized", chat(url, None, "customIps-1"))
+
+
 # ---------------------------------------------------------------- main
 
 def run_one(fn, cl, name):
@@ -652,6 +753,13 @@ def main():
             for n, _ in checks:
                 emit(cli_f[n].result())
             print("aws CLI done after %.1f s" % (time.monotonic() - t0), flush=True)
+
+        bearer = Checks("bearer")
+        try:
+            openai_checks(args.url, bearer)
+        except Exception as e:
+            bearer.ok("the OpenAI-compatible route", False, "raised %s: %s" % (type(e).__name__, e))
+        emit(bearer)
 
         # SIGHUP last: it changes the policies under everything else.
         ck, cli_ck = Checks("boto3"), Checks("aws-cli")
