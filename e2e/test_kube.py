@@ -49,6 +49,7 @@ cluster (and anything in it) after this script, even when it fails.
 """
 
 import argparse
+import base64
 import json
 import os
 import shutil
@@ -63,6 +64,9 @@ import urllib.request
 
 import boto3
 import botocore
+import botocore.auth
+import botocore.awsrequest
+import botocore.credentials
 from botocore.exceptions import ClientError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # python3 -I leaves the script's folder out
@@ -648,6 +652,30 @@ def main():
             check(echoed == ("PREFIX_AWARE", 1024) and len(same) == 1 and len(spread) > 1,
                   "boto3: PREFIX_AWARE sends calls that share a prefix to one pod and spreads the others",
                   f"echoed {echoed}, shared prefix on {len(same)} pods, distinct prefixes on {len(spread)}")
+            # The OpenAI-compatible route on the same pods: urllib with a token made as the
+            # SageMaker SDK makes one (this mce has no credentials file: it checks none).
+            req = botocore.awsrequest.AWSRequest(method="POST", url="https://sagemaker.amazonaws.com/",
+                                                 headers={"host": "sagemaker.amazonaws.com"},
+                                                 params={"Action": "CallWithBearerToken"})
+            botocore.auth.SigV4QueryAuth(botocore.credentials.Credentials("AKIAKUBEE2E0EXAMPLE", "kube-e2e-secret"),
+                                         "sagemaker", "us-east-1", expires=900).add_auth(req)
+            token = "sagemaker-api-key-" + base64.b64encode((req.url[len("https://"):] + "&Version=1").encode()).decode()
+
+            def completion(stream):
+                body = json.dumps({"model": "probe", "stream": stream,
+                                   "messages": [{"role": "user", "content": "from the cluster"}]}).encode()
+                r = urllib.request.Request(url + "/endpoints/prefix-ep/openai/v1/chat/completions", data=body, method="POST",
+                                           headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
+                with urllib.request.urlopen(r, timeout=30) as resp:
+                    return resp.headers.get("Content-Type"), resp.read().decode()
+            ct, whole = completion(False)
+            sct, events = completion(True)
+            streamed = "".join(json.loads(e[6:])["choices"][0]["delta"]["content"]
+                               for e in events.strip().split("\n\n")[:-1])
+            check(json.loads(whole)["choices"][0]["message"]["content"] == "cluster the from" and sct == "text/event-stream"
+                  and streamed == "cluster the from" and events.strip().endswith("data: [DONE]"),
+                  "urllib: the OpenAI-compatible route answers a chat completion from a pod, whole and streamed",
+                  f"{ct} {whole[:120]!r}; {sct} {events[-80:]!r}")
             sm.delete_endpoint(EndpointName="prefix-ep")
             # The steps after count the pods that run: these must be gone.
             wait_for("the pods of sessions-ep and prefix-ep gone",
