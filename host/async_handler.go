@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -53,9 +54,9 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		apierr.Write(w, api)
 		return nil
 	}
-	// The newest API allows a small inline Body; mce reads InputLocation.
-	rb, api := s.readBody(w, r, 128000, func(n int64) *apierr.Error {
-		return apierr.Validation("The inline request body of %d bytes exceeds the maximum of 128000 bytes.", n)
+	// The inline Body (2026-06): at most async.MaxInline bytes.
+	rb, api := s.readBody(w, r, async.MaxInline, func(n int64) *apierr.Error {
+		return apierr.Validation("1 validation error detected: Value at 'body' failed to satisfy constraint: Member must have length less than or equal to %d", async.MaxInline)
 	})
 	if api != nil {
 		apierr.Write(w, api)
@@ -75,11 +76,11 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	}
 	input := header(h, hdrAsyncInputLocation)
 	switch {
-	case len(body) > 0:
-		apierr.Write(w, apierr.Validation("mce reads the input of InvokeEndpointAsync from InputLocation only; put the payload in S3 and send "+wire.HeaderAsyncInputLocation+" instead of a body."))
+	case len(body) > 0 && input != "":
+		apierr.Write(w, apierr.Validation("Body and InputLocation are mutually exclusive: send the payload inline (at most %d bytes) or in S3, not both.", async.MaxInline))
 		return nil
-	case input == "":
-		apierr.Write(w, apierr.Validation("InputLocation is required: the S3 URI (s3://bucket/key) of the request payload."))
+	case len(body) == 0 && input == "":
+		apierr.Write(w, apierr.Validation("Either InputLocation (the S3 URI, s3://bucket/key, of the request payload) or an inline Body (at most %d bytes) is required.", async.MaxInline))
 		return nil
 	}
 	e := s.reg.get(name)
@@ -101,29 +102,11 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 			Message: "mce has no S3 access for asynchronous inference."})
 		return nil
 	}
-	if !strings.HasPrefix(input, "s3://") {
-		apierr.Write(w, apierr.Validation("mce reads InputLocation from s3:// URIs only; %q is not one.", apierr.Truncate(input, 128)))
-		return nil
-	}
-	if b, k, _ := strings.Cut(strings.TrimPrefix(input, "s3://"), "/"); b == "" || k == "" {
-		apierr.Write(w, apierr.Validation("InputLocation %q needs a bucket and an object key (s3://bucket/key).", apierr.Truncate(input, 128)))
-		return nil
-	}
-	if wire.S3KeyRefused(input) != "" {
-		apierr.Write(w, apierr.Validation("InputLocation %q names an S3 key with an empty, . or .. path segment; mce refuses it.", apierr.Truncate(input, 128)))
-		return nil
-	}
-	// mce reads the input with its own S3 credentials, for whoever calls:
-	// the caller must be allowed to read it, and it must lie where the
-	// operator lets asynchronous inputs come from. Neither check looks at
-	// S3, so the answer says nothing of whether the object exists.
-	if api := s.async.InputScope(input); api != nil {
-		apierr.Write(w, api)
-		return nil
-	}
-	if api := s.gate.decide(r.Context(), r, principal, actionS3GetObject, s3ObjectARN(input), nil); api != nil {
-		apierr.Write(w, api)
-		return nil
+	if input != "" {
+		if api := checkAsyncInput(s, r, principal, input); api != nil {
+			apierr.Write(w, api)
+			return nil
+		}
 	}
 	if n, ok := s.async.Reserve(); !ok {
 		apierr.Write(w, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail, Message: fmt.Sprintf(
@@ -159,7 +142,7 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 		outName = fn
 	}
 	rec := async.Record{
-		Key: key, Endpoint: e.name, InferenceID: id, Input: input,
+		Key: key, Endpoint: e.name, InferenceID: id, Input: input, Body: body,
 		Output:      plan.Async.OutputPath + dir + "/" + outName,
 		Failure:     plan.Async.FailurePath + dir + "/" + id + "-error.out",
 		ContentType: header(h, hdrAsyncContentType), Accept: header(h, hdrAsyncAccept),
@@ -175,7 +158,11 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	}
 	// Durable before the answer: once the caller hears 202, the request
 	// survives anything short of losing the state directory.
-	if err := s.async.Accept(rec); err != nil {
+	if err := s.async.Accept(rec); errors.Is(err, async.ErrInlineFull) {
+		apierr.Write(w, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail,
+			Message: "mce's asynchronous queue holds as many inline inputs as its memory budget allows (mce serve --async-memory). Try again later, or send the payload with InputLocation."})
+		return nil
+	} else if err != nil {
 		apierr.Write(w, s.internalError(reqID, err))
 		return nil
 	}
@@ -183,6 +170,30 @@ func (s *Server) invokeEndpointAsync(c echo.Context) error {
 	w.Header().Set(hdrAsyncOutputLocation, rec.Output)
 	w.Header().Set(hdrAsyncFailure, rec.Failure)
 	return c.JSON(http.StatusAccepted, map[string]string{"InferenceId": id})
+}
+
+// checkAsyncInput checks an InputLocation before the request is accepted.
+func checkAsyncInput(s *Server, r *http.Request, principal authz.Principal, input string) *apierr.Error {
+	if !strings.HasPrefix(input, "s3://") {
+		return apierr.Validation("mce reads InputLocation from s3:// URIs only; %q is not one.", apierr.Truncate(input, 128))
+	}
+	if b, k, _ := strings.Cut(strings.TrimPrefix(input, "s3://"), "/"); b == "" || k == "" {
+		return apierr.Validation("InputLocation %q needs a bucket and an object key (s3://bucket/key).", apierr.Truncate(input, 128))
+	}
+	if wire.S3KeyRefused(input) != "" {
+		return apierr.Validation("InputLocation %q names an S3 key with an empty, . or .. path segment; mce refuses it.", apierr.Truncate(input, 128))
+	}
+	// mce reads the input with its own S3 credentials, for whoever calls:
+	// the caller must be allowed to read it, and it must lie where the
+	// operator lets asynchronous inputs come from. Neither check looks at
+	// S3, so the answer says nothing of whether the object exists.
+	if api := s.async.InputScope(input); api != nil {
+		return api
+	}
+	if api := s.gate.decide(r.Context(), r, principal, actionS3GetObject, s3ObjectARN(input), nil); api != nil {
+		return api
+	}
+	return nil
 }
 
 var asyncRules = []headerRule{

@@ -1,6 +1,7 @@
 package host_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/mce-run/mce/host"
+	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/internal/testenv"
 	"github.com/mce-run/mce/internal/testenv/hostenv"
 )
@@ -184,6 +186,19 @@ func TestAsyncInvokeOnDocker(t *testing.T) {
 		t.Errorf("after the backlog:\n%s", grepSampleLines(m, "mce_async"))
 	}
 
+	// An inline Body (at most 128,000 bytes) instead of an InputLocation:
+	// kept in the state, not in S3, answered like any other.
+	inline := bytes.Repeat([]byte("i"), async.MaxInline)
+	out = a.submit(t, &sagemakerruntime.InvokeEndpointAsyncInput{Body: inline, ContentType: aws.String("text/plain"), InferenceId: aws.String("inline")})
+	if got := a.wait(t, *out.OutputLocation, 20*time.Second); got != string(inline) {
+		t.Errorf("inline answer: %d bytes, want the %d sent", len(got), len(inline))
+	}
+	out = a.submit(t, &sagemakerruntime.InvokeEndpointAsyncInput{Body: []byte(`{"small":1}`), ContentType: aws.String("application/json"),
+		CustomAttributes: aws.String("info"), InferenceId: aws.String("inline-info")})
+	if got := a.wait(t, *out.OutputLocation, 20*time.Second); !strings.Contains(got, `"content_type":"application/json"`) {
+		t.Errorf("inline input's Content-Type at the container: %s", got)
+	}
+
 	// A missing input object: accepted, then written to the failure location.
 	out = a.submit(t, &sagemakerruntime.InvokeEndpointAsyncInput{InputLocation: aws.String("s3://async/in/nothing-here"), InferenceId: aws.String("missing")})
 	if got := a.wait(t, *out.FailureLocation, 20*time.Second); !strings.Contains(got, "there is no object at InputLocation s3://async/in/nothing-here") {
@@ -205,7 +220,10 @@ func TestAsyncInvokeOnDocker(t *testing.T) {
 		in   sagemakerruntime.InvokeEndpointAsyncInput
 		msg  string
 	}{
-		{"no input location", sagemakerruntime.InvokeEndpointAsyncInput{}, "InputLocation is required"},
+		{"no input", sagemakerruntime.InvokeEndpointAsyncInput{}, "Either InputLocation"},
+		{"both inputs", sagemakerruntime.InvokeEndpointAsyncInput{InputLocation: aws.String("s3://async/x"), Body: []byte("x")}, "mutually exclusive"},
+		{"inline body too big", sagemakerruntime.InvokeEndpointAsyncInput{Body: bytes.Repeat([]byte("x"), async.MaxInline+1)},
+			"Value at 'body' failed to satisfy constraint: Member must have length less than or equal to 128000"},
 		{"file URL", sagemakerruntime.InvokeEndpointAsyncInput{InputLocation: aws.String("file:///etc/passwd")},
 			"Value 'file:///etc/passwd' at 'inputLocation' failed to satisfy constraint"},
 		{"https URL", sagemakerruntime.InvokeEndpointAsyncInput{InputLocation: aws.String("https://example.com/x")}, "s3:// URIs only"},

@@ -153,8 +153,13 @@ type Record struct {
 	Key              string // unique per request; the store key
 	Endpoint         string
 	InferenceID      string
-	Input            string // s3://…
-	Output           string // s3://…, fixed at acceptance
+	Input            string // s3://…; "" for an inline Body
+	// Body is an inline input (InvokeEndpointAsync's Body, at most
+	// MaxInline bytes), kept in the store only: the queue's copy of the
+	// record drops it (InlineSize says it has one) and run reads it back.
+	Body       []byte `json:",omitempty"`
+	InlineSize int    `json:",omitempty"`
+	Output     string // s3://…, fixed at acceptance
 	Failure          string
 	ContentType      string `json:",omitempty"`
 	Accept           string `json:",omitempty"`
@@ -169,8 +174,11 @@ type Record struct {
 // quarantine (with an error in the log) instead of letting it stop mce or
 // fail later.
 func (r *Record) CheckRecord() error {
-	if r.Key == "" || r.Endpoint == "" || r.Input == "" || r.Output == "" {
+	if r.Key == "" || r.Endpoint == "" || r.Input == "" && r.InlineSize == 0 || r.Output == "" {
 		return errors.New("the async request record lacks its Key, Endpoint, Input or Output")
+	}
+	if r.InlineSize != len(r.Body) && r.Body != nil || r.Input != "" && r.InlineSize != 0 {
+		return errors.New("the async request record's inline body does not match its size, or it has an InputLocation too")
 	}
 	return nil
 }
@@ -221,6 +229,9 @@ type Queue struct {
 	// measured (len of what is held), and peak its highest value: what the
 	// memory budget bounds.
 	held, peak atomic.Int64
+	// inline is the bytes of inline inputs of the requests queued or
+	// running (in the store; bounded by Options.Memory).
+	inline atomic.Int64
 }
 
 // NewQueue makes a Queue; it starts a dispatch loop per endpoint on the
@@ -283,13 +294,30 @@ func (noOutcomes) Failure(endpoint, key string, err error) *apierr.Error {
 // short of losing the state directory; on error the slot is still the
 // caller's to Release.
 func (q *Queue) Accept(rec Record) error {
+	if rec.InlineSize = len(rec.Body); rec.InlineSize > 0 {
+		if n := q.inline.Add(int64(rec.InlineSize)); n > q.o.Memory {
+			q.inline.Add(-int64(rec.InlineSize))
+			return ErrInlineFull
+		}
+	}
 	if err := q.o.Store.PutBatched(store.AsyncRequests, rec.Key, rec); err != nil {
+		q.inline.Add(-int64(rec.InlineSize))
 		return err
 	}
 	q.metrics.accepted.WithLabelValues(rec.Endpoint).Inc()
+	rec.Body = nil // in the store; run reads it back
 	q.enqueueItem(&item{rec: rec}, true)
 	return nil
 }
+
+// MaxInline is the largest inline input InvokeEndpointAsync takes
+// (its Body member).
+const MaxInline = 128000
+
+// ErrInlineFull is Accept's answer when the inline inputs queued already
+// hold Options.Memory bytes (in the state database; each is read into
+// memory only to run): the caller answers 503, as for a full backlog.
+var ErrInlineFull = errors.New("the inline inputs queued fill mce's asynchronous memory budget")
 
 // enqueue adds an item to its endpoint's queue, starting the queue's
 // dispatcher on first use.
@@ -494,11 +522,11 @@ func (q *Queue) run(eq *endpointQueue, it *item, route *pipeline.Route) {
 	start := time.Now()
 	// Checked when the request was accepted; again here for a request
 	// accepted before a restart with narrower --async-input-prefix.
-	if api := q.InputScope(rec.Input); api != nil {
+	if api := q.InputScope(rec.Input); rec.InlineSize == 0 && api != nil {
 		q.finish(it, "", nil, api)
 		return
 	}
-	in, fail := q.readInput(rec, answerBuffers(route, it.variant))
+	in, fail := q.input(rec, answerBuffers(route, it.variant))
 	if fail != nil {
 		if q.ctx.Err() != nil {
 			return // mce is stopping: the request stays queued for the next start

@@ -228,3 +228,69 @@ func TestQueueBacklogCap(t *testing.T) {
 		t.Errorf("Reserve after Release: backlog %d, ok %v; want 1, taken", n, ok)
 	}
 }
+
+// TestInlineInputs: an inline Body is kept in the store, not in the queue's
+// memory; a queue started on the same store (a restart) runs it; the inline
+// bytes queued are bounded by Options.Memory and given back when settled.
+func TestInlineInputs(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := background.New(context.Background(), zerolog.Nop())
+	objs := &memObjects{objects: map[string]memObject{}}
+	// An endpoint that does not run yet: the request waits in the queue.
+	waiting := mapEndpoints{"ep": {Plan: &containers.AsyncPlan{MaxConcurrentPerInstance: 1}}}
+	q := NewQueue(Options{Store: st, Objects: objs, Endpoints: waiting, Background: bg, Logger: zerolog.Nop(), MaxPayload: 1 << 20, Memory: 2<<20 + MaxInline})
+	rec := record("inline", "ep")
+	rec.Input, rec.Body = "", []byte("inline input")
+	q.Reserve()
+	if err := q.Accept(rec); err != nil {
+		t.Fatal(err)
+	}
+	q.mu.Lock()
+	held := q.queues["ep"].pending[0].rec
+	q.mu.Unlock()
+	if held.Body != nil || held.InlineSize != len("inline input") || q.inline.Load() != int64(len("inline input")) {
+		t.Fatalf("queued record holds its body (%q) or the wrong size (%d, %d)", held.Body, held.InlineSize, q.inline.Load())
+	}
+	// The budget: Memory (2 MiB + MaxInline) less what is queued.
+	big := record("big", "ep")
+	big.Input, big.Body = "", bytes.Repeat([]byte("b"), MaxInline)
+	for i := 0; ; i++ {
+		big.Key = fmt.Sprintf("big-%d", i)
+		q.Reserve()
+		if err := q.Accept(big); err == ErrInlineFull {
+			q.Release()
+			break
+		} else if err != nil || i > 100 {
+			t.Fatalf("Accept %d: %v", i, err)
+		}
+	}
+	bg.Stop()
+	q.Close()
+
+	// The restart: the endpoint is there now, and every request runs.
+	route := pipeline.NewRoute("ep", pipeline.Serial, []*pipeline.Variant{
+		pipeline.NewVariant("AllTraffic", 1, []*pipeline.Instance{pipeline.NewInstance([]pipeline.Container{newEcho(t)})}),
+	})
+	bg = background.New(context.Background(), zerolog.Nop())
+	q = NewQueue(Options{Store: st, Objects: objs, Endpoints: mapEndpoints{"ep": {Route: route, Plan: &containers.AsyncPlan{MaxConcurrentPerInstance: 2}}},
+		Background: bg, Logger: zerolog.Nop(), MaxPayload: 1 << 20, Memory: 2<<20 + MaxInline})
+	t.Cleanup(func() { bg.Stop(); q.Close(); st.Close() })
+	if err := q.Recover(); err != nil {
+		t.Fatal(err)
+	}
+	if out := objs.wait(t, "s3://b/out/inline.out"); string(out.body) != "INLINE INPUT" {
+		t.Errorf("answer %q", out.body)
+	}
+	if out := objs.wait(t, "s3://b/out/big.out"); len(out.body) != MaxInline || out.body[0] != 'B' {
+		t.Errorf("big answer: %d bytes", len(out.body))
+	}
+	for deadline := time.Now().Add(10 * time.Second); q.inline.Load() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("inline bytes still counted after every request settled: %d", q.inline.Load())
+		}
+	}
+}

@@ -28,6 +28,7 @@ func (q *Queue) alreadyAnswered(it *item) bool {
 
 // forget marks a request done in the store.
 func (q *Queue) forget(it *item) {
+	q.inline.Add(-int64(it.rec.InlineSize))
 	if err := q.o.Store.DeleteBatched(store.AsyncRequests, it.rec.Key); err != nil {
 		q.log.Error().Err(err).Str("request", it.rec.Key).Msg("could not mark the async request done; it will be answered again after a restart")
 	}
@@ -50,6 +51,8 @@ func (q *Queue) Recover() error {
 		return fmt.Errorf("the state holds %d queued async requests, but mce has no S3 access to answer them", len(recs))
 	}
 	for _, r := range recs {
+		q.inline.Add(int64(r.InlineSize))
+		r.Body = nil // in the store; run reads it back
 		q.enqueue(&item{rec: r, recovered: true})
 	}
 	if len(recs) > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/host/apierr"
+	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/wire"
 )
 
@@ -29,6 +30,29 @@ type input struct {
 	body        []byte
 	contentType string // the object's
 	lease       lease
+}
+
+// input is a request's input: its inline body, read back from the store
+// within the memory budget as readInput reserves it, or the object at its
+// InputLocation (readInput).
+func (q *Queue) input(rec Record, answers int64) (input, *apierr.Error) {
+	if rec.InlineSize == 0 {
+		return q.readInput(rec, answers)
+	}
+	want := min(int64(rec.InlineSize)+answers*q.o.MaxPayload, q.o.Memory)
+	if err := q.memory.Acquire(q.ctx, want); err != nil {
+		return input{}, &apierr.Error{Status: http.StatusServiceUnavailable, Code: apierr.CodeServiceUnavail, Message: "mce is stopping."}
+	}
+	in := input{lease: lease{sem: q.memory, n: want}}
+	var full Record
+	if err := q.o.Store.Get(store.AsyncRequests, rec.Key, &full); err != nil || len(full.Body) != rec.InlineSize {
+		in.lease.release()
+		return input{}, &apierr.Error{Status: http.StatusInternalServerError, Code: apierr.CodeInternalFailure,
+			Message: "mce could not read the inline input of inference request " + rec.InferenceID + " back from its state."}
+	}
+	q.hold(int64(cap(full.Body)))
+	in.body = full.Body
+	return in, nil
 }
 
 // readInput reads the input object whole, within the size cap, after
