@@ -150,16 +150,16 @@ type Outcomes interface {
 
 // Record is one accepted request, durable until it is answered.
 type Record struct {
-	Key              string // unique per request; the store key
-	Endpoint         string
-	InferenceID      string
-	Input            string // s3://…; "" for an inline Body
+	Key         string // unique per request; the store key
+	Endpoint    string
+	InferenceID string
+	Input       string // s3://…; "" for an inline Body
 	// Body is an inline input (InvokeEndpointAsync's Body, at most
 	// MaxInline bytes), kept in the store only: the queue's copy of the
 	// record drops it (InlineSize says it has one) and run reads it back.
-	Body       []byte `json:",omitempty"`
-	InlineSize int    `json:",omitempty"`
-	Output     string // s3://…, fixed at acceptance
+	Body             []byte `json:",omitempty"`
+	InlineSize       int    `json:",omitempty"`
+	Output           string // s3://…, fixed at acceptance
 	Failure          string
 	ContentType      string `json:",omitempty"`
 	Accept           string `json:",omitempty"`
