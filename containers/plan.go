@@ -81,6 +81,18 @@ type VariantPlan struct {
 	Described json.RawMessage `json:",omitempty"`
 }
 
+// AdditionalModelDataDir is where SageMaker puts a container's
+// AdditionalModelDataSources, one folder a channel.
+const AdditionalModelDataDir = "/opt/ml/additional-model-data-sources"
+
+// ModelDataChannel is one of AdditionalModelDataSources: its channel name
+// (a folder name: [A-Za-z0-9._-]+, not . or ..) and the URL of its data,
+// as ModelDataURL.
+type ModelDataChannel struct {
+	Channel string
+	URL     string
+}
+
 // ContainerPlan is one container of a variant.
 type ContainerPlan struct {
 	Hostname     string
@@ -88,6 +100,11 @@ type ContainerPlan struct {
 	Environment  map[string]string // a copy; nil when empty
 	ModelDataURL string            // as written, or ModelDataSource's S3Uri; see ModelDataPath for file:// URLs
 	BaseDir      string            // absolute folder of the defining file; relative file:// URLs start here
+	// AdditionalModelData is the container's AdditionalModelDataSources:
+	// each channel's data fetched as ModelDataURL is (same limits, same
+	// extraction) and mounted read-only at
+	// AdditionalModelDataDir/<Channel>.
+	AdditionalModelData []ModelDataChannel `json:",omitempty"`
 	// Mode is "SingleModel" or "MultiModel".
 	Mode string
 	// ModelCacheSetting is "Enabled" or "Disabled" for MultiModel, "" otherwise.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -123,6 +124,10 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 						d.models[modelKey{v.Name, cs.Hostname}] = m.Source
 					case containers.CodeDir:
 						d.codes[modelKey{v.Name, cs.Hostname}] = m.Source
+					default:
+						if ch, ok := strings.CutPrefix(m.Destination, containers.AdditionalModelDataDir+"/"); ok {
+							d.channels[channelKey{v.Name, cs.Hostname, ch}] = m.Source
+						}
 					}
 				}
 				opts, _, err := d.createOptions(v, cp, i, cs, d.modelDir(v.Name, cs.Hostname))
@@ -155,7 +160,7 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 	}
 	// The artifacts they mount are on disk and in use: counted, never refused.
 	seen := map[string]bool{}
-	for _, dir := range slices.Concat(slices.Collect(maps.Values(d.models)), slices.Collect(maps.Values(d.codes))) {
+	for _, dir := range slices.Concat(slices.Collect(maps.Values(d.models)), slices.Collect(maps.Values(d.codes)), slices.Collect(maps.Values(d.channels))) {
 		if !seen[dir] {
 			seen[dir] = true
 			if n, err := artifact.DirSize(dir); err == nil {

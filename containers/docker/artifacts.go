@@ -23,6 +23,24 @@ func (d *Deployment) modelDir(variant, hostname string) string {
 
 type modelKey struct{ variant, hostname string }
 
+// channelKey names one AdditionalModelDataSources channel of a variant's
+// container.
+type channelKey struct{ variant, hostname, channel string }
+
+// channelBinds are the read-only mounts of a container's additional model
+// data, one folder a channel.
+func (d *Deployment) channelBinds(variant string, cs ContainerSpec) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, ch := range cs.AdditionalModelData {
+		if dir := d.channels[channelKey{variant, cs.Hostname, ch.Channel}]; dir != "" {
+			out = append(out, dir+":"+containers.AdditionalModelDataDir+"/"+ch.Channel+":ro")
+		}
+	}
+	return out
+}
+
 // prepareArtifacts fetches and extracts each container's model once per
 // variant; the copies of a variant share the read-only directory.
 func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) error {
@@ -32,6 +50,9 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 		for _, c := range v.Containers {
 			if url, ok := containers.RemoteSubmitDir(c.Environment); ok {
 				g.Go(func() error { return d.prepareCode(gctx, v.Name, c, url) })
+			}
+			for _, ch := range c.AdditionalModelData {
+				g.Go(func() error { return d.prepareChannel(gctx, v, c, ch) })
 			}
 			if c.ModelDataURL == "" || c.MultiModel {
 				continue // a multi-model container's URL is a prefix, loaded per model
@@ -74,6 +95,50 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 		}
 	}
 	return g.Wait()
+}
+
+// prepareChannel fetches and extracts one channel of a container's
+// AdditionalModelDataSources as its model data is (the same fetcher, limits,
+// safe extraction, disk budget and ModelDataDownloadTimeoutInSeconds), into
+// a folder of its own.
+func (d *Deployment) prepareChannel(ctx context.Context, v VariantSpec, c ContainerSpec, ch containers.ModelDataChannel) error {
+	fail := func(err error) error {
+		reason := fmt.Sprintf("could not get its additional model data (channel %q) from %q", ch.Channel, ch.URL)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			reason += fmt.Sprintf(" within ModelDataDownloadTimeoutInSeconds (%d s)", int(v.DownloadTimeout.Seconds()))
+		}
+		return &LaunchError{Endpoint: d.endpoint, Variant: v.Name, Container: c.Hostname, Reason: reason, Err: err}
+	}
+	f, err := d.rt.artifactFetcher()
+	if err != nil {
+		return fail(err)
+	}
+	work := filepath.Join(d.workDir, v.Name, c.Hostname, "channels", ch.Channel)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fail(fmt.Errorf("artifact folder: %w", err))
+	}
+	lctx := d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", v.Name).
+		Str("container", c.Hostname).Str("channel", ch.Channel).Logger().WithContext(ctx)
+	lctx, cancel := withDownloadTimeout(lctx, v.DownloadTimeout)
+	defer cancel()
+	dir, err := f.Prepare(lctx, ch.URL, c.BaseDir, work)
+	if err == nil {
+		err = d.reserve(dir)
+	}
+	if err != nil {
+		if lctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", lctx.Err(), err)
+		}
+		return fail(err)
+	}
+	d.mu.Lock()
+	d.channels[channelKey{v.Name, c.Hostname, ch.Channel}] = dir
+	d.mu.Unlock()
+	return nil
 }
 
 // withDownloadTimeout bounds one model data download by the variant's

@@ -77,6 +77,7 @@ func (d *Deployment) createOptions(v VariantSpec, cp, index int, cs ContainerSpe
 	} else if modelDir != "" {
 		host.Binds = []string{modelDir + ":/opt/ml/model:ro"}
 	}
+	host.Binds = append(host.Binds, d.channelBinds(variant, cs)...)
 	if cs.Adapters {
 		dir, err := rt.adapterDir(d.endpoint, cs.Hostname)
 		if err != nil {

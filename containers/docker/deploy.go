@@ -33,6 +33,7 @@ type Deployment struct {
 	variants []*VariantDeployment
 	models   map[modelKey]string     // model folder per variant container, shared by copies
 	codes    map[modelKey]string     // fetched SAGEMAKER_SUBMIT_DIRECTORY folder, likewise
+	channels map[channelKey]string   // each AdditionalModelDataSources channel's folder, likewise
 	caches   map[modelKey]*mme.Cache // model cache per multi-model container definition
 	reserved int64                   // bytes of models counted against the runtime's disk budget
 
@@ -167,6 +168,7 @@ func (rt *Runtime) newDeployment(spec EndpointSpec) *Deployment {
 		workDir:  filepath.Join(rt.artifactsDir(), spec.Name, "g"+strconv.Itoa(spec.Generation)),
 		models:   map[modelKey]string{},
 		codes:    map[modelKey]string{},
+		channels: map[channelKey]string{},
 		caches:   map[modelKey]*mme.Cache{},
 	}
 }

@@ -86,17 +86,18 @@ func SpecOf(plan containers.EndpointPlan) (EndpointSpec, error) {
 				return es, fmt.Errorf("variant %q container %q: GPUs: %w", v.Name, c.Hostname, err)
 			}
 			vs.Containers = append(vs.Containers, ContainerSpec{
-				Hostname:           c.Hostname,
-				Image:              c.Image,
-				Environment:        c.Environment,
-				ModelDataURL:       c.ModelDataURL,
-				BaseDir:            c.BaseDir,
-				MultiModel:         c.Mode == "MultiModel",
-				ModelCacheDisabled: c.ModelCacheSetting == "Disabled",
-				GPUs:               req,
-				CPUs:               c.Resources.Cpus,
-				MemoryBytes:        c.Resources.MemoryMiB << 20,
-				Adapters:           c.Adapters,
+				Hostname:            c.Hostname,
+				Image:               c.Image,
+				Environment:         c.Environment,
+				ModelDataURL:        c.ModelDataURL,
+				BaseDir:             c.BaseDir,
+				MultiModel:          c.Mode == "MultiModel",
+				ModelCacheDisabled:  c.ModelCacheSetting == "Disabled",
+				GPUs:                req,
+				CPUs:                c.Resources.Cpus,
+				MemoryBytes:         c.Resources.MemoryMiB << 20,
+				Adapters:            c.Adapters,
+				AdditionalModelData: c.AdditionalModelData,
 			})
 		}
 		es.Variants = append(es.Variants, vs)

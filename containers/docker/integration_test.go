@@ -21,6 +21,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rs/zerolog"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/artifact"
 	"github.com/mce-run/mce/containers/docker"
 	"github.com/mce-run/mce/containers/gpu"
@@ -630,5 +631,68 @@ func TestPublishedFallback(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAdditionalModelDataMounted: each AdditionalModelDataSources channel
+// is fetched as model data is (an archive extracted, a folder staged) and
+// mounted read-only at /opt/ml/additional-model-data-sources/<channel>; an
+// unsafe archive in a channel is refused as model data is, with nothing
+// left behind.
+func TestAdditionalModelDataMounted(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	writeTarGz(t, filepath.Join(dir, "draft.tar.gz"), []tar.Header{{Name: "draft/config.json", Mode: 0o644, Typeflag: tar.TypeReg}},
+		map[string]string{"draft/config.json": `{"draft":true}`})
+	if err := os.MkdirAll(filepath.Join(dir, "lora"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "lora", "adapter.bin"), []byte("0123"), 0o600)
+	s := probeSpec(e.probe, 1, nil)
+	c := &s.Variants[0].Containers[0]
+	c.BaseDir = dir
+	c.AdditionalModelData = []containers.ModelDataChannel{{Channel: "draft_model", URL: "file://draft.tar.gz"}, {Channel: "lora.v1", URL: "file://lora/"}}
+	d, err := e.deploy(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.cli.ContainerInspect(context.Background(), d.Containers()[0].ID(), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"draft_model": "draft/config.json", "lora.v1": "adapter.bin"}
+	for _, m := range res.Container.Mounts {
+		ch, ok := strings.CutPrefix(m.Destination, containers.AdditionalModelDataDir+"/")
+		if !ok {
+			continue
+		}
+		if m.RW || strings.HasPrefix(m.Source, dir) {
+			t.Errorf("%s: read-write %v, source %s (want read-only, mce's staged copy)", m.Destination, m.RW, m.Source)
+		}
+		if _, err := os.Stat(filepath.Join(m.Source, want[ch])); err != nil {
+			t.Errorf("%s lacks %s: %v", m.Destination, want[ch], err)
+		}
+		delete(want, ch)
+	}
+	if len(want) != 0 {
+		t.Errorf("channels not mounted: %v", want)
+	}
+
+	writeTarGz(t, filepath.Join(dir, "slip.tar.gz"), []tar.Header{{Name: "../../evil", Mode: 0o644, Typeflag: tar.TypeReg}},
+		map[string]string{"../../evil": "x"})
+	s = probeSpec(e.probe, 1, nil)
+	s.Name = "ep-slip"
+	s.Variants[0].Containers[0].BaseDir = dir
+	s.Variants[0].Containers[0].AdditionalModelData = []containers.ModelDataChannel{{Channel: "draft", URL: "file://slip.tar.gz"}}
+	if _, err := e.deploy(t, s); !errors.Is(err, artifact.ErrUnsafeArchive) || !strings.Contains(err.Error(), `channel "draft"`) {
+		t.Fatalf("an unsafe channel archive: err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "evil")); err == nil {
+		t.Error("the archive wrote outside its folder")
+	}
+	s.Name = "ep-bad-channel"
+	s.Variants[0].Containers[0].AdditionalModelData = []containers.ModelDataChannel{{Channel: "..", URL: "file://lora/"}}
+	if _, err := e.deploy(t, s); !errors.Is(err, docker.ErrInvalidSpec) {
+		t.Fatalf("channel ..: err = %v", err)
 	}
 }

@@ -146,7 +146,16 @@ func (rt *Runtime) Preflight(ctx context.Context, spec EndpointSpec, opts Prefli
 		credOne  [2]string // variant and container, when only one has S3 data
 	)
 	for _, v := range spec.Variants {
+		var checks []ContainerSpec // each container's model data, then each additional channel's as one
 		for _, c := range v.Containers {
+			checks = append(checks, c)
+			for _, ch := range c.AdditionalModelData {
+				cc := c
+				cc.ModelDataURL, cc.MultiModel = ch.URL, false
+				checks = append(checks, cc)
+			}
+		}
+		for _, c := range checks {
 			if c.ModelDataURL == "" {
 				continue
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/containers/gpu"
 	"github.com/mce-run/mce/internal/wire"
 )
@@ -20,6 +21,9 @@ const MaxContainers = 15
 
 // hostnamePattern is ContainerHostname's pattern, anchored (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ContainerDefinition.html).
 var hostnamePattern = regexp.MustCompile("^" + wire.EntityNamePattern + "$")
+
+// channelPattern is AdditionalModelDataSource.ChannelName's pattern, anchored.
+var channelPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // ContainerSpec is one container of a variant: a SageMaker ContainerDefinition
 // resolved for the local engine.
@@ -39,6 +43,9 @@ type ContainerSpec struct {
 	// Adapters mounts the folder StageAdapter fills for this container
 	// (its endpoint and hostname) read-only at containers.AdapterMount.
 	Adapters bool `json:",omitempty"`
+	// AdditionalModelData is fetched as ModelDataURL is, each channel
+	// mounted read-only at containers.AdditionalModelDataDir/<Channel>.
+	AdditionalModelData []containers.ModelDataChannel `json:",omitempty"`
 }
 
 // VariantSpec is one production variant: Copies copies of the same ordered
@@ -156,6 +163,14 @@ func (s *EndpointSpec) Validate() error {
 			}
 			if c.MultiModel {
 				multi++
+			}
+			seenCh := map[string]bool{}
+			for _, ch := range c.AdditionalModelData {
+				// Each channel is a folder under AdditionalModelDataDir.
+				if !channelPattern.MatchString(ch.Channel) || ch.Channel == "." || ch.Channel == ".." || seenCh[ch.Channel] || ch.URL == "" {
+					problems = append(problems, fmt.Sprintf("variant %q container %q: additional model data channel %q must be a folder name ([A-Za-z0-9._-]+, not . or ..), once, with a URL", v.Name, c.Hostname, ch.Channel))
+				}
+				seenCh[ch.Channel] = true
 			}
 		}
 		if multi > 1 {

@@ -195,8 +195,10 @@ func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (container
 			Image:        d.Image,
 			ModelDataURL: d.ModelData(),
 			BaseDir:      dir,
-			Mode:         ModeSingleModel,
-			GPUs:         instanceGPU,
+			// More model data, each channel at its folder.
+			AdditionalModelData: d.AdditionalModelData(),
+			Mode:                ModeSingleModel,
+			GPUs:                instanceGPU,
 		}
 		if len(d.Environment) > 0 {
 			cp.Environment = maps.Clone(d.Environment)

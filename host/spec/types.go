@@ -44,7 +44,7 @@ type ContainerDefinition struct {
 	// of the file that defines the model. For MultiModel it is a prefix.
 	ModelDataURL               string            `json:"ModelDataUrl,omitempty"`
 	ModelDataSource            json.RawMessage   `json:"ModelDataSource,omitempty"`            // see ModelData
-	AdditionalModelDataSources json.RawMessage   `json:"AdditionalModelDataSources,omitempty"` // refused
+	AdditionalModelDataSources json.RawMessage   `json:"AdditionalModelDataSources,omitempty"` // see AdditionalModelData
 	Environment                map[string]string `json:"Environment,omitzero"`                 // {} is kept: Describe echoes it
 	ModelPackageName           string            `json:"ModelPackageName,omitempty"`           // refused
 	InferenceSpecificationName string            `json:"InferenceSpecificationName,omitempty"` // refused

@@ -59,6 +59,7 @@ func checkContainer(c *checker, p string, d *ContainerDefinition) {
 	c.enum(p+".mode", d.Mode, ModeSingleModel, ModeMultiModel)
 	c.str(p+".modelDataUrl", d.ModelDataURL, maxModelDataURLLen, modelDataURLRe, modelDataURLPattern)
 	checkModelDataSource(c, p, d)
+	checkAdditionalSources(c, p, d)
 	checkEnvironment(c, p+".environment", d.Environment)
 	if d.MultiModelConfig != nil {
 		c.enum(p+".multiModelConfig.modelCacheSetting", d.MultiModelConfig.ModelCacheSetting, "Enabled", "Disabled")
@@ -122,6 +123,7 @@ func (m *CreateModelInput) semantics() *semantic {
 			s.add(field + " is not supported by mce (container " + strconv.Quote(names[i]) + "): give the container's Image, and its ModelDataUrl when it needs artifacts.")
 		}
 		modelDataSourceSemantics(&s, " (container "+strconv.Quote(names[i])+")", d)
+		additionalSourcesSemantics(&s, " (container "+strconv.Quote(names[i])+")", d)
 		checkS3Key(&s, "The model data of container "+strconv.Quote(names[i]), d.ModelData())
 		checkS3Key(&s, SubmitDirEnv+" of container "+strconv.Quote(names[i]), d.Environment[SubmitDirEnv])
 		if d.Image == "" && d.ModelPackageName == "" {
@@ -221,9 +223,6 @@ func (d *ContainerDefinition) refused() []string {
 	}
 	if d.InferenceSpecificationName != "" {
 		out = append(out, "InferenceSpecificationName")
-	}
-	if present(d.AdditionalModelDataSources) {
-		out = append(out, "AdditionalModelDataSources")
 	}
 	return out
 }

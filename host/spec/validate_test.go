@@ -195,9 +195,39 @@ func TestCreateModelValidate(t *testing.T) {
 		{"model packages are refused", func(m *CreateModelInput) {
 			m.Containers[0].ModelPackageName = "arn:aws:sagemaker:us-east-1:123456789012:model-package/p/1"
 		}, `ModelPackageName is not supported by mce (container "english"): give the container's Image, and its ModelDataUrl when it needs artifacts.`},
-		{"additional model data sources are refused", func(m *CreateModelInput) {
+		{"additional model data sources: none", func(m *CreateModelInput) {
 			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[]`)
-		}, `AdditionalModelDataSources is not supported by mce (container "german"): give the container's Image, and its ModelDataUrl when it needs artifacts.`},
+		}, ""},
+		{"additional model data sources: a draft folder and an archive", func(m *CreateModelInput) {
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[{"ChannelName":"draft_model","S3DataSource":{"S3Uri":"s3://bucket/draft/","S3DataType":"S3Prefix","CompressionType":"None"}},` +
+				`{"ChannelName":"extra.v1","S3DataSource":{"S3Uri":"file://models/extra.tar.gz","S3DataType":"S3Object","CompressionType":"Gzip"}}]`)
+		}, ""},
+		{"additional model data sources: six", func(m *CreateModelInput) {
+			one := `{"ChannelName":"c%d","S3DataSource":{"S3Uri":"s3://b/k%d/","S3DataType":"S3Prefix","CompressionType":"None"}}`
+			var l []string
+			for i := range 6 {
+				l = append(l, fmt.Sprintf(one, i, i))
+			}
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage("[" + strings.Join(l, ",") + "]")
+		}, "1 validation error detected: Value at 'containers.2.member.additionalModelDataSources' failed to satisfy constraint: Member must have length less than or equal to 5"},
+		{"additional model data sources: a channel stepping out", func(m *CreateModelInput) {
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[{"ChannelName":"..","S3DataSource":{"S3Uri":"s3://b/d/","S3DataType":"S3Prefix","CompressionType":"None"}}]`)
+		}, `AdditionalModelDataSources ChannelName ".." is not a folder name (container "german"): each channel becomes /opt/ml/additional-model-data-sources/<ChannelName>.`},
+		{"additional model data sources: a slash in the channel", func(m *CreateModelInput) {
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[{"ChannelName":"a/b","S3DataSource":{"S3Uri":"s3://b/d/","S3DataType":"S3Prefix","CompressionType":"None"}}]`)
+		}, `1 validation error detected: Value 'a/b' at 'containers.2.member.additionalModelDataSources.1.channelName' failed to satisfy constraint: Member must satisfy regular expression pattern: [A-Za-z0-9\.\-_]+`},
+		{"additional model data sources: a channel twice", func(m *CreateModelInput) {
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[{"ChannelName":"d","S3DataSource":{"S3Uri":"s3://b/d/","S3DataType":"S3Prefix","CompressionType":"None"}},{"ChannelName":"d","S3DataSource":{"S3Uri":"s3://b/e/","S3DataType":"S3Prefix","CompressionType":"None"}}]`)
+		}, `AdditionalModelDataSources names channel "d" more than once (container "german").`},
+		{"additional model data sources: a folder without its slash", func(m *CreateModelInput) {
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[{"ChannelName":"d","S3DataSource":{"S3Uri":"s3://b/d","S3DataType":"S3Prefix","CompressionType":"None"}}]`)
+		}, `AdditionalModelDataSources channel "d" S3DataSource.S3Uri must end with a slash for S3DataType S3Prefix (container "german"): it names the folder of the additional model's files.`},
+		{"additional model data sources: no S3 source", func(m *CreateModelInput) {
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`[{"ChannelName":"d"}]`)
+		}, "1 validation error detected: Value null at 'containers.2.member.additionalModelDataSources.1.s3DataSource' failed to satisfy constraint: Member must not be null"},
+		{"additional model data sources: not a list", func(m *CreateModelInput) {
+			m.Containers[1].AdditionalModelDataSources = json.RawMessage(`{"ChannelName":"d"}`)
+		}, "1 validation error detected: Value at 'containers.2.member.additionalModelDataSources' failed to satisfy constraint: Member must be a list of AdditionalModelDataSource structures: wrong type: expected a list, got a mapping"},
 		{"ModelDataSource: an uncompressed S3 folder", func(m *CreateModelInput) {
 			m.Containers[1].ModelDataURL = ""
 			m.Containers[1].ModelDataSource = json.RawMessage(`{"S3DataSource":{"S3Uri":"s3://bucket/llm/","S3DataType":"S3Prefix","CompressionType":"None","ModelAccessConfig":{"AcceptEula":true}}}`)
