@@ -47,6 +47,11 @@ func (s *Server) checkModelData(in spec.CreateModelInput, baseDir string) error 
 		if err := s.cfg.ModelData.CheckModelDataURL(d.ModelData(), baseDir); err != nil {
 			return apierr.ValidationException("%s", err.Error())
 		}
+		for _, ch := range d.AdditionalModelData() { // each channel where model data may come from
+			if err := s.cfg.ModelData.CheckModelDataURL(ch.URL, baseDir); err != nil {
+				return apierr.ValidationException("AdditionalModelDataSources channel %q: %s", ch.Channel, err.Error())
+			}
+		}
 	}
 	return nil
 }

@@ -295,3 +295,39 @@ func TestComponentArtifactConfined(t *testing.T) {
 		}
 	}
 }
+
+// AdditionalModelDataSources through the Go SDK: accepted and echoed by
+// DescribeModel as sent, confined to the model roots like ModelDataSource.
+func TestAdditionalModelDataSources(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "models", "draft"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := artifact.NewFetcher(artifact.Options{ModelRoots: []string{root}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, Config{ModelData: f, BaseDir: root})
+	sm, ctx := h.sm(), context.Background()
+	source := func(channel, uri string) []smtypes.AdditionalModelDataSource {
+		return []smtypes.AdditionalModelDataSource{{ChannelName: aws.String(channel), S3DataSource: &smtypes.S3ModelDataSource{S3Uri: aws.String(uri),
+			S3DataType: smtypes.S3ModelDataTypeS3Prefix, CompressionType: smtypes.ModelCompressionTypeNone}}}
+	}
+	_, err = sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("outside"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"), AdditionalModelDataSources: source("draft", "file:///etc/")}})
+	if code, msg := apiCode(t, err); code != "ValidationException" || !strings.Contains(msg, `channel "draft"`) || !strings.Contains(msg, "--model-root") {
+		t.Errorf("a channel outside the model roots: %s %s", code, msg)
+	}
+	if _, err := sm.CreateModel(ctx, &sagemaker.CreateModelInput{ModelName: aws.String("spec"),
+		PrimaryContainer: &smtypes.ContainerDefinition{Image: aws.String("A"), AdditionalModelDataSources: source("draft_model", "file://models/draft/")}}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := sm.DescribeModel(ctx, &sagemaker.DescribeModelInput{ModelName: aws.String("spec")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.PrimaryContainer.AdditionalModelDataSources; len(got) != 1 || aws.ToString(got[0].ChannelName) != "draft_model" ||
+		aws.ToString(got[0].S3DataSource.S3Uri) != "file://models/draft/" {
+		t.Errorf("DescribeModel echoes %+v", got)
+	}
+}

@@ -92,6 +92,9 @@ func s3ReadsOf(in any) []s3Read {
 			}
 			add("The model data of container "+strconv.Quote(name), d.ModelData(), d.Mode == spec.ModeMultiModel)
 			add(spec.SubmitDirEnv+" of container "+strconv.Quote(name), d.Environment[spec.SubmitDirEnv], false)
+			for _, ch := range d.AdditionalModelData() {
+				add("The additional model data (channel "+strconv.Quote(ch.Channel)+") of container "+strconv.Quote(name), ch.URL, false)
+			}
 		}
 	case *spec.CreateInferenceComponentInput:
 		component(v.Specification)

@@ -425,6 +425,21 @@ func podSpec(o ManifestOptions, v containers.VariantPlan) (corev1.PodSpec, error
 			}
 			ps.InitContainers = append(ps.InitContainers, fc)
 		}
+		for k, ch := range c.AdditionalModelData {
+			// Each AdditionalModelDataSources channel is fetched as model
+			// data is, into a volume of its own at its channel's folder.
+			vol := "extra-" + strconv.Itoa(i) + "-" + strconv.Itoa(k)
+			ps.Volumes = append(ps.Volumes, corev1.Volume{Name: vol,
+				VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+			ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: vol,
+				MountPath: containers.AdditionalModelDataDir + "/" + ch.Channel, ReadOnly: true})
+			fc := fetchContainer(o, i, containers.ContainerPlan{ModelDataURL: ch.URL, BaseDir: c.BaseDir}, vol)
+			fc.Name = fetchExtraPrefix + strconv.Itoa(i) + "-" + strconv.Itoa(k)
+			if v.DownloadTimeout > 0 {
+				fc.Args = append(fc.Args, "--timeout", v.DownloadTimeout.String())
+			}
+			ps.InitContainers = append(ps.InitContainers, fc)
+		}
 		if remoteCode {
 			// An s3:// SAGEMAKER_SUBMIT_DIRECTORY is fetched as model data
 			// is, into a volume of its own at containers.CodeDir.
@@ -450,6 +465,10 @@ func podSpec(o ManifestOptions, v containers.VariantPlan) (corev1.PodSpec, error
 // fetchCodePrefix names the init container that fetches container i's
 // s3:// SAGEMAKER_SUBMIT_DIRECTORY (fetch-code-<i>).
 const fetchCodePrefix = "fetch-code-"
+
+// fetchExtraPrefix names the init container that fetches channel k of
+// container i's AdditionalModelDataSources (fetch-extra-<i>-<k>).
+const fetchExtraPrefix = "fetch-extra-"
 
 // fetchContainer writes container i's model data into volume vol with
 // `mce fetch` (the same fetcher and safety limits as the Docker engine).

@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -435,5 +436,46 @@ func TestDownloadTimeoutReachesFetch(t *testing.T) {
 	}
 	if seen != 1 || len(ps.InitContainers) != 2 {
 		t.Errorf("init containers %d (model data seen %d), want the model's and the code's", len(ps.InitContainers), seen)
+	}
+}
+
+// Each AdditionalModelDataSources channel gets an init container that
+// fetches it (with the download timeout) into an emptyDir of its own,
+// mounted read-only at its channel's folder; a failed fetch names the
+// channel.
+func TestAdditionalModelDataFetched(t *testing.T) {
+	plan := testPlan()
+	plan.Variants[0].DownloadTimeout = 90 * time.Second
+	plan.Variants[0].Containers[0].AdditionalModelData = []containers.ModelDataChannel{
+		{Channel: "draft_model", URL: "s3://bucket/draft/"}, {Channel: "Extra.v1", URL: "s3://bucket/extra.tar.gz"}}
+	d, err := Deployment(testOptions(), plan, 1, plan.Variants[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := d.Spec.Template.Spec
+	mounts := map[string]corev1.VolumeMount{}
+	for _, m := range pod.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = m
+	}
+	for k, ch := range []string{"draft_model", "Extra.v1"} {
+		vol := fmt.Sprintf("extra-0-%d", k)
+		if m, ok := mounts[containers.AdditionalModelDataDir+"/"+ch]; !ok || m.Name != vol || !m.ReadOnly {
+			t.Errorf("channel %s: mount %+v (mounts %v)", ch, m, mounts)
+		}
+		var fetch *corev1.Container
+		for i := range pod.InitContainers {
+			if pod.InitContainers[i].Name == fmt.Sprintf("fetch-extra-0-%d", k) {
+				fetch = &pod.InitContainers[i]
+			}
+		}
+		url := plan.Variants[0].Containers[0].AdditionalModelData[k].URL
+		if fetch == nil || !slices.Contains(fetch.Args, url) || !slices.Contains(fetch.Args, "1m30s") || fetch.VolumeMounts[0].Name != vol {
+			t.Errorf("channel %s: init containers %+v", ch, pod.InitContainers)
+		}
+	}
+	failed := &corev1.Pod{Spec: pod, Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: "fetch-extra-0-1",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "no such object"}}}}}}
+	if got := PodFailure(failed, plan.Variants[0]); !strings.Contains(got, `the additional model data (channel "Extra.v1") of container "Pre" could not be fetched (exit code 1)`) {
+		t.Errorf("PodFailure = %q", got)
 	}
 }

@@ -167,6 +167,11 @@ func podFailure(p *corev1.Pod, v containers.VariantPlan, probes map[string]probe
 			return fmt.Sprintf("image %q (mce's own, which fetches model data) could not be pulled: %s: %s", cs.Image, w.Reason, w.Message)
 		}
 		if t := terminated(cs); t != nil && t.ExitCode != 0 {
+			var i, k int
+			if _, err := fmt.Sscanf(cs.Name, fetchExtraPrefix+"%d-%d", &i, &k); err == nil && i >= 0 && i < len(v.Containers) && k >= 0 && k < len(v.Containers[i].AdditionalModelData) {
+				return fmt.Sprintf("the additional model data (channel %q) of container %q could not be fetched (exit code %d)",
+					v.Containers[i].AdditionalModelData[k].Channel, v.Containers[i].Hostname, t.ExitCode) + lastLines(t.Message)
+			}
 			if idx, ok := strings.CutPrefix(cs.Name, fetchCodePrefix); ok {
 				return fmt.Sprintf("the inference code (%s) of container %q could not be fetched (exit code %d)",
 					containers.SubmitDirEnv, hostnameOfFetch(v, "fetch-"+idx), t.ExitCode) + lastLines(t.Message)

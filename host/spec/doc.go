@@ -73,8 +73,7 @@
 //     type's GPU count (ml.g5.12xlarge → 4) unless Resources.Gpus says
 //     otherwise; CPU types give none.
 //   - Members SageMaker has but mce cannot honour (ServerlessConfig,
-//     ExplainerConfig, ModelPackageName,
-//     AdditionalModelDataSources, …) are refused
+//     ExplainerConfig, ModelPackageName, …) are refused
 //     with "… is not supported by mce"; harmless ones (
 //     ExecutionRoleArn, VpcConfig, KmsKeyId, ImageConfig, VolumeSizeInGB, …)
 //     are accepted and reported as warnings ("… ignored locally"). Tags

@@ -333,3 +333,19 @@ func TestManagedInstanceScalingBoundsInstances(t *testing.T) {
 		}
 	}
 }
+
+// A container's AdditionalModelDataSources reach its plan as channels.
+func TestBuildPlanAdditionalModelData(t *testing.T) {
+	model := directModel()
+	model.Containers[1].AdditionalModelDataSources = json.RawMessage(`[{"ChannelName":"draft","S3DataSource":{"S3Uri":"s3://b/draft/","S3DataType":"S3Prefix","CompressionType":"None"}}]`)
+	lookup := MapLookup(map[string]CreateModelInput{"AB-MODEL": model}, "/srv/endpoints")
+	plan, _, err := BuildPlan(testRegion, testAccount, CreateEndpointInput{EndpointName: "ab-test", EndpointConfigName: "AB-Config"}, oneVariantConfig(), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := plan.Variants[0].Containers
+	if len(cs[0].AdditionalModelData) != 0 || len(cs[1].AdditionalModelData) != 1 ||
+		cs[1].AdditionalModelData[0] != (containers.ModelDataChannel{Channel: "draft", URL: "s3://b/draft/"}) {
+		t.Errorf("channels %+v, %+v", cs[0].AdditionalModelData, cs[1].AdditionalModelData)
+	}
+}
