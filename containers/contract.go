@@ -47,3 +47,12 @@ func SageMakerEnv(env map[string]string, index int, multiModel bool) []string {
 	}
 	return out
 }
+
+// BidirectionalCapable is a running container whose engine knows whether
+// its image carries LabelBidirectionalStreaming=true; the host refuses a
+// bidirectional stream to one that does not, at once, instead of trying the
+// container's WebSocket. An engine that does not know leaves it
+// unimplemented.
+type BidirectionalCapable interface {
+	BidirectionalStreaming() bool
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mce-run/mce/authz"
+	"github.com/mce-run/mce/containers"
 	"github.com/mce-run/mce/host/apierr"
 	"github.com/mce-run/mce/host/bidistream"
 	"github.com/mce-run/mce/host/spec"
@@ -66,6 +67,11 @@ func (b bidiBackend) Place(name string, req bidistream.Request) (bidistream.Targ
 	if len(cs) != 1 {
 		hold.Release()
 		return invalid("Endpoint " + name + " runs a model of " + strconv.Itoa(len(cs)) + " containers: a bidirectional stream goes to a model of one container.")
+	}
+	if bc, ok := cs[0].(containers.BidirectionalCapable); ok && !bc.BidirectionalStreaming() {
+		hold.Release()
+		return invalid("The container of endpoint " + name + " does not take bidirectional streams: its image lacks the label " +
+			containers.LabelBidirectionalStreaming + "=true (`mce check IMAGE` shows what the image honours).")
 	}
 	return bidistream.Target{BaseURL: cs[0].BaseURL(), Variant: hold.Variant, Container: cs[0].Hostname(), Path: req.Path, Query: req.Query}, hold.Release, nil
 }

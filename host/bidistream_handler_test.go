@@ -128,3 +128,27 @@ func TestBidirectionalStreamAuthorized(t *testing.T) {
 		s.Close()
 	}
 }
+
+// A container whose image lacks the bidirectional-streaming label is
+// refused at once, naming the label, without trying its WebSocket.
+func TestBidirectionalStreamNeedsTheLabel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h := newHarness(t, Config{})
+	if err := h.deploy(plan("plain", "Serial", map[string][]string{"AllTraffic": {"model:nobidi"}})); err != nil {
+		t.Fatal(err)
+	}
+	url := bidiFront(t, h, bidistream.HandlerOptions{})
+	start := time.Now()
+	_, err := (&bidiclient.Client{Endpoint: url, Region: "us-east-1"}).Open(ctx, "plain", bidiclient.Input{})
+	var ae *bidiclient.APIError
+	if !errors.As(err, &ae) || ae.Status != 400 || ae.Type != "InputValidationError" || !strings.Contains(ae.Message, "com.amazonaws.sagemaker.capabilities.bidirectional-streaming=true") {
+		t.Fatalf("%v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("refused after %s: the container's WebSocket was tried", took)
+	}
+	if n := h.backend.container("plain/AllTraffic/model").calls.Load(); n != 0 {
+		t.Errorf("the container got %d calls", n)
+	}
+}

@@ -27,6 +27,7 @@ import (
 // (status=N, sleep=D, ct=T, attrs=V), so the host's tests need no Docker.
 type fakeContainer struct {
 	host      string
+	tag       string
 	srv       *httptest.Server
 	calls     atomic.Int64
 	cancelled atomic.Int64 // requests whose context ended while the container was working
@@ -42,7 +43,7 @@ type fakeContainer struct {
 }
 
 func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
-	f := &fakeContainer{host: hostname, stop: make(chan struct{})}
+	f := &fakeContainer{host: hostname, tag: tag, stop: make(chan struct{})}
 	f.ready.Store(true)
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == bidistream.ContainerPath { // bidirectional streams: echo every message as <tag>:<message>
@@ -159,8 +160,12 @@ func newFakeContainer(t testing.TB, hostname, tag string) *fakeContainer {
 }
 
 func (f *fakeContainer) Hostname() string { return f.host }
-func (f *fakeContainer) BaseURL() string  { return f.srv.URL }
-func (f *fakeContainer) Ready() bool      { return f.ready.Load() }
+
+// BidirectionalStreaming: an image tagged "nobidi" lacks the label
+// (containers.BidirectionalCapable).
+func (f *fakeContainer) BidirectionalStreaming() bool { return f.tag != "nobidi" }
+func (f *fakeContainer) BaseURL() string              { return f.srv.URL }
+func (f *fakeContainer) Ready() bool                  { return f.ready.Load() }
 
 func (f *fakeContainer) lastHeader() http.Header {
 	f.mu.Lock()

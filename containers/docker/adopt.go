@@ -17,6 +17,15 @@ import (
 	"github.com/mce-run/mce/internal/parallel"
 )
 
+// setTrue sets m[k], making m when it is nil.
+func setTrue(m map[string]bool, k string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	m[k] = true
+	return m
+}
+
 // ErrNotAdoptable means the containers found for an endpoint do not match
 // its spec exactly, or are not all running and healthy; the caller launches
 // the endpoint afresh (Reconcile removes what was found).
@@ -114,6 +123,9 @@ func (rt *Runtime) adopt(ctx context.Context, spec EndpointSpec) (*Deployment, e
 						return fail(fmt.Errorf("%w: image %s: %v", ErrNotAdoptable, cs.Image, err))
 					}
 					images[cs.Image] = img.ID
+					if img.Config != nil && img.Config.Labels[containers.LabelBidirectionalStreaming] == "true" {
+						d.bidi = setTrue(d.bidi, cs.Image)
+					}
 				}
 				if ic.Image != images[cs.Image] {
 					return fail(fmt.Errorf("%w: container %s runs an older build of %s", ErrNotAdoptable, name, cs.Image))

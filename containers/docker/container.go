@@ -57,6 +57,8 @@ type Container struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// bidi: the image carries containers.LabelBidirectionalStreaming=true.
+	bidi bool
 }
 
 // Hostname is the container's ContainerHostname.
@@ -136,3 +138,7 @@ func (c *Container) notifyDied(code int) {
 	default:
 	}
 }
+
+// BidirectionalStreaming reports whether the container's image carries
+// containers.LabelBidirectionalStreaming=true (containers.BidirectionalCapable).
+func (c *Container) BidirectionalStreaming() bool { return c.bidi }

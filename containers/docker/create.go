@@ -165,6 +165,7 @@ func (d *Deployment) newContainer(id, name, variant string, cp int, cs Container
 			Str("container", cs.Hostname).Int("copy", cp).Logger(),
 		tail: newLineRing(tailLines),
 		died: make(chan int, 4),
+		bidi: d.bidi[cs.Image],
 	}
 	c.id.Store(&id)
 	c.lastExit.Store(-1)

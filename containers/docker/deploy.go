@@ -34,6 +34,7 @@ type Deployment struct {
 	models   map[modelKey]string     // model folder per variant container, shared by copies
 	codes    map[modelKey]string     // fetched SAGEMAKER_SUBMIT_DIRECTORY folder, likewise
 	channels map[channelKey]string   // each AdditionalModelDataSources channel's folder, likewise
+	bidi     map[string]bool         // images that carry containers.LabelBidirectionalStreaming=true
 	caches   map[modelKey]*mme.Cache // model cache per multi-model container definition
 	reserved int64                   // bytes of models counted against the runtime's disk budget
 
@@ -174,7 +175,8 @@ func (rt *Runtime) newDeployment(spec EndpointSpec) *Deployment {
 }
 
 func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, error) {
-	if err := rt.checkImages(ctx, spec); err != nil {
+	bidi, err := rt.checkImages(ctx, spec)
+	if err != nil {
 		return nil, err
 	}
 	for _, v := range spec.Variants {
@@ -186,6 +188,7 @@ func (rt *Runtime) deploy(ctx context.Context, spec EndpointSpec) (*Deployment, 
 	}
 
 	d := rt.newDeployment(spec)
+	d.bidi = bidi
 	ok := false
 	defer func() {
 		if !ok {

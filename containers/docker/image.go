@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/moby/moby/client"
+
+	"github.com/mce-run/mce/containers"
 )
 
 // ImageInspector is the one engine call [InspectImage] needs; [Engine] and
@@ -43,8 +45,9 @@ const LabelMultiModels = "com.amazonaws.sagemaker.capabilities.multi-models"
 
 // checkImages makes sure every image is present (pulling it only when the
 // runtime is allowed to) and, for multi-container sets, carries SageMaker's
-// bind-to-port label.
-func (rt *Runtime) checkImages(ctx context.Context, spec EndpointSpec) error {
+// bind-to-port label. It returns the images that carry
+// containers.LabelBidirectionalStreaming=true.
+func (rt *Runtime) checkImages(ctx context.Context, spec EndpointSpec) (bidi map[string]bool, err error) {
 	type need struct{ multi bool }
 	images := map[string]*need{}
 	for _, v := range spec.Variants {
@@ -61,19 +64,25 @@ func (rt *Runtime) checkImages(ctx context.Context, spec EndpointSpec) error {
 		labels, err := InspectImage(ctx, rt.engine, ref)
 		if (errors.Is(err, ErrNotFound) && rt.opts.PullPolicy == PullIfMissing) || rt.opts.PullPolicy == PullAlways {
 			if perr := rt.Pull(ctx, ref); perr != nil {
-				return perr
+				return nil, perr
 			}
 			labels, err = InspectImage(ctx, rt.engine, ref)
 		}
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
-				return fmt.Errorf("image %q is not present on the Docker engine and the pull policy is never (start mce with --pull to pull missing images, or build it or docker pull it first): %w", ref, ErrNotFound)
+				return nil, fmt.Errorf("image %q is not present on the Docker engine and the pull policy is never (start mce with --pull to pull missing images, or build it or docker pull it first): %w", ref, ErrNotFound)
 			}
-			return err
+			return nil, err
 		}
 		if images[ref].multi && labels[LabelBindToPort] != "true" {
-			return fmt.Errorf("image %q does not carry the label %s=true that SageMaker requires of containers in a multi-container endpoint or pipeline", ref, LabelBindToPort)
+			return nil, fmt.Errorf("image %q does not carry the label %s=true that SageMaker requires of containers in a multi-container endpoint or pipeline", ref, LabelBindToPort)
+		}
+		if labels[containers.LabelBidirectionalStreaming] == "true" {
+			if bidi == nil {
+				bidi = map[string]bool{}
+			}
+			bidi[ref] = true
 		}
 	}
-	return nil
+	return bidi, nil
 }

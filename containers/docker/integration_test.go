@@ -656,6 +656,9 @@ func TestAdditionalModelDataMounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !d.Containers()[0].BidirectionalStreaming() {
+		t.Error("the probe's image carries the bidirectional-streaming label; its container says it does not")
+	}
 	res, err := e.cli.ContainerInspect(context.Background(), d.Containers()[0].ID(), client.ContainerInspectOptions{})
 	if err != nil {
 		t.Fatal(err)
