@@ -63,12 +63,8 @@ func (d *Deployment) prepareArtifacts(ctx context.Context, spec EndpointSpec) er
 					return err
 				}
 				work := filepath.Join(d.workDir, v.Name, c.Hostname)
-				if err := os.MkdirAll(work, 0o755); err != nil {
-					var pe *fs.PathError
-					if errors.As(err, &pe) { // the state folder is not the caller's business
-						err = pe.Err
-					}
-					return fmt.Errorf("artifact folder: %w", err)
+				if err := makeWork(work); err != nil {
+					return err
 				}
 				// Long downloads and extractions are reported with the
 				// endpoint's and container's names.
@@ -114,12 +110,8 @@ func (d *Deployment) prepareChannel(ctx context.Context, v VariantSpec, c Contai
 		return fail(err)
 	}
 	work := filepath.Join(d.workDir, v.Name, c.Hostname, "channels", ch.Channel)
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fail(fmt.Errorf("artifact folder: %w", err))
+	if err := makeWork(work); err != nil {
+		return fail(err)
 	}
 	lctx := d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", v.Name).
 		Str("container", c.Hostname).Str("channel", ch.Channel).Logger().WithContext(ctx)
@@ -138,6 +130,19 @@ func (d *Deployment) prepareChannel(ctx context.Context, v VariantSpec, c Contai
 	d.mu.Lock()
 	d.channels[channelKey{v.Name, c.Hostname, ch.Channel}] = dir
 	d.mu.Unlock()
+	return nil
+}
+
+// makeWork makes an artifact's work folder; its error does not name the
+// path (the state folder is not the caller's business).
+func makeWork(work string) error {
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("artifact folder: %w", err)
+	}
 	return nil
 }
 
@@ -181,12 +186,8 @@ func (d *Deployment) prepareCode(ctx context.Context, variant string, c Containe
 		return fail(err)
 	}
 	work := filepath.Join(d.workDir, variant, c.Hostname)
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return fail(fmt.Errorf("artifact folder: %w", err))
+	if err := makeWork(work); err != nil {
+		return fail(err)
 	}
 	lctx := d.rt.log.With().Str("endpoint", d.endpoint).Str("variant", variant).
 		Str("container", c.Hostname).Logger().WithContext(ctx)
