@@ -34,7 +34,7 @@ type harness struct {
 	client  *sagemakerruntime.Client
 }
 
-func newHarness(t *testing.T, cfg Config) *harness {
+func newHarness(t testing.TB, cfg Config) *harness {
 	t.Helper()
 	b := &fakeBackend{t: t}
 	if cfg.Backend == nil {
