@@ -419,6 +419,32 @@ def main():
                           f"boto3: CreateModel with {bad} is refused", f"{err['Code']}: {err['Message']}")
         step("model volume", model_volume)
 
+        def additional_model_data():
+            # AdditionalModelDataSources: Debian's botocore predates the member, so it is
+            # added to the request body as newer SDKs serialize it.
+            def with_channel(request, **_):
+                body = json.loads(request.body)
+                body["PrimaryContainer"]["AdditionalModelDataSources"] = [{"ChannelName": "draft_model", "S3DataSource": {
+                    "S3Uri": "file:///models/weights/model.tar.gz", "S3DataType": "S3Object", "CompressionType": "Gzip"}}]
+                request.data = json.dumps(body).encode()
+                request.headers["Content-Length"] = str(len(request.data))
+            sm.meta.events.register("before-sign.sagemaker.CreateModel", with_channel)
+            try:
+                create(sm, "extra-ep", [probe("model", "")])
+            finally:
+                sm.meta.events.unregister("before-sign.sagemaker.CreateModel", with_channel)
+            wait_status(sm, "extra-ep")
+            pod = kube.pods("extra-ep")[0]
+            mounts = {m["mountPath"]: m.get("readOnly", False) for m in pod["spec"]["containers"][0].get("volumeMounts", [])}
+            inits = {c["name"]: c["state"].get("terminated", {}).get("exitCode")
+                     for c in pod["status"].get("initContainerStatuses", [])}
+            check(mounts.get("/opt/ml/additional-model-data-sources/draft_model") is True and inits.get("fetch-extra-0-0") == 0,
+                  "boto3: an AdditionalModelDataSources channel is fetched by its init container and mounted read-only",
+                  f"mounts {mounts}, init containers {inits}")
+            sm.delete_endpoint(EndpointName="extra-ep")
+            wait_for("extra-ep's pods gone", lambda: not kube.pods("extra-ep"), within=120)
+        step("additional model data", additional_model_data)
+
         def gpus():
             node = kube.get("/api/v1/nodes")["items"][0]
             info("node allocatable nvidia.com/gpu: %s" % node["status"]["allocatable"].get("nvidia.com/gpu"))
