@@ -119,6 +119,60 @@ func (inv *Inventory) device(i int) (Device, error) {
 	return d, nil
 }
 
+// MIGDevices lists the MIG partitions of every GPU whose MIG mode is on,
+// ordered by GPU and partition index; a GPU without MIG support, or with MIG
+// off, has none. Errors are Devices'.
+func (inv *Inventory) MIGDevices() ([]MIGDevice, error) {
+	if err := inv.begin(); err != nil {
+		return nil, err
+	}
+	defer inv.mu.RUnlock()
+	n, ret := inv.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("count GPUs: %w", ret)
+	}
+	var out []MIGDevice
+	for i := range n {
+		h, ret := inv.lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("GPU %d: get handle: %w", i, ret)
+		}
+		current, _, ret := h.GetMigMode()
+		switch {
+		case ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.SUCCESS && current != nvml.DEVICE_MIG_ENABLE:
+			continue
+		case ret != nvml.SUCCESS:
+			return nil, fmt.Errorf("GPU %d: read MIG mode: %w", i, ret)
+		}
+		slots, ret := h.GetMaxMigDeviceCount()
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("GPU %d: count MIG devices: %w", i, ret)
+		}
+		for j := range slots {
+			m, ret := h.GetMigDeviceHandleByIndex(j)
+			if ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT {
+				continue // a slot without a partition
+			}
+			if ret != nvml.SUCCESS {
+				return nil, fmt.Errorf("GPU %d MIG device %d: get handle: %w", i, j, ret)
+			}
+			uuid, ret := m.GetUUID()
+			if ret != nvml.SUCCESS {
+				return nil, fmt.Errorf("GPU %d MIG device %d: read UUID: %w", i, j, ret)
+			}
+			md := MIGDevice{Parent: i, Index: j, UUID: uuid}
+			if name, ret := m.GetName(); ret == nvml.SUCCESS {
+				md.Profile = migProfile(name)
+			}
+			if mem, ret := m.GetMemoryInfo(); ret == nvml.SUCCESS {
+				md.MemoryTotal = mem.Total
+			}
+			out = append(out, md)
+		}
+	}
+	return out, nil
+}
+
 // Memory reads the used and total memory, in bytes, of the GPU at index. An
 // index the driver does not know gives an error wrapping ErrUnknownDevice.
 func (inv *Inventory) Memory(index int) (used, total uint64, err error) {

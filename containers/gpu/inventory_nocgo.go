@@ -53,6 +53,9 @@ func (inv *Inventory) err() error {
 // Devices returns an error wrapping ErrNoDriver.
 func (inv *Inventory) Devices() ([]Device, error) { return nil, inv.err() }
 
+// MIGDevices reports ErrNoDriver (or ErrClosed).
+func (inv *Inventory) MIGDevices() ([]MIGDevice, error) { return nil, inv.err() }
+
 // Memory returns an error wrapping ErrUnknownDevice for a negative index,
 // else ErrNoDriver.
 func (inv *Inventory) Memory(index int) (used, total uint64, err error) {
