@@ -116,11 +116,12 @@ func (a *Authorizer) AuthenticateBearer(r *http.Request) (Principal, error) {
 	if c := a.bearers.get(st, token, now); c != nil {
 		return c.principal, nil
 	}
-	cred, akid, code, msg := verifyBearer(token, st.keys, now, a.skew, a.cfg.Region)
+	var valid bearerWindow
+	cred, akid, code, msg := verifyBearer(token, st.keys, now, a.skew, a.cfg.Region, &valid)
 	if cred == nil {
 		return fail(akid, code, msg)
 	}
-	a.bearers.put(st, token, cred, now, a.skew)
+	a.bearers.put(st, token, cred, valid)
 	return cred.principal, nil
 }
 
@@ -154,24 +155,13 @@ func (c *bearerCache) get(st *state, token string, now time.Time) *credential {
 	return e.cred
 }
 
-// put remembers a token verifyBearer accepted at now; its times are read
-// again from the token (verifyBearer checked them).
-func (c *bearerCache) put(st *state, token string, cred *credential, now time.Time, skew time.Duration) {
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(token, BearerPrefix))
-	if err != nil {
-		return // the unpadded form: verified each time
-	}
-	_, q, _ := strings.Cut(strings.TrimSuffix(string(raw), bearerVersion), "?")
-	v, err := url.ParseQuery(q)
-	if err != nil {
-		return
-	}
-	at, err1 := time.Parse(amzDateLayout, v.Get("X-Amz-Date"))
-	secs, err2 := strconv.Atoi(v.Get("X-Amz-Expires"))
-	if err1 != nil || err2 != nil {
-		return
-	}
-	e := bearerEntry{st: st, cred: cred, notBefore: at.Add(-skew), end: at.Add(time.Duration(secs) * time.Second)}
+// bearerWindow is when a token verifyBearer accepted may be taken: from
+// its signing time less the skew until it expires.
+type bearerWindow struct{ notBefore, end time.Time }
+
+// put remembers a token verifyBearer accepted, within its window.
+func (c *bearerCache) put(st *state, token string, cred *credential, w bearerWindow) {
+	e := bearerEntry{st: st, cred: cred, notBefore: w.notBefore, end: w.end}
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxBearerCache {
 		c.m = make(map[[sha256.Size]byte]bearerEntry)
@@ -183,8 +173,9 @@ func (c *bearerCache) put(st *state, token string, cred *credential, now time.Ti
 // verifyBearer checks a bearer token against keys at now: its shape, its
 // credential scope, its lifetime, its session token and its signature. It
 // returns the credential that signed it, or the access key it names (for
-// the log), an error code and a message saying why not.
-func verifyBearer(token string, keys map[string]*credential, now time.Time, skew time.Duration, region string) (cred *credential, akid, code, msg string) {
+// the log), an error code and a message saying why not. The window of an
+// accepted token is written to valid when it is not nil.
+func verifyBearer(token string, keys map[string]*credential, now time.Time, skew time.Duration, region string, valid *bearerWindow) (cred *credential, akid, code, msg string) {
 	bad := func(m string) (*credential, string, string, string) {
 		return nil, akid, CodeIncompleteSignature, "The bearer token is malformed: " + m
 	}
@@ -273,7 +264,8 @@ func verifyBearer(token string, keys map[string]*credential, now time.Time, skew
 		return invalid(fmt.Sprintf("The bearer token is not yet current: it was signed at %s, later than %s (%s + %s).",
 			amzDate, now.Add(skew).Format(amzDateLayout), now.Format(amzDateLayout), skewText(skew)))
 	}
-	if end := signedAt.Add(time.Duration(expires) * time.Second); !now.Before(end) {
+	end := signedAt.Add(time.Duration(expires) * time.Second)
+	if !now.Before(end) {
 		return invalid("The bearer token expired at " + end.Format(amzDateLayout) + "; it is now " + now.Format(amzDateLayout) + ". Make a new one.")
 	}
 	c, ok := keys[akid]
@@ -297,6 +289,9 @@ func verifyBearer(token string, keys map[string]*credential, now time.Time, skew
 	want := hex.EncodeToString(hmacSHA256(signingKey(c.secret, parts[1], parts[2], parts[3]), []byte(stringToSign)))
 	if !hmac.Equal([]byte(want), []byte(sig)) {
 		return invalid("The bearer token's signature does not match: it was not made with this access key's secret, or it was changed after it was made.")
+	}
+	if valid != nil {
+		*valid = bearerWindow{notBefore: signedAt.Add(-skew), end: end}
 	}
 	return c, akid, "", ""
 }

@@ -218,7 +218,7 @@ func FuzzBearerToken(f *testing.F) {
 	f.Add(BearerPrefix)
 	f.Add(encodeToken("Action=CallWithBearerToken&X-Amz-Credential=%2F%2F%2F%2F&X-Amz-Date=20261122T110000Z"))
 	f.Fuzz(func(t *testing.T, token string) {
-		if c, _, code, msg := verifyBearer(token, keys, botocoreSignedAt, 5*time.Minute, "us-east-1"); c != nil || code == "" || msg == "" {
+		if c, _, code, msg := verifyBearer(token, keys, botocoreSignedAt, 5*time.Minute, "us-east-1", nil); c != nil || code == "" || msg == "" {
 			t.Fatalf("verifyBearer(%q) = %v, %q, %q", token, c, code, msg)
 		}
 	})
@@ -275,7 +275,7 @@ func BenchmarkVerifyBearer(b *testing.B) {
 	keys := a.st.Load().keys
 	b.ReportAllocs()
 	for b.Loop() {
-		if c, _, _, msg := verifyBearer(botocoreAliceToken, keys, testNow, 15*time.Minute, "us-east-1"); c == nil {
+		if c, _, _, msg := verifyBearer(botocoreAliceToken, keys, testNow, 15*time.Minute, "us-east-1", nil); c == nil {
 			b.Fatal(msg)
 		}
 	}
