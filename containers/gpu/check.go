@@ -35,8 +35,10 @@ func (rt RuntimeInfo) hasNVIDIA() bool {
 // Docker engine. A zero req always passes. Otherwise the driver and GPUs are
 // checked first (ErrNoDriver, ErrNoGPU, ErrTooMany, ErrUnknownDevice), then
 // the engine's runtime (ErrNoRuntime). Every error names the request and,
-// where GPUs are missing, lists those that exist.
-func Check(req Request, devs []Device, devErr error, rt RuntimeInfo) error {
+// where GPUs are missing, lists those that exist. A request naming MIG
+// partitions by UUID is checked against migs, what
+// Inventory.MIGDevices listed.
+func Check(req Request, devs []Device, devErr error, rt RuntimeInfo, migs ...MIGDevice) error {
 	if req.IsZero() {
 		return nil
 	}
@@ -55,8 +57,8 @@ func Check(req Request, devs []Device, devErr error, rt RuntimeInfo) error {
 	if req.Count > len(devs) {
 		return fmt.Errorf("GPU requested (%s) but %w: %s", req, ErrTooMany, describe(devs))
 	}
-	if missing := missingIDs(req.DeviceIDs, devs); len(missing) > 0 {
-		return fmt.Errorf("GPU requested (%s) but %w %s: %s", req, ErrUnknownDevice, strings.Join(missing, ", "), describe(devs))
+	if missing := missingIDs(req.DeviceIDs, devs, migs); len(missing) > 0 {
+		return fmt.Errorf("GPU requested (%s) but %w %s: %s%s", req, ErrUnknownDevice, strings.Join(missing, ", "), describe(devs), describeMIG(missing, migs))
 	}
 	if rt.Mode() == ModeNone {
 		names := slices.Clone(rt.Runtimes)
@@ -74,6 +76,33 @@ func Check(req Request, devs []Device, devErr error, rt RuntimeInfo) error {
 	return nil
 }
 
+// describeMIG lists the MIG partitions when a missing ID names one: "; its
+// MIG partitions: 1:0 MIG-… (3g.40gb), …" or "; no GPU is in MIG mode".
+func describeMIG(missing []string, migs []MIGDevice) string {
+	if !slices.ContainsFunc(missing, IsMIG) {
+		return ""
+	}
+	if len(migs) == 0 {
+		return "; no GPU has MIG partitions (MIG mode off, or none created)"
+	}
+	var b strings.Builder
+	b.WriteString("; its MIG partitions: ")
+	for i, m := range migs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d:%d %s (%s)", m.Parent, m.Index, m.UUID, orUnknown(m.Profile))
+	}
+	return b.String()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "profile unknown"
+	}
+	return s
+}
+
 func orNone(s []string) string {
 	if len(s) == 0 {
 		return "none"
@@ -81,13 +110,17 @@ func orNone(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// missingIDs returns the IDs, indexes or UUIDs, that match no device.
-func missingIDs(ids []string, devs []Device) []string {
+// missingIDs returns the IDs, indexes or UUIDs, that match no device, and
+// the MIG UUIDs that match no partition of migs.
+func missingIDs(ids []string, devs []Device, migs []MIGDevice) []string {
 	var missing []string
 	for _, id := range ids {
 		found := slices.ContainsFunc(devs, func(d Device) bool {
 			return strconv.Itoa(d.Index) == id || strings.EqualFold(d.UUID, id)
 		})
+		if IsMIG(id) {
+			found = slices.ContainsFunc(migs, func(m MIGDevice) bool { return strings.EqualFold(m.UUID, id) })
+		}
 		if !found {
 			missing = append(missing, id)
 		}

@@ -28,9 +28,22 @@ func TestCheck(t *testing.T) {
 		devs    []Device
 		devErr  error
 		rt      RuntimeInfo
+		migs    []MIGDevice
 		wantIs  error
 		wantMsg string
 	}{
+		{name: "a MIG partition NVML lists", req: Request{DeviceIDs: []string{migA}}, devs: two, rt: nvidia, migs: []MIGDevice{{Parent: 1, Index: 2, UUID: migA, Profile: "3g.40gb"}}},
+		{
+			name: "a MIG partition NVML does not list", req: Request{DeviceIDs: []string{"MIG-0000"}}, devs: two, rt: nvidia,
+			migs:    []MIGDevice{{Parent: 1, Index: 2, UUID: migA, Profile: "3g.40gb"}, {Parent: 1, Index: 3, UUID: "MIG-1111"}},
+			wantIs:  ErrUnknownDevice,
+			wantMsg: "GPU requested (device=MIG-0000) but unknown GPU MIG-0000: " + listed + "; its MIG partitions: 1:2 " + migA + " (3g.40gb), 1:3 MIG-1111 (profile unknown)",
+		},
+		{
+			name: "a MIG partition on GPUs without MIG", req: Request{DeviceIDs: []string{migA}}, devs: two, rt: nvidia,
+			wantIs:  ErrUnknownDevice,
+			wantMsg: "GPU requested (device=" + migA + ") but unknown GPU " + migA + ": " + listed + "; no GPU has MIG partitions (MIG mode off, or none created)",
+		},
 		{name: "no request, no driver, no runtime", req: Request{}, devErr: noDriver, rt: RuntimeInfo{}},
 		{name: "all", req: Request{All: true}, devs: two, rt: nvidia},
 		{name: "count fits", req: Request{Count: 2}, devs: two, rt: nvidia},
@@ -115,7 +128,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Check(tt.req, tt.devs, tt.devErr, tt.rt)
+			err := Check(tt.req, tt.devs, tt.devErr, tt.rt, tt.migs...)
 			if tt.wantIs == nil {
 				if err != nil {
 					t.Fatalf("Check() = %v, want nil", err)

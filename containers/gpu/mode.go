@@ -85,15 +85,17 @@ func (rt RuntimeInfo) Mode() Mode {
 // DeviceRequest lists them (ModeCDI): "nvidia.com/gpu=all", the first Count
 // GPU indexes, or the requested devices. A UUID is turned into its index
 // when devs lists it (the specs nvidia-ctk writes by default name GPUs by
-// index), else passed as given. The zero Request names none.
-func (r Request) CDIDevices(devs []Device) []string {
+// index), and a MIG partition's UUID into its "<gpu>:<partition>" name
+// when migs lists it; any other is passed as given. The zero Request names
+// none.
+func (r Request) CDIDevices(devs []Device, migs ...MIGDevice) []string {
 	var ids []string
 	switch {
 	case r.All:
 		ids = []string{cdiKind + "=all"}
 	case len(r.DeviceIDs) > 0:
 		for _, id := range r.DeviceIDs {
-			ids = append(ids, cdiKind+"="+indexOf(id, devs))
+			ids = append(ids, cdiKind+"="+indexOf(id, devs, migs))
 		}
 	default:
 		for i := range r.Count {
@@ -103,8 +105,17 @@ func (r Request) CDIDevices(devs []Device) []string {
 	return ids
 }
 
-// indexOf is the index of the device whose UUID is id, or id itself.
-func indexOf(id string, devs []Device) string {
+// indexOf is the index of the device whose UUID is id, the "<gpu>:<partition>"
+// name of the MIG partition whose UUID is id, or id itself.
+func indexOf(id string, devs []Device, migs []MIGDevice) string {
+	if IsMIG(id) {
+		for _, m := range migs {
+			if strings.EqualFold(m.UUID, id) {
+				return strings.TrimPrefix(m.CDIName(), cdiKind+"=")
+			}
+		}
+		return id
+	}
 	if !hasPrefixFold(id, uuidPrefix) {
 		return id
 	}

@@ -47,13 +47,16 @@ func TestCDIDevices(t *testing.T) {
 		{"device=1", []string{"nvidia.com/gpu=1"}},
 		{"GPU-BBBB-1111", []string{"nvidia.com/gpu=1"}},   // a UUID: its index
 		{"GPU-cccc", []string{"nvidia.com/gpu=GPU-cccc"}}, // unknown: as given
+		{"MIG-dddd-2222", []string{"nvidia.com/gpu=1:3"}}, // a MIG UUID: its "gpu:partition"
+		{"MIG-eeee", []string{"nvidia.com/gpu=MIG-eeee"}}, // unknown: as given
 	}
+	migs := []MIGDevice{{Parent: 1, Index: 0, UUID: "MIG-ffff"}, {Parent: 1, Index: 3, UUID: "MIG-DDDD-2222"}}
 	for _, tt := range tests {
 		req, err := ParseRequest(tt.req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := req.CDIDevices(devs); !reflect.DeepEqual(got, tt.want) {
+		if got := req.CDIDevices(devs, migs...); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("CDIDevices(%q) = %q, want %q", tt.req, got, tt.want)
 		}
 	}

@@ -15,11 +15,15 @@ type Request struct {
 	// Count asks for that many GPUs (> 0), chosen by the runtime.
 	Count int
 	// DeviceIDs asks for specific GPUs: decimal indexes ("0") or full UUIDs
-	// ("GPU-…", matched case-insensitively).
+	// ("GPU-…", matched case-insensitively), or for MIG partitions by their
+	// UUIDs ("MIG-…").
 	DeviceIDs []string
 }
 
-const uuidPrefix = "GPU-"
+const (
+	uuidPrefix = "GPU-"
+	migPrefix  = "MIG-"
+)
 
 // ParseRequest parses a GPU request:
 //
@@ -27,6 +31,7 @@ const uuidPrefix = "GPU-"
 //	"all"                   every GPU
 //	"2", "count=2"          two GPUs (a lone number is always a count)
 //	"0,1", "GPU-<uuid>,1"   those devices, by index or UUID
+//	"MIG-<uuid>"            that MIG partition
 //	"device=0"              device 0 alone
 //
 // Spaces around items are ignored. It rejects counts below 1, items that are
@@ -46,7 +51,7 @@ func ParseRequest(s string) (Request, error) {
 	if rest, ok := cutPrefixFold(s, "device="); ok {
 		return parseDevices(s, rest)
 	}
-	if !strings.Contains(s, ",") && !hasPrefixFold(s, uuidPrefix) {
+	if !strings.Contains(s, ",") && !hasPrefixFold(s, uuidPrefix) && !hasPrefixFold(s, migPrefix) {
 		return parseCount(s, s)
 	}
 	return parseDevices(s, s)
@@ -86,8 +91,10 @@ func parseDevices(orig, list string) (Request, error) {
 	return Request{DeviceIDs: ids}, nil
 }
 
-// parseDeviceID accepts a decimal index (returned without leading zeros) or a
-// GPU UUID (returned as given).
+// parseDeviceID accepts a decimal index (returned without leading zeros), a
+// GPU UUID or a MIG partition's UUID (returned as given). A MIG UUID is
+// "MIG-<uuid>" (drivers from R470) or, from older drivers,
+// "MIG-GPU-<uuid>/<gpu instance>/<compute instance>".
 func parseDeviceID(s string) (string, error) {
 	switch {
 	case s == "":
@@ -104,8 +111,13 @@ func parseDeviceID(s string) (string, error) {
 			return "", fmt.Errorf("malformed GPU UUID %q", s)
 		}
 		return s, nil
+	case hasPrefixFold(s, migPrefix):
+		if !isMIGUUID(s[len(migPrefix):]) {
+			return "", fmt.Errorf("malformed MIG UUID %q", s)
+		}
+		return s, nil
 	default:
-		return "", fmt.Errorf("%q is neither a device index nor a GPU UUID (GPU-…)", s)
+		return "", fmt.Errorf("%q is neither a device index nor a GPU UUID (GPU-…) nor a MIG UUID (MIG-…)", s)
 	}
 }
 
@@ -147,6 +159,21 @@ func (r Request) validate() error {
 	}
 	return nil
 }
+
+// isMIGUUID reports whether body, what follows "MIG-", is a MIG UUID's:
+// hexadecimal digits and dashes, or an older driver's
+// "GPU-<uuid>/<gpu instance>/<compute instance>".
+func isMIGUUID(body string) bool {
+	isHex := func(s string) bool { return s != "" && strings.Trim(s, "0123456789abcdefABCDEF-") == "" }
+	if gpuID, rest, ok := strings.Cut(body, "/"); ok {
+		gi, ci, ok := strings.Cut(rest, "/")
+		return ok && hasPrefixFold(gpuID, uuidPrefix) && isHex(gpuID[len(uuidPrefix):]) && isDigits(gi) && isDigits(ci) && len(gi) <= 3 && len(ci) <= 3
+	}
+	return isHex(body)
+}
+
+// IsMIG reports whether id names a MIG partition (its UUID, "MIG-…").
+func IsMIG(id string) bool { return hasPrefixFold(id, migPrefix) }
 
 func isDigits(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -10,6 +10,7 @@ import (
 const (
 	uuidA = "GPU-5a3d1c2e-0f4b-4c1a-9e8d-1234567890ab"
 	uuidB = "GPU-77777777-8888-9999-aaaa-bbbbbbbbbbbb"
+	migA  = "MIG-3f6a7e1c-2b4d-5e6f-8a9b-0c1d2e3f4a5b"
 )
 
 func TestParseRequest(t *testing.T) {
@@ -32,6 +33,9 @@ func TestParseRequest(t *testing.T) {
 		{in: uuidA, want: Request{DeviceIDs: []string{uuidA}}},
 		{in: uuidA + ",1", want: Request{DeviceIDs: []string{uuidA, "1"}}},
 		{in: "device=" + uuidB + "," + uuidA, want: Request{DeviceIDs: []string{uuidB, uuidA}}},
+		{in: migA, want: Request{DeviceIDs: []string{migA}}},
+		{in: "device=" + migA, want: Request{DeviceIDs: []string{migA}}},
+		{in: "MIG-GPU-5a3d1c2e-0f4b/7/0", want: Request{DeviceIDs: []string{"MIG-GPU-5a3d1c2e-0f4b/7/0"}}},
 
 		{in: "-1", wantErr: true},
 		{in: "0", wantErr: true},
@@ -50,7 +54,12 @@ func TestParseRequest(t *testing.T) {
 		{in: "0,abc", wantErr: true},
 		{in: "GPU-", wantErr: true},
 		{in: "GPU-xyz", wantErr: true},
-		{in: "MIG-1234", wantErr: true},
+		{in: "MIG-xyz", wantErr: true},
+		{in: "MIG-", wantErr: true},
+		{in: "MIG-GPU-1234/1", wantErr: true},
+		{in: "MIG-GPU-1234/a/0", wantErr: true},
+		{in: "MIG-GPU-1234/1/0/2", wantErr: true},
+		{in: migA + "," + migA, wantErr: true},
 		{in: "1,99999999999999999999999", wantErr: true},
 		{in: "99999999999999999999999", wantErr: true},
 	}
@@ -120,7 +129,7 @@ func TestRequestIsZeroAndString(t *testing.T) {
 }
 
 func FuzzParseRequest(f *testing.F) {
-	for _, s := range []string{"", "all", "2", "count=2", "0,1", "device=0", uuidA + ",1", "-1", "0", "abc", "0,0", "0,,1", "GPU-"} {
+	for _, s := range []string{"", "all", "2", "count=2", "0,1", "device=0", uuidA + ",1", "-1", "0", "abc", "0,0", "0,,1", "GPU-", migA, "MIG-GPU-ab/1/0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
