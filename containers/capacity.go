@@ -8,8 +8,22 @@ import "context"
 type InstanceCapacity struct {
 	CPUs      float64
 	MemoryMiB int64
-	// GPUs are the machine's GPU device IDs (indexes or UUIDs).
+	// GPUs are the machine's GPU device IDs (indexes or UUIDs) that copies
+	// may take whole: a GPU in MIG mode is not among them.
 	GPUs []string
+	// Partitions are the MIG partitions of the machine's GPUs in MIG mode.
+	Partitions []Partition
+}
+
+// Partition is one MIG partition a copy may occupy.
+type Partition struct {
+	// ID pins it to a container: its UUID ("MIG-…").
+	ID string
+	// Profile is SageMaker's name of its MIG profile ("mig-3g.40gb"); ""
+	// when NVML's name for it does not say.
+	Profile string
+	// GPU is the index of the GPU it is carved from.
+	GPU int
 }
 
 // AdapterStore is an Engine that gives the copies of inference components
@@ -38,6 +52,10 @@ type CopyNeeds struct {
 	CPUs      float64 // cores; 0: none asked
 	MemoryMiB int64   // the minimum; 0: none asked
 	GPUs      int     // whole GPUs
+	// Partition is the MIG profile ("mig-3g.40gb") of which the copy
+	// occupies one partition (AcceleratorPartitionType) instead of whole
+	// GPUs; GPUs is then 0.
+	Partition string
 }
 
 // CopyPlacer is an Engine that places the copies of inference components:
@@ -82,6 +100,9 @@ type CopyVariant struct {
 	// not know).
 	InstanceGPUs int
 	AllGPUs      bool
+	// Partitions is the variant's partition layout (VariantPlan.Partitions):
+	// the MIG profiles each of its GPUs is carved into.
+	Partitions []string
 }
 
 // CopyRequest asks for Count new copies of one component on a variant.
@@ -117,8 +138,9 @@ type CopyPlace struct {
 	// Instance is the variant's instance that holds the copy, from 0; -1
 	// where its launch decides (a cluster's scheduler picks the node).
 	Instance int
-	// GPUs are the device IDs pinned to the copy; none where its launch
-	// decides (its plan then asks for a number of GPUs).
+	// GPUs are the device IDs pinned to the copy, or the UUID of its MIG
+	// partition; none where its launch decides (its plan then asks for a
+	// number of GPUs, or for a partition of a profile).
 	GPUs []string
 }
 

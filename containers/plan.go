@@ -73,8 +73,15 @@ type VariantPlan struct {
 	// occupy together (MaxInstanceCount when set, else the variant's
 	// InstanceCount). An engine whose scheduler places copies (on
 	// Kubernetes an instance is a node) keeps them within that many.
-	CopyInstances int             `json:",omitempty"`
-	Containers    []ContainerPlan // in invocation order for Serial
+	CopyInstances int `json:",omitempty"`
+	// Partitions is the variant's accelerator partition layout
+	// (AcceleratorPartitionLayouts): the MIG profiles, with SageMaker's
+	// "mig-" prefix, that each of its GPUs is carved into, repeated as
+	// often as the layout repeats them; none for whole GPUs. The copies of
+	// inference components on such a variant each occupy one partition of
+	// a profile listed here.
+	Partitions []string        `json:",omitempty"`
+	Containers []ContainerPlan // in invocation order for Serial
 	// Described holds the members of the variant's configuration that
 	// DescribeEndpoint's variant summary echoes (RoutingConfig,
 	// ManagedInstanceScaling, …), as a JSON object; engines ignore it.
@@ -122,7 +129,15 @@ type ContainerPlan struct {
 	// GPUs is the resolved GPU request in ParseGPUs' canonical form: "" for
 	// none, "all", a count, or "device=ID,…". Resources.Gpus wins; otherwise
 	// the variant's InstanceType decides (local_gpu → all, ml.g5.12xlarge → 4).
+	// A MIG partition pinned to an inference component's copy is named by
+	// its UUID ("device=MIG-…").
 	GPUs string
+	// Partition is the MIG profile, SageMaker's name ("mig-3g.40gb"), of
+	// which a copy of an inference component gets one partition where its
+	// launch decides which (on Kubernetes the nvidia.com/mig-<profile>
+	// resource); GPUs is then "". Engines that pin partitions leave it
+	// empty and name the partition in GPUs.
+	Partition string `json:",omitempty"`
 }
 
 // ModelDataPath is the local path of a file:// ModelDataURL: absolute as

@@ -58,10 +58,42 @@ func (rt *Runtime) Capacity(ctx context.Context) (containers.InstanceCapacity, e
 	}
 	inv := rt.gpus
 	rt.mu.Unlock()
-	if devs, err := inv.Devices(); err == nil {
-		for _, d := range devs {
-			c.GPUs = append(c.GPUs, strconv.Itoa(d.Index))
+	c.GPUs, c.Partitions = machineGPUs(inv)
+	return c, nil
+}
+
+// gpuLister is what machineGPUs reads: gpu.Inventory.
+type gpuLister interface {
+	Devices() ([]gpu.Device, error)
+	MIGDevices() ([]gpu.MIGDevice, error)
+}
+
+// machineGPUs lists the GPUs copies may take whole, by index, and the MIG
+// partitions they may occupy, by UUID with SageMaker's profile names. A GPU
+// in MIG mode is not taken whole: CUDA sees only its partitions. None of
+// either where NVML is unavailable.
+func machineGPUs(inv gpuLister) (whole []string, parts []containers.Partition) {
+	devs, err := inv.Devices()
+	if err != nil {
+		return nil, nil
+	}
+	migs, err := inv.MIGDevices()
+	if err != nil {
+		migs = nil // listed whole as before; a partition asked for is then short
+	}
+	carved := map[int]bool{}
+	for _, m := range migs {
+		carved[m.Parent] = true
+		profile := ""
+		if m.Profile != "" {
+			profile = "mig-" + m.Profile
+		}
+		parts = append(parts, containers.Partition{ID: m.UUID, Profile: profile, GPU: m.Parent})
+	}
+	for _, d := range devs {
+		if !carved[d.Index] {
+			whole = append(whole, strconv.Itoa(d.Index))
 		}
 	}
-	return c, nil
+	return whole, parts
 }

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,10 +44,14 @@ func (rt *Runtime) gpuDeviceRequests(req gpu.Request) []container.DeviceRequest 
 		return DeviceRequestsFor(req, gpu.ModeRuntime, nil)
 	}
 	var devs []gpu.Device
+	var migs []gpu.MIGDevice
 	if inv != nil && len(req.DeviceIDs) > 0 {
 		devs, _ = inv.Devices() // only to turn UUIDs into CDI indexes
+		if slices.ContainsFunc(req.DeviceIDs, gpu.IsMIG) {
+			migs, _ = inv.MIGDevices() // and MIG UUIDs into "<gpu>:<partition>"
+		}
 	}
-	return DeviceRequestsFor(req, ri.Mode(), devs)
+	return DeviceRequestsFor(req, ri.Mode(), devs, migs...)
 }
 
 // DeviceRequestsFor is the HostConfig.DeviceRequests of req on an engine
@@ -55,13 +60,15 @@ func (rt *Runtime) gpuDeviceRequests(req gpu.Request) []container.DeviceRequest 
 // (gpu.Request.CDIDevices); otherwise (ModeRuntime, and ModeNone, where the
 // engine will refuse it) one request for the "nvidia" driver with the "gpu"
 // capability and Count -1 (all), Count N, or DeviceIDs, as `docker run
-// --gpus` sends.
-func DeviceRequestsFor(req gpu.Request, mode gpu.Mode, devs []gpu.Device) []container.DeviceRequest {
+// --gpus` sends. A MIG partition goes by its UUID to the NVIDIA runtime,
+// which takes MIG UUIDs where it takes GPU UUIDs, and by its
+// "<gpu>:<partition>" name (from migs) to CDI.
+func DeviceRequestsFor(req gpu.Request, mode gpu.Mode, devs []gpu.Device, migs ...gpu.MIGDevice) []container.DeviceRequest {
 	if req.IsZero() {
 		return nil
 	}
 	if mode == gpu.ModeCDI {
-		return []container.DeviceRequest{{Driver: "cdi", DeviceIDs: req.CDIDevices(devs)}}
+		return []container.DeviceRequest{{Driver: "cdi", DeviceIDs: req.CDIDevices(devs, migs...)}}
 	}
 	dr := container.DeviceRequest{Driver: "nvidia", Capabilities: [][]string{{"gpu"}}}
 	switch {
@@ -100,7 +107,11 @@ func (rt *Runtime) checkGPUs(ctx context.Context, req gpu.Request) error {
 		rt.mu.Unlock()
 	}
 	devs, derr := inv.Devices()
-	return gpu.Check(req, devs, derr, *ri)
+	var migs []gpu.MIGDevice
+	if derr == nil && slices.ContainsFunc(req.DeviceIDs, gpu.IsMIG) {
+		migs, _ = inv.MIGDevices()
+	}
+	return gpu.Check(req, devs, derr, *ri, migs...)
 }
 
 // gpuIndexes resolves a GPU request to NVML device indexes, for the

@@ -28,14 +28,17 @@ func TestDeviceRequestsFor(t *testing.T) {
 		{"index, CDI", "device=1", gpu.ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=1"}}}},
 		{"UUID, CDI: its index", "GPU-BBBB-1111", gpu.ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=1"}}}},
 		{"unknown UUID, CDI: as given", "GPU-cccc", gpu.ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=GPU-cccc"}}}},
+		{"MIG partition, runtime: its UUID", "MIG-dddd-2222", gpu.ModeRuntime, []container.DeviceRequest{{Driver: "nvidia", DeviceIDs: []string{"MIG-dddd-2222"}, Capabilities: gpuCap}}},
+		{"MIG partition, CDI: gpu:partition", "MIG-dddd-2222", gpu.ModeCDI, []container.DeviceRequest{{Driver: "cdi", DeviceIDs: []string{"nvidia.com/gpu=1:4"}}}},
 	}
+	migs := []gpu.MIGDevice{{Parent: 1, Index: 4, UUID: "MIG-dddd-2222", Profile: "3g.40gb"}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := gpu.ParseRequest(tt.req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := DeviceRequestsFor(req, tt.mode, devs); !reflect.DeepEqual(got, tt.want) {
+			if got := DeviceRequestsFor(req, tt.mode, devs, migs...); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("DeviceRequestsFor(%q, %q) = %+v, want %+v", tt.req, tt.mode, got, tt.want)
 			}
 		})

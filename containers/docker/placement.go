@@ -25,6 +25,14 @@ import (
 // (the one with fewest copies of the component first), or with BINPACK
 // fill them one after the other.
 //
+// A copy that asks for an accelerator partition (AcceleratorPartitionType)
+// takes one free MIG partition of that profile instead, pinned by its UUID.
+// The partitions are those NVML lists on this machine: mce does not carve
+// GPUs, so a variant's AcceleratorPartitionLayouts describes partitions
+// that must exist already. An instance of a type with G GPUs holds at most
+// G times as many partitions of a profile as the layout lists (every
+// partition of the machine with local_gpu).
+//
 // What placement holds is in proportion to the copies that exist and to
 // the copies being placed, never to the variant's instance count: only the
 // instances that hold copies are kept, and every other instance is an
@@ -81,6 +89,8 @@ type instanceLeft struct {
 	mem     int64
 	gpuSlot int // GPUs it may still take (its type's count)
 	copies  int
+	// parts counts the partitions it holds, by profile (nil: none).
+	parts map[string]int
 }
 
 // placement is the state placement decides on: the variant's instances
@@ -90,6 +100,9 @@ type placement struct {
 	used      map[int]*instanceLeft // those holding copies; any other is empty
 	empty     instanceLeft          // an instance without copies
 	free      []string
+	freeParts []containers.Partition
+	layout    []string // the variant's partition layout
+	allGPUs   bool
 	limited   bool // mem is known
 	machine   containers.InstanceCapacity
 	gpuType   int // GPUs per instance of the type
@@ -104,7 +117,8 @@ func emptyPlacement(m containers.InstanceCapacity, instances int, v containers.C
 		perType = len(m.GPUs)
 	}
 	return &placement{instances: instances, used: map[int]*instanceLeft{}, machine: m, gpuType: perType,
-		limited: m.MemoryMiB > 0, empty: instanceLeft{cpus: m.CPUs, mem: m.MemoryMiB, gpuSlot: perType}, free: slices.Clone(m.GPUs)}
+		limited: m.MemoryMiB > 0, empty: instanceLeft{cpus: m.CPUs, mem: m.MemoryMiB, gpuSlot: perType}, free: slices.Clone(m.GPUs),
+		freeParts: slices.Clone(m.Partitions), layout: v.Partitions, allGPUs: v.AllGPUs}
 }
 
 // newPlacement computes what is left on a variant's instances and on the
@@ -122,14 +136,50 @@ func (pk Packer) newPlacement(ctx context.Context, v containers.CopyVariant, pla
 			in := p.at(cp.Instance)
 			in.cpus -= cp.Needs.CPUs
 			in.mem -= cp.Needs.MemoryMiB
-			in.gpuSlot -= len(cp.GPUs)
+			if cp.Needs.Partition != "" {
+				in.holdPart(cp.Needs.Partition, len(cp.GPUs))
+			} else {
+				in.gpuSlot -= len(cp.GPUs)
+			}
 			if cp.Own {
 				in.copies++
 			}
 		}
 	}
 	p.free = slices.DeleteFunc(p.free, func(g string) bool { return held[g] })
+	p.freeParts = slices.DeleteFunc(p.freeParts, func(q containers.Partition) bool { return held[q.ID] })
 	return p
+}
+
+// holdPart counts n more partitions of profile on in.
+func (in *instanceLeft) holdPart(profile string, n int) {
+	if in.parts == nil {
+		in.parts = map[string]int{}
+	}
+	in.parts[profile] += n
+}
+
+// partSlots is how many partitions of profile an instance may hold: its
+// type's GPUs times the layout's partitions of that profile, or -1 (the
+// machine's, unbounded per instance) with every GPU of the machine or no
+// layout known.
+func (p *placement) partSlots(profile string) int {
+	per := 0
+	for _, l := range p.layout {
+		if l == profile {
+			per++
+		}
+	}
+	if p.allGPUs || per == 0 {
+		return -1
+	}
+	return p.gpuType * per
+}
+
+// freePart is the index in p.freeParts of the first free partition of
+// profile, or -1.
+func (p *placement) freePart(profile string) int {
+	return slices.IndexFunc(p.freeParts, func(q containers.Partition) bool { return q.Profile == profile })
 }
 
 // has reports whether i is one of the variant's instances.
@@ -189,6 +239,10 @@ func (p *placement) fits(in instanceLeft, n containers.CopyNeeds) bool {
 	if p.limited && in.mem < n.MemoryMiB {
 		return false
 	}
+	if n.Partition != "" {
+		slots := p.partSlots(n.Partition)
+		return p.freePart(n.Partition) >= 0 && (slots < 0 || in.parts[n.Partition] < slots)
+	}
 	return n.GPUs <= 0 || (in.gpuSlot >= n.GPUs && len(p.free) >= n.GPUs)
 }
 
@@ -207,8 +261,15 @@ func (p *placement) take(n containers.CopyNeeds, binpack bool) (instance int, gp
 		in := p.at(i)
 		in.cpus -= n.CPUs
 		in.mem -= n.MemoryMiB
-		in.gpuSlot -= n.GPUs
 		in.copies++
+		if n.Partition != "" {
+			j := p.freePart(n.Partition)
+			in.holdPart(n.Partition, 1)
+			id := p.freeParts[j].ID
+			p.freeParts = slices.Delete(p.freeParts, j, j+1)
+			return i, []string{id}, ""
+		}
+		in.gpuSlot -= n.GPUs
 		gpus = slices.Clone(p.free[:n.GPUs])
 		p.free = p.free[n.GPUs:]
 		return i, gpus, ""
@@ -221,10 +282,14 @@ func (p *placement) shortage(n containers.CopyNeeds) string {
 	var maxCPU float64
 	var maxMem int64
 	maxSlot := 0
+	minParts := -1 // the fewest partitions of n's profile an instance holds
 	widest := func(in instanceLeft) {
 		maxCPU = max(maxCPU, in.cpus)
 		maxMem = max(maxMem, in.mem)
 		maxSlot = max(maxSlot, in.gpuSlot)
+		if minParts < 0 || in.parts[n.Partition] < minParts {
+			minParts = in.parts[n.Partition]
+		}
 	}
 	for _, in := range p.used {
 		widest(*in)
@@ -241,7 +306,11 @@ func (p *placement) shortage(n containers.CopyNeeds) string {
 		short = append(short, fmt.Sprintf("memory (a copy needs %d MiB, an instance has at most %d MiB free of %d MiB)",
 			n.MemoryMiB, max(maxMem, 0), p.machine.MemoryMiB))
 	}
-	if n.GPUs > 0 && (maxSlot < n.GPUs || len(p.free) < n.GPUs) {
+	if n.Partition != "" {
+		if w := p.partitionShort(n.Partition, minParts); w != "" {
+			short = append(short, w)
+		}
+	} else if n.GPUs > 0 && (maxSlot < n.GPUs || len(p.free) < n.GPUs) {
 		short = append(short, fmt.Sprintf("accelerator devices (a copy needs %d whole GPUs of its own; the instance type has %d per instance, %d of this machine's %d GPUs are free)",
 			n.GPUs, p.gpuType, len(p.free), len(p.machine.GPUs)))
 	}
@@ -249,6 +318,38 @@ func (p *placement) shortage(n containers.CopyNeeds) string {
 		return "capacity"
 	}
 	return strings.Join(short, ", ")
+}
+
+// partitionShort says why no instance has a partition of profile free for
+// a copy, held the fewest an instance holds; "" when one has.
+func (p *placement) partitionShort(profile string, held int) string {
+	all, profiles := 0, map[string]int{}
+	for _, q := range p.machine.Partitions {
+		profiles[orUnknown(q.Profile)]++
+		if q.Profile == profile {
+			all++
+		}
+	}
+	switch {
+	case len(p.machine.Partitions) == 0:
+		return fmt.Sprintf("accelerator partitions (a copy needs one %s partition, and this machine has no MIG partition: NVML lists no GPU in MIG mode with partitions created; "+
+			"mce does not carve GPUs, so create them first, for example nvidia-smi -i 0 -mig 1 then nvidia-smi mig -i 0 -cgi %s -C)", profile, strings.TrimPrefix(profile, "mig-"))
+	case all == 0:
+		return fmt.Sprintf("accelerator partitions (a copy needs one %s partition, and this machine's MIG partitions are %s)", profile, countWords(profiles))
+	case p.freePart(profile) < 0:
+		return fmt.Sprintf("accelerator partitions (a copy needs one %s partition, and all %d of this machine's are held by other copies)", profile, all)
+	case p.partSlots(profile) >= 0 && held >= p.partSlots(profile):
+		return fmt.Sprintf("accelerator partitions (a copy needs one %s partition, and an instance holds at most %d: %d GPUs per instance, %d per GPU in the layout)",
+			profile, p.partSlots(profile), p.gpuType, p.partSlots(profile)/max(p.gpuType, 1))
+	}
+	return ""
+}
+
+func orUnknown(profile string) string {
+	if profile == "" {
+		return "unknown profile"
+	}
+	return profile
 }
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
