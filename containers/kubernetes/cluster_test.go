@@ -6,9 +6,12 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -126,6 +130,7 @@ func TestOnCluster(t *testing.T) {
 	if _, err := e.Launch(ctx, gpus, 1); err == nil || !strings.Contains(err.Error(), `asks for nvidia.com/gpu: 4; no node has that many free`) {
 		t.Errorf("4 GPUs on a node with 2: %v", err)
 	}
+	migCopies(ctx, t, c, e, client)
 
 	t0 = time.Now()
 	if err := l.Close(ctx); err != nil {
@@ -202,4 +207,61 @@ func writeModel(t *testing.T, path string) {
 	tw.Write(body)
 	tw.Close()
 	gz.Close()
+}
+
+// migCopies: copies of an inference component on MIG partitions, on a
+// node given a fake nvidia.com/mig-1g.10gb capacity of 2 (as NVIDIA's
+// device plugin offers partitions under its mixed strategy): each copy's
+// pod asks for one partition of its profile, two are scheduled, and a
+// third is refused in the component's words.
+func migCopies(ctx context.Context, t *testing.T, c *kubetest.Cluster, e *Engine, client clientset.Interface) {
+	t.Helper()
+	const res = "nvidia.com~1mig-1g.10gb"
+	patch := func(op string) {
+		body := `[{"op":"` + op + `","path":"/status/capacity/` + res + `"},{"op":"` + op + `","path":"/status/allocatable/` + res + `"}]`
+		if op == "add" {
+			body = `[{"op":"add","path":"/status/capacity/` + res + `","value":"2"},{"op":"add","path":"/status/allocatable/` + res + `","value":"2"}]`
+		}
+		if _, err := client.CoreV1().Nodes().Patch(ctx, c.Node, types.JSONPatchType, []byte(body), metav1.PatchOptions{}, "status"); err != nil {
+			t.Fatalf("%s the fake MIG capacity: %v", op, err)
+		}
+	}
+	patch("add")
+	defer patch("remove")
+	if short, err := e.CopyFits(ctx, containers.CopyVariant{}, containers.CopyNeeds{Partition: "mig-1g.10gb"}); short != "" || err != nil {
+		t.Fatalf("CopyFits of a 1g.10gb copy: %q, %v", short, err)
+	}
+	copyOf := func(name string) containers.EndpointPlan {
+		return containers.EndpointPlan{Name: name, Mode: "Serial", Variants: []containers.VariantPlan{{
+			Name: "AllTraffic", InstanceCount: 1, Weight: 1, HealthCheckTimeout: time.Minute, CopyInstances: 1,
+			Containers: []containers.ContainerPlan{{Hostname: "a", Image: probeImage, Environment: map[string]string{"PROBE_TAG": "-a"},
+				Mode: "SingleModel", Partition: "mig-1g.10gb"}},
+		}}}
+	}
+	var launched []containers.Launched
+	for i := range 2 {
+		l, err := e.Launch(ctx, copyOf("mig-copy-"+strconv.Itoa(i)), 1)
+		if err != nil {
+			t.Fatalf("copy %d on a MIG partition: %v", i, err)
+		}
+		launched = append(launched, l)
+		answers(t, c, l, "AllTraffic", 1)
+	}
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: LabelEndpoint + "=mig-copy-0"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the first copy's pods: %v, %v", pods, err)
+	}
+	if q := pods.Items[0].Spec.Containers[0].Resources.Limits["nvidia.com/mig-1g.10gb"]; q.String() != "1" {
+		t.Errorf("a copy's limits %v, want nvidia.com/mig-1g.10gb: 1", pods.Items[0].Spec.Containers[0].Resources.Limits)
+	}
+	_, err = e.Launch(ctx, copyOf("mig-copy-2"), 1)
+	var ue *containers.UnschedulableError
+	if !errors.As(err, &ue) || !slices.Contains(ue.Short, "accelerator partitions") || !strings.Contains(ue.Message, "nvidia.com/mig-1g.10gb: 1") {
+		t.Errorf("a third copy on two partitions: %v", err)
+	}
+	for _, l := range launched {
+		if err := l.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}
 }

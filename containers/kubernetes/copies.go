@@ -141,6 +141,9 @@ func resourceWords(name string) string {
 	case ResourceGPU:
 		return "accelerator devices"
 	}
+	if strings.HasPrefix(name, resourceMIGPrefix) {
+		return "accelerator partitions"
+	}
 	return name
 }
 
@@ -199,7 +202,14 @@ func podAsks(p *corev1.Pod) string {
 		}
 	}
 	var parts []string
-	for _, k := range []corev1.ResourceName{ResourceGPU, corev1.ResourceCPU, corev1.ResourceMemory} {
+	order := []corev1.ResourceName{ResourceGPU}
+	for k := range sum {
+		if strings.HasPrefix(string(k), resourceMIGPrefix) {
+			order = append(order, k)
+		}
+	}
+	slices.Sort(order[1:])
+	for _, k := range append(order, corev1.ResourceCPU, corev1.ResourceMemory) {
 		if q, ok := sum[k]; ok {
 			parts = append(parts, string(k)+": "+q.String())
 		}
@@ -251,7 +261,7 @@ func (e *Engine) CopyFits(ctx context.Context, _ containers.CopyVariant, n conta
 		return "", nil // no node yet: nothing to say
 	}
 	var short []string
-	for _, k := range []corev1.ResourceName{ResourceGPU, corev1.ResourceCPU, corev1.ResourceMemory} {
+	for _, k := range []corev1.ResourceName{ResourceGPU, ResourcePartition(n.Partition), corev1.ResourceCPU, corev1.ResourceMemory} {
 		q, ok := need[k]
 		if !ok {
 			continue
@@ -271,6 +281,9 @@ func copyRequests(n containers.CopyNeeds) corev1.ResourceList {
 	r := corev1.ResourceList{}
 	if n.GPUs > 0 {
 		r[ResourceGPU] = *resource.NewQuantity(int64(n.GPUs), resource.DecimalSI)
+	}
+	if n.Partition != "" {
+		r[ResourcePartition(n.Partition)] = *resource.NewQuantity(1, resource.DecimalSI)
 	}
 	if n.CPUs > 0 {
 		r[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Ceil(n.CPUs*1000)), resource.DecimalSI)

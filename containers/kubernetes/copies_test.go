@@ -48,8 +48,20 @@ func TestCopyManifestResources(t *testing.T) {
 			t.Errorf("%s = %q, want %q (requests %v, limits %v)", c.name, got, c.want, r.Requests, r.Limits)
 		}
 	}
-	// Without a maximum the minimum is request and limit.
+	// A copy on a MIG partition asks for one of its profile's resource
+	// and no whole GPU.
 	p := copyPlan(1)
+	p.Variants[0].Containers[0].GPUs, p.Variants[0].Containers[0].Partition = "", "mig-3g.40gb"
+	d, err = Deployment(testOptions(), p, 4, p.Variants[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = d.Spec.Template.Spec.Containers[0].Resources
+	if q := r.Limits["nvidia.com/mig-3g.40gb"]; q.String() != "1" || r.Limits[ResourceGPU] != (resource.Quantity{}) {
+		t.Errorf("a partition's limits %v", r.Limits)
+	}
+	// Without a maximum the minimum is request and limit.
+	p = copyPlan(1)
 	p.Variants[0].Containers[0].Resources.MemoryMiB, p.Variants[0].Containers[0].MemoryRequestMiB = 256, 0
 	d, _ = Deployment(testOptions(), p, 4, p.Variants[0], nil)
 	if q := d.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceMemory]; q.String() != "256Mi" {
@@ -186,6 +198,13 @@ func TestCopyFits(t *testing.T) {
 	}
 	node("small", "2", "4Gi", "2")
 	node("big", "16", "64Gi", "0")
+	// A GPU in MIG mode under the device plugin's mixed strategy: its
+	// partitions by profile, no whole GPU.
+	mig := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "mig"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), "nvidia.com/mig-3g.40gb": resource.MustParse("2")}}}
+	if _, err := client.CoreV1().Nodes().Create(context.Background(), mig, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	e := newEngine(t, client)
 	for _, tc := range []struct {
 		n    containers.CopyNeeds
@@ -196,6 +215,8 @@ func TestCopyFits(t *testing.T) {
 		{containers.CopyNeeds{CPUs: 1, GPUs: 3}, "accelerator devices (a copy asks for nvidia.com/gpu: 3, a node has at most 2 allocatable)"},
 		{containers.CopyNeeds{CPUs: 32, MemoryMiB: 128 << 10}, "CPU cores (a copy asks for cpu: 32, a node has at most 16 allocatable), memory (a copy asks for memory: 128Gi, a node has at most 64Gi allocatable)"},
 		{containers.CopyNeeds{CPUs: 4, GPUs: 1}, "CPU cores, memory and accelerator devices together (each is allocatable on some node, but no node has them all)"},
+		{containers.CopyNeeds{CPUs: 4, Partition: "mig-3g.40gb"}, ""},
+		{containers.CopyNeeds{CPUs: 1, Partition: "mig-1g.10gb"}, "accelerator partitions (a copy asks for nvidia.com/mig-1g.10gb: 1, a node has at most 0 allocatable)"},
 	} {
 		got, err := e.CopyFits(context.Background(), containers.CopyVariant{}, tc.n)
 		if err != nil || got != tc.want {

@@ -44,7 +44,18 @@ const (
 	AnnotationHostnames = "mce.run/hostnames"
 	// ResourceGPU is the extended resource NVIDIA's device plugin offers.
 	ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+	// resourceMIGPrefix begins the extended resources NVIDIA's device
+	// plugin offers for MIG partitions under its "mixed" strategy, one per
+	// profile: nvidia.com/mig-3g.40gb.
+	resourceMIGPrefix = "nvidia.com/mig-"
 )
+
+// ResourcePartition is the extended resource of MIG profile, SageMaker's
+// name ("mig-3g.40gb"): nvidia.com/mig-3g.40gb, as the device plugin's mixed
+// strategy names it.
+func ResourcePartition(profile string) corev1.ResourceName {
+	return corev1.ResourceName(resourceMIGPrefix + strings.TrimPrefix(profile, "mig-"))
+}
 
 // ModelDir is where SageMaker mounts a container's model data.
 const ModelDir = "/opt/ml/model"
@@ -386,6 +397,9 @@ func podSpec(o ManifestOptions, v containers.VariantPlan) (corev1.PodSpec, error
 		lim := corev1.ResourceList{}
 		if n > 0 {
 			lim[ResourceGPU] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+		}
+		if c.Partition != "" {
+			lim[ResourcePartition(c.Partition)] = *resource.NewQuantity(1, resource.DecimalSI)
 		}
 		if c.Resources.Cpus > 0 {
 			lim[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(math.Ceil(c.Resources.Cpus*1000)), resource.DecimalSI)
