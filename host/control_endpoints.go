@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mce-run/mce/containers"
@@ -226,6 +227,9 @@ func (s *Server) opUpdateEndpoint(ctx context.Context, in *updateEndpointInput) 
 	if err := refuseComponentUpdate(e, plan); err != nil {
 		return nil, err
 	}
+	if err := refuseLayoutChange(e, plan); err != nil {
+		return nil, err
+	}
 	if in.RetainAllVariantProperties {
 		exclude := map[string]bool{}
 		for _, x := range in.ExcludeRetainedVariantProperties {
@@ -375,6 +379,27 @@ func (s *Server) DeleteEndpoint(ctx context.Context, name string) error {
 func refuseComponentUpdate(e *Endpoint, plan containers.EndpointPlan) error {
 	if e.record().Plan.HostsComponents() || plan.HostsComponents() {
 		return apierr.ValidationException("mce does not update an endpoint that hosts inference components, or to a configuration that does (endpoint %q): create a new endpoint and place the inference components there.", e.record().ARN)
+	}
+	return nil
+}
+
+// refuseLayoutChange refuses an update that changes a variant's
+// accelerator partition layout: SageMaker cannot change the layout of a
+// running endpoint, and the same profiles in another order count as
+// another layout.
+func refuseLayoutChange(e *Endpoint, plan containers.EndpointPlan) error {
+	current := e.record().Plan
+	for _, v := range plan.Variants {
+		var was []string
+		for _, old := range current.Variants {
+			if old.Name == v.Name {
+				was = old.Partitions
+			}
+		}
+		if !slices.Equal(was, v.Partitions) {
+			return apierr.ValidationException("You can't change the accelerator partition layout of a running endpoint (variant %s: [%s] in endpoint %q, [%s] in the new configuration): create a new endpoint to use a different layout.",
+				v.Name, strings.Join(was, ", "), e.record().ARN, strings.Join(v.Partitions, ", "))
+		}
 	}
 	return nil
 }

@@ -79,27 +79,3 @@ func TestDescribeEchoesWhatWasAccepted(t *testing.T) {
 		t.Errorf("after scaling: %+v, MetricsConfig %+v", v, d.MetricsConfig)
 	}
 }
-
-// TestAcceleratorPartitionsRefusedAlike: both members that ask for MIG
-// partitions reach mce from the SDK (neither is an "unknown field") and get
-// the same kind of answer: a ValidationException that names the profiles.
-func TestAcceleratorPartitionsRefusedAlike(t *testing.T) {
-	h := newHarness(t, Config{})
-	sm := h.sm()
-	ctx := context.Background()
-	_, err := sm.CreateEndpointConfig(ctx, &sagemaker.CreateEndpointConfigInput{EndpointConfigName: aws.String("mig"),
-		ProductionVariants: []smtypes.ProductionVariant{{VariantName: aws.String("AllTraffic"), InstanceType: smtypes.ProductionVariantInstanceTypeMlG5Xlarge,
-			AcceleratorPartitionLayouts: []smtypes.AcceleratorPartitionLayout{{AcceleratorPartitionTypes: []string{"mig-3g.40gb", "mig-3g.40gb"}}}}}})
-	if code, msg := apiCode(t, err); code != "ValidationException" || !strings.Contains(msg, "MIG partitions (mig-3g.40gb, mig-3g.40gb)") {
-		t.Errorf("a layout: %s %q", code, msg)
-	}
-	_, err = sm.CreateInferenceComponent(ctx, &sagemaker.CreateInferenceComponentInput{InferenceComponentName: aws.String("ic"),
-		EndpointName: aws.String("ep"), VariantName: aws.String("AllTraffic"),
-		Specification: &smtypes.InferenceComponentSpecification{ModelName: aws.String("m"),
-			ComputeResourceRequirements: &smtypes.InferenceComponentComputeResourceRequirements{MinMemoryRequiredInMb: aws.Int32(1024),
-				NumberOfAcceleratorDevicesRequired: aws.Float32(1), AcceleratorPartitionType: aws.String("mig-3g.40gb")}},
-		RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(1)}})
-	if code, msg := apiCode(t, err); code != "ValidationException" || !strings.Contains(msg, "MIG partitions (mig-3g.40gb)") {
-		t.Errorf("a partition type: %s %q", code, msg)
-	}
-}

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/mce-run/mce/containers"
@@ -20,8 +21,8 @@ func (s *Server) Preflight(ctx context.Context, plan containers.EndpointPlan) []
 // preflight runs the backend's pre-flight for a launch and logs every
 // problem at error level, one entry each.
 func (s *Server) preflight(ctx context.Context, e *Endpoint, plan containers.EndpointPlan) []containers.Problem {
-	if plan.HostsComponents() {
-		return nil // runs no container of its own
+	if plan.HostsComponents() && !slices.ContainsFunc(plan.Variants, func(v containers.VariantPlan) bool { return len(v.Partitions) > 0 }) {
+		return nil // runs no container of its own, and needs no partition
 	}
 	start := time.Now()
 	problems := s.Preflight(ctx, plan)

@@ -219,6 +219,10 @@ func copyPlan(rec Record, configName string, cp CopyRecord, host containers.Vari
 		// Placed where its launch decides: a count, never device IDs.
 		c.GPUs = strconv.Itoa(n.GPUs)
 	}
+	if n.Partition != "" && cp.Instance < 0 {
+		// Likewise a partition of its profile, never a partition's UUID.
+		c.GPUs, c.Partition = "", n.Partition
+	}
 	return containers.EndpointPlan{Name: rec.EndpointName, ConfigName: configName, Mode: spec.ModeSerial, Variants: []containers.VariantPlan{v}}
 }
 
@@ -236,7 +240,7 @@ func copyInstances(v containers.VariantPlan) int {
 func copyVariant(endpoint string, v containers.VariantPlan) containers.CopyVariant {
 	gpus, all := spec.InstanceGPUCount(v.InstanceType)
 	return containers.CopyVariant{Endpoint: endpoint, Variant: v.Name, InstanceType: v.InstanceType,
-		Instances: v.InstanceCount, MaxInstances: copyInstances(v), InstanceGPUs: gpus, AllGPUs: all}
+		Instances: v.InstanceCount, MaxInstances: copyInstances(v), InstanceGPUs: gpus, AllGPUs: all, Partitions: v.Partitions}
 }
 
 // placedCopies is every copy placed, of every component, each with the
@@ -822,10 +826,14 @@ func (m *Manager) Gauges() []Gauge {
 		rec := c.Record()
 		g := Gauge{Endpoint: rec.EndpointName, Variant: rec.VariantName, Component: rec.Name, Desired: rec.Desired, Current: c.CurrentCopies()}
 		for _, cp := range rec.Copies {
+			sp, _, _ := rec.specOf(cp.SpecVersion)
+			n := needsOf(sp)
+			if n.Partition != "" {
+				continue // a MIG partition, not a GPU
+			}
 			g.GPUs += len(cp.GPUs)
 			if cp.Instance < 0 { // placed where its launch decided, by count
-				sp, _, _ := rec.specOf(cp.SpecVersion)
-				g.GPUs += needsOf(sp).GPUs
+				g.GPUs += n.GPUs
 			}
 		}
 		out = append(out, g)
@@ -850,6 +858,11 @@ func needsOf(sp spec.InferenceComponentSpecification) containers.CopyNeeds {
 		}
 		if g := r.NumberOfAcceleratorDevicesRequired; g != nil && *g > 0 && !math.IsNaN(*g) {
 			n.GPUs = int(min(*g, maxCopyGPUs))
+		}
+		if t := r.AcceleratorPartitionType; t != nil && *t != "" {
+			// One partition of that profile: NumberOfAcceleratorDevicesRequired
+			// (1, as the specification's check requires) counts it.
+			n.Partition, n.GPUs = *t, 0
 		}
 	}
 	return n

@@ -108,8 +108,12 @@ func (m *Manager) template(name string, sp spec.InferenceComponentSpecification,
 
 // fitsOneInstance refuses a specification of which not even one copy fits
 // an empty instance of the variant (the engine's CopyFits): no placement
-// could ever succeed.
+// could ever succeed. First the specification's partition type must suit
+// the variant's partition layout (spec.PartitionTypeFits).
 func (m *Manager) fitsOneInstance(ctx context.Context, endpoint string, sp spec.InferenceComponentSpecification, v containers.VariantPlan) error {
+	if why := spec.PartitionTypeFits(needsOf(sp).Partition, v.Name, v.Partitions); why != "" {
+		return apierr.ValidationException("%s", why)
+	}
 	short, err := m.placer.CopyFits(ctx, copyVariant(endpoint, v), needsOf(sp))
 	if err != nil {
 		m.log.Warn().Err(err).Msg("reading the engine's capacity for inference components")

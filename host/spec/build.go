@@ -168,6 +168,9 @@ func variantPlan(v ProductionVariant, m CreateModelInput, dir string) (container
 			vp.PrefixLength, vp.ConcurrencyThreshold = int(*pa.PrefixLength), int(*pa.ConcurrencyThreshold)
 		}
 	}
+	if present(v.AcceleratorPartitionLayouts) {
+		vp.Partitions = partitionLayoutProfiles(v.AcceleratorPartitionLayouts)
+	}
 	if m, ok := v.managedScaling(); ok && m.Status == ManagedScalingEnabled && m.MaxInstanceCount != nil {
 		vp.MaxInstanceCount = int(*m.MaxInstanceCount)
 	}

@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -12,16 +13,23 @@ import (
 // Multi-Instance GPU (MIG) partitions, and an inference component's
 // ComputeResourceRequirements.AcceleratorPartitionType names the partition a
 // copy occupies. Both name NVIDIA's MIG profiles with SageMaker's "mig-"
-// prefix ("mig-3g.40gb", "mig-1g.10gb+me").
-var migProfileRe = regexp.MustCompile(`^mig-[1-8]g\.[0-9]+gb(\+me)?$`)
+// prefix ("mig-3g.40gb"). The shapes are the API model's (pattern, at most
+// 32 characters, at most 32 profiles a layout); the rules beyond them are
+// the developer guide's ("Create an endpoint with GPU partitions", "Deploy
+// models to GPU partitions with inference components").
+var migProfileRe = regexp.MustCompile(`^mig-[0-9]+g\.[0-9]+gb([+-][a-z0-9.]+)*$`)
 
-const migProfilePattern = `^mig-[1-8]g\.[0-9]+gb(\+me)?$`
+const migProfilePattern = `mig-[0-9]+g\.[0-9]+gb([+-][a-z0-9.]+)*`
 
-// The most layouts a variant and profiles a layout may list: an NVIDIA GPU
-// has at most 7 compute partitions.
 const (
-	maxPartitionLayouts = 8
-	maxPartitionsPerGPU = 7
+	// maxPartitionLayouts and maxPartitionsPerLayout bound the lists as
+	// the API model does; SageMaker then takes exactly one layout.
+	maxPartitionLayouts    = 32
+	maxPartitionsPerLayout = 32
+	maxPartitionTypeLen    = 32
+	// computeSlices is what one NVIDIA GPU has: a layout's profiles
+	// ("<slices>g.<memory>gb") must fit in them.
+	computeSlices = 7
 )
 
 // AcceleratorPartitionLayout is one layout of a variant's
@@ -41,26 +49,22 @@ func checkPartitionLayouts(c *checker, p string, raw json.RawMessage) {
 		c.fail("", p, "Member must be a list of {AcceleratorPartitionTypes: [profile, …]}")
 		return
 	}
-	c.listLen(p, len(layouts), 1, maxPartitionLayouts)
+	c.listLen(p, len(layouts), 0, maxPartitionLayouts)
 	for i, l := range layouts {
 		q := member1(p, i) + ".acceleratorPartitionTypes"
-		c.listLen(q, len(l.AcceleratorPartitionTypes), 1, maxPartitionsPerGPU)
+		c.listLen(q, len(l.AcceleratorPartitionTypes), 0, maxPartitionsPerLayout)
 		for j, t := range l.AcceleratorPartitionTypes {
 			checkPartitionType(c, member1(q, j), &t)
 		}
 	}
 }
 
-// checkPartitionType checks one MIG profile name.
+// checkPartitionType checks one MIG profile name's shape.
 func checkPartitionType(c *checker, p string, t *string) {
 	if t == nil {
 		return
 	}
-	if *t == "" {
-		c.fail(quote(*t), p, "Member must have length greater than or equal to 1")
-		return
-	}
-	c.str(p, *t, 63, migProfileRe, migProfilePattern)
+	c.str(p, *t, maxPartitionTypeLen, migProfileRe, migProfilePattern)
 }
 
 // partitionLayoutProfiles lists the profiles of raw's layouts (raw valid).
@@ -74,25 +78,85 @@ func partitionLayoutProfiles(raw json.RawMessage) []string {
 	return out
 }
 
-// noPartitions is the refusal of a valid request for MIG partitions: mce
-// places no model on a MIG partition yet, and says what the caller can do
-// instead rather than giving whole GPUs where partitions were asked for.
-func noPartitions(what string, profiles []string) string {
-	return what + " asks for MIG partitions (" + strings.Join(profiles, ", ") + "), and mce does not place models on MIG partitions yet: " +
-		"leave it out to run on whole GPUs (InstanceType local_gpu, NumberOfAcceleratorDevicesRequired)."
+// partitionLayoutSemantic holds a variant's layout to SageMaker's rules:
+// exactly one layout (applied to every GPU of every instance) of at least
+// one profile, no media-extension profiles, profiles that fit on one GPU's
+// seven compute slices, and an instance type with GPUs.
+func partitionLayoutSemantic(s *semantic, v ProductionVariant, kind string) {
+	if !present(v.AcceleratorPartitionLayouts) {
+		return
+	}
+	var layouts []AcceleratorPartitionLayout
+	if json.Unmarshal(v.AcceleratorPartitionLayouts, &layouts) != nil {
+		return // the shape's error says it
+	}
+	of := "AcceleratorPartitionLayouts of " + kind + strconv.Quote(v.VariantName)
+	if len(layouts) != 1 {
+		s.add(of + " must contain exactly 1 layout (" + strconv.Itoa(len(layouts)) + " were given): it describes how to divide one accelerator, and applies to every accelerator of the variant.")
+		return
+	}
+	types := layouts[0].AcceleratorPartitionTypes
+	if len(types) == 0 {
+		s.add(of + " must list at least one partition type.")
+		return
+	}
+	slices := 0
+	for _, t := range types {
+		if strings.Contains(t, "+me") {
+			s.add(of + ": partition type " + strconv.Quote(t) + " is not supported: SageMaker does not support the +me (media extensions) profiles.")
+			return
+		}
+		slices += profileSlices(t)
+	}
+	if slices > computeSlices {
+		s.add(of + " does not fit on one accelerator: an accelerator provides " + strconv.Itoa(computeSlices) + " compute slices, and " +
+			strings.Join(types, ", ") + " need " + strconv.Itoa(slices) + ". Remove a partition or choose smaller types.")
+	}
+	if n, all := InstanceGPUCount(v.InstanceType); n == 0 && !all && v.InstanceType != "" {
+		s.add(of + ": instance type " + v.InstanceType + " has no accelerator to partition.")
+	}
+}
+
+// profileSlices is the compute slices of a profile ("mig-3g.40gb": 3).
+func profileSlices(t string) int {
+	g, _, _ := strings.Cut(strings.TrimPrefix(t, "mig-"), "g.")
+	n, err := strconv.Atoi(g)
+	if err != nil || n < 0 {
+		return computeSlices + 1 // the shape's error says it
+	}
+	return n
 }
 
 // partitionTypeSemantic holds an inference component's
 // AcceleratorPartitionType rules beyond its shape: NumberOfAcceleratorDevicesRequired must be 1 with
-// it, as SageMaker requires, and mce refuses it (noPartitions).
+// it, as SageMaker requires. Whether the endpoint's variant declares the
+// type is PartitionTypeFits's, where the variant is known.
 func partitionTypeSemantic(s *semantic, r *InferenceComponentComputeRequirements) {
 	t := r.AcceleratorPartitionType
-	if t == nil {
+	if t == nil || *t == "" {
 		return
 	}
 	if a := r.NumberOfAcceleratorDevicesRequired; a != nil && *a != 1 {
-		s.add("NumberOfAcceleratorDevicesRequired must be 1 with an AcceleratorPartitionType (" + formatFloat(*a) + " was given).")
-		return
+		s.add("NumberOfAcceleratorDevicesRequired must be 1 with an AcceleratorPartitionType (" + formatFloat(*a) + " was given): it refers to one partition.")
 	}
-	s.add(noPartitions("AcceleratorPartitionType "+strconv.Quote(*t), []string{*t}))
+}
+
+// PartitionTypeFits holds an inference component's AcceleratorPartitionType
+// t ("" when not given) against the partition layout of the variant it
+// goes on (layout: the variant's profiles, none without a layout), as
+// SageMaker does: required on a variant with a layout, one of the types it
+// declares, and not given on a variant without one. It returns the
+// refusal, or "".
+func PartitionTypeFits(t string, variant string, layout []string) string {
+	switch {
+	case len(layout) == 0 && t != "":
+		return "AcceleratorPartitionType " + strconv.Quote(t) + " needs a variant with AcceleratorPartitionLayouts, and variant " + variant +
+			" has none: omit it to place the inference component on whole accelerators."
+	case len(layout) > 0 && t == "":
+		return "AcceleratorPartitionType is required: variant " + variant + " has an accelerator partition layout (" + strings.Join(layout, ", ") + ")."
+	case len(layout) > 0 && !slices.Contains(layout, t):
+		declared := slices.Compact(slices.Sorted(slices.Values(layout)))
+		return "AcceleratorPartitionType " + strconv.Quote(t) + " is not declared by the layout of variant " + variant + ": the declared types are " + strings.Join(declared, ", ") + "."
+	}
+	return ""
 }

@@ -100,9 +100,7 @@ func (c *CreateEndpointConfigInput) Validate() error {
 		if v.shadow {
 			kind, Kind = "shadow variant ", "Shadow variant "
 		}
-		if present(v.AcceleratorPartitionLayouts) {
-			s.add(noPartitions("AcceleratorPartitionLayouts of "+kind+name, partitionLayoutProfiles(v.AcceleratorPartitionLayouts)))
-		}
+		partitionLayoutSemantic(&s, v.ProductionVariant, kind)
 		if present(v.ServerlessConfig) {
 			s.add("ServerlessConfig is not supported by mce (" + kind + name + "): give InstanceType and InitialInstanceCount instead.")
 		} else {
