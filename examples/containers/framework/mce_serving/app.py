@@ -5,13 +5,14 @@ first moment anything listens. Errors answer in the shape of errors.py; the trac
 exception raised by user code goes to the container log.
 """
 
+import json
 import logging
 import os
 import threading
 import time
 from http import HTTPStatus
 
-from . import errors, gpu
+from . import adapters, errors, gpu
 from .handler import Stream, UserCodeError
 
 log = logging.getLogger("mce_serving")
@@ -164,6 +165,20 @@ def run_invocation(handler, environ, start_response, limit, on_finish=None):
             on_finish()
 
 
+def serve_adapters(handler, environ, start_response):
+    """The adapter API (adapters.py) of handler's model; 404 when its script loads no adapters."""
+    if handler.adapters is None:
+        return respond_error(start_response, 404, "this model takes no adapters: its script defines no adapter_fn")
+    try:
+        body = read_body(environ, adapters.MAX_BODY)
+        code, out = handler.adapters.serve(environ.get("REQUEST_METHOD", ""), environ.get("PATH_INFO", ""), body)
+    except errors.InferenceError as e:
+        (log.warning if e.status_code < 500 else log.error)("adapters: %s", e.message)
+        return respond_error(start_response, e.status_code, e.message)
+    log.info("adapters: %s %s", environ.get("REQUEST_METHOD"), environ.get("PATH_INFO"))
+    return respond(start_response, code, json.dumps(out).encode(), "application/json")
+
+
 class SingleModelApp:
     """WSGI application for one loaded Handler."""
 
@@ -203,4 +218,6 @@ class SingleModelApp:
             self._started = time.monotonic()
             return run_invocation(self.handler, environ, start_response, self.max_payload,
                                   on_finish=self._finished)
+        if path == "/adapters" or path.startswith("/adapters/"):
+            return serve_adapters(self.handler, environ, start_response)
         return respond_error(start_response, 404, "no such path; this container serves GET /ping and POST /invocations")

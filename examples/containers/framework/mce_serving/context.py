@@ -37,6 +37,10 @@ class Context:
         # Header names are matched case-insensitively; stored lower-cased.
         self._headers = {k.lower(): v for k, v in (headers or {}).items()}
         self.response_headers = {}
+        # The adapter the request names (X-Amzn-SageMaker-Adapter-Identifier), loaded by the
+        # script's adapter_fn; None without one (adapters.py).
+        self.adapter = None
+        self.adapter_name = None
         self.response_status = None
         self.response_content_type = None
 

@@ -9,6 +9,7 @@ whose signature has room for it:
     output_fn(prediction, accept[, context])
     transform_fn(model, input_data, content_type, accept[, context])
     pre_model_fn(model_dir[, context]), model_warmup_fn(model_dir, model[, context])   (optional)
+    adapter_fn(model, name, src[, context])   (optional: the model takes adapters; see adapters.py)
 
 ``transform_fn`` replaces the other three and may not be combined with them (an error at load).
 ``input_fn`` receives JSON and CSV bodies as ``str``, others as ``bytes``. ``output_fn`` and
@@ -29,13 +30,15 @@ import logging
 import time
 
 from . import content, gpu
+from .adapters import ADAPTER_HEADER, Adapters
 from .context import Context
 from .errors import InferenceError, ModelLoadError
 from .frameworks import Defaults
 
 log = logging.getLogger("mce_serving")
 
-HOOKS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn", "pre_model_fn", "model_warmup_fn")
+HOOKS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn", "pre_model_fn", "model_warmup_fn",
+         "adapter_fn")
 
 
 def takes_context(fn, nargs):
@@ -171,8 +174,18 @@ class Handler:
         self.transform_fn = hook("transform_fn", 4)
         self.pre_model_fn = hook("pre_model_fn", 1)
         self.model_warmup_fn = hook("model_warmup_fn", 2)
+        self.adapter_fn = hook("adapter_fn", 3)
         self.model = None
         self.gpu_id = None
+        self.adapters = Adapters(self._load_adapter) if self.adapter_fn else None
+
+    def _load_adapter(self, name, src):
+        """Runs the user's adapter_fn; its failure is the caller's (a bad adapter): a 400."""
+        ctx = Context(self.model_name, self.model_dir, gpu_id=self.gpu_id)
+        try:
+            return self._run(self.adapter_fn, ctx, self.model, name, src)
+        except UserCodeError as e:
+            raise InferenceError(400, "adapter %s from %s could not be loaded: %s" % (name, src, e)) from e.__cause__
 
     def load(self, gpu_id=None):
         """Runs pre_model_fn, model_fn and model_warmup_fn, with gpu_id (a CUDA device index, or None) as
@@ -221,6 +234,10 @@ class Handler:
             except UnicodeDecodeError as e:
                 raise InferenceError(400, "the %s body is not UTF-8: %s" % (ct, e)) from None
         ctx = Context(self.model_name, self.model_dir, headers, gpu_id=self.gpu_id)
+        if self.adapters is not None:
+            name = ctx.get_request_header(0, ADAPTER_HEADER)
+            if name:
+                ctx.adapter, ctx.adapter_name = self.adapters.get(name), name
         if self.transform_fn:
             result = self._run(self.transform_fn, ctx, self.model, data, ct, accept, request=True)
         else:
