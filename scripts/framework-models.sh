@@ -14,6 +14,7 @@
 #   build/models/mme-torch/manifest.json               a request and the expected answer per model
 #   build/models/framework/textgen.tar.gz             examples/streaming: a character 7-gram language model
 #   build/models/framework/textgen-expected.json      its held-out perplexities and in-process sample generations
+#   build/models/framework/textgen-adapter.tar.gz     an adapter of it (the first half of the held-out license)
 #
 # Usage: scripts/framework-models.sh [preprocess-inference|ab-test|mme|streaming ...]   (default: all four)
 #   MME_COUNT (default 200) and MME_HIDDEN (default 768) size the multi-model set.
@@ -79,7 +80,7 @@ for n in "${names[@]}"; do
 			python3 "examples/$n/generate.py" /out "$MME_COUNT" "$MME_HIDDEN" ;;
 	streaming)
 		build "$n" "$(base pytorch)" build/models/framework "" \
-			"textgen.tar.gz textgen-expected.json" python3 "examples/$n/train.py" /out ;;
+			"textgen.tar.gz textgen-expected.json textgen-adapter.tar.gz" python3 "examples/$n/train.py" /out ;;
 	*) echo "framework-models: unknown example '$n' (known: preprocess-inference ab-test mme streaming)" >&2; exit 2 ;;
 	esac
 done

@@ -18,8 +18,12 @@ Written to OUTDIR:
   textgen.tar.gz         ngram.pickle (the counts), code/inference.py
   textgen-expected.json  held-out perplexities and sample generations computed here in-process
                          (for the tests: the container must stream exactly these)
+  textgen-adapter.tar.gz an adapter (adapter.json, adapter_config.json): a 7-gram of the first half of the
+                         held-out Apache license, mixed in at weight 0.5 (fixed before measuring); its
+                         effect is measured on the second half, which neither model saw
 """
 import io
+import json
 import math
 import os
 import re
@@ -35,6 +39,8 @@ import inference  # noqa: E402
 LICENSES = "/usr/share/common-licenses"
 HELD_OUT = "Apache-2.0"
 ORDER = 7
+ADAPTER_WEIGHT = 0.5
+ADAPTER_SAMPLES = [("Licensor", 120, 0.0, 0), ("You may ", 200, 0.6, 7)]
 SAMPLES = [  # prompt, max_tokens, temperature, seed: generated here and, in the tests, by the container
     ("This License", 200, 0.0, 0),
     ("You may ", 200, 0.6, 7),
@@ -89,6 +95,18 @@ def main(out):
     samples = [{"prompt": p, "max_tokens": n, "temperature": t, "seed": s,
                 "text": "".join(inference.generate(model, p, n, t, s))} for p, n, t, s in SAMPLES]
 
+    # The adapter: the first half of the held-out license (cut at a line), measured on the second.
+    cut = test.index("\n", len(test) // 2) + 1
+    adapter = inference.NGram(chars, ORDER).fit(test[:cut])
+    adapted = inference.Adapted(model, adapter, ADAPTER_WEIGHT)
+    rest = "\n" + test[cut:]
+    adapter_ppl = {"base": perplexity(model, rest), "adapted": perplexity(adapted, rest)}
+    adapter_samples = [{"prompt": p, "max_tokens": n, "temperature": t, "seed": s,
+                        "text": "".join(inference.generate(adapted, p, n, t, s))} for p, n, t, s in ADAPTER_SAMPLES]
+    artifact.pack(os.path.join(out, "textgen-adapter.tar.gz"), {
+        "adapter.json": json.dumps(adapter.to_json(), separators=(",", ":")).encode(),
+        "adapter_config.json": json.dumps({"weight": ADAPTER_WEIGHT}).encode()})
+
     buf = io.BytesIO()
     model.save(buf)
     artifact.pack(os.path.join(out, "textgen.tar.gz"),
@@ -96,12 +114,17 @@ def main(out):
     contexts = sum(len(t) for t in model.tables[1:])
     artifact.write_json(os.path.join(out, "textgen-expected.json"), {
         "order": ORDER, "held_out": HELD_OUT, "held_out_chars": len(test) - 1, "train_chars": len(train),
-        "contexts": contexts, "perplexity": ppl, "samples": samples})
+        "contexts": contexts, "perplexity": ppl, "samples": samples,
+        "adapter": {"weight": ADAPTER_WEIGHT, "train_chars": cut, "eval_chars": len(rest) - 1,
+                    "perplexity": adapter_ppl, "samples": adapter_samples}})
     print(f"streaming: character {ORDER}-gram, Witten-Bell interpolation, {len(train)} training characters from "
           f"{len(docs)} licenses, {contexts} contexts, counted in {seconds:.1f} s; held-out {HELD_OUT} "
           f"({len(test) - 1} chars) perplexity per character: {ORDER}-gram {ppl[str(ORDER)]:.2f}, "
           f"bigram {ppl['2']:.2f}, unigram {ppl['1']:.2f} (orders 1-9: "
           + " ".join(f"{float(v):.2f}" for v in ppl.values()) + ")")
+    print(f"streaming: adapter (7-gram of the first {cut} characters of {HELD_OUT}, weight {ADAPTER_WEIGHT}): "
+          f"perplexity on the other {len(rest) - 1} characters {adapter_ppl['base']:.2f} without it, "
+          f"{adapter_ppl['adapted']:.2f} with it")
     for s in samples[:3]:
         print(f"streaming: sample (prompt {s['prompt']!r}, temperature {s['temperature']}, seed {s['seed']}): "
               f"{(s['prompt'] + s['text'])[:200]!r}")

@@ -243,6 +243,7 @@ func TestStreamingExample(t *testing.T) {
 			Seed        int64
 			Text        string
 		}
+		Adapter adapterExpected
 	}
 	b, err := os.ReadFile(filepath.Join(models, "framework", "textgen-expected.json"))
 	if err != nil {
@@ -347,6 +348,74 @@ func TestStreamingExample(t *testing.T) {
 		t.Errorf("after the bad requests: %d %q", r.status, r.body)
 	}
 	chatCompletions(t, c, want.Samples[0].Prompt, want.Samples[0].MaxTokens, want.Samples[0].Temperature, want.Samples[0].Seed, want.Samples[0].Text)
+	if r := c.invoke(t, `{"requestType": "NEW_SESSION"}`, "Content-Type: application/json", "X-Amzn-SageMaker-Session-Id: NEW_SESSION"); r.status != 400 ||
+		!strings.Contains(r.error(t).Message, "stateful sessions are off") {
+		t.Errorf("a session without SAGEMAKER_ENABLE_STATEFUL_SESSIONS: %d %q", r.status, r.body)
+	}
+	// A server of two worker processes, with sessions on and the adapter's files where mce stages
+	// an inference component's adapters.
+	adapter := extractModel(t, filepath.Join(models, "framework", "textgen-adapter.tar.gz"))
+	sc := s.start(t, pytorchImage, []string{"SAGEMAKER_MODEL_SERVER_WORKERS=2", "SAGEMAKER_ENABLE_STATEFUL_SESSIONS=true",
+		"SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT=text/plain"}, []string{dir + ":/opt/ml/model:ro", adapter + ":/opt/ml/adapters/apache:ro"})
+	sc.waitReady(t, 90*time.Second)
+	sessions(t, sc, request)
+	adapters(t, sc, want.Adapter, request)
+}
+
+// sessions: the model's stateful sessions as AWS's LLM containers play them, on a server of two worker
+// processes (a session opened by one is read by the other): NEW_SESSION answers the session id and its
+// expiry in X-Amzn-SageMaker-New-Session-Id, a call in the session continues the session's text (the
+// same characters as a plain call whose prompt is that text), CLOSE answers
+// X-Amzn-SageMaker-Closed-Session-Id, and a closed or unknown id is refused.
+func sessions(t *testing.T, c *ctr, request func(string, int, float64, int64) string) {
+	t.Helper()
+	open := c.invoke(t, `{"requestType": "NEW_SESSION"}`, "Content-Type: application/json", "X-Amzn-SageMaker-Session-Id: NEW_SESSION")
+	sid, expires, ok := strings.Cut(open.header.Get("X-Amzn-SageMaker-New-Session-Id"), "; Expires=")
+	when, err := time.Parse("2006-01-02T15:04:05Z", expires)
+	if open.status != 200 || !ok || err != nil || time.Until(when) < 19*time.Minute || time.Until(when) > 21*time.Minute {
+		t.Fatalf("NEW_SESSION: %d %v %q", open.status, open.header, open.body)
+	}
+	in := func(sid, body string) response {
+		return c.invoke(t, body, "Content-Type: application/json", "X-Amzn-SageMaker-Session-Id: "+sid)
+	}
+	plain := func(prompt string, seed int64) string {
+		return string(c.invoke(t, request(prompt, 40, 0.6, seed), "Content-Type: application/json").body)
+	}
+	text := "This License"
+	for call := range 4 {
+		prompt := map[bool]string{true: "This License", false: ""}[call == 0]
+		r := in(sid, request(prompt, 40, 0.6, int64(call)))
+		if want := plain(text, int64(call)); r.status != 200 || string(r.body) != want {
+			t.Fatalf("call %d in the session: %d %q\nwant what a plain call with the session's text writes: %q", call, r.status, r.body, want)
+		}
+		text += string(r.body)
+	}
+	// An OpenAI chat completion in the session continues it too.
+	chat := in(sid, `{"messages": [{"role": "user", "content": ""}], "max_tokens": 40, "temperature": 0.6, "seed": 9}`)
+	var cc struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	if err := json.Unmarshal(chat.body, &cc); err != nil || len(cc.Choices) != 1 || cc.Choices[0].Message.Content != plain(text, 9) {
+		t.Errorf("a chat completion in the session: %d %q", chat.status, chat.body)
+	}
+	closed := in(sid, `{"requestType": "CLOSE"}`)
+	if closed.status != 200 || closed.header.Get("X-Amzn-SageMaker-Closed-Session-Id") != sid {
+		t.Errorf("CLOSE: %d %v %q", closed.status, closed.header, closed.body)
+	}
+	for _, bad := range []struct{ sid, body, says string }{
+		{sid, request("", 5, 0, 0), "is not open here"},
+		{sid, `{"requestType": "CLOSE"}`, "is not open here"},
+		{"no-such-session", request("", 5, 0, 0), "is not open here"},
+		{"../../etc/passwd", request("", 5, 0, 0), "is not one this container opens"},
+		{strings.Repeat("a", 300), request("", 5, 0, 0), "is not one this container opens"},
+		{"NEW_SESSION", request("", 5, 0, 0), "NEW_SESSION opens a session"},
+		{"NEW_SESSION", `{"requestType": "CLOSE"}`, "close a session with its id"},
+		{"NEW_SESSION", `{"requestType": "RESET"}`, "a session request is"},
+	} {
+		if r := in(bad.sid, bad.body); r.status != 400 || !strings.Contains(r.error(t).Message, bad.says) {
+			t.Errorf("session %.40q with %.40s: %d %q, want 400 saying %q", bad.sid, bad.body, r.status, r.body, bad.says)
+		}
+	}
 }
 
 // chatCompletions: the same model answers OpenAI chat completions (what mce's OpenAI-compatible route
@@ -402,5 +471,67 @@ func chatCompletions(t *testing.T, c *ctr, prompt string, n int, temp float64, s
 	}
 	if r := c.invoke(t, `{"messages": [{"role": "user", "content": "x"}], "top_p": 0.5}`, "Content-Type: application/json"); r.status != 400 || !strings.Contains(r.error(t).Message, "does not support: top_p") {
 		t.Errorf("top_p: %d %s", r.status, r.body)
+	}
+}
+
+// adapterExpected is what train.py measured and generated with the adapter.
+type adapterExpected struct {
+	Weight     float64
+	Perplexity struct{ Base, Adapted float64 }
+	Samples    []struct {
+		Prompt      string
+		MaxTokens   int `json:"max_tokens"`
+		Temperature float64
+		Seed        int64
+		Text        string
+	}
+}
+
+// adapters: the model's adapter, registered as mce registers an inference component's adapters
+// (POST /adapters {"name", "src"}), changes what a call naming it writes (exactly what train.py
+// generated with it), on every worker process; unregistered, a call naming it is refused, and a
+// hostile adapter is refused at registration.
+func adapters(t *testing.T, c *ctr, want adapterExpected, request func(string, int, float64, int64) string) {
+	t.Helper()
+	t.Logf("adapter (weight %.2f): perplexity on the held-out half %.2f without it, %.2f with it", want.Weight, want.Perplexity.Base, want.Perplexity.Adapted)
+	if !(want.Perplexity.Adapted < want.Perplexity.Base*0.95) {
+		t.Errorf("the adapter does not adapt: %+v", want.Perplexity)
+	}
+	if r := c.do(t, http.MethodPost, "/adapters", []byte(`{"name": "apache", "src": "/opt/ml/adapters/apache"}`)); r.status != 200 {
+		t.Fatalf("POST /adapters: %d %q", r.status, r.body)
+	}
+	for _, w := range want.Samples {
+		for try := range 3 { // two worker processes: each loads it on its first call
+			r := c.invoke(t, request(w.Prompt, w.MaxTokens, w.Temperature, w.Seed), "Content-Type: application/json",
+				"X-Amzn-SageMaker-Adapter-Identifier: apache")
+			if r.status != 200 || string(r.body) != w.Text {
+				t.Fatalf("with the adapter (try %d): %d %q\nwant %q", try, r.status, r.body, w.Text)
+			}
+		}
+		if base := c.invoke(t, request(w.Prompt, w.MaxTokens, w.Temperature, w.Seed), "Content-Type: application/json"); string(base.body) == w.Text {
+			t.Errorf("the model without the adapter writes what it writes with it: %q", base.body)
+		}
+	}
+	for _, bad := range []struct {
+		body string
+		says string
+	}{
+		{`{"name": "x", "src": "/opt/ml/model"}`, "could not be loaded: FileNotFoundError"},
+		{`{"name": "x", "src": "/etc"}`, "could not be loaded"},
+		{`{"name": "../../x", "src": "/opt/ml/adapters/apache"}`, "adapter name"},
+		{`{"name": "x", "src": "/no/such/folder"}`, "is not a folder"},
+	} {
+		if r := c.do(t, http.MethodPost, "/adapters", []byte(bad.body)); r.status != 400 || !strings.Contains(r.error(t).Message, bad.says) {
+			t.Errorf("POST /adapters %s: %d %q, want 400 saying %q", bad.body, r.status, r.body, bad.says)
+		}
+	}
+	if r := c.do(t, http.MethodDelete, "/adapters/apache", nil); r.status != 200 {
+		t.Fatalf("DELETE /adapters/apache: %d %q", r.status, r.body)
+	}
+	for range 2 {
+		r := c.invoke(t, request("x", 3, 0, 0), "Content-Type: application/json", "X-Amzn-SageMaker-Adapter-Identifier: apache")
+		if r.status != 404 || !strings.Contains(r.error(t).Message, "adapter apache is not registered") {
+			t.Errorf("a call naming the unregistered adapter: %d %q", r.status, r.body)
+		}
 	}
 }

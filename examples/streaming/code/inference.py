@@ -31,13 +31,38 @@ Answer: a chat.completion object, or with "stream": true server-sent events of
 chat.completion.chunk objects, one character each, a last chunk with finish_reason "length",
 (with stream_options.include_usage, a usage chunk), then "data: [DONE]". The same seed,
 prompt and settings give the same text as the plain request.
+
+Stateful sessions, as AWS's LLM containers play them (model-hosting-container-standards), when
+SAGEMAKER_ENABLE_STATEFUL_SESSIONS=true:
+    X-Amzn-SageMaker-Session-Id: NEW_SESSION with {"requestType": "NEW_SESSION"} opens a session:
+        the answer's X-Amzn-SageMaker-New-Session-Id is "<id>; Expires=<UTC time>Z" (life:
+        SAGEMAKER_SESSIONS_EXPIRATION seconds, default 1200), the body {"session_id", "expires"}.
+    X-Amzn-SageMaker-Session-Id: <id> with a generation request (plain or chat) continues the
+        session's text: the model reads the session's last characters, then the prompt, and the
+        session keeps what was written (its last 1000 characters). {"prompt": ""} continues
+        where the last call stopped.
+    X-Amzn-SageMaker-Session-Id: <id> with {"requestType": "CLOSE"} closes it: the answer's
+        X-Amzn-SageMaker-Closed-Session-Id is the id.
+    An id this container did not open, or closed, or let expire, is a 400.
+
+Adapters (LoRA-style, as inference components' adapters load them through mce's toolkit: POST
+/adapters {"name", "src"}, then calls with X-Amzn-SageMaker-Adapter-Identifier): an adapter is a
+small n-gram of the same alphabet trained on other text, in <src>/adapter.json, with its mixing
+weight w in <src>/adapter_config.json ({"weight": w}, 0 < w <= 1). A call naming it draws each
+character from (1 - w) * the model's distribution + w * the adapter's. Sessions live in files
+    under SAGEMAKER_SESSIONS_PATH (default /dev/shm), shared by the server's worker processes; at
+    most 1000 are open at once (the next NEW_SESSION is a 429). Two calls in one session at the
+    same time both read the same text; the last to finish writes it.
 """
 import json
 import math
 import os
 import pickle
 import random
+import re
+import tempfile
 import time
+import uuid
 
 MAX_TOKENS = 512
 MAX_PROMPT = 1000
@@ -78,6 +103,36 @@ class NGram:
                 p[self.index[c]] += m / (n + t)
         return p
 
+    def to_json(self):
+        return {"order": self.order, "chars": "".join(self.chars), "unigram": self.unigram,
+                "tables": [t for t in self.tables[1:]]}
+
+    @classmethod
+    def from_json(cls, d, chars):
+        """An n-gram from its JSON form, checked as hostile input: the same alphabet as chars, an
+        order of 2 to 10, counts that are non-negative integers, contexts of the right length."""
+        if not isinstance(d, dict) or d.get("chars") != "".join(chars):
+            raise ValueError("the adapter's alphabet is not the model's")
+        order = d.get("order")
+        if not isinstance(order, int) or isinstance(order, bool) or not 2 <= order <= 10:
+            raise ValueError("order must be an integer from 2 to 10")
+        m = cls(list(chars), order)
+        uni = d.get("unigram")
+        if not isinstance(uni, list) or len(uni) != len(chars) or not all(_count(n) for n in uni):
+            raise ValueError("unigram must hold one count per character")
+        tables = d.get("tables")
+        if not isinstance(tables, list) or len(tables) != order - 1:
+            raise ValueError("tables must hold order - 1 tables")
+        for k, t in enumerate(tables, 1):
+            if not isinstance(t, dict):
+                raise ValueError("table %d is not an object" % k)
+            for ctx, cont in t.items():
+                if len(ctx) != k or not isinstance(cont, dict) or not all(
+                        c in m.index and _count(n) for c, n in cont.items()) or any(c not in m.index for c in ctx):
+                    raise ValueError("table %d holds a bad context %r" % (k, ctx[:20]))
+        m.unigram, m.tables = uni, [None] + tables
+        return m
+
     def save(self, f):
         pickle.dump({"chars": self.chars, "order": self.order, "unigram": self.unigram, "tables": self.tables}, f,
                     protocol=pickle.HIGHEST_PROTOCOL)
@@ -88,6 +143,42 @@ class NGram:
         m = cls(d["chars"], d["order"])
         m.unigram, m.tables = d["unigram"], d["tables"]
         return m
+
+
+def _count(n):
+    return isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**53
+
+
+class Adapted:
+    """The model with an adapter mixed in: each distribution is (1 - w) * the model's + w * the adapter's."""
+
+    def __init__(self, base, adapter, weight):
+        self.base, self.adapter, self.weight = base, adapter, weight
+        self.order, self.chars, self.index = base.order, base.chars, base.index
+
+    def distribution(self, context):
+        w = self.weight
+        pa = self.adapter.distribution(context[-(self.adapter.order - 1):])
+        return [(1 - w) * p + w * q for p, q in zip(self.base.distribution(context), pa)]
+
+
+MAX_ADAPTER_BYTES = 16 << 20
+
+
+def adapter_fn(model, name, src):
+    """Loads adapter name from folder src: adapter.json (an n-gram of the model's alphabet) and
+    adapter_config.json ({"weight": w}). Raises on anything else: the toolkit answers 400."""
+    def read(fn):
+        path = os.path.join(src, fn)
+        if os.path.getsize(path) > MAX_ADAPTER_BYTES:
+            raise ValueError("%s is larger than %d bytes" % (fn, MAX_ADAPTER_BYTES))
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    cfg = read("adapter_config.json")
+    w = cfg.get("weight") if isinstance(cfg, dict) else None
+    if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w <= 1:
+        raise ValueError("adapter_config.json: weight must be a number in (0, 1]")
+    return NGram.from_json(read("adapter.json"), model.chars), float(w)
 
 
 class BadRequest(ValueError):
@@ -113,7 +204,118 @@ def _number(req, key, default, lo, hi, integer):
     return v
 
 
-def input_fn(body, content_type):
+SESSION_HEADER = "X-Amzn-SageMaker-Session-Id"
+NEW_SESSION_HEADER = "X-Amzn-SageMaker-New-Session-Id"
+CLOSED_SESSION_HEADER = "X-Amzn-SageMaker-Closed-Session-Id"
+MAX_SESSIONS = 1000
+SESSION_ID = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
+
+
+class Sessions:
+    """Stateful sessions in files, one JSON file per session: {"expires": unix time, "text": ...}."""
+
+    def __init__(self, root, ttl):
+        self.dir = os.path.join(root, "textgen-sessions")
+        self.ttl = ttl
+        os.makedirs(self.dir, exist_ok=True)
+
+    @classmethod
+    def from_env(cls):
+        if os.environ.get("SAGEMAKER_ENABLE_STATEFUL_SESSIONS", "").strip().lower() != "true":
+            return None
+        ttl = int(os.environ.get("SAGEMAKER_SESSIONS_EXPIRATION", "1200"))
+        if not 1 <= ttl <= 86400:
+            raise ValueError("SAGEMAKER_SESSIONS_EXPIRATION must be 1 to 86400 seconds")
+        return cls(os.environ.get("SAGEMAKER_SESSIONS_PATH", "/dev/shm"), ttl)
+
+    def _path(self, sid):
+        if len(sid) > 256 or not SESSION_ID.match(sid):
+            raise BadRequest("session id %r is not one this container opens" % sid[:80])
+        return os.path.join(self.dir, sid + ".json")
+
+    def _write(self, sid, state):
+        fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, self._path(sid))  # atomic: another worker reads the old or the new text
+
+    def _purge(self):
+        now = time.time()
+        for name in os.listdir(self.dir):
+            path = os.path.join(self.dir, name)
+            try:
+                with open(path) as f:
+                    if json.load(f)["expires"] <= now:
+                        os.remove(path)
+            except (OSError, ValueError, KeyError):
+                pass
+
+    def open(self):
+        if len(os.listdir(self.dir)) >= MAX_SESSIONS:
+            self._purge()
+            if len(os.listdir(self.dir)) >= MAX_SESSIONS:
+                raise BadRequest("%d sessions are open: close one first" % MAX_SESSIONS, 429)
+        sid = str(uuid.uuid4())
+        expires = int(time.time()) + self.ttl
+        self._write(sid, {"expires": expires, "text": ""})
+        return sid, expires
+
+    def get(self, sid):
+        path = self._path(sid)
+        try:
+            with open(path) as f:
+                state = json.load(f)
+        except (OSError, ValueError):
+            raise BadRequest("session %s is not open here: it was never opened, or was closed or expired" % sid[:80]) from None
+        if state["expires"] <= time.time():
+            self.close(sid)
+            raise BadRequest("session %s expired" % sid)
+        return state
+
+    def keep(self, sid, state, text):
+        state["text"] = text[-MAX_PROMPT:]
+        if os.path.exists(self._path(sid)):  # not closed meanwhile
+            self._write(sid, state)
+
+    def close(self, sid):
+        try:
+            os.remove(self._path(sid))
+        except FileNotFoundError:
+            pass
+
+
+SESSIONS = Sessions.from_env()
+
+
+def _utc(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def input_fn(body, content_type, context=None):
+    req = _input(body, content_type)
+    sid = context.get_request_header(0, SESSION_HEADER) if context is not None and SESSIONS is not None else None
+    op = req.get("requestType")
+    if op is not None:
+        if SESSIONS is None:
+            raise BadRequest("stateful sessions are off: set SAGEMAKER_ENABLE_STATEFUL_SESSIONS=true")
+        if op == "NEW_SESSION":
+            if sid != "NEW_SESSION":
+                raise BadRequest('open a session with the session id NEW_SESSION and {"requestType": "NEW_SESSION"}')
+        elif op == "CLOSE":
+            if not sid or sid == "NEW_SESSION":
+                raise BadRequest('close a session with its id and {"requestType": "CLOSE"}')
+            SESSIONS.get(sid)
+        return {"session_op": op, "session": sid, "context": context}
+    if sid == "NEW_SESSION":
+        raise BadRequest('NEW_SESSION opens a session: send {"requestType": "NEW_SESSION"}, then the calls with its id')
+    if sid:
+        req["session"], req["session_state"] = sid, SESSIONS.get(sid)
+    if context is not None and getattr(context, "adapter", None) is not None:
+        req["adapter"] = context.adapter
+    return req
+
+
+def _input(body, content_type):
     if content_type != "application/json":
         raise BadRequest('send application/json: {"prompt": "...", "max_tokens": N}', 415)
     try:
@@ -122,6 +324,10 @@ def input_fn(body, content_type):
         raise BadRequest("the body is not JSON: %s" % e) from None
     if not isinstance(req, dict):
         raise BadRequest("the body must be a JSON object")
+    if "requestType" in req:
+        if set(req) != {"requestType"} or req["requestType"] not in ("NEW_SESSION", "CLOSE"):
+            raise BadRequest('a session request is {"requestType": "NEW_SESSION"} or {"requestType": "CLOSE"} alone')
+        return req
     if "messages" in req:
         return chat_input(req)
     unknown = sorted(set(req) - {"prompt", "max_tokens", "temperature", "seed"})
@@ -221,13 +427,47 @@ class Chat:
         yield "data: [DONE]\n\n"
 
 
+def session_op(req):
+    """Opens or closes a session; the answer's headers say which, as SageMaker reads them."""
+    ctx, op = req["context"], req["session_op"]
+    if op == "NEW_SESSION":
+        sid, expires = SESSIONS.open()
+        ctx.set_response_header(0, NEW_SESSION_HEADER, "%s; Expires=%s" % (sid, _utc(expires)))
+        return SessionAnswer({"session_id": sid, "expires": _utc(expires)})
+    SESSIONS.close(req["session"])
+    ctx.set_response_header(0, CLOSED_SESSION_HEADER, req["session"])
+    return SessionAnswer({"session_id": req["session"], "closed": True})
+
+
+class SessionAnswer(dict):
+    """The JSON answer of a session request."""
+
+
+def in_session(tokens, sid, state, before):
+    """Yields tokens, then keeps the session's text: what it held, the prompt, what was written."""
+    out = []
+    for c in tokens:
+        out.append(c)
+        yield c
+    SESSIONS.keep(sid, state, before + "".join(out))
+
+
 def predict_fn(req, model):
+    if "session_op" in req:
+        return session_op(req)
     bad = sorted({c for c in req["prompt"] if c not in model.index})
     if bad:
         raise BadRequest("the prompt has characters outside the model's alphabet (printable ASCII and newline): "
                          + ", ".join(repr(c) for c in bad[:10]))
     # Everything that can be refused is checked above, before the answer starts.
-    tokens = generate(model, req["prompt"], req["max_tokens"], req["temperature"], req["seed"])
+    prompt = req["prompt"]
+    if "session" in req:
+        prompt = (req["session_state"]["text"] + prompt)[-MAX_PROMPT:]
+    if "adapter" in req:
+        model = Adapted(model, *req["adapter"])
+    tokens = generate(model, prompt, req["max_tokens"], req["temperature"], req["seed"])
+    if "session" in req:
+        tokens = in_session(tokens, req["session"], req["session_state"], prompt)
     chat = req.get("chat")
     if chat is None:
         return tokens
@@ -255,6 +495,8 @@ def generate(model, prompt, max_tokens, temperature, seed):
 
 
 def output_fn(tokens, accept):
+    if isinstance(tokens, SessionAnswer):
+        return json.dumps(tokens), "application/json"
     if isinstance(tokens, Chat):  # OpenAI's framing, whatever the Accept (its clients send application/json)
         if tokens.stream:
             return tokens.events(), "text/event-stream"
