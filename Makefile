@@ -19,6 +19,8 @@ GOFILES   := $(shell find . -name '*.go' -not -path './build/*' 2>/dev/null)
 # Go's own VCS stamp is off where GOFLAGS carries -buildvcs=false.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 TESTFLAGS ?= -race -count=1 -timeout 20m
+# Every stage of `make test` runs under it, so a run ends with the time each took (scripts/stagetime.sh).
+T         := scripts/stagetime.sh
 
 .PHONY: all quick build images framework-images models framework-models deps versitygw demo test unit vet fmt-check e2e compose-test bench soak bench-loadtest clean check-images kube-test kube kube-bin kube-image
 
@@ -27,18 +29,18 @@ all: build
 build: $(BIN)
 
 $(BIN): $(GOFILES) go.mod go.sum
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/mce
+	$(T) build $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/mce
 
 images:
-	scripts/images.sh
+	$(T) images scripts/images.sh
 
 # mce-framework/{sklearn,pytorch}:latest, SageMaker's framework serving contract on Debian's packages
 # (examples/containers/framework); the Debian bases are built once per machine (scripts/framework-base.sh).
 framework-images:
-	scripts/framework-images.sh
+	$(T) framework-images scripts/framework-images.sh
 
 models:
-	scripts/models.sh build/models
+	$(T) models scripts/models.sh build/models
 
 # mce check on every image of examples/containers/check.tsv, with its model data and sample input.
 check-images: build images models framework-images framework-models
@@ -47,21 +49,21 @@ check-images: build images models framework-images framework-models
 
 # The real-framework examples' models, trained in the framework base images (cached by their inputs).
 framework-models:
-	scripts/framework-models.sh
+	$(T) framework-models scripts/framework-models.sh
 
 # Debian packages the tests and the demo use; installed when missing (as root). And versitygw, a real S3 server.
 deps:
-	scripts/deps.sh
+	$(T) deps scripts/deps.sh
 
 # versitygw alone (go install, once per machine; no root): the S3 tests and examples/s3's README use it.
 versitygw:
-	scripts/deps.sh versitygw
+	$(T) versitygw scripts/deps.sh versitygw
 
 demo: deps build framework-images framework-models
 	scripts/demo.sh
 
 vet:
-	$(GO) vet ./...
+	$(T) vet $(GO) vet ./...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -76,34 +78,35 @@ quick:
 # snippet builds too — built here, before the tests run in parallel, so the snippet finds it made and its 300 s wait for
 # the endpoints is not spent compiling mce beside the race-enabled tests (a fresh clone's CI timed out so)
 unit: build images kube-image models framework-images framework-models versitygw
-	$(GO) test $(TESTFLAGS) ./...
+	$(T) unit $(GO) test $(TESTFLAGS) ./...
 
 e2e: deps build images models framework-images
-	e2e/run.sh
+	$(T) e2e e2e/run.sh
 
 # mce itself as a docker-compose service (join mode, static image).
 compose-test: deps images models
-	compose/test.sh
+	$(T) compose-test compose/test.sh
 
 test: deps fmt-check vet unit e2e kube compose-test
+	@$(T) report
 
 # The Kubernetes engine on real single-node clusters (root): the pinned Kubernetes binaries, built once per
 # machine into /var/cache/mce (about 12 min cold, seconds after), and mce's own image for the init containers.
 kube-bin:
-	scripts/kube/build.sh >/dev/null
+	$(T) kube-bin scripts/kube/build.sh >/dev/null
 
 # MCE_KUBE_MCE_IMAGE names another build of mce's image (scripts/images.sh with MCE_IMAGES_TAG) and skips this one.
 kube-image:
-	@if [ -z "$$MCE_KUBE_MCE_IMAGE" ]; then scripts/images.sh mce; fi
+	@if [ -z "$$MCE_KUBE_MCE_IMAGE" ]; then $(T) kube-image scripts/images.sh mce; fi
 
 # The Go cluster tests (each starts its own cluster; `make unit` skips them without MCE_KUBE_TEST).
 kube-test: deps build images kube-bin kube-image
-	MCE_KUBE_TEST=1 $(GO) test -count=1 -timeout 30m ./internal/kubetest ./containers/kubernetes ./cmd/mce -run 'TestClusterUpDown|TestOnCluster|TestServeOnKubernetes|TestMultiModelOnCluster|TestMultiModelThroughHost'
+	MCE_KUBE_TEST=1 $(T) kube-test $(GO) test -count=1 -timeout 30m ./internal/kubetest ./containers/kubernetes ./cmd/mce -run 'TestClusterUpDown|TestOnCluster|TestServeOnKubernetes|TestMultiModelOnCluster|TestMultiModelThroughHost'
 
 # Part of make test: the Go cluster tests, then the end-to-end test on one cluster with boto3 and the aws CLI
 # (e2e/kube.sh: Direct, Serial, GPUs, scaling, an update under traffic, restarts, multi-model, deletion).
 kube: kube-test
-	e2e/kube.sh
+	$(T) kube-e2e e2e/kube.sh
 
 bench: deps build images
 	scripts/bench.sh

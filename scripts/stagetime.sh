@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Times the stages of `make test` so that a run ends with where its time went.
+#
+#   scripts/stagetime.sh NAME CMD [ARG...]   runs CMD, appends "NAME<TAB>seconds<TAB>exit status" to the log
+#   scripts/stagetime.sh report              prints the log as a table, slowest first, with the total
+#   scripts/stagetime.sh reset               empties the log
+#
+# The log is $MCE_STAGE_LOG (default build/stage-times.tsv). The Makefile wraps the recipes of every
+# stage of `make test` with it; .ci/run resets it first and reports at its end, failed or not.
+set -uo pipefail
+log=${MCE_STAGE_LOG:-build/stage-times.tsv}
+case "${1:-}" in
+reset)
+	mkdir -p "$(dirname "$log")" && : >"$log"
+	;;
+report)
+	[ -s "$log" ] || exit 0
+	echo
+	echo "time per stage (slowest first; $log):"
+	sort -t$'\t' -k2,2nr "$log" | awk -F'\t' '
+		{ printf "  %-18s %7.1f s  %s\n", $1, $2, ($3 == 0 ? "ok" : "FAILED (exit " $3 ")"); total += $2 }
+		END { printf "  %-18s %7.1f s  (%.1f min)\n", "total", total, total / 60 }'
+	;;
+"")
+	echo "usage: stagetime.sh NAME CMD... | report | reset" >&2
+	exit 2
+	;;
+*)
+	name=$1
+	shift
+	t0=$(date +%s.%N)
+	"$@"
+	rc=$?
+	mkdir -p "$(dirname "$log")"
+	printf '%s\t%s\t%d\n' "$name" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" "$rc" >>"$log"
+	exit "$rc"
+	;;
+esac
