@@ -79,6 +79,7 @@ quick:
 # the endpoints is not spent compiling mce beside the race-enabled tests (a fresh clone's CI timed out so)
 unit: build images kube-image models framework-images framework-models versitygw
 	$(T) unit $(GO) test $(TESTFLAGS) ./...
+	$(T) alloc-budget $(GO) test -count=1 -run 'AllocationBudget' ./host/   # allocations are gated without -race
 
 e2e: deps build images models framework-images
 	$(T) e2e e2e/run.sh

@@ -93,19 +93,28 @@ func ModelARN(region, account, name string) string {
 
 // InvokeContext returns the sagemaker:* condition keys of an InvokeEndpoint
 // call from its request headers; headers that are absent or empty give no
-// key, so IAM's missing-key rules apply.
+// key, so IAM's missing-key rules apply. Without any it is nil: it
+// allocates only for the keys a call carries.
 func InvokeContext(h http.Header) map[string]string {
-	m := make(map[string]string, 3)
-	if v := h.Get(wire.HeaderTargetModel); v != "" {
-		m[KeyTargetModel] = v
-	}
-	if v := h.Get(wire.HeaderTargetVariant); v != "" {
-		m[KeyTargetVariant] = v
-	}
-	if v := h.Get(wire.HeaderTargetContainer); v != "" {
-		m[KeyTargetContainerHostname] = v
+	var m map[string]string
+	for _, k := range invokeKeys {
+		if v := h[k.header]; len(v) > 0 && v[0] != "" {
+			if m == nil {
+				m = make(map[string]string, len(invokeKeys))
+			}
+			m[k.key] = v[0]
+		}
 	}
 	return m
+}
+
+// invokeKeys are the headers InvokeContext reads, in Go's canonical form:
+// h.Get would canonicalize SageMaker's spelling ("X-Amzn-SageMaker-…") into
+// a new string on every call.
+var invokeKeys = [...]struct{ header, key string }{
+	{http.CanonicalHeaderKey(wire.HeaderTargetModel), KeyTargetModel},
+	{http.CanonicalHeaderKey(wire.HeaderTargetVariant), KeyTargetVariant},
+	{http.CanonicalHeaderKey(wire.HeaderTargetContainer), KeyTargetContainerHostname},
 }
 
 // PrincipalFromARN is the principal an ARN names, without credentials.

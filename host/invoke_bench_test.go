@@ -48,38 +48,49 @@ func (benchLaunched) Close(context.Context) error              { return nil }
 //
 //	go test -run '^$' -bench Invoke -benchmem -count 5 ./host/
 func BenchmarkInvoke(b *testing.B) {
-	echoSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		io.Copy(w, r.Body)
-	}))
-	defer echoSrv.Close()
-	st, err := store.Open(filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	s := New(Config{Backend: benchBackend{echoSrv.URL}, Store: st, Logger: zerolog.Nop()})
-	defer s.Close(context.Background())
-	p := plan("bench", "Serial", map[string][]string{"AllTraffic": {"echo:e"}})
-	if _, err := s.startEndpoint(p, nil, p.ConfigName, nil); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.WaitEndpoint(context.Background(), "bench"); err != nil {
-		b.Fatal(err)
-	}
-	h := s.Handler()
+	h := invokeBench(b)
 	payload := bytes.Repeat([]byte("x"), 1024)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			req := httptest.NewRequest(http.MethodPost, "/endpoints/bench/invocations", bytes.NewReader(payload))
-			req.Header.Set("Content-Type", "text/plain")
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, req)
-			if w.Code != 200 {
-				b.Fatalf("status %d: %s", w.Code, w.Body)
-			}
+			invokeOnce(b, h, payload)
 		}
 	})
+}
+
+// invokeBench is a host with endpoint "bench" InService, its one container
+// an echo server on loopback; it returns the host's handler.
+func invokeBench(tb testing.TB) http.Handler {
+	echoSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.Copy(w, r.Body)
+	}))
+	tb.Cleanup(echoSrv.Close)
+	st, err := store.Open(filepath.Join(tb.TempDir(), "state.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	s := New(Config{Backend: benchBackend{echoSrv.URL}, Store: st, Logger: zerolog.Nop()})
+	tb.Cleanup(func() { s.Close(context.Background()) })
+	p := plan("bench", "Serial", map[string][]string{"AllTraffic": {"echo:e"}})
+	if _, err := s.startEndpoint(p, nil, p.ConfigName, nil); err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.WaitEndpoint(context.Background(), "bench"); err != nil {
+		tb.Fatal(err)
+	}
+	return s.Handler()
+}
+
+// invokeOnce is one InvokeEndpoint of payload through h.
+func invokeOnce(tb testing.TB, h http.Handler, payload []byte) {
+	req := httptest.NewRequest(http.MethodPost, "/endpoints/bench/invocations", bytes.NewReader(payload))
+	req.Header.Set("Content-Type", "text/plain")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != 200 {
+		tb.Fatalf("status %d: %s", w.Code, w.Body)
+	}
 }
