@@ -30,7 +30,7 @@ if [ "${1:-}" = --print-mirror ]; then
 	exit 0
 fi
 CACHE="${MCE_CACHE:-/var/cache/mce}/debootstrap"
-common=python3,python3-numpy,python3-scipy,python3-pandas,python3-sklearn,python3-flask,python3-gunicorn,python3-pip,python3-wheel,procps
+common=python3,python3-numpy,python3-scipy,python3-pandas,python3-sklearn,python3-flask,python3-gunicorn,python3-pip,python3-wheel,python3-wsproto,procps
 declare -A PKGS=(
 	[sklearn]="$common"
 	[pytorch]="$common,python3-torch"

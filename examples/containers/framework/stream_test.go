@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/mce-run/mce/internal/testenv"
 )
@@ -360,6 +363,7 @@ func TestStreamingExample(t *testing.T) {
 	sc.waitReady(t, 90*time.Second)
 	sessions(t, sc, request)
 	adapters(t, sc, want.Adapter, request)
+	bidiStream(t, sc, request)
 }
 
 // sessions: the model's stateful sessions as AWS's LLM containers play them, on a server of two worker
@@ -533,5 +537,80 @@ func adapters(t *testing.T, c *ctr, want adapterExpected, request func(string, i
 		if r.status != 404 || !strings.Contains(r.error(t).Message, "adapter apache is not registered") {
 			t.Errorf("a call naming the unregistered adapter: %d %q", r.status, r.body)
 		}
+	}
+}
+
+// bidiStream: the model's bidirectional stream, the WebSocket mce bridges
+// InvokeEndpointWithBidirectionalStream to: each text message a generation request answered one
+// {"token"} message per character and a {"done"}, continuing the stream's text as a session does
+// (the same characters as plain calls whose prompt is that text); a request it refuses is an
+// {"error"} and the stream goes on; pings are answered.
+func bidiStream(t *testing.T, c *ctr, request func(string, int, float64, int64) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(c.base, "http")+"/invocations-bidirectional-stream", nil)
+	if err != nil {
+		t.Fatalf("the WebSocket: %v", err)
+	}
+	defer conn.CloseNow()
+	answer := func(msg string) (text string, errMsg string) {
+		t.Helper()
+		if err := conn.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for {
+			typ, data, err := conn.Read(ctx)
+			if err != nil || typ != websocket.MessageText {
+				t.Fatalf("reading the answer to %s: %v %v", msg, typ, err)
+			}
+			var m struct {
+				Token      *string
+				Done       bool
+				Characters int
+				Error      string
+			}
+			if err := json.Unmarshal(data, &m); err != nil {
+				t.Fatalf("message %q: %v", data, err)
+			}
+			switch {
+			case m.Error != "":
+				return "", m.Error
+			case m.Done:
+				if m.Characters != b.Len() {
+					t.Errorf("done after %d characters, %d came", m.Characters, b.Len())
+				}
+				return b.String(), ""
+			case m.Token != nil && len(*m.Token) == 1:
+				b.WriteString(*m.Token)
+			default:
+				t.Fatalf("message %q", data)
+			}
+		}
+	}
+	plain := func(prompt string, seed int64) string {
+		return string(c.invoke(t, request(prompt, 30, 0.6, seed), "Content-Type: application/json").body)
+	}
+	text := "This License"
+	for i := range 3 {
+		prompt := map[bool]string{true: text, false: ""}[i == 0]
+		got, e := answer(request(prompt, 30, 0.6, int64(i)))
+		if want := plain(text, int64(i)); e != "" || got != want {
+			t.Fatalf("message %d of the stream: %q %q\nwant what a plain call with the stream's text writes: %q", i, got, e, want)
+		}
+		text += got
+	}
+	if _, e := answer(`{"prompt": 7}`); !strings.Contains(e, "prompt must be a string") {
+		t.Errorf("a bad request in the stream: %q", e)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		t.Errorf("ping: %v", err)
+	}
+	if got, e := answer(request("", 30, 0.6, 5)); e != "" || got != plain(text, 5) {
+		t.Errorf("after the refused request the stream goes on: %q %q", got, e)
+	}
+	if err := conn.Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Errorf("close: %v", err)
 	}
 }

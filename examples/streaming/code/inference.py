@@ -45,6 +45,13 @@ SAGEMAKER_ENABLE_STATEFUL_SESSIONS=true:
         X-Amzn-SageMaker-Closed-Session-Id is the id.
     An id this container did not open, or closed, or let expire, is a 400.
 
+Bidirectional streams (InvokeEndpointWithBidirectionalStream; mce's toolkit serves the WebSocket
+and calls bidi_fn per message): each text message is a generation request as above
+({"prompt", "max_tokens", "temperature", "seed"}); the answer is one {"token": "c"} message per
+character as it is drawn, then {"done": true, "characters": N}. The stream keeps its text as a
+session does: each message continues what the stream wrote before. A request the model refuses
+is answered {"error": "..."} and the stream goes on.
+
 Adapters (LoRA-style, as inference components' adapters load them through mce's toolkit: POST
 /adapters {"name", "src"}, then calls with X-Amzn-SageMaker-Adapter-Identifier): an adapter is a
 small n-gram of the same alphabet trained on other text, in <src>/adapter.json, with its mixing
@@ -492,6 +499,30 @@ def generate(model, prompt, max_tokens, temperature, seed):
         c = model.chars[i]
         text += c
         yield c
+
+
+def bidi_fn(model, message, context):
+    """One message of a bidirectional stream: see the module's documentation."""
+    state = context.stream
+    try:
+        if not isinstance(message, str):
+            raise BadRequest("send text messages: JSON generation requests")
+        req = _input(message, "application/json")
+        if "requestType" in req or "messages" in req:
+            raise BadRequest('a stream takes {"prompt", "max_tokens", "temperature", "seed"} messages')
+        bad = sorted({c for c in req["prompt"] if c not in model.index})
+        if bad:
+            raise BadRequest("the prompt has characters outside the model's alphabet: " + ", ".join(repr(c) for c in bad[:10]))
+    except BadRequest as e:
+        yield json.dumps({"error": e.message})
+        return
+    prompt = (state.get("text", "") + req["prompt"])[-MAX_PROMPT:]
+    out = []
+    for c in generate(model, prompt, req["max_tokens"], req["temperature"], req["seed"]):
+        out.append(c)
+        yield json.dumps({"token": c})
+    state["text"] = (prompt + "".join(out))[-MAX_PROMPT:]
+    yield json.dumps({"done": True, "characters": len(out)})
 
 
 def output_fn(tokens, accept):

@@ -220,4 +220,8 @@ class SingleModelApp:
                                   on_finish=self._finished)
         if path == "/adapters" or path.startswith("/adapters/"):
             return serve_adapters(self.handler, environ, start_response)
+        if path == "/invocations-bidirectional-stream":
+            # Not under the watchdog: a stream lasts as long as mce keeps it open.
+            from . import bidi  # wsproto is needed only here
+            return bidi.serve(self.handler, environ, start_response, respond_error)
         return respond_error(start_response, 404, "no such path; this container serves GET /ping and POST /invocations")

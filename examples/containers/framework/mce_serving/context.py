@@ -41,6 +41,8 @@ class Context:
         # script's adapter_fn; None without one (adapters.py).
         self.adapter = None
         self.adapter_name = None
+        # A bidirectional stream's own dict, the same for each of its messages (bidi.py).
+        self.stream = None
         self.response_status = None
         self.response_content_type = None
 

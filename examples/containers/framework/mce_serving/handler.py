@@ -10,6 +10,7 @@ whose signature has room for it:
     transform_fn(model, input_data, content_type, accept[, context])
     pre_model_fn(model_dir[, context]), model_warmup_fn(model_dir, model[, context])   (optional)
     adapter_fn(model, name, src[, context])   (optional: the model takes adapters; see adapters.py)
+    bidi_fn(model, message[, context])        (optional: a bidirectional stream's messages; see bidi.py)
 
 ``transform_fn`` replaces the other three and may not be combined with them (an error at load).
 ``input_fn`` receives JSON and CSV bodies as ``str``, others as ``bytes``. ``output_fn`` and
@@ -38,7 +39,7 @@ from .frameworks import Defaults
 log = logging.getLogger("mce_serving")
 
 HOOKS = ("model_fn", "input_fn", "predict_fn", "output_fn", "transform_fn", "pre_model_fn", "model_warmup_fn",
-         "adapter_fn")
+         "adapter_fn", "bidi_fn")
 
 
 def takes_context(fn, nargs):
@@ -175,6 +176,7 @@ class Handler:
         self.pre_model_fn = hook("pre_model_fn", 1)
         self.model_warmup_fn = hook("model_warmup_fn", 2)
         self.adapter_fn = hook("adapter_fn", 3)
+        self.bidi_fn = hook("bidi_fn", 2)
         self.model = None
         self.gpu_id = None
         self.adapters = Adapters(self._load_adapter) if self.adapter_fn else None
@@ -218,6 +220,14 @@ class Handler:
             return hook(ctx, *args)
         except Exception as e:
             raise UserCodeError("%s: %s" % (type(e).__name__, e)) from e
+
+    def bidi_message(self, message, headers=None, stream=None):
+        """Runs bidi_fn on one message of a bidirectional stream; returns what it returned (the
+        pieces of a generator are produced as the caller takes them). UserCodeError on failure.
+        stream is the stream's own dict, context.stream for every message of it."""
+        ctx = Context(self.model_name, self.model_dir, headers, gpu_id=self.gpu_id)
+        ctx.stream = stream if stream is not None else {}
+        return self._run(self.bidi_fn, ctx, self.model, message)
 
     def invoke(self, body, content_type, accept, headers=None):
         """Runs one request. Returns (body, content type, context): body is bytes, or a Stream when

@@ -1,0 +1,129 @@
+import socket
+import threading
+import types
+import unittest
+
+try:
+    from wsproto import ConnectionType, WSConnection
+    from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Ping, Pong, Request,
+                                TextMessage)
+except ImportError:  # the framework images have it (python3-wsproto); a bare host may not
+    WSConnection = None
+
+from mce_serving.app import SingleModelApp
+from mce_serving.handler import Handler
+
+from .helpers import call, error_of
+
+
+def app_with(**fns):
+    m = types.ModuleType("u")
+    m.model_fn = lambda d: "model"
+    m.predict_fn = lambda x, model: x
+    for k, v in fns.items():
+        setattr(m, k, v)
+    h = Handler(m, "/m")
+    h.load()
+    return SingleModelApp(h, 1000)
+
+
+def echo(model, message):
+    if message == "boom":
+        raise ValueError("no boom here")
+    if isinstance(message, str):
+        return (c.upper() for c in message)  # one message per character, as produced
+    return bytes(reversed(message))
+
+
+@unittest.skipIf(WSConnection is None, "wsproto is not installed")
+class BidiTest(unittest.TestCase):
+    """The WebSocket over a socket pair: gunicorn's side is the app's, the test plays mce."""
+
+    def open(self, app):
+        server, self.sock = socket.socketpair()
+        self.addCleanup(self.sock.close)
+        self.sock.settimeout(10)
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        req = self.ws.send(Request(host="c", target="/invocations-bidirectional-stream")).decode()
+        key = [ln.split(":", 1)[1].strip() for ln in req.split("\r\n") if ln.lower().startswith("sec-websocket-key:")][0]
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/invocations-bidirectional-stream", "gunicorn.socket": server,
+                   "HTTP_HOST": "c", "HTTP_UPGRADE": "websocket", "HTTP_CONNECTION": "Upgrade",
+                   "HTTP_SEC_WEBSOCKET_KEY": key, "HTTP_SEC_WEBSOCKET_VERSION": "13"}
+        self.ended = []
+
+        def run():
+            try:
+                app(environ, lambda *a: None)
+            except StopIteration as e:  # what gunicorn takes as "close the connection"
+                self.ended.append(e)
+            finally:
+                server.close()
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        self.assertIsInstance(self.next_event(), AcceptConnection)
+
+    def next_event(self):
+        while True:
+            for ev in self.ws.events():
+                return ev
+            data = self.sock.recv(65536)
+            self.ws.receive_data(data or None)
+
+    def send(self, event):
+        self.sock.sendall(self.ws.send(event))
+
+    def test_messages_pings_and_close(self):
+        self.open(app_with(bidi_fn=echo))
+        self.send(TextMessage(data="ab", message_finished=False))
+        self.send(TextMessage(data="c"))  # one message in two fragments
+        got = [self.next_event() for _ in range(3)]
+        self.assertEqual([(type(e), e.data) for e in got], [(TextMessage, "A"), (TextMessage, "B"), (TextMessage, "C")])
+        self.send(BytesMessage(data=b"\x00\x01\x02"))
+        ev = self.next_event()
+        self.assertEqual((type(ev), ev.data), (BytesMessage, b"\x02\x01\x00"))
+        self.send(Ping(payload=b"hi"))
+        ev = self.next_event()
+        self.assertEqual((type(ev), ev.payload), (Pong, b"hi"))
+        self.send(CloseConnection(code=1000))
+        self.assertIsInstance(self.next_event(), CloseConnection)
+        self.thread.join(10)
+        self.assertEqual(len(self.ended), 1)
+
+    def test_a_failing_message_closes_with_1011(self):
+        self.open(app_with(bidi_fn=echo))
+        self.send(TextMessage(data="boom"))
+        ev = self.next_event()
+        self.assertEqual((type(ev), ev.code), (CloseConnection, 1011))
+        self.assertIn("no boom here", ev.reason)
+        self.thread.join(10)
+        self.assertEqual(len(self.ended), 1)
+
+    def test_a_message_too_big_closes_with_1009(self):
+        from mce_serving import bidi
+        old, bidi.MAX_MESSAGE = bidi.MAX_MESSAGE, 1000
+        self.addCleanup(setattr, bidi, "MAX_MESSAGE", old)
+        self.open(app_with(bidi_fn=echo))
+        self.send(BytesMessage(data=b"x" * 600, message_finished=False))
+        self.send(BytesMessage(data=b"x" * 600))
+        ev = self.next_event()
+        self.assertEqual((type(ev), ev.code), (CloseConnection, 1009))
+
+    def test_the_client_going_away_ends_it(self):
+        self.open(app_with(bidi_fn=echo))
+        self.sock.shutdown(socket.SHUT_WR)
+        self.thread.join(10)
+        self.assertFalse(self.thread.is_alive())
+        self.assertEqual(len(self.ended), 1)
+
+
+class BidiRefusalsTest(unittest.TestCase):
+    def test_without_bidi_fn_or_websocket(self):
+        code, _, out = call(app_with(), "GET", "/invocations-bidirectional-stream")
+        self.assertEqual((code, error_of(out)[2]), (404, "this model takes no bidirectional stream: its script defines no bidi_fn"))
+        if WSConnection is None:
+            return
+        code, _, out = call(app_with(bidi_fn=echo), "GET", "/invocations-bidirectional-stream")
+        self.assertEqual(code, 400)
+        self.assertIn("takes a WebSocket", error_of(out)[2])
+        code, _, out = call(app_with(bidi_fn=echo), "GET", "/invocations-bidirectional-stream", headers={"Upgrade": "websocket"})
+        self.assertEqual(code, 501)  # wsgiref hands no connection over
