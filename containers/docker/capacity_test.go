@@ -82,15 +82,7 @@ func TestInferenceComponentGPUPlacement(t *testing.T) {
 		RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(5)}}); err != nil {
 		t.Fatal(err)
 	}
-	var d *sagemaker.DescribeInferenceComponentOutput
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if d, err = sm.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String("llm")}); err != nil {
-			t.Fatal(err)
-		}
-		if d.InferenceComponentStatus != smtypes.InferenceComponentStatusCreating || time.Now().After(deadline) {
-			break
-		}
-	}
+	d := settledIC(t, sm, "llm")
 	// This machine has no NVIDIA runtime: the engine check refuses each
 	// copy's device request, and the fifth copy was never placed.
 	why := aws.ToString(d.FailureReason)
@@ -98,6 +90,32 @@ func TestInferenceComponentGPUPlacement(t *testing.T) {
 		!strings.HasPrefix(why, "0 of 5 copies of the inference component are running. The copies left could not be placed on the 1 instance(s) of variant AllTraffic: not enough accelerator devices (a copy needs 1 whole GPUs of its own; the instance type has 4 per instance, 0 of this machine's 4 GPUs are free).") {
 		t.Fatalf("%s %+v %q", d.InferenceComponentStatus, d.RuntimeConfig, why)
 	}
+	pinned := pinnedDevices(t, rec)
+	if !slices.Equal(pinned, []string{"0", "1", "2", "3"}) {
+		t.Fatalf("copies pinned to GPUs %v, want 0, 1, 2 and 3 once each", pinned)
+	}
+}
+
+// settledIC polls component name until it is no longer Creating (a minute
+// at most) and returns its description.
+func settledIC(t *testing.T, sm *sagemaker.Client, name string) *sagemaker.DescribeInferenceComponentOutput {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		d, err := sm.DescribeInferenceComponent(context.Background(), &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.InferenceComponentStatus != smtypes.InferenceComponentStatusCreating || time.Now().After(deadline) {
+			return d
+		}
+	}
+}
+
+// pinnedDevices is the device each copy launched through rec was pinned
+// to, sorted, having checked that each copy's plan pins one device and that
+// the engine's device request names that one alone.
+func pinnedDevices(t *testing.T, rec *recorder) []string {
+	t.Helper()
 	var pinned []string
 	for _, p := range rec.plans() {
 		es, err := docker.SpecOf(p)
@@ -112,9 +130,7 @@ func TestInferenceComponentGPUPlacement(t *testing.T) {
 		pinned = append(pinned, g.DeviceIDs[0])
 	}
 	slices.Sort(pinned)
-	if !slices.Equal(pinned, []string{"0", "1", "2", "3"}) {
-		t.Fatalf("copies pinned to GPUs %v, want 0, 1, 2 and 3 once each", pinned)
-	}
+	return pinned
 }
 
 // recorder keeps the plans launched through the Docker backend.
@@ -234,15 +250,7 @@ func TestInferenceComponentPartitionPlacement(t *testing.T) {
 		RuntimeConfig: &smtypes.InferenceComponentRuntimeConfig{CopyCount: aws.Int32(3)}}); err != nil {
 		t.Fatal(err)
 	}
-	var d *sagemaker.DescribeInferenceComponentOutput
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-		if d, err = sm.DescribeInferenceComponent(ctx, &sagemaker.DescribeInferenceComponentInput{InferenceComponentName: aws.String("llm")}); err != nil {
-			t.Fatal(err)
-		}
-		if d.InferenceComponentStatus != smtypes.InferenceComponentStatusCreating || time.Now().After(deadline) {
-			break
-		}
-	}
+	d := settledIC(t, sm, "llm")
 	// No NVIDIA runtime here: the engine refuses each copy's device
 	// request; the third copy was never placed.
 	why := aws.ToString(d.FailureReason)
@@ -250,20 +258,7 @@ func TestInferenceComponentPartitionPlacement(t *testing.T) {
 		!strings.Contains(why, "not enough accelerator partitions (a copy needs one mig-3g.40gb partition, and all 2 of this machine's are held by other copies)") {
 		t.Fatalf("%s %+v %q", d.InferenceComponentStatus, d.RuntimeConfig, why)
 	}
-	var pinned []string
-	for _, p := range rec.plans() {
-		es, err := docker.SpecOf(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := es.Variants[0].Containers[0].GPUs
-		reqs := docker.DeviceRequestsFor(g, gpu.ModeRuntime, nil)
-		if len(g.DeviceIDs) != 1 || len(reqs) != 1 || !slices.Equal(reqs[0].DeviceIDs, g.DeviceIDs) {
-			t.Fatalf("copy GPUs %+v, device requests %+v", g, reqs)
-		}
-		pinned = append(pinned, g.DeviceIDs[0])
-	}
-	slices.Sort(pinned)
+	pinned := pinnedDevices(t, rec)
 	if !slices.Equal(pinned, []string{"MIG-00000000-0000-0000-0000-000000000000", "MIG-00000000-0000-0000-0000-000000000001"}) {
 		t.Fatalf("copies pinned to %v, want each MIG partition once", pinned)
 	}

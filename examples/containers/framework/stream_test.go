@@ -239,14 +239,8 @@ func TestStreamingExample(t *testing.T) {
 	var want struct {
 		Perplexity map[string]float64
 		Order      int
-		Samples    []struct {
-			Prompt      string
-			MaxTokens   int `json:"max_tokens"`
-			Temperature float64
-			Seed        int64
-			Text        string
-		}
-		Adapter adapterExpected
+		Samples    []textSample
+		Adapter    adapterExpected
 	}
 	b, err := os.ReadFile(filepath.Join(models, "framework", "textgen-expected.json"))
 	if err != nil {
@@ -482,13 +476,16 @@ func chatCompletions(t *testing.T, c *ctr, prompt string, n int, temp float64, s
 type adapterExpected struct {
 	Weight     float64
 	Perplexity struct{ Base, Adapted float64 }
-	Samples    []struct {
-		Prompt      string
-		MaxTokens   int `json:"max_tokens"`
-		Temperature float64
-		Seed        int64
-		Text        string
-	}
+	Samples    []textSample
+}
+
+// textSample is a text train.py generated: the request's settings and the characters.
+type textSample struct {
+	Prompt      string
+	MaxTokens   int `json:"max_tokens"`
+	Temperature float64
+	Seed        int64
+	Text        string
 }
 
 // adapters: the model's adapter, registered as mce registers an inference component's adapters
