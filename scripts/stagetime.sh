@@ -11,15 +11,25 @@ set -uo pipefail
 log=${MCE_STAGE_LOG:-build/stage-times.tsv}
 case "${1:-}" in
 reset)
-	mkdir -p "$(dirname "$log")" && : >"$log"
+	mkdir -p "$(dirname "$log")" && : >"$log" && : >"$log.start"
 	;;
 report)
 	[ -s "$log" ] || exit 0
 	echo
-	echo "time per stage (slowest first; $log):"
-	sort -t$'\t' -k2,2nr "$log" | awk -F'\t' '
-		{ printf "  %-18s %7.1f s  %s\n", $1, $2, ($3 == 0 ? "ok" : "FAILED (exit " $3 ")"); total += $2 }
-		END { printf "  %-18s %7.1f s  (%.1f min)\n", "total", total, total / 60 }'
+	echo "time per stage, slowest first ($log; a stage run several times is summed, and one run inside"
+	echo "another, as a README snippet's make images inside unit, is counted in both):"
+	awk -F'\t' '
+		!($1 in t) { order[++n] = $1 }
+		{ t[$1] += $2; c[$1]++; if ($3 != 0) bad[$1] = $3 }
+		END {
+			for (i = 1; i <= n; i++) {
+				k = order[i]
+				printf "%s\t%.1f\t%s\n", k, t[k], (k in bad ? "FAILED (exit " bad[k] ")" : "ok") (c[k] > 1 ? ", " c[k] " runs" : "")
+			}
+		}' "$log" | sort -t$'\t' -k2,2nr | awk -F'\t' '{ printf "  %-18s %7.1f s  %s\n", $1, $2, $3 }'
+	start=$(stat -c %Y "$log.start" 2>/dev/null || true)
+	[ -n "$start" ] && printf '  %-18s %7.1f s  (%.1f min, from reset to this report)\n' "wall clock" "$(($(date +%s) - start))" "$(awk -v s="$(($(date +%s) - start))" 'BEGIN { print s / 60 }')"
+	true
 	;;
 "")
 	echo "usage: stagetime.sh NAME CMD... | report | reset" >&2
