@@ -14,13 +14,15 @@ for IDLE_TIMEOUT seconds (mce pings every 30) is closed. The image carries the l
 answers the path with 404, which mce reports as ModelError.
 
 The WebSocket protocol is wsproto's (Debian's python3-wsproto, sans-I/O) on the connection gunicorn
-hands over in ``environ["gunicorn.socket"]``; the stream holds its worker until it ends, so a
-server of N workers serves at most N streams (and calls) at once.
+hands over in ``environ["gunicorn.socket"]``. Each stream runs in a thread of its own (at most
+MAX_STREAMS a worker process), so bidi_fn runs beside the worker's calls: it must be as safe to
+run concurrently with predict_fn as the model is.
 """
 
 import collections.abc
 import logging
 import socket
+import threading
 
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import (AcceptConnection, BytesMessage, CloseConnection, Ping, Request,
@@ -32,6 +34,7 @@ log = logging.getLogger("mce_serving")
 PATH = "/invocations-bidirectional-stream"
 MAX_MESSAGE = 16 << 20
 IDLE_TIMEOUT = 120
+MAX_STREAMS = 64  # open at once, per worker process
 
 
 class _Closed(Exception):
@@ -123,9 +126,35 @@ def serve(handler, environ, start_response, respond_error):
             raise RemoteProtocolError("no WebSocket request", event_hint=None)
     except RemoteProtocolError as e:
         return respond_error(start_response, 400, "not a WebSocket handshake: %s" % e)
-    sock.settimeout(IDLE_TIMEOUT)
-    st = Stream(sock, ws)
-    st.send(AcceptConnection())
+    with _lock:
+        if len(_streams) >= MAX_STREAMS:
+            return respond_error(start_response, 503, "%d bidirectional streams are open in this worker" % MAX_STREAMS)
+        # The stream runs in a thread of its own on a copy of the connection: the worker's thread
+        # (gunicorn's gthread worker has one) goes back to serving calls, and gunicorn closes only
+        # its own copy.
+        conn = sock.dup()
+        t = threading.Thread(target=_run, args=(handler, conn, ws, environ), name="mce-bidi", daemon=True)
+        _streams.add(t)
+    try:
+        conn.settimeout(IDLE_TIMEOUT)
+        conn.sendall(ws.send(AcceptConnection()))
+    except OSError:
+        with _lock:
+            _streams.discard(t)
+        conn.close()
+        raise
+    t.start()
+    # The connection is the WebSocket's now: gunicorn closes its copy without writing an HTTP answer.
+    raise StopIteration("the connection is a WebSocket's")
+
+
+_lock = threading.Lock()
+_streams = set()  # the threads of the open streams
+
+
+def _run(handler, conn, ws, environ):
+    """Serves one accepted WebSocket until either side closes it."""
+    st = Stream(conn, ws)
     served, state = 0, {}
     hdrs = {k[5:].replace("_", "-").title(): v for k, v in environ.items() if k.startswith("HTTP_")}
     try:
@@ -142,5 +171,17 @@ def serve(handler, environ, start_response, respond_error):
     except (_Closed, OSError) as e:
         log.info("model %s: bidirectional stream ended after %d messages%s", handler.model_name, served,
                  "" if isinstance(e, _Closed) else " (%s)" % e)
-    # The connection was the WebSocket's: gunicorn closes it without writing an HTTP answer.
-    raise StopIteration("the WebSocket is closed")
+    except Exception:
+        log.exception("model %s: bidirectional stream failed", handler.model_name)
+    finally:
+        conn.close()
+        with _lock:
+            _streams.discard(threading.current_thread())
+
+
+def wait_streams(timeout):
+    """Waits for the open streams to end (tests)."""
+    with _lock:
+        ts = list(_streams)
+    for t in ts:
+        t.join(timeout)

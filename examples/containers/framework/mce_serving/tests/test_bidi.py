@@ -51,16 +51,19 @@ class BidiTest(unittest.TestCase):
                    "HTTP_SEC_WEBSOCKET_KEY": key, "HTTP_SEC_WEBSOCKET_VERSION": "13"}
         self.ended = []
 
-        def run():
-            try:
-                app(environ, lambda *a: None)
-            except StopIteration as e:  # what gunicorn takes as "close the connection"
-                self.ended.append(e)
-            finally:
-                server.close()
-        self.thread = threading.Thread(target=run, daemon=True)
-        self.thread.start()
+        try:
+            app(environ, lambda *a: None)
+        except StopIteration as e:  # what gunicorn takes as "close the connection": the stream goes on
+            self.ended.append(e)
+        finally:
+            server.close()  # gunicorn's copy; the stream's thread has its own
+        self.assertEqual(len(self.ended), 1)
         self.assertIsInstance(self.next_event(), AcceptConnection)
+
+    def stream_ends(self):
+        from mce_serving import bidi
+        bidi.wait_streams(10)
+        self.assertEqual(bidi._streams, set())
 
     def next_event(self):
         while True:
@@ -86,8 +89,7 @@ class BidiTest(unittest.TestCase):
         self.assertEqual((type(ev), ev.payload), (Pong, b"hi"))
         self.send(CloseConnection(code=1000))
         self.assertIsInstance(self.next_event(), CloseConnection)
-        self.thread.join(10)
-        self.assertEqual(len(self.ended), 1)
+        self.stream_ends()
 
     def test_a_failing_message_closes_with_1011(self):
         self.open(app_with(bidi_fn=echo))
@@ -95,8 +97,7 @@ class BidiTest(unittest.TestCase):
         ev = self.next_event()
         self.assertEqual((type(ev), ev.code), (CloseConnection, 1011))
         self.assertIn("no boom here", ev.reason)
-        self.thread.join(10)
-        self.assertEqual(len(self.ended), 1)
+        self.stream_ends()
 
     def test_a_message_too_big_closes_with_1009(self):
         from mce_serving import bidi
@@ -107,13 +108,37 @@ class BidiTest(unittest.TestCase):
         self.send(BytesMessage(data=b"x" * 600))
         ev = self.next_event()
         self.assertEqual((type(ev), ev.code), (CloseConnection, 1009))
+        self.stream_ends()
 
     def test_the_client_going_away_ends_it(self):
         self.open(app_with(bidi_fn=echo))
         self.sock.shutdown(socket.SHUT_WR)
-        self.thread.join(10)
-        self.assertFalse(self.thread.is_alive())
-        self.assertEqual(len(self.ended), 1)
+        self.stream_ends()
+
+    def test_calls_go_on_during_a_stream(self):
+        app = app_with(bidi_fn=echo)
+        self.open(app)
+        code, _, body = call(app, "POST", "/invocations", b"[1]", {"Content-Type": "application/json"})
+        self.assertEqual((code, body), (200, b"[[1.0]]"))  # the default output_fn encodes the prediction
+        self.send(TextMessage(data="x"))
+        self.assertEqual(self.next_event().data, "X")
+
+    def test_streams_are_bounded(self):
+        from mce_serving import bidi
+        old, bidi.MAX_STREAMS = bidi.MAX_STREAMS, 1
+        self.addCleanup(setattr, bidi, "MAX_STREAMS", old)
+        app = app_with(bidi_fn=echo)
+        self.open(app)
+        server, client = socket.socketpair()
+        self.addCleanup(server.close)
+        self.addCleanup(client.close)
+        environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/invocations-bidirectional-stream", "gunicorn.socket": server,
+                   "HTTP_HOST": "c", "HTTP_UPGRADE": "websocket", "HTTP_CONNECTION": "Upgrade",
+                   "HTTP_SEC_WEBSOCKET_KEY": "dGhlIHNhbXBsZSBub25jZQ==", "HTTP_SEC_WEBSOCKET_VERSION": "13"}
+        got = {}
+        out = b"".join(app(environ, lambda status, hs: got.setdefault("status", status)))
+        self.assertTrue(got["status"].startswith("503"), got)
+        self.assertIn(b"1 bidirectional streams are open", out)
 
 
 class BidiRefusalsTest(unittest.TestCase):
