@@ -55,10 +55,10 @@ class Adapters:
         return os.path.join(self.root, name + ".json")
 
     def _record(self, name):
+        """The registration of name and its stamp (the file's mtime), or (None, None)."""
         try:
             with open(self._path(name)) as f:
-                rec = json.load(f)
-            return rec, os.stat(self._path(name)).st_mtime_ns
+                return json.load(f), os.fstat(f.fileno()).st_mtime_ns
         except (OSError, ValueError):
             return None, None
 
@@ -105,17 +105,23 @@ class Adapters:
         return {"name": name}
 
     def get(self, name):
-        """The adapter a call names, loaded in this process when it was not, or was registered anew."""
-        self._path(name)
-        rec, stamp = self._record(name)
-        if rec is None:
-            with self.lock:
-                self.loaded.pop(name, None)
-            raise InferenceError(404, "adapter %s is not registered with this model" % name)
+        """The adapter a call names, loaded in this process when it was not, or was registered anew.
+        A call to an adapter loaded already costs one stat of its registration, not a read."""
+        try:
+            stamp = os.stat(self._path(name)).st_mtime_ns
+        except OSError:
+            stamp = None
         with self.lock:
             have = self.loaded.get(name)
+            if stamp is None:
+                self.loaded.pop(name, None)
+        if stamp is None:
+            raise InferenceError(404, "adapter %s is not registered with this model" % name)
         if have is not None and have[0] == stamp:
             return have[1]
+        rec, stamp = self._record(name)
+        if rec is None:
+            raise InferenceError(404, "adapter %s is not registered with this model" % name)
         adapter = self.load_fn(name, rec["src"])
         with self.lock:
             self.loaded[name] = (stamp, adapter)
