@@ -100,17 +100,17 @@ func partitionLayoutSemantic(s *semantic, v ProductionVariant, kind string) {
 		s.add(of + " must list at least one partition type.")
 		return
 	}
-	slices := 0
+	used := 0 // compute slices
 	for _, t := range types {
 		if strings.Contains(t, "+me") {
 			s.add(of + ": partition type " + strconv.Quote(t) + " is not supported: SageMaker does not support the +me (media extensions) profiles.")
 			return
 		}
-		slices += profileSlices(t)
+		used += profileSlices(t)
 	}
-	if slices > computeSlices {
+	if used > computeSlices {
 		s.add(of + " does not fit on one accelerator: an accelerator provides " + strconv.Itoa(computeSlices) + " compute slices, and " +
-			strings.Join(types, ", ") + " need " + strconv.Itoa(slices) + ". Remove a partition or choose smaller types.")
+			strings.Join(types, ", ") + " need " + strconv.Itoa(used) + ". Remove a partition or choose smaller types.")
 	}
 	if n, all := InstanceGPUCount(v.InstanceType); n == 0 && !all && v.InstanceType != "" {
 		s.add(of + ": instance type " + v.InstanceType + " has no accelerator to partition.")
