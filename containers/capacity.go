@@ -1,6 +1,9 @@
 package containers
 
-import "context"
+import (
+	"context"
+	"strings"
+)
 
 // InstanceCapacity is what one instance of a variant offers the copies of
 // inference components, where an engine packs them on one machine (the
@@ -13,6 +16,24 @@ type InstanceCapacity struct {
 	GPUs []string
 	// Partitions are the MIG partitions of the machine's GPUs in MIG mode.
 	Partitions []Partition
+}
+
+// migPrefix begins SageMaker's names of MIG profiles ("mig-3g.40gb"); NVIDIA
+// names them without it ("3g.40gb").
+const migPrefix = "mig-"
+
+// NVIDIAProfile is NVIDIA's name of a MIG profile SageMaker names
+// ("mig-3g.40gb" → "3g.40gb"), as nvidia-smi and the device plugin's
+// resources spell it.
+func NVIDIAProfile(profile string) string { return strings.TrimPrefix(profile, migPrefix) }
+
+// SageMakerProfile is SageMaker's name of a MIG profile NVIDIA names
+// ("3g.40gb" → "mig-3g.40gb"); "" (unknown) stays "".
+func SageMakerProfile(profile string) string {
+	if profile == "" {
+		return ""
+	}
+	return migPrefix + profile
 }
 
 // Partition is one MIG partition a copy may occupy.

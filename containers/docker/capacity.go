@@ -84,11 +84,7 @@ func machineGPUs(inv gpuLister) (whole []string, parts []containers.Partition) {
 	carved := map[int]bool{}
 	for _, m := range migs {
 		carved[m.Parent] = true
-		profile := ""
-		if m.Profile != "" {
-			profile = "mig-" + m.Profile
-		}
-		parts = append(parts, containers.Partition{ID: m.UUID, Profile: profile, GPU: m.Parent})
+		parts = append(parts, containers.Partition{ID: m.UUID, Profile: containers.SageMakerProfile(m.Profile), GPU: m.Parent})
 	}
 	for _, d := range devs {
 		if !carved[d.Index] {

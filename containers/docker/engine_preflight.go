@@ -115,7 +115,7 @@ func countWords(c map[string]int) string {
 func trimMIG(profiles []string) []string {
 	out := make([]string, len(profiles))
 	for i, p := range profiles {
-		out[i] = strings.TrimPrefix(p, "mig-")
+		out[i] = containers.NVIDIAProfile(p)
 	}
 	return out
 }

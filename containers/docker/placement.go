@@ -333,7 +333,7 @@ func (p *placement) partitionShort(profile string, held int) string {
 	switch {
 	case len(p.machine.Partitions) == 0:
 		return fmt.Sprintf("accelerator partitions (a copy needs one %s partition, and this machine has no MIG partition: NVML lists no GPU in MIG mode with partitions created; "+
-			"mce does not carve GPUs, so create them first, for example nvidia-smi -i 0 -mig 1 then nvidia-smi mig -i 0 -cgi %s -C)", profile, strings.TrimPrefix(profile, "mig-"))
+			"mce does not carve GPUs, so create them first, for example nvidia-smi -i 0 -mig 1 then nvidia-smi mig -i 0 -cgi %s -C)", profile, containers.NVIDIAProfile(profile))
 	case all == 0:
 		return fmt.Sprintf("accelerator partitions (a copy needs one %s partition, and this machine's MIG partitions are %s)", profile, countWords(profiles))
 	case p.freePart(profile) < 0:

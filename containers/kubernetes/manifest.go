@@ -54,7 +54,7 @@ const (
 // name ("mig-3g.40gb"): nvidia.com/mig-3g.40gb, as the device plugin's mixed
 // strategy names it.
 func ResourcePartition(profile string) corev1.ResourceName {
-	return corev1.ResourceName(resourceMIGPrefix + strings.TrimPrefix(profile, "mig-"))
+	return corev1.ResourceName(resourceMIGPrefix + containers.NVIDIAProfile(profile))
 }
 
 // ModelDir is where SageMaker mounts a container's model data.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mce-run/mce/containers"
 )
 
 // Accelerator partitions (2026-10): a production variant's
@@ -119,7 +121,7 @@ func partitionLayoutSemantic(s *semantic, v ProductionVariant, kind string) {
 
 // profileSlices is the compute slices of a profile ("mig-3g.40gb": 3).
 func profileSlices(t string) int {
-	g, _, _ := strings.Cut(strings.TrimPrefix(t, "mig-"), "g.")
+	g, _, _ := strings.Cut(containers.NVIDIAProfile(t), "g.")
 	n, err := strconv.Atoi(g)
 	if err != nil || n < 0 {
 		return computeSlices + 1 // the shape's error says it
