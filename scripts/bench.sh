@@ -18,6 +18,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 DUR="${BENCH_DURATION:-5}"
 WARM="${BENCH_WARMUP:-1}"
 read -r -a CLIENTS <<<"${BENCH_CLIENTS:-1 50 200}"
+PIN=() # BENCH_PIN=CPUS runs wrk under taskset -c CPUS: the load generator kept to those cores
+[ -z "${BENCH_PIN:-}" ] || PIN=(taskset -c "$BENCH_PIN")
 IMAGE="mce-example/probe:latest"
 INST="bench-$$"
 LUA="bench/wrk.lua"
@@ -25,7 +27,7 @@ OUTMD="build/bench.md"
 RAW="build/bench-wrk.log"
 
 die() { echo "bench: $*" >&2; exit 1; }
-for c in wrk nginx docker curl awk ss; do
+for c in wrk nginx docker curl awk ss go ${BENCH_PIN:+taskset}; do
 	command -v "$c" >/dev/null 2>&1 || die "$c not found (make deps installs wrk, nginx-light and curl)"
 done
 if [ ! -x bin/mce ]; then
@@ -38,6 +40,7 @@ mkdir -p build
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/mce-bench.XXXXXX")"
 mce_pid=""
 nginx_pid=""
+floor_pids=()
 cleanup() {
 	local rc=$?
 	set +e
@@ -46,6 +49,7 @@ cleanup() {
 	if [ -n "$nginx_pid" ] && kill -0 "$nginx_pid" 2>/dev/null; then
 		kill -TERM "$nginx_pid"; wait "$nginx_pid" 2>/dev/null
 	fi
+	for pid in "${floor_pids[@]}"; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
 	if [ -n "$mce_pid" ] && kill -0 "$mce_pid" 2>/dev/null; then
 		kill -TERM "$mce_pid"; wait "$mce_pid" 2>/dev/null
 	fi
@@ -144,13 +148,29 @@ for _ in $(seq 1 100); do
 done
 echo "bench: nginx (1 worker, keepalive upstream) on 127.0.0.1:$NGINX_PORT -> $ADDR"
 
+# ---------------------------------------------------------------- the Go floors (bench/floor)
+# The least a Go relay does per call, with mce's own container client: net/http's server, and a loop per
+# connection on net/http's parser. They split mce's cost into server, runtime and mce's own work.
+CGO_ENABLED=0 go build -o build/floor ./bench/floor
+declare -A FLOOR_ADDR
+for kind in nethttp loop; do
+	build/floor -server "$kind" -upstream "http://$ADDR" -listen 127.0.0.1:0 >"$TMP/floor-$kind.addr" 2>"$TMP/floor-$kind.log" &
+	floor_pids+=($!)
+	for _ in $(seq 1 100); do [ -s "$TMP/floor-$kind.addr" ] && break; sleep 0.05; done
+	FLOOR_ADDR[$kind]="$(head -1 "$TMP/floor-$kind.addr")"
+	[ -n "${FLOOR_ADDR[$kind]}" ] || { cat "$TMP/floor-$kind.log" >&2; die "floor -server $kind did not start"; }
+done
+echo "bench: Go floors: net/http on ${FLOOR_ADDR[nethttp]}, connection loop on ${FLOOR_ADDR[loop]} -> $ADDR"
+
 # ---------------------------------------------------------------- the paths, and a correctness check
 MCE="http://127.0.0.1:$MCE_PORT/endpoints"
-PATHS=(straight published nginx direct serial2 serial5)
+PATHS=(straight published nginx floorloop floorhttp direct serial2 serial5)
 declare -A URL=(
 	[straight]="http://$ADDR/invocations"
 	[published]="http://$PUB/invocations"
 	[nginx]="http://127.0.0.1:$NGINX_PORT/invocations"
+	[floorloop]="http://${FLOOR_ADDR[loop]}/invocations"
+	[floorhttp]="http://${FLOOR_ADDR[nethttp]}/invocations"
 	[direct]="$MCE/bench-direct/invocations"
 	[serial2]="$MCE/bench-serial2/invocations"
 	[serial5]="$MCE/bench-serial5/invocations"
@@ -161,6 +181,8 @@ declare -A LABEL=(
 	[straight]="straight to the container (bridge address)"
 	[published]="Docker published port 127.0.0.1 (twin container)"
 	[nginx]="nginx → container address"
+	[floorloop]="Go floor: connection loop + mce's client"
+	[floorhttp]="Go floor: net/http server + mce's client"
 	[direct]="mce Direct (target hostname p1)"
 	[serial2]="mce Serial, 2 containers"
 	[serial5]="mce Serial, 5 containers"
@@ -187,10 +209,15 @@ cpu_ticks() { # user+system clock ticks of the processes given (all their thread
 }
 run_cell() { # path clients
 	local p="$1" c="$2" out line pids=() t0
-	case "$p" in nginx) pids=("$nginx_worker") ;; direct | serial*) pids=("$mce_pid") ;; esac
-	BENCH_TARGET_CONTAINER="${TARGET[$p]:-}" wrk -t1 -c"$c" -d"${WARM}s" -s "$LUA" "${URL[$p]}" >/dev/null 2>&1 || true
+	case "$p" in
+	nginx) pids=("$nginx_worker") ;;
+	floorhttp) pids=("${floor_pids[0]}") ;;
+	floorloop) pids=("${floor_pids[1]}") ;;
+	direct | serial*) pids=("$mce_pid") ;;
+	esac
+	BENCH_TARGET_CONTAINER="${TARGET[$p]:-}" "${PIN[@]}" wrk -t1 -c"$c" -d"${WARM}s" -s "$LUA" "${URL[$p]}" >/dev/null 2>&1 || true
 	[ ${#pids[@]} -eq 0 ] || t0="$(cpu_ticks "${pids[@]}")"
-	out="$(BENCH_TARGET_CONTAINER="${TARGET[$p]:-}" wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$LUA" "${URL[$p]}" 2>&1)" || true
+	out="$(BENCH_TARGET_CONTAINER="${TARGET[$p]:-}" "${PIN[@]}" wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$LUA" "${URL[$p]}" 2>&1)" || true
 	[ ${#pids[@]} -eq 0 ] || CPU[$p,$c]=$(($(cpu_ticks "${pids[@]}") - t0))
 	printf '=== %s, %s clients (load %s)\n%s\n\n' "$p" "$c" "$(loadavg)" "$out" >>"$RAW"
 	line="$(grep '^BENCH ' <<<"$out" || true)"
@@ -230,7 +257,7 @@ report() {
 	echo "## mce benchmark ($(date -u '+%Y-%m-%d %H:%M UTC'))"
 	echo
 	echo "$(nproc) cores; load average $LOAD_START at the start of the measurements, $LOAD_END at the end; wrk -t1," \
-		"${WARM} s warm-up + ${DUR} s per cell, POST of 64 bytes (application/octet-stream), keep-alive." \
+		"${WARM} s warm-up + ${DUR} s per cell, POST of 64 bytes (application/octet-stream), keep-alive${BENCH_PIN:+, wrk pinned to CPU $BENCH_PIN (taskset)}." \
 		"straight, nginx and mce Direct hit the same probe container ($ADDR); the published-port row uses a twin" \
 		"probe (same image, same network). failed = non-2xx + socket errors (connect/read/write/timeout)."
 	echo
@@ -259,10 +286,18 @@ report() {
 			"nginx/straight $(calc "${RPS[nginx,$c]} / ${RPS[straight,$c]}" 2)"
 	done
 	local cells
-	for p in nginx direct serial2 serial5; do
+	for p in nginx floorloop floorhttp direct serial2 serial5; do
 		cells=""
 		for c in "${CLIENTS[@]}"; do cells="$cells${cells:+, }${CPU[$p,$c]:-?} at $c"; done
 		echo "- proxy CPU per request (µs of user+system time of the nginx worker / the mce process), ${LABEL[$p]}: $cells"
+	done
+	for c in 50 200; do
+		echo "- CPU seconds per 1,000 calls at $c clients: nginx $(calc "${CPU[nginx,$c]} / 1000" 4)," \
+			"Go floor loop $(calc "${CPU[floorloop,$c]} / 1000" 4), Go floor net/http $(calc "${CPU[floorhttp,$c]} / 1000" 4)," \
+			"mce Direct $(calc "${CPU[direct,$c]} / 1000" 4); mce/nginx $(calc "${CPU[direct,$c]} / ${CPU[nginx,$c]}" 2)," \
+			"floor net/http/nginx $(calc "${CPU[floorhttp,$c]} / ${CPU[nginx,$c]}" 2), floor loop/nginx $(calc "${CPU[floorloop,$c]} / ${CPU[nginx,$c]}" 2)"
+		echo "- throughput at $c clients against the Go floors: mce/floor net/http $(calc "${RPS[direct,$c]} / ${RPS[floorhttp,$c]}" 2)," \
+			"mce/floor loop $(calc "${RPS[direct,$c]} / ${RPS[floorloop,$c]}" 2), floor loop/nginx $(calc "${RPS[floorloop,$c]} / ${RPS[nginx,$c]}" 2)"
 	done
 	echo "- serial hop, latency at 1 client: hop(N) = (p50 serial N − p50 mce Direct) / (N − 1), what each extra" \
 		"container adds; mce's share of a hop = hop(N) − straight p50 (the container's own round trip), compared with nginx's added p50."
@@ -283,8 +318,12 @@ report() {
 	echo
 	echo "### Performance targets (bench/README.md)"
 	echo
+	verdict "mce Direct throughput at 1 client ≥ nginx's: ${RPS[direct,1]} vs ${RPS[nginx,1]} rps ($(calc "${RPS[direct,1]} / ${RPS[nginx,1]}" 2)×)" ge "${RPS[direct,1]}" "${RPS[nginx,1]}"
 	for c in 50 200; do
-		verdict "mce Direct throughput at $c clients ≥ nginx's: ${RPS[direct,$c]} vs ${RPS[nginx,$c]} rps ($(calc "${RPS[direct,$c]} / ${RPS[nginx,$c]}" 2)×)" ge "${RPS[direct,$c]}" "${RPS[nginx,$c]}"
+		verdict "mce Direct throughput at $c clients ≥ 0.9 × nginx's: ${RPS[direct,$c]} vs ${RPS[nginx,$c]} rps ($(calc "${RPS[direct,$c]} / ${RPS[nginx,$c]}" 2)×)" ge "${RPS[direct,$c]}" "0.9 * ${RPS[nginx,$c]}"
+	done
+	for c in 50 200; do
+		verdict "mce Direct CPU per call at $c clients ≤ 1.2 × nginx's: ${CPU[direct,$c]} vs ${CPU[nginx,$c]} µs ($(calc "${CPU[direct,$c]} / ${CPU[nginx,$c]}" 2)×)" le "${CPU[direct,$c]}" "1.2 * ${CPU[nginx,$c]}"
 	done
 	verdict "mce Direct added p50 at 1 client ≤ nginx's: $ma vs $na ms" le "$ma" "$na"
 	for c in "${CLIENTS[@]}"; do
