@@ -30,6 +30,7 @@ import (
 	"github.com/mce-run/mce/host/async"
 	"github.com/mce-run/mce/host/capture"
 	"github.com/mce-run/mce/host/cloudwatch"
+	"github.com/mce-run/mce/host/dataplane"
 	"github.com/mce-run/mce/host/spec"
 	"github.com/mce-run/mce/host/store"
 	"github.com/mce-run/mce/internal/awsclock"
@@ -327,7 +328,7 @@ type serving struct {
 	clock        *awsclock.Clock // AWS time (--time-compression)
 	accessLog    *accesslog.Writer
 	srv          *host.Server
-	hs           *http.Server
+	hs           *dataplane.Server
 	serveErr     chan error // the API server's end
 	failed       chan error // the first endpoint of the files that failed
 }
@@ -649,9 +650,13 @@ func (s *serving) startAPI(context.Context) (func(), error) {
 		MaxHeaderBytes:    64 << 10,
 	}
 	hs.RegisterOnShutdown(s.srv.EndStreams) // followers of logs do not hold up the drain
+	// InvokeEndpoint's calls are answered on a loop per connection, every
+	// other call by net/http (host/dataplane: the hot path without net/http's
+	// per-request machinery, with the same bytes on the wire).
+	dp := &dataplane.Server{HTTP: hs, Fast: dataplane.InvokeEndpointLine}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(s.ln) }()
-	s.hs, s.serveErr = hs, serveErr
+	go func() { serveErr <- dp.Serve(s.ln) }()
+	s.hs, s.serveErr = dp, serveErr
 	s.log.Info().Str("listen", s.ln.Addr().String()).Str("instance", s.f.instance).Msg("mce is serving the SageMaker API")
 	return nil, nil
 }
