@@ -68,11 +68,14 @@ fi
 # --- start mce
 # start_mce PIDVAR INSTANCE PORT STATE LOG ENDPOINTS_FILE [mce serve flags...]:
 # starts mce (its process id in the variable PIDVAR) and waits until every
-# endpoint of ENDPOINTS_FILE is InService (60 s).
+# endpoint of ENDPOINTS_FILE is InService. It waits on that condition, by the
+# clock, within a guard against a hang (E2E_READY_GUARD seconds, 300 by
+# default: a loaded machine is slow, not stuck), and when it gives up says
+# which endpoints were still pending and in which status.
 start_mce() {
   local pidvar="$1" inst="$2" p="$3" st="$4" lg="$5" file="$6" pid
   shift 6
-  local u="http://127.0.0.1:${p}" eps status ready="" t0
+  local u="http://127.0.0.1:${p}" eps status ready="" t0 pending=() e st_e guard="${E2E_READY_GUARD:-300}"
   mapfile -t eps < <(awk '/^Endpoints:/ { on = 1; next } /^[^ #]/ { on = 0 } on && /EndpointName:/ { print $NF }' "$file")
   [ "${#eps[@]}" -gt 0 ] || fail "no endpoints found in ${file}"
   t0=$(date +%s)
@@ -81,22 +84,28 @@ start_mce() {
   pid=$!
   printf -v "$pidvar" '%s' "$pid"
   echo "e2e: mce on ${u}, instance ${inst}, log ${lg}; waiting for ${#eps[@]} endpoints"
-  for _ in $(seq 1 240); do # 60 s
+  while [ $(($(date +%s) - t0)) -lt "$guard" ]; do
     if ! kill -0 "$pid" 2>/dev/null; then
       echo "e2e: mce exited before the endpoints were InService; its log:" >&2
       cat "$lg" >&2
       exit 1
     fi
     status="$(curl -fsS --max-time 2 "${u}/mce/endpoints" 2>/dev/null || true)"
-    ready=yes
+    pending=()
     for e in "${eps[@]}"; do
-      grep -q "\"EndpointName\":\"${e}\",\"EndpointStatus\":\"InService\"" <<<"$status" || { ready=""; break; }
+      grep -q "\"EndpointName\":\"${e}\",\"EndpointStatus\":\"InService\"" <<<"$status" || pending+=("$e")
     done
-    [ -n "$ready" ] && break
+    [ "${#pending[@]}" -eq 0 ] && ready=yes && break
     sleep 0.25
   done
   if [ -z "$ready" ]; then
-    echo "e2e: endpoints not InService after 60 s: ${status:-no answer}; mce log:" >&2
+    echo "e2e: ${#pending[@]} of ${#eps[@]} endpoints not InService after ${guard} s:" >&2
+    for e in "${pending[@]}"; do
+      st_e="$(grep -o "\"EndpointName\":\"${e}\",\"EndpointStatus\":\"[A-Za-z]*\"" <<<"$status" | sed 's/.*"EndpointStatus":"//; s/"$//')"
+      echo "e2e:   ${e}: ${st_e:-not listed}" >&2
+    done
+    [ -n "$status" ] || echo "e2e:   (mce did not answer GET /mce/endpoints)" >&2
+    echo "e2e: mce log:" >&2
     tail -50 "$lg" >&2
     exit 1
   fi

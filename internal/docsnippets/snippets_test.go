@@ -2,6 +2,7 @@ package docsnippets
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -181,28 +182,40 @@ func command(ctx context.Context, root, stateHome string, b Block) *exec.Cmd {
 }
 
 // waitInService waits until mce on mceAddr lists endpoints, none of them
-// still being created, or until failed is closed.
+// still being created, or until failed is closed or ctx ends. It waits on
+// that condition alone, however long a loaded machine takes, within ctx's
+// guard against a hang; when it gives up, the error says what was still
+// pending: mce's last listing, or that mce never answered.
 func waitInService(ctx context.Context, failed <-chan struct{}) error {
+	last := "mce never answered GET /mce/endpoints"
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+mceAddr+"/mce/endpoints", nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
-			b, _ := io.ReadAll(resp.Body)
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 			s := string(b)
 			if resp.StatusCode == 200 && strings.Contains(s, `"InService"`) && !strings.Contains(s, `Creating"`) &&
 				!strings.Contains(s, `Updating"`) && !strings.Contains(s, `"RollingBack"`) { // Updating, SystemUpdating
 				return nil
 			}
+			last = fmt.Sprintf("mce's last listing (HTTP %d): %s", resp.StatusCode, s)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("%w; still pending: %s", ctx.Err(), last)
 		case <-failed:
-			return io.ErrUnexpectedEOF
+			return fmt.Errorf("the serving command exited; %s", last)
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }
+
+// snippetFileGuard bounds one document's snippets: a guard against a hang,
+// not a measure of speed. A document whose endpoints take 3.5 minutes to
+// come up alone took more than 5 on a machine shared with other builds;
+// the waits inside wait on their conditions, and this only stops one that
+// never ends.
+const snippetFileGuard = 12 * time.Minute
 
 // TestREADMESnippets runs every README's and docs/ document's snippets as
 // written; MCE_SNIPPETS picks some of the files (see selected).
@@ -242,7 +255,7 @@ func TestREADMESnippets(t *testing.T) {
 			if runnable == 0 {
 				t.Skipf("%s: no runnable snippets", file)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), snippetFileGuard)
 			defer cancel()
 			type server struct {
 				pid    int
@@ -284,7 +297,7 @@ func TestREADMESnippets(t *testing.T) {
 					}()
 					servers = append(servers, server{cmd.Process.Pid, exited})
 					if err := waitInService(ctx, failed); err != nil {
-						t.Fatalf("%s:%d: mce never had every endpoint InService (%v):\n%s\n%s", file, b.Line, err, b.Text, out.String())
+						t.Fatalf("%s:%d: mce never had every endpoint InService: %v\n--- snippet\n%s--- its output\n%s", file, b.Line, err, b.Text, out.String())
 					}
 					continue
 				}
