@@ -101,7 +101,12 @@ echo "bench: load average at start: $(loadavg) ($(nproc) cores)"
 echo "bench: starting mce on 127.0.0.1:$MCE_PORT (instance $INST, 8 probe containers)"
 mkdir -p "$TMP/state"
 t0=$(date +%s.%N)
-bin/mce serve --listen "127.0.0.1:$MCE_PORT" --instance "$INST" --state-dir "$TMP/state" --log-level warn \
+PPROF_ARGS=()
+if [ -n "${BENCH_PPROF:-}" ]; then # BENCH_PPROF=N: a CPU profile of mce during the mce Direct cell at N clients
+	PPROF_PORT="$(free_port 18790)"
+	PPROF_ARGS=(--debug-listen "127.0.0.1:$PPROF_PORT")
+fi
+bin/mce serve --listen "127.0.0.1:$MCE_PORT" --instance "$INST" --state-dir "$TMP/state" --log-level warn "${PPROF_ARGS[@]}" \
 	-f "$TMP/endpoints.yaml" >"$TMP/mce.log" 2>&1 &
 mce_pid=$!
 status=""
@@ -217,8 +222,16 @@ run_cell() { # path clients
 	esac
 	BENCH_TARGET_CONTAINER="${TARGET[$p]:-}" "${PIN[@]}" wrk -t1 -c"$c" -d"${WARM}s" -s "$LUA" "${URL[$p]}" >/dev/null 2>&1 || true
 	[ ${#pids[@]} -eq 0 ] || t0="$(cpu_ticks "${pids[@]}")"
+	local prof=""
+	if [ -n "${BENCH_PPROF:-}" ] && [ "$p" = direct ] && [ "$c" = "$BENCH_PPROF" ]; then
+		curl -fsS -o build/bench-mce-cpu.pprof "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=$((DUR > 1 ? DUR - 1 : 1))" &
+		prof=$!
+	fi
 	out="$(BENCH_TARGET_CONTAINER="${TARGET[$p]:-}" "${PIN[@]}" wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$LUA" "${URL[$p]}" 2>&1)" || true
 	[ ${#pids[@]} -eq 0 ] || CPU[$p,$c]=$(($(cpu_ticks "${pids[@]}") - t0))
+	if [ -n "$prof" ]; then
+		wait "$prof" && echo "bench: mce's CPU profile of this cell in build/bench-mce-cpu.pprof (go tool pprof -top bin/mce build/bench-mce-cpu.pprof)"
+	fi
 	printf '=== %s, %s clients (load %s)\n%s\n\n' "$p" "$c" "$(loadavg)" "$out" >>"$RAW"
 	line="$(grep '^BENCH ' <<<"$out" || true)"
 	[ -n "$line" ] || { echo "$out" >&2; die "$p at $c clients: no result from wrk"; }

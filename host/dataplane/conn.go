@@ -57,6 +57,12 @@ type conn struct {
 	lastPOST bool
 	werr     error // a write to the client failed
 
+	// rdl is the read deadline the connection is to have, applied is the
+	// one it has: a deadline is applied at the next read of the socket, so
+	// a call whose head and body came in with its first read changes none
+	// (net/http changes three per request, mce's body reader two more).
+	rdl, applied time.Time
+
 	// The watch for the client going away (see Server.WatchAfter).
 	wmu      sync.Mutex
 	wcond    sync.Cond
@@ -107,7 +113,14 @@ func (r *connReader) Read(p []byte) (int, error) {
 		r.hasByte = false
 		return 1, nil
 	}
-	return r.c.nc.Read(p)
+	c := r.c
+	if !c.rdl.Equal(c.applied) {
+		if err := c.nc.SetReadDeadline(c.rdl); err != nil {
+			return 0, err
+		}
+		c.applied = c.rdl
+	}
+	return c.nc.Read(p)
 }
 
 // checkedWriter writes to the connection and remembers a failure: the
@@ -148,7 +161,7 @@ func (c *conn) serve() {
 			return
 		}
 		if d := idleTimeout(hs); d > 0 {
-			c.nc.SetReadDeadline(time.Now().Add(d))
+			c.rdl = time.Now().Add(d)
 		}
 		if _, err := c.br.Peek(4); err != nil {
 			return
@@ -165,7 +178,7 @@ func (c *conn) serve() {
 		if d := readHeaderTimeout(hs); d > 0 {
 			hdrDeadline = t0.Add(d)
 		}
-		c.nc.SetReadDeadline(hdrDeadline)
+		c.rdl = hdrDeadline
 		if c.lastPOST { // net/http's tolerance of old clients' CRLF after a POST body
 			peek, _ := c.br.Peek(4)
 			c.br.Discard(leadingCRorLF(peek))
@@ -194,6 +207,8 @@ func (c *conn) handOver() bool {
 	if err := c.nc.SetDeadline(time.Time{}); err != nil {
 		return false
 	}
+	c.rdl, c.applied = time.Time{}, time.Time{} // net/http sets its own from here
+
 	c.srv.track(c, false)
 	c.srv.handOver(&handedConn{Conn: c.nc, br: c.br})
 	return true
@@ -326,7 +341,7 @@ func (c *conn) serveOne(hdrDeadline, wholeDeadline time.Time) bool {
 	}
 	c.lastPOST = req.Method == http.MethodPost
 	if !hdrDeadline.Equal(wholeDeadline) {
-		c.nc.SetReadDeadline(wholeDeadline)
+		c.rdl = wholeDeadline
 	}
 	if d := hs.WriteTimeout; d > 0 {
 		c.nc.SetWriteDeadline(time.Now().Add(d))
@@ -424,6 +439,12 @@ func (c *conn) watch() {
 		return
 	}
 	c.watching = true
+	if !c.applied.IsZero() {
+		// The watch waits as long as the call runs (net/http's background
+		// read lifts the deadline too).
+		c.nc.SetReadDeadline(time.Time{})
+		c.applied = time.Time{}
+	}
 	c.wmu.Unlock()
 	n, err := c.nc.Read(c.cr.byteBuf[:])
 	c.wmu.Lock()
@@ -452,6 +473,7 @@ func (c *conn) stopWatch() {
 	}
 	c.aborting = true
 	c.nc.SetReadDeadline(aLongTimeAgo)
+	c.applied = aLongTimeAgo // the next read of the socket applies rdl again
 	for c.watching {
 		c.wcond.Wait()
 	}

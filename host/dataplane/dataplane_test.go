@@ -387,3 +387,43 @@ func TestSlowHeadTimesOut(t *testing.T) {
 		t.Errorf("closed after %v, want about the 2 s header timeout", d)
 	}
 }
+
+// TestWatchOutlivesBodyDeadline: a body read under a deadline (as mce's
+// body reader sets one) and a call that runs past it: the watch must not
+// take the old deadline for the client leaving.
+func TestWatchOutlivesBodyDeadline(t *testing.T) {
+	_, loop, _ := servers(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			panic(err)
+		}
+		rc.SetReadDeadline(time.Time{})
+		time.Sleep(300 * time.Millisecond)
+		if r.Context().Err() != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Write(b)
+	}))
+	c, err := net.Dial("tcp", loop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	raw := post("/slow", "late body")
+	cut := strings.Index(raw, "\r\n\r\n") + 4
+	io.WriteString(c, raw[:cut])
+	time.Sleep(30 * time.Millisecond) // the body comes in a read of its own, under the deadline
+	io.WriteString(c, raw[cut:])
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "late body" {
+		t.Fatalf("answer %d %q: the call was cancelled by the body's old deadline", resp.StatusCode, b)
+	}
+}

@@ -136,8 +136,12 @@ func (w *response) FlushError() error {
 }
 
 // SetReadDeadline and SetWriteDeadline are the connection's, for
-// http.ResponseController.
-func (w *response) SetReadDeadline(t time.Time) error  { return w.c.nc.SetReadDeadline(t) }
+// http.ResponseController; a read deadline is applied at the next read of
+// the socket (conn.rdl).
+func (w *response) SetReadDeadline(t time.Time) error {
+	w.c.rdl = t
+	return nil
+}
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.nc.SetWriteDeadline(t) }
 
 func (w *response) finishRequest() {
