@@ -106,7 +106,8 @@ if [ -n "${BENCH_PPROF:-}" ]; then # BENCH_PPROF=N: a CPU profile of mce during 
 	PPROF_PORT="$(free_port 18790)"
 	PPROF_ARGS=(--debug-listen "127.0.0.1:$PPROF_PORT")
 fi
-bin/mce serve --listen "127.0.0.1:$MCE_PORT" --instance "$INST" --state-dir "$TMP/state" --log-level warn "${PPROF_ARGS[@]}" \
+read -r -a MCE_ARGS <<<"${BENCH_MCE_ARGS:-}" # more flags of mce serve, e.g. --invoke-loop=false
+bin/mce serve --listen "127.0.0.1:$MCE_PORT" --instance "$INST" --state-dir "$TMP/state" --log-level warn "${PPROF_ARGS[@]}" "${MCE_ARGS[@]}" \
 	-f "$TMP/endpoints.yaml" >"$TMP/mce.log" 2>&1 &
 mce_pid=$!
 status=""
@@ -270,7 +271,7 @@ report() {
 	echo "## mce benchmark ($(date -u '+%Y-%m-%d %H:%M UTC'))"
 	echo
 	echo "$(nproc) cores; load average $LOAD_START at the start of the measurements, $LOAD_END at the end; wrk -t1," \
-		"${WARM} s warm-up + ${DUR} s per cell, POST of 64 bytes (application/octet-stream), keep-alive${BENCH_PIN:+, wrk pinned to CPU $BENCH_PIN (taskset)}." \
+		"${WARM} s warm-up + ${DUR} s per cell, POST of 64 bytes (application/octet-stream), keep-alive${BENCH_PIN:+, wrk pinned to CPU $BENCH_PIN (taskset)}${BENCH_MCE_ARGS:+, mce serve $BENCH_MCE_ARGS}." \
 		"straight, nginx and mce Direct hit the same probe container ($ADDR); the published-port row uses a twin" \
 		"probe (same image, same network). failed = non-2xx + socket errors (connect/read/write/timeout)."
 	echo

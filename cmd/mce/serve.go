@@ -63,6 +63,7 @@ type serveFlags struct {
 	rego             []string
 	insecure         bool
 	debugListen      string
+	invokeLoop       bool
 	metricsListen    string
 	metricsDefault   bool // --metrics-listen was not given: a busy port only warns
 	bodyTimeout      time.Duration
@@ -134,6 +135,7 @@ naming the container and the cause.`,
 	fl.StringVar(&f.credentials, "credentials", "", "credentials file: access keys -> principals and their IAM policies (SigV4 is verified when set)")
 	fl.StringVar(&f.policies, "policies", "", "policies file: named IAM policies and their attachments")
 	fl.StringArrayVar(&f.rego, "rego", nil, "custom Rego module file or folder (package mce.custom); repeatable")
+	fl.BoolVar(&f.invokeLoop, "invoke-loop", true, "answer InvokeEndpoint on mce's own loop per connection, with net/http's parser and the same bytes on the wire (docs/performance.md); false: every call through net/http's server")
 	fl.StringVar(&f.debugListen, "debug-listen", "", "serve Go's pprof profiles on this address, which must be loopback (e.g. 127.0.0.1:6060); off when empty")
 	fl.StringVar(&f.metricsListen, "metrics-listen", defaultMetricsListen, "serve Prometheus metrics (/metrics) and the status page (/status, /status.json) unauthenticated on this address; \"\" or \"off\" for none. With no policies and a loopback --listen, they are on --listen too")
 	fl.DurationVar(&f.bodyTimeout, "body-timeout", host.DefaultBodyTimeout, "time limit for receiving a request's body (RequestTimeout beyond); 0 for the default")
@@ -654,6 +656,9 @@ func (s *serving) startAPI(context.Context) (func(), error) {
 	// other call by net/http (host/dataplane: the hot path without net/http's
 	// per-request machinery, with the same bytes on the wire).
 	dp := &dataplane.Server{HTTP: hs, Fast: dataplane.InvokeEndpointLine}
+	if !s.f.invokeLoop {
+		dp.Fast = func([]byte) bool { return false } // every connection to net/http at its first request
+	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- dp.Serve(s.ln) }()
 	s.hs, s.serveErr = dp, serveErr
