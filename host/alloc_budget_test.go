@@ -4,8 +4,6 @@ package host
 
 import (
 	"bytes"
-	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -60,13 +58,10 @@ func TestInvokeTCPAllocationBudget(t *testing.T) {
 	payload := bytes.Repeat([]byte("x"), 1024)
 	var dst []byte
 	call := func() {
-		req := httpc.Request{BaseURL: base, Method: http.MethodPost, Path: "/endpoints/bench/invocations", Body: payload}
-		req.Header[0] = httpc.Header{Name: "Content-Type", Value: "text/plain"}
-		res := cl.Do(context.Background(), &req, dst)
-		if res.Outcome != httpc.OK || len(res.Body) != len(payload) {
-			t.Fatalf("outcome %v, status %d, %d bytes: %v %s", res.Outcome, res.Status, len(res.Body), res.Err, res.ErrBody)
+		var ok bool
+		if dst, ok = invokeTCPOnce(t, cl, base, payload, dst); !ok {
+			t.FailNow()
 		}
-		dst = res.Body[:0]
 	}
 	for range 200 {
 		call()

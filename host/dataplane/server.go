@@ -61,7 +61,6 @@ type Server struct {
 	conns    map[*conn]struct{}
 	handed   *handedListener
 	shutting atomic.Bool
-	httpDone chan error
 }
 
 // Serve accepts connections on ln until Shutdown or Close, which make it
@@ -76,10 +75,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
 	s.conns = make(map[*conn]struct{})
 	s.handed = newHandedListener(ln.Addr())
-	s.httpDone = make(chan error, 1)
 	h := s.handed
 	s.mu.Unlock()
-	go func() { s.httpDone <- s.HTTP.Serve(h) }()
+	go s.HTTP.Serve(h) // it returns when Shutdown or Close closes h
 
 	base := context.WithValue(context.Background(), http.ServerContextKey, s.HTTP)
 	var delay time.Duration // as net/http: back off on temporary accept errors
