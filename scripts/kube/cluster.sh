@@ -241,7 +241,8 @@ start() {
   echo $! >"$dir/pids/$name"
 }
 
-alive() { kill -0 "$(cat "$dir/pids/$1")" 2>/dev/null; }
+# running NAME: the component start recorded as NAME still runs.
+running() { alive "$(cat "$dir/pids/$1" 2>/dev/null)"; }
 
 api() {
   curl -sS --fail --cacert "$dir/pki/apiserver.crt" -H "Authorization: Bearer $(cat "$dir/token")" "$@"
@@ -394,7 +395,12 @@ EOF
     --enable-priority-and-fairness=false \
     --kubelet-preferred-address-types=InternalIP
   wait_for "kube-apiserver's certificate" 30 test -s "$dir/pki/apiserver.crt"
-  wait_for "kube-apiserver" 60 api "https://$addr:6443/readyz"
+  if ! wait_for "kube-apiserver" 60 api_ready || ! running kube-apiserver; then
+    # Say which check failed, or why curl could not ask.
+    log "kube-apiserver running: $(running kube-apiserver && echo yes || echo no); its readyz:"
+    api "https://$addr:6443/readyz?verbose" >&2 || true
+    exit 1
+  fi
   local t_api
   t_api=$(date +%s.%N)
 
@@ -458,7 +464,7 @@ EOF
   local secs=${MCE_KUBE_TIMEOUT:-120}
   wait_for "node $node Ready" "$secs" node_ready
   for c in containerd etcd kube-apiserver kube-controller-manager kube-scheduler kubelet; do
-    alive "$c" || { log "$c exited"; exit 1; }
+    running "$c" || { log "$c exited"; exit 1; }
   done
   local t_ready
   t_ready=$(date +%s.%N)
@@ -479,6 +485,12 @@ EOF
 }
 
 elapsed() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 1))" "$1" "$2"; }
+
+# api_ready: the apiserver answers ready, or has exited (no use waiting).
+api_ready() {
+  running kube-apiserver || return 0
+  api "https://$(cat "$dir/addr"):6443/readyz"
+}
 
 node_ready() {
   api "https://$(cat "$dir/addr"):6443/api/v1/nodes/$node" | python3 -c '
