@@ -22,7 +22,10 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	r := c.Request()
 	w := c.Response()
 	reqID := s.ids.next()
-	w.Header().Set(hdrRequestID, reqID)
+	// The answer's usual headers share one backing array: one allocation
+	// where a Set each makes four. Keys are canonical (validate.go).
+	hv := new(answerHeaders)
+	hv.set(w.Header(), 0, hdrRequestID, reqID)
 	name := c.Param("name")
 	h := r.Header
 	variant, container := header(h, hdrTargetVariant), header(h, hdrTargetContainer)
@@ -98,15 +101,15 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	if ct == "" {
 		ct = defaultContentType // never let net/http sniff one
 	}
-	rh.Set(hdrContentType, ct)
-	rh.Set(hdrInvokedVariant, resp.Variant)
+	hv.set(rh, 1, hdrContentType, ct)
+	hv.set(rh, 2, hdrInvokedVariant, resp.Variant)
 	if resp.CustomAttributes != "" {
 		rh.Set(hdrCustomAttributes, resp.CustomAttributes)
 	}
 	if newID, closedID := s.sessions.End(e.name, adm.component, &req, resp); newID != "" || closedID != "" {
 		setSessionHeaders(rh, newID, closedID)
 	}
-	rh.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	hv.set(rh, 3, "Content-Length", strconv.Itoa(len(resp.Body)))
 	// Labelled with the endpoint's own spelling: names match case-insensitively,
 	// and a caller's spellings must not make series of their own.
 	s.metrics.ObserveInvocation(e.name, resp.Variant, time.Since(start), resp.ModelLatency, nil)
@@ -242,6 +245,15 @@ func pipelineRequest(h http.Header, body []byte) pipeline.Request {
 
 // setSessionHeaders relays the stateful session a container opened or
 // closed (NewSessionId, ClosedSessionId).
+// answerHeaders holds the values of InvokeEndpoint's usual answer headers.
+type answerHeaders [4]string
+
+// set sets h's canonical key to the one value v, held in slot i.
+func (a *answerHeaders) set(h http.Header, i int, key, v string) {
+	a[i] = v
+	h[key] = a[i : i+1 : i+1]
+}
+
 func setSessionHeaders(rh http.Header, newID, closedID string) {
 	if newID != "" {
 		rh.Set(hdrNewSessionID, newID)

@@ -159,7 +159,7 @@ func serveTCP(tb testing.TB, h http.Handler, loop bool) string {
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	if loop {
-		dp := &dataplane.Server{HTTP: hs, Fast: dataplane.InvokeEndpointLine}
+		dp := &dataplane.Server{HTTP: hs, Fast: dataplane.InvokeEndpointLine, UnreadBodyGrace: UnreadBodyGrace}
 		go dp.Serve(ln)
 		tb.Cleanup(func() { dp.Close() })
 	} else {

@@ -655,7 +655,9 @@ func (s *serving) startAPI(context.Context) (func(), error) {
 	// InvokeEndpoint's calls are answered on a loop per connection, every
 	// other call by net/http (host/dataplane: the hot path without net/http's
 	// per-request machinery, with the same bytes on the wire).
-	dp := &dataplane.Server{HTTP: hs, Fast: dataplane.InvokeEndpointLine}
+	// The loop bounds an unread body as host's middleware does, which then
+	// stands aside (host.UnreadBodyGrace).
+	dp := &dataplane.Server{HTTP: hs, Fast: dataplane.InvokeEndpointLine, UnreadBodyGrace: host.UnreadBodyGrace}
 	if !s.f.invokeLoop {
 		dp.Fast = func([]byte) bool { return false } // every connection to net/http at its first request
 	}

@@ -76,6 +76,17 @@ func handler(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		w.Header().Set("B", "2") // too late: not sent
 		w.Write([]byte("ok"))
+	case "/once": // its header must not outlive its answer (the loop reuses the map)
+		read()
+		w.Header().Set("X-Once", "1")
+		w.Write([]byte("once"))
+	case "/bad-cl":
+		read()
+		w.Header().Set("Content-Length", "abc")
+		w.Header().Set("X-Case", "bad length")
+		w.WriteHeader(http.StatusOK)
+		w.Header().Set("X-Late", "1") // too late: not sent
+		w.Write([]byte("ok"))
 	case "/twice":
 		read()
 		w.WriteHeader(http.StatusCreated)
@@ -203,6 +214,8 @@ func TestSameBytesAsNetHTTP(t *testing.T) {
 		{"no content", post("/no-content", "x"), 1},
 		{"header after WriteHeader", post("/header-after", "x"), 1},
 		{"WriteHeader twice", post("/twice", "x"), 1},
+		{"a header, then none", post("/once", "x") + post("/ok-nocl", "y") + post("/header-after", "z"), 3},
+		{"a bad length from the handler", post("/bad-cl", "x"), 1},
 		{"flush", post("/flush", "x"), 1},
 		{"past the length", post("/over-cl", "x") + post("/ok-cl", "next"), 1},
 		{"short of the length", post("/under-cl", "x") + post("/ok-cl", "never"), 1},
@@ -427,3 +440,111 @@ func TestWatchOutlivesBodyDeadline(t *testing.T) {
 		t.Fatalf("answer %d %q: the call was cancelled by the body's old deadline", resp.StatusCode, b)
 	}
 }
+
+// TestUnreadBodyGrace: with UnreadBodyGrace, the loop answers a request
+// whose body was left unread as net/http does behind a handler that says
+// Connection: close and bounds the rest of the body (host's middleware),
+// byte for byte; a handler can tell from BoundsUnreadBody.
+func TestUnreadBodyGrace(t *testing.T) {
+	const grace = 300 * time.Millisecond
+	var told atomic.Int64
+	bounded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b, ok := w.(interface{ BoundsUnreadBody() bool }); ok && b.BoundsUnreadBody() {
+			told.Add(1)
+		}
+		bw := &boundWriter{ResponseWriter: w, body: &watchedBody{ReadCloser: r.Body, left: r.ContentLength}, grace: grace}
+		r.Body = bw.body
+		handler(bw, r)
+	})
+	plain, _, _ := servers(t, bounded)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dp := &Server{HTTP: &http.Server{Handler: http.HandlerFunc(handler), ReadHeaderTimeout: 2 * time.Second},
+		Fast: fast, UnreadBodyGrace: grace}
+	go dp.Serve(ln)
+	t.Cleanup(func() { dp.Close() })
+	loop := ln.Addr().String()
+	for _, tc := range []struct{ name, raw string }{
+		{"small body left unread", post("/no-read", "abc") + post("/ok-cl", "never")},
+		{"large body left unread", post("/no-read", strings.Repeat("b", 300<<10)) + post("/ok-cl", "never")},
+		{"body read", post("/ok-cl", "abc") + post("/ok-cl", "next")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := exchange(t, plain, tc.raw)
+			got := exchange(t, loop, tc.raw)
+			if got != want {
+				t.Errorf("the loop answered\n%q\nnet/http answered\n%q", clip(got), clip(want))
+			}
+		})
+	}
+	// A body that trickles: the answer closes, and the connection ends within
+	// the grace, not when the body would have ended.
+	c, err := net.Dial("tcp", loop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	io.WriteString(c, "POST /no-read HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nx")
+	go func() {
+		for range 50 {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := c.Write([]byte("x")); err != nil {
+				return
+			}
+		}
+	}()
+	c.SetReadDeadline(time.Now().Add(4 * time.Second))
+	b, _ := io.ReadAll(c)
+	if !strings.Contains(string(b), "Connection: close\r\n") {
+		t.Errorf("answer without Connection: close: %q", b)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("the connection lasted %v; want about the grace (%v)", d, grace)
+	}
+	if told.Load() != 0 {
+		t.Errorf("net/http's ResponseWriter said it bounds the body")
+	}
+}
+
+// watchedBody and boundWriter do what host's middleware does on net/http:
+// at the answer's header, a body not read to its end gets Connection: close
+// and a read deadline.
+type watchedBody struct {
+	io.ReadCloser
+	left int64
+	done bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left <= 0 || err == io.EOF {
+		b.done = true
+	}
+	return n, err
+}
+
+type boundWriter struct {
+	http.ResponseWriter
+	body  *watchedBody
+	grace time.Duration
+	wrote bool
+}
+
+func (w *boundWriter) before() {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if !w.body.done {
+		w.Header().Set("Connection", "close")
+		http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now().Add(w.grace))
+	}
+}
+
+func (w *boundWriter) WriteHeader(code int)        { w.before(); w.ResponseWriter.WriteHeader(code) }
+func (w *boundWriter) Write(p []byte) (int, error) { w.before(); return w.ResponseWriter.Write(p) }
+func (w *boundWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -45,13 +45,30 @@ type response struct {
 }
 
 func (w *response) reset(req *http.Request) {
-	*w = response{c: w.c, w: w.w, req: req, handlerHeader: make(http.Header), contentLength: -1,
+	// The last request's header map, emptied: its handler has returned and
+	// its answer is written, so nothing reads it any more (the loop takes
+	// only handlers that keep nothing of the ResponseWriter, see Fast).
+	h := w.cw.header
+	if h == nil {
+		h = w.handlerHeader
+	}
+	if h == nil {
+		h = make(http.Header)
+	} else {
+		clear(h)
+	}
+	*w = response{c: w.c, w: w.w, req: req, handlerHeader: h, contentLength: -1,
 		wantsClose: hasToken(req.Header.Get("Connection"), "close")}
 	w.cw = chunkWriter{res: w}
 	w.w.Reset(&w.cw)
 }
 
 func (w *response) Header() http.Header {
+	if w.handlerHeader == nil {
+		// WriteHeader handed the map to the answer (see there): the
+		// handler gets a copy, whose changes reach no wire, as in net/http.
+		w.handlerHeader = w.cw.header.Clone()
+	}
 	if w.cw.header == nil && w.wroteHeader && !w.cw.wroteHeader {
 		// Accessed between the logical and the physical write of the
 		// header: snapshot what was logically written, as net/http does.
@@ -77,23 +94,42 @@ func (w *response) WriteHeader(code int) {
 		w.c.bw.Flush()
 		return
 	}
+	if g := w.c.srv.UnreadBodyGrace; g > 0 && !w.c.bd.sawEOF {
+		w.Header().Set("Connection", "close")
+		w.c.rdl = time.Now().Add(g)
+	}
 	w.wroteHeader = true
 	w.status = code
-	if w.calledHeader && w.cw.header == nil {
-		w.cw.header = w.handlerHeader.Clone()
-	}
+	badLength := false
 	if cl := hget(w.handlerHeader, "Content-Length"); cl != "" {
 		v, err := strconv.ParseInt(cl, 10, 64)
 		if err == nil && v >= 0 {
 			w.contentLength = v
 		} else {
-			w.c.srv.logf("http: invalid Content-Length of %q", cl)
-			w.handlerHeader.Del("Content-Length")
+			badLength = true
 		}
+	}
+	if w.calledHeader && w.cw.header == nil {
+		// net/http answers with a clone, so that the handler's later
+		// changes reach no wire. Handing the map over does the same
+		// without the copy; Header makes one if the handler asks again.
+		if badLength {
+			w.cw.header = w.handlerHeader.Clone()
+		} else {
+			w.cw.header, w.handlerHeader = w.handlerHeader, nil
+		}
+	}
+	if badLength {
+		w.c.srv.logf("http: invalid Content-Length of %q", hget(w.handlerHeader, "Content-Length"))
+		w.handlerHeader.Del("Content-Length")
 	}
 }
 
 var excludedHeadersNoBody = map[string]bool{"Content-Length": true, "Transfer-Encoding": true}
+
+// BoundsUnreadBody reports whether the loop bounds a body left unread
+// (Server.UnreadBodyGrace), so that a handler's own bound can stand aside.
+func (w *response) BoundsUnreadBody() bool { return w.c.srv.UnreadBodyGrace > 0 }
 
 func (w *response) Write(p []byte) (int, error) { return w.write(len(p), p, "") }
 

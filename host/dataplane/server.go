@@ -55,6 +55,14 @@ type Server struct {
 	// the watch; longer ones pay two goroutine wake-ups, nothing beside
 	// their own time. Zero means DefaultWatchAfter.
 	WatchAfter time.Duration
+	// UnreadBodyGrace, when not zero, bounds a body nobody needs: an
+	// answer whose header is written before the request's body was read to
+	// its end says Connection: close, and the rest of the body has this
+	// long to arrive (the read deadline) before the connection closes.
+	// Without it, the loop does as net/http does (drains up to 256 KiB
+	// unbounded in time). A handler can tell the loop does it from the
+	// ResponseWriter's BoundsUnreadBody.
+	UnreadBodyGrace time.Duration
 
 	mu       sync.Mutex
 	ln       net.Listener
