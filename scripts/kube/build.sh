@@ -51,8 +51,18 @@ if [ "${1:-}" = check ]; then
   exit 1
 fi
 
-echo "kube build: building ${missing[*]} (kubernetes $kube_version, etcd $etcd_version) into $bin" >&2
+# One build at a time per cache: .ci/run starts one in the background
+# early, and make kube-bin's waits for it here, then finds the binaries.
 mkdir -p "$bin"
+exec 8>"$bin/.lock"
+if ! flock -n 8; then
+  echo "kube build: waiting for the build already running into $bin" >&2
+  flock 8
+  exec 8>&-
+  exec bash "${BASH_SOURCE[0]}" "$@"
+fi
+
+echo "kube build: building ${missing[*]} (kubernetes $kube_version, etcd $etcd_version) into $bin" >&2
 tmp=$(mktemp -d "$bin/.build.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 start=$(date +%s)
