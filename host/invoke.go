@@ -112,8 +112,9 @@ func (s *Server) invokeEndpoint(c echo.Context) error {
 	hv.set(rh, 3, "Content-Length", strconv.Itoa(len(resp.Body)))
 	// Labelled with the endpoint's own spelling: names match case-insensitively,
 	// and a caller's spellings must not make series of their own.
-	s.metrics.ObserveInvocation(e.name, resp.Variant, time.Since(start), resp.ModelLatency, nil)
-	s.metrics.ObserveComponent(adm.component, time.Since(start), resp.ModelLatency, nil)
+	took := time.Since(start)
+	s.metrics.ObserveInvocation(e.name, resp.Variant, took, resp.ModelLatency, nil)
+	s.metrics.ObserveComponent(adm.component, took, resp.ModelLatency, nil)
 	s.series.Record(e.name, resp.Variant, start, true)
 	w.WriteHeader(http.StatusOK)
 	w.Write(resp.Body)

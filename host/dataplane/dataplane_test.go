@@ -548,3 +548,15 @@ func (w *boundWriter) before() {
 func (w *boundWriter) WriteHeader(code int)        { w.before(); w.ResponseWriter.WriteHeader(code) }
 func (w *boundWriter) Write(p []byte) (int, error) { w.before(); return w.ResponseWriter.Write(p) }
 func (w *boundWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// appendDate gives what formatting each time would, across seconds and
+// back in time (a clock stepped back is formatted anew, not served stale).
+func TestAppendDate(t *testing.T) {
+	base := time.Date(2026, 11, 29, 10, 0, 59, 900_000_000, time.FixedZone("X", 3600))
+	for _, d := range []time.Duration{0, 50 * time.Millisecond, 99 * time.Millisecond, 100 * time.Millisecond, time.Hour, -time.Hour, 0} {
+		now := base.Add(d)
+		if got, want := string(appendDate([]byte("x"), now)), "x"+now.UTC().Format(http.TimeFormat); got != want {
+			t.Errorf("appendDate(%v) = %q, want %q", now, got, want)
+		}
+	}
+}
