@@ -244,8 +244,6 @@ func pipelineRequest(h http.Header, body []byte) pipeline.Request {
 	}
 }
 
-// setSessionHeaders relays the stateful session a container opened or
-// closed (NewSessionId, ClosedSessionId).
 // answerHeaders holds the values of InvokeEndpoint's usual answer headers.
 type answerHeaders [4]string
 
@@ -255,6 +253,8 @@ func (a *answerHeaders) set(h http.Header, i int, key, v string) {
 	h[key] = a[i : i+1 : i+1]
 }
 
+// setSessionHeaders relays the stateful session a container opened or
+// closed (NewSessionId, ClosedSessionId).
 func setSessionHeaders(rh http.Header, newID, closedID string) {
 	if newID != "" {
 		rh.Set(hdrNewSessionID, newID)

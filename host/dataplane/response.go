@@ -101,13 +101,13 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
+	cl := hget(w.handlerHeader, "Content-Length")
 	badLength := false
-	if cl := hget(w.handlerHeader, "Content-Length"); cl != "" {
+	if cl != "" {
 		v, err := strconv.ParseInt(cl, 10, 64)
-		if err == nil && v >= 0 {
+		badLength = err != nil || v < 0
+		if !badLength {
 			w.contentLength = v
-		} else {
-			badLength = true
 		}
 	}
 	if w.calledHeader && w.cw.header == nil {
@@ -121,7 +121,7 @@ func (w *response) WriteHeader(code int) {
 		}
 	}
 	if badLength {
-		w.c.srv.logf("http: invalid Content-Length of %q", hget(w.handlerHeader, "Content-Length"))
+		w.c.srv.logf("http: invalid Content-Length of %q", cl)
 		w.handlerHeader.Del("Content-Length")
 	}
 }
