@@ -53,7 +53,10 @@ type conn struct {
 	bw  *bufio.Writer
 	res response
 	bd  body
+	hd  headReader
+	lim limitedBody
 
+	headLen  int // plainHead's: the head's bytes, its blank line included
 	lastPOST bool
 	werr     error // a write to the client failed
 
@@ -230,6 +233,7 @@ func (c *conn) plainHead() (bool, error) {
 		}
 		if lineChecked {
 			if i := bytes.Index(buf, crlfcrlf); i >= 0 {
+				c.headLen = i + 4
 				return plainFields(buf[bytes.Index(buf, crlf)+2 : i+2]), nil
 			}
 		}
@@ -309,35 +313,28 @@ func leadingCRorLF(b []byte) int {
 // and writes its answer; it says whether the connection serves another.
 func (c *conn) serveOne(hdrDeadline, wholeDeadline time.Time) bool {
 	hs := c.srv.HTTP
-	req, err := http.ReadRequest(c.br)
-	if err != nil {
-		if isTimeout(err) || errors.Is(err, io.EOF) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.cancel = cancel
+	defer func() {
+		cancel()
+		c.cancel = nil
+	}()
+	var req *http.Request
+	var template http.Request
+	head, _ := c.br.Peek(c.headLen)
+	if c.hd.read(head, &template) {
+		c.br.Discard(c.headLen)
+		if !httpguts.ValidHostHeader(template.Host) {
+			c.badRequest("malformed Host header")
 			return false
 		}
-		c.badRequest("")
+		c.lim = limitedBody{br: c.br, left: template.ContentLength}
+		template.Body = &c.lim
+		req = template.WithContext(ctx)
+	} else if r, ok := c.readRequest(); !ok {
 		return false
-	}
-	if req.ProtoMajor != 1 || req.ProtoMinor != 1 {
-		c.badRequest("") // the loop takes HTTP/1.1 only; Fast lets nothing else through
-		return false
-	}
-	// net/http's checks of the head, with its words.
-	// (plainHead saw one Host; http.ReadRequest moved it to req.Host.)
-	if !httpguts.ValidHostHeader(req.Host) {
-		c.badRequest("malformed Host header")
-		return false
-	}
-	for k, vv := range req.Header {
-		if !httpguts.ValidHeaderFieldName(k) {
-			c.badRequest("invalid header name")
-			return false
-		}
-		for _, v := range vv {
-			if !httpguts.ValidHeaderFieldValue(v) {
-				c.badRequest("invalid header value")
-				return false
-			}
-		}
+	} else {
+		req = r.WithContext(ctx)
 	}
 	c.lastPOST = req.Method == http.MethodPost
 	if !hdrDeadline.Equal(wholeDeadline) {
@@ -347,9 +344,6 @@ func (c *conn) serveOne(hdrDeadline, wholeDeadline time.Time) bool {
 		c.nc.SetWriteDeadline(time.Now().Add(d))
 	}
 
-	ctx, cancel := context.WithCancel(c.ctx)
-	c.cancel = cancel
-	req = req.WithContext(ctx)
 	req.RemoteAddr = c.raddr
 	c.bd.reset(c, req.Body, req.ContentLength)
 	req.Body = &c.bd
@@ -367,7 +361,6 @@ func (c *conn) serveOne(hdrDeadline, wholeDeadline time.Time) bool {
 		c.nc.SetWriteDeadline(time.Time{})
 	}
 	cancel()
-	c.cancel = nil
 	if !w.shouldReuseConnection() {
 		if w.requestBodyLimitHit || c.bd.closedEarly {
 			c.closeWriteAndWait()
@@ -375,6 +368,43 @@ func (c *conn) serveOne(hdrDeadline, wholeDeadline time.Time) bool {
 		return false
 	}
 	return !c.gone
+}
+
+// readRequest reads a head the loop's own reader does not (see head.go)
+// with net/http's parser and checks it as net/http's server does; it says
+// false, having answered what net/http answers, when the connection ends.
+func (c *conn) readRequest() (*http.Request, bool) {
+	req, err := http.ReadRequest(c.br)
+	if err != nil {
+		if isTimeout(err) || errors.Is(err, io.EOF) {
+			return nil, false
+		}
+		c.badRequest("")
+		return nil, false
+	}
+	if req.ProtoMajor != 1 || req.ProtoMinor != 1 {
+		c.badRequest("") // the loop takes HTTP/1.1 only; Fast lets nothing else through
+		return nil, false
+	}
+	// net/http's checks of the head, with its words.
+	// (plainHead saw one Host; http.ReadRequest moved it to req.Host.)
+	if !httpguts.ValidHostHeader(req.Host) {
+		c.badRequest("malformed Host header")
+		return nil, false
+	}
+	for k, vv := range req.Header {
+		if !httpguts.ValidHeaderFieldName(k) {
+			c.badRequest("invalid header name")
+			return nil, false
+		}
+		for _, v := range vv {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				c.badRequest("invalid header value")
+				return nil, false
+			}
+		}
+	}
+	return req, true
 }
 
 // badRequest answers a request the loop cannot read as net/http does, and

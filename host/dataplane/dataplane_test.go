@@ -5,10 +5,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -29,6 +31,18 @@ func handler(w http.ResponseWriter, r *http.Request) {
 	}
 	read := func() []byte { b, _ := io.ReadAll(r.Body); return b }
 	switch r.URL.Path {
+	case "/request": // the request as the handler sees it
+		b, err := io.ReadAll(r.Body)
+		keys := make([]string, 0, len(r.Header))
+		for k := range r.Header {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(w, "%s %q %q %+v %s %d.%d close=%v length=%d te=%q trailer=%v body=%q err=%v\n", r.Method, r.RequestURI,
+			r.Host, *r.URL, r.Proto, r.ProtoMajor, r.ProtoMinor, r.Close, r.ContentLength, r.TransferEncoding, r.Trailer, b, err)
+		for _, k := range keys {
+			fmt.Fprintf(w, "%s=%q\n", k, r.Header[k])
+		}
 	case "/ok-cl": // what InvokeEndpoint writes on success
 		b := read()
 		h := w.Header()
@@ -208,6 +222,10 @@ func TestSameBytesAsNetHTTP(t *testing.T) {
 		{"error", post("/json-err", "{}"), 1},
 		{"handler closes", post("/conn-close", "x") + post("/ok-cl", "never"), 1},
 		{"client closes", post("/ok-cl", "x", "Connection: close\r\n") + post("/ok-cl", "never"), 1},
+		{"the request as the handler sees it", post("/request", "abc", "amz-sdk-invocation-id: 1\r\nX-A: 1\r\nx-a:\t2 \r\nConnection: keep-alive\r\nX-E:\r\n"), 1},
+		{"the request net/http's parser reads", post("/request", "abc", "Pragma: no-cache\r\nX-A: 1\r\n"), 1},
+		{"keys as boto3 writes them", post("/ok-cl", "x", "amz-sdk-invocation-id: 1\r\nx-amz-date: 2\r\n") + post("/ok-cl", "y"), 2},
+		{"a head net/http's parser reads (Pragma)", post("/ok-cl", "x", "Pragma: no-cache\r\n") + post("/ok-cl", "y"), 2},
 		{"client closes, any case", post("/ok-cl", "x", "connection: Keep-Alive, CLOSE\r\n"), 1},
 		{"small body left unread", post("/no-read", "abc") + post("/ok-cl", "next"), 2},
 		{"large body left unread", post("/no-read", big) + post("/ok-cl", "never"), 1},

@@ -8,10 +8,13 @@
 // between about 1.2× nginx's CPU per call and about 2×. The costs it adds
 // are per request: a background read of the connection with its goroutine
 // wake-ups, three deadline changes, a context and a response header clone.
-// The loop keeps net/http's parser (http.ReadRequest), its header writer
-// (http.Header.WriteSubset) and its answer rules, mirrored from net/http's
-// server (response.go), so that a client sees the same bytes either way;
-// a differential test holds the two to that.
+// The loop keeps net/http's header writer (http.Header.WriteSubset) and its
+// answer rules, mirrored from net/http's server (response.go), so that a
+// client sees the same bytes either way; a differential test holds the two
+// to that. It reads the heads it takes with its own reader (head.go), which
+// gives the handler the request http.ReadRequest would, and leaves any head
+// it does not read exactly so to http.ReadRequest; a fuzz test holds the
+// two readers to that.
 //
 // The loop takes a request only when its head is plain: the request line
 // matches Server.Fast, HTTP/1.1, one Host, a Content-Length, no
