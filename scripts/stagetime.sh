@@ -27,6 +27,14 @@ report)
 				printf "%s\t%.1f\t%s\n", k, t[k], (k in bad ? "FAILED (exit " bad[k] ")" : "ok") (c[k] > 1 ? ", " c[k] " runs" : "")
 			}
 		}' "$log" | sort -t$'\t' -k2,2nr | awk -F'\t' '{ printf "  %-18s %7.1f s  %s\n", $1, $2, $3 }'
+	# The unit stage's slowest packages (go test's own times, from its output kept by make unit).
+	units=$(dirname "$log")/unit-test.log
+	if [ -s "$units" ] && [ "$units" -nt "$log.start" ]; then
+		echo
+		echo "the unit stage's slowest packages (go test runs two at a time; $units):"
+		awk -F'\t' '($1 ~ /^ok/ || $1 ~ /^FAIL/) && $3 ~ /s$/ { sub(/s$/, "", $3); printf "%s\t%s\n", $3, $2 }' "$units" |
+			sort -t$'\t' -k1,1nr | head -10 | awk -F'\t' '{ printf "  %7.1f s  %s\n", $1, $2 }'
+	fi
 	start=$(stat -c %Y "$log.start" 2>/dev/null || true)
 	[ -n "$start" ] && printf '  %-18s %7.1f s  (%.1f min, from reset to this report)\n' "wall clock" "$(($(date +%s) - start))" "$(awk -v s="$(($(date +%s) - start))" 'BEGIN { print s / 60 }')"
 	true
