@@ -360,7 +360,10 @@ func (cw *chunkWriter) writeHeader(p []byte) {
 			discard = true
 		}
 		if discard {
-			_, err := io.CopyN(io.Discard, bd, maxPostHandlerReadBytes+1)
+			err := io.EOF // a body read to its end: what CopyN would say, without its reader
+			if !bd.sawEOF {
+				_, err = io.CopyN(io.Discard, bd, maxPostHandlerReadBytes+1)
+			}
 			switch err {
 			case nil:
 				tooBig = true
