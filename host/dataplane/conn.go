@@ -313,29 +313,26 @@ func leadingCRorLF(b []byte) int {
 // and writes its answer; it says whether the connection serves another.
 func (c *conn) serveOne(hdrDeadline, wholeDeadline time.Time) bool {
 	hs := c.srv.HTTP
-	ctx, cancel := context.WithCancel(c.ctx)
-	c.cancel = cancel
-	defer func() {
-		cancel()
-		c.cancel = nil
-	}()
-	var req *http.Request
-	var template http.Request
+	// The request is read into read, on the stack: WithContext below makes
+	// the one copy the handler gets.
+	var read http.Request
 	head, _ := c.br.Peek(c.headLen)
-	if c.hd.read(head, &template) {
+	if c.hd.read(head, &read) {
 		c.br.Discard(c.headLen)
-		if !httpguts.ValidHostHeader(template.Host) {
+		if !httpguts.ValidHostHeader(read.Host) {
 			c.badRequest("malformed Host header")
 			return false
 		}
-		c.lim = limitedBody{br: c.br, left: template.ContentLength}
-		template.Body = &c.lim
-		req = template.WithContext(ctx)
-	} else if r, ok := c.readRequest(); !ok {
-		return false
+		c.lim = limitedBody{br: c.br, left: read.ContentLength}
+		read.Body = &c.lim
+	} else if r, ok := c.readRequest(); ok {
+		read = *r
 	} else {
-		req = r.WithContext(ctx)
+		return false
 	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.cancel = cancel
+	req := read.WithContext(ctx)
 	c.lastPOST = req.Method == http.MethodPost
 	if !hdrDeadline.Equal(wholeDeadline) {
 		c.rdl = wholeDeadline
@@ -361,6 +358,7 @@ func (c *conn) serveOne(hdrDeadline, wholeDeadline time.Time) bool {
 		c.nc.SetWriteDeadline(time.Time{})
 	}
 	cancel()
+	c.cancel = nil
 	if !w.shouldReuseConnection() {
 		if w.requestBodyLimitHit || c.bd.closedEarly {
 			c.closeWriteAndWait()

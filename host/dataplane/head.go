@@ -136,16 +136,16 @@ func (h *headReader) read(b []byte, r *http.Request) bool {
 	if hostField < 0 || lengthField < 0 {
 		return false
 	}
-	length := int64(0)
-	if f := h.fields[lengthField]; f.v1 == f.v0 || f.v1-f.v0 > 18 {
+	f := h.fields[lengthField]
+	if f.v1 == f.v0 || f.v1-f.v0 > 18 {
 		return false // empty, or one ParseUint might refuse: net/http's error
-	} else {
-		for _, c := range s[f.v0:f.v1] {
-			if c < '0' || c > '9' {
-				return false
-			}
-			length = length*10 + int64(c-'0')
+	}
+	length := int64(0)
+	for _, c := range s[f.v0:f.v1] {
+		if c < '0' || c > '9' {
+			return false
 		}
+		length = length*10 + int64(c-'0')
 	}
 
 	// One string for the whole head; the keys, values and path are its.
@@ -165,7 +165,7 @@ func (h *headReader) read(b []byte, r *http.Request) bool {
 		vals[k] = val
 		hdr[key] = vals[k : k+1 : k+1]
 	}
-	f := h.fields[hostField]
+	f = h.fields[hostField]
 	uri := str[uri0:uri1]
 	*r = http.Request{
 		Method:        http.MethodPost,

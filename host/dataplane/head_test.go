@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"strings"
 	"testing"
 
 	"golang.org/x/net/http/httpguts"
@@ -124,7 +123,7 @@ func sameAsReadRequest(b []byte) (taken bool, why string) {
 			r.ContentLength, r.Close, r.TransferEncoding, r.Trailer}
 	}
 	if g, w := of(&got), of(want); !reflect.DeepEqual(g, w) {
-		return true, "\n got  " + sprint(g) + "\n want " + sprint(w)
+		return true, fmt.Sprintf("\n got  %+v\n want %+v", g, w)
 	}
 	gotBody := io.Reader(http.NoBody)
 	if got.ContentLength > 0 {
@@ -135,19 +134,15 @@ func sameAsReadRequest(b []byte) (taken bool, why string) {
 	gb, gerr := io.ReadAll(gotBody)
 	wb, werr := io.ReadAll(want.Body)
 	if !bytes.Equal(gb, wb) || !sameError(gerr, werr) {
-		return true, "bodies differ: " + sprint(string(gb), gerr) + " against " + sprint(string(wb), werr)
+		return true, fmt.Sprintf("bodies differ: %q, %v against %q, %v", gb, gerr, wb, werr)
 	}
 	// And a read after the end, or after an early end, says the same.
 	_, gerr = gotBody.Read(make([]byte, 1))
 	_, werr = want.Body.Read(make([]byte, 1))
 	if !sameError(gerr, werr) {
-		return true, "a read after the body's end says " + sprint(gerr) + ", net/http's " + sprint(werr)
+		return true, fmt.Sprintf("a read after the body's end says %v, net/http's %v", gerr, werr)
 	}
 	return true, ""
-}
-
-func sprint(v ...any) string {
-	return fmt.Sprintf(strings.TrimSpace(strings.Repeat("%+v ", len(v))), v...)
 }
 
 func sameError(a, b error) bool {
