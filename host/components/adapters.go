@@ -99,11 +99,13 @@ func (m *Manager) reconcileAdapter(c *Component) {
 		return
 	}
 	rec := c.Record()
+	// The files go before the status says Failed: a caller who sees
+	// Failed finds nothing of the adapter left on disk.
 	fail := func(reason string) {
+		m.dropAdapter(c)
 		m.saveComponent(c, func(r *Record) {
 			r.Status, r.FailureReason = spec.StatusFailed, apierr.Truncate(reason, spec.MaxFailureReason)
 		})
-		m.dropAdapter(c)
 	}
 	base := m.Get(rec.Spec.BaseInferenceComponentName)
 	if base == nil || base.deleting.Load() {
