@@ -27,7 +27,7 @@ OUTMD="build/bench.md"
 RAW="build/bench-wrk.log"
 
 die() { echo "bench: $*" >&2; exit 1; }
-for c in wrk nginx docker curl awk ss go ${BENCH_PIN:+taskset}; do
+for c in wrk nginx docker curl awk ss go ${BENCH_PIN:+taskset} ${BENCH_PERF:+perf}; do
 	command -v "$c" >/dev/null 2>&1 || die "$c not found (make deps installs wrk, nginx-light and curl)"
 done
 if [ ! -x bin/mce ]; then
@@ -204,17 +204,28 @@ done
 echo "bench: every path echoes the 64-byte body correctly (serial chains append their tags)"
 
 # ---------------------------------------------------------------- wrk
-declare -A RPS P50 P99 FAIL CPU
+declare -A RPS P50 P99 FAIL CPU SYS
+# BENCH_PERF=N: during the cells at N clients, perf stat counts the system calls (by kind) and the context
+# switches of nginx's worker, the Go floor loop and mce, for a table per call. The counters are the kernel's
+# own (tracepoints and software events), so they barely slow the process down.
+PERF_EVENTS=(raw_syscalls:sys_enter context-switches cpu-migrations)
+PERF_CALLS=(read write writev readv recvfrom sendto epoll_wait epoll_pwait epoll_ctl futex nanosleep sched_yield)
+for k in "${PERF_CALLS[@]}"; do PERF_EVENTS+=("syscalls:sys_enter_$k"); done
+declare -A PERF
+ctx_switches() { # "VOLUNTARY NONVOLUNTARY": context switches of a process's threads (those alive now)
+	cat /proc/"$1"/task/*/status 2>/dev/null |
+		awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 } END { print v + 0, n + 0 }'
+}
 : >"$RAW"
 HZ="$(getconf CLK_TCK)"
 nginx_worker="$(pgrep -P "$nginx_pid" | head -1)"
-cpu_ticks() { # user+system clock ticks of the processes given (all their threads)
+cpu_ticks() { # "USER SYSTEM": clock ticks of the processes given (all their threads)
 	# /proc/PID/stat after the ") " that ends the command name starts at field 3; utime, stime are 14, 15.
 	local pid
-	for pid in "$@"; do sed 's/^.*) //' "/proc/$pid/stat"; done | awk '{ t += $12 + $13 } END { print t + 0 }'
+	for pid in "$@"; do sed 's/^.*) //' "/proc/$pid/stat"; done | awk '{ u += $12; s += $13 } END { print u + 0, s + 0 }'
 }
 run_cell() { # path clients
-	local p="$1" c="$2" out line pids=() t0
+	local p="$1" c="$2" out line pids=() t0 t1 cs0 cs1
 	case "$p" in
 	nginx) pids=("$nginx_worker") ;;
 	floorhttp) pids=("${floor_pids[0]}") ;;
@@ -228,8 +239,23 @@ run_cell() { # path clients
 		curl -fsS -o build/bench-mce-cpu.pprof "http://127.0.0.1:$PPROF_PORT/debug/pprof/profile?seconds=$((DUR > 1 ? DUR - 1 : 1))" &
 		prof=$!
 	fi
+	local perfpid=""
+	if [ -n "${BENCH_PERF:-}" ] && [ "$c" = "$BENCH_PERF" ] && [ ${#pids[@]} -gt 0 ] && [[ " nginx floorloop direct " == *" $p "* ]]; then
+		perf stat -x, -o "$TMP/perf-$p.csv" -e "$(IFS=,; echo "${PERF_EVENTS[*]}")" -p "${pids[0]}" -- sleep "$DUR" 2>/dev/null &
+		perfpid=$!
+		read -r -a cs0 <<<"$(ctx_switches "${pids[0]}")"
+	fi
 	out="$(BENCH_TARGET_CONTAINER="${TARGET[$p]:-}" "${PIN[@]}" wrk -t1 -c"$c" -d"${DUR}s" --latency -s "$LUA" "${URL[$p]}" 2>&1)" || true
-	[ ${#pids[@]} -eq 0 ] || CPU[$p,$c]=$(($(cpu_ticks "${pids[@]}") - t0))
+	if [ ${#pids[@]} -gt 0 ]; then
+		read -r -a t1 <<<"$(cpu_ticks "${pids[@]}")"
+		read -r -a t0 <<<"$t0"
+		CPU[$p,$c]=$((t1[0] + t1[1] - t0[0] - t0[1]))
+		SYS[$p,$c]=$((t1[1] - t0[1]))
+	fi
+	if [ -n "$perfpid" ]; then
+		read -r -a cs1 <<<"$(ctx_switches "${pids[0]}")"
+		wait "$perfpid" || echo "bench: perf stat failed for $p (BENCH_PERF needs perf and its syscall tracepoints)" >&2
+	fi
 	if [ -n "$prof" ]; then
 		wait "$prof" && echo "bench: mce's CPU profile of this cell in build/bench-mce-cpu.pprof (go tool pprof -top bin/mce build/bench-mce-cpu.pprof)"
 	fi
@@ -243,7 +269,21 @@ run_cell() { # path clients
 	P50[$p,$c]="$(calc "${v[p50_us]} / 1000" 3)"
 	P99[$p,$c]="$(calc "${v[p99_us]} / 1000" 3)"
 	FAIL[$p,$c]=$((${v[status]} + ${v[connect]} + ${v[read]} + ${v[write]} + ${v[timeout]}))
-	[ -z "${CPU[$p,$c]:-}" ] || CPU[$p,$c]="$(calc "${CPU[$p,$c]} * 1e6 / $HZ / ${v[requests]}" 1)"
+	if [ -n "${CPU[$p,$c]:-}" ]; then
+		CPU[$p,$c]="$(calc "${CPU[$p,$c]} * 1e6 / $HZ / ${v[requests]}" 1)"
+		SYS[$p,$c]="$(calc "${SYS[$p,$c]} * 1e6 / $HZ / ${v[requests]}" 1)"
+	fi
+	if [ -n "$perfpid" ] && [ -s "$TMP/perf-$p.csv" ]; then
+		# perf stat -x, lines: count,unit,event,...; counts over the wrk run, per call of it.
+		local ev n
+		while IFS=, read -r n _ ev _; do
+			[[ "$n" =~ ^[0-9]+$ ]] || continue
+			ev=${ev#syscalls:sys_enter_}
+			PERF[$p,$ev]="$(calc "$n / ${v[requests]}" 2)"
+		done <"$TMP/perf-$p.csv"
+		PERF[$p,voluntary]="$(calc "(${cs1[0]} - ${cs0[0]}) / ${v[requests]}" 2)"
+		PERF[$p,involuntary]="$(calc "(${cs1[1]} - ${cs0[1]}) / ${v[requests]}" 2)"
+	fi
 	printf 'bench: %-10s %3s clients  %7s rps  p50 %7s ms  p99 %7s ms  failed %s\n' \
 		"$p" "$c" "${RPS[$p,$c]}" "${P50[$p,$c]}" "${P99[$p,$c]}" "${FAIL[$p,$c]}"
 }
@@ -305,6 +345,13 @@ report() {
 		for c in "${CLIENTS[@]}"; do cells="$cells${cells:+, }${CPU[$p,$c]:-?} at $c"; done
 		echo "- proxy CPU per request (µs of user+system time of the nginx worker / the mce process), ${LABEL[$p]}: $cells"
 	done
+	# The kernel's part (the socket calls, and on loopback and the bridge the delivery to the reader) against
+	# the program's own: which side of the gap is the program's.
+	for p in nginx floorloop floorhttp direct; do
+		cells=""
+		for c in "${CLIENTS[@]}"; do cells="$cells${cells:+, }${SYS[$p,$c]:-?} system + $(calc "${CPU[$p,$c]:-0} - ${SYS[$p,$c]:-0}" 1) user at $c"; done
+		echo "- of that, µs in the kernel (system) and in the program (user), ${LABEL[$p]}: $cells"
+	done
 	for c in 50 200; do
 		echo "- CPU seconds per 1,000 calls at $c clients: nginx $(calc "${CPU[nginx,$c]} / 1000" 4)," \
 			"Go floor loop $(calc "${CPU[floorloop,$c]} / 1000" 4), Go floor net/http $(calc "${CPU[floorhttp,$c]} / 1000" 4)," \
@@ -312,7 +359,28 @@ report() {
 			"floor net/http/nginx $(calc "${CPU[floorhttp,$c]} / ${CPU[nginx,$c]}" 2), floor loop/nginx $(calc "${CPU[floorloop,$c]} / ${CPU[nginx,$c]}" 2)"
 		echo "- throughput at $c clients against the Go floors: mce/floor net/http $(calc "${RPS[direct,$c]} / ${RPS[floorhttp,$c]}" 2)," \
 			"mce/floor loop $(calc "${RPS[direct,$c]} / ${RPS[floorloop,$c]}" 2), floor loop/nginx $(calc "${RPS[floorloop,$c]} / ${RPS[nginx,$c]}" 2)"
+		echo "- where the CPU gap is at $c clients, µs per call: mce's kernel time − nginx's" \
+			"$(calc "${SYS[direct,$c]} - ${SYS[nginx,$c]}" 1), mce's user time − nginx's $(calc "${CPU[direct,$c]} - ${SYS[direct,$c]} - ${CPU[nginx,$c]} + ${SYS[nginx,$c]}" 1)," \
+			"of which the Go floor loop's user time − nginx's $(calc "${CPU[floorloop,$c]} - ${SYS[floorloop,$c]} - ${CPU[nginx,$c]} + ${SYS[nginx,$c]}" 1)" \
+			"(what any Go relay with mce's client pays) and mce's user time − the floor loop's" \
+			"$(calc "${CPU[direct,$c]} - ${SYS[direct,$c]} - ${CPU[floorloop,$c]} + ${SYS[floorloop,$c]}" 1) (mce's own work)"
 	done
+	if [ -n "${BENCH_PERF:-}" ]; then
+		echo
+		echo "System calls and context switches per call at $BENCH_PERF clients (perf stat on the proxy's process during the cell):"
+		echo
+		local row k
+		row="| | all calls | context switches (voluntary + involuntary) | CPU migrations |"
+		for k in "${PERF_CALLS[@]}"; do row="$row $k |"; done
+		echo "$row"
+		echo "|---|$(printf -- '---:|%.0s' $(seq 1 $((${#PERF_CALLS[@]} + 3))))"
+		for p in nginx floorloop direct; do
+			row="| ${LABEL[$p]} | ${PERF[$p,raw_syscalls:sys_enter]:-?} | ${PERF[$p,context-switches]:-?} (${PERF[$p,voluntary]:-?} + ${PERF[$p,involuntary]:-?}) | ${PERF[$p,cpu-migrations]:-?} |"
+			for k in "${PERF_CALLS[@]}"; do row="$row ${PERF[$p,$k]:-?} |"; done
+			echo "$row"
+		done
+		echo
+	fi
 	echo "- serial hop, latency at 1 client: hop(N) = (p50 serial N − p50 mce Direct) / (N − 1), what each extra" \
 		"container adds; mce's share of a hop = hop(N) − straight p50 (the container's own round trip), compared with nginx's added p50."
 	local n hop share
