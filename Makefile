@@ -82,7 +82,7 @@ quick:
 UNIT_FIRST ?= ./internal/docsnippets ./host ./cmd/mce ./examples/containers/framework ./containers/check ./containers/docker
 
 unit: build images kube-image models framework-images framework-models versitygw
-	$(T) unit bash -c 'set -o pipefail; mkdir -p build; $(GO) test $(TESTFLAGS) $(UNIT_FIRST) ./... 2>&1 | tee build/unit-test.log'
+	GO=$(GO) $(T) unit scripts/unit-test.sh $(TESTFLAGS) $(UNIT_FIRST) ./...
 	$(T) alloc-budget $(GO) test -count=1 -run 'AllocationBudget' ./host/   # allocations are gated without -race
 
 e2e: deps build images models framework-images

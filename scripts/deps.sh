@@ -27,7 +27,15 @@ if ! "${GO:-go}" version -m "$vgw_dir/versitygw" 2>/dev/null | grep -Eq "^\s+mod
   echo "deps: installing versitygw $VERSITYGW_VERSION into $vgw_dir"
   GOBIN="$vgw_dir" CGO_ENABLED=0 "${GO:-go}" install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 fi
-# scripts/deps.sh versitygw: only that (make unit needs it, and no root).
+# gotestsum (gotest.tools/gotestsum, Apache-2.0) runs make unit's go test (scripts/unit-test.sh) and keeps its
+# JSON events, from which the stage report names the slowest packages and tests: installed the same way.
+GOTESTSUM_VERSION=v1.13.0
+if ! "${GO:-go}" version -m "$vgw_dir/gotestsum" 2>/dev/null | grep -Eq "^\s+mod\s+gotest.tools/gotestsum\s+$GOTESTSUM_VERSION\s"; then
+  echo "deps: installing gotestsum $GOTESTSUM_VERSION into $vgw_dir"
+  GOBIN="$vgw_dir" CGO_ENABLED=0 "${GO:-go}" install "gotest.tools/gotestsum@$GOTESTSUM_VERSION" ||
+    echo "deps: gotestsum could not be installed; make unit runs plain go test" >&2
+fi
+# scripts/deps.sh versitygw: only these two (make unit needs them, and no root).
 [ "${1:-}" != versitygw ] || exit 0
 
 need=()

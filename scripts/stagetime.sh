@@ -27,9 +27,37 @@ report)
 				printf "%s\t%.1f\t%s\n", k, t[k], (k in bad ? "FAILED (exit " bad[k] ")" : "ok") (c[k] > 1 ? ", " c[k] " runs" : "")
 			}
 		}' "$log" | sort -t$'\t' -k2,2nr | awk -F'\t' '{ printf "  %-18s %7.1f s  %s\n", $1, $2, $3 }'
-	# The unit stage's slowest packages (go test's own times, from its output kept by make unit).
+	# The unit stage's slowest packages and tests: go test's own times, from its JSON events (make unit keeps them
+	# when gotestsum ran it, scripts/unit-test.sh) or else from its text output.
 	units=$(dirname "$log")/unit-test.log
-	if [ -s "$units" ] && [ "$units" -nt "$log.start" ]; then
+	events=$(dirname "$log")/unit-test.json
+	if [ -s "$events" ] && [ "$events" -nt "$log.start" ] && command -v python3 >/dev/null 2>&1; then
+		echo
+		python3 - "$events" <<-'PY'
+			import json, sys
+			pkgs, tests = [], []
+			with open(sys.argv[1], errors="replace") as f:
+			    for line in f:
+			        try:
+			            e = json.loads(line)
+			        except ValueError:
+			            continue
+			        if e.get("Action") not in ("pass", "fail") or "Elapsed" not in e:
+			            continue
+			        t = e.get("Test")
+			        if not t:
+			            pkgs.append((e["Elapsed"], e.get("Package", "?"), e["Action"]))
+			        elif "/" not in t:  # top-level tests: a subtest's time is in its parent's
+			            tests.append((e["Elapsed"], e.get("Package", "?") + " " + t, e["Action"]))
+			print(f"the unit stage's slowest packages (go test runs two at a time; {sys.argv[1]}):")
+			for s, name, act in sorted(pkgs, reverse=True)[:10]:
+			    print(f"  {s:7.1f} s  {name}" + ("  FAILED" if act == "fail" else ""))
+			print()
+			print("its slowest tests (a test's time includes its subtests and the waits of its parallel ones):")
+			for s, name, act in sorted(tests, reverse=True)[:15]:
+			    print(f"  {s:7.1f} s  {name}" + ("  FAILED" if act == "fail" else ""))
+		PY
+	elif [ -s "$units" ] && [ "$units" -nt "$log.start" ]; then
 		echo
 		echo "the unit stage's slowest packages (go test runs two at a time; $units):"
 		awk -F'\t' '($1 ~ /^ok/ || $1 ~ /^FAIL/) && $3 ~ /s$/ { sub(/s$/, "", $3); printf "%s\t%s\n", $3, $2 }' "$units" |
