@@ -117,6 +117,7 @@ func metricLabeled(text, name string, labels ...string) float64 {
 // TestFrameworkChainOnDocker: examples/preprocess-inference, scikit-learn
 // StandardScaler+PCA → PyTorch MLP on the digits test rows, CSV between them.
 func TestFrameworkChainOnDocker(t *testing.T) {
+	t.Parallel() // beside TestAsyncTTLAndInvocationTimeout's wait on the clock
 	root := frameworkSetup(t)
 	var want struct {
 		Accuracy      float64
@@ -319,6 +320,7 @@ func TestFrameworkABTestOnDocker(t *testing.T) {
 // models; its memory budget holds fewer than 30, so models are evicted and
 // reloaded, and every answer comes from the right model's own script.
 func TestFrameworkMultiModelOnDocker(t *testing.T) {
+	t.Parallel() // beside TestAsyncTTLAndInvocationTimeout's wait on the clock
 	root := frameworkSetup(t)
 	var man struct {
 		Models []struct {
