@@ -1,0 +1,72 @@
+package scripts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStageReportSlowest runs stagetime.sh report on a stage log and go
+// test's JSON events as gotestsum keeps them (scripts/unit-test.sh): the
+// packages and the top-level tests come slowest first, a failed one says
+// so, subtests and events without a time are left out, and a line that is
+// not JSON is skipped.
+func TestStageReportSlowest(t *testing.T) {
+	for _, p := range []string{"bash", "python3"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("no %s", p)
+		}
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "stage-times.tsv")
+	write := func(name, s string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("stage-times.tsv.start", "")
+	past := time.Now().Add(-time.Minute) // the events must be newer than the run's start
+	if err := os.Chtimes(filepath.Join(dir, "stage-times.tsv.start"), past, past); err != nil {
+		t.Fatal(err)
+	}
+	write("stage-times.tsv", "unit\t12.5\t1\n")
+	write("unit-test.json", strings.Join([]string{
+		`{"Action":"start","Package":"m/fast"}`,
+		`{"Action":"run","Package":"m/fast","Test":"TestA"}`,
+		`{"Action":"pass","Package":"m/fast","Test":"TestA","Elapsed":0.5}`,
+		`{"Action":"pass","Package":"m/fast","Elapsed":0.7}`,
+		`{"Action":"pass","Package":"m/slow","Test":"TestBig","Elapsed":9.25}`,
+		`{"Action":"pass","Package":"m/slow","Test":"TestBig/sub","Elapsed":9}`,
+		`{"Action":"fail","Package":"m/slow","Test":"TestBroken","Elapsed":2}`,
+		`{"Action":"skip","Package":"m/slow","Test":"TestSkipped","Elapsed":30}`,
+		`not json`,
+		`{"Action":"fail","Package":"m/slow","Elapsed":11.5}`,
+		`{"Action":"fail","Package":"m/nobuild"}`,
+	}, "\n")+"\n")
+	cmd := exec.Command("bash", "stagetime.sh", "report")
+	cmd.Env = append(os.Environ(), "MCE_STAGE_LOG="+log)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("stagetime.sh report: %v\n%s", err, out)
+	}
+	got := string(out)
+	for _, want := range []string{
+		"  unit                  12.5 s  FAILED (exit 1)",
+		"slowest packages (go test runs two at a time; " + filepath.Join(dir, "unit-test.json") + "):\n" +
+			"     11.5 s  m/slow  FAILED\n" +
+			"      0.7 s  m/fast\n\n",
+		"slowest tests (a test's time includes its subtests and the waits of its parallel ones):\n" +
+			"      9.2 s  m/slow TestBig\n" +
+			"      2.0 s  m/slow TestBroken  FAILED\n" +
+			"      0.5 s  m/fast TestA\n" +
+			"  wall clock",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the report lacks\n%s\n--- it is\n%s", want, got)
+		}
+	}
+}
