@@ -3,7 +3,9 @@ package docker
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -78,14 +80,47 @@ func (rt *Runtime) removeNetworkIfUnused(ctx context.Context, endpoint string, e
 	var errs []error
 	for _, isolated := range []bool{false, true} {
 		name := rt.networkName(endpoint, isolated)
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		_, err := rt.engine.NetworkRemove(cctx, name, client.NetworkRemoveOptions{})
-		cancel()
-		if !gone(err) {
+		if err := rt.removeNetwork(ctx, name); !gone(err) {
 			errs = append(errs, classify("remove network "+name, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// transientWaits are the pauses before a call Docker refused for a moment
+// is tried again (about 1.5 s in all).
+var transientWaits = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
+	400 * time.Millisecond, 800 * time.Millisecond}
+
+// retryTransient makes call until it succeeds, fails with an error whose
+// message lacks transient, or transientWaits are spent; it returns the
+// last error.
+func retryTransient(ctx context.Context, transient string, call func(context.Context) error) error {
+	for i := 0; ; i++ {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := call(cctx)
+		cancel()
+		if err == nil || i == len(transientWaits) || !strings.Contains(err.Error(), transient) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(transientWaits[i]):
+		}
+	}
+}
+
+// removeNetwork removes one network. Docker 20.10 can refuse it for "active
+// endpoints" just after the last of its containers was removed (seen in CI
+// with none of them left): the endpoint is released a moment after the
+// removal returns. That refusal is tried again; a network something still
+// uses keeps its error.
+func (rt *Runtime) removeNetwork(ctx context.Context, name string) error {
+	return retryTransient(ctx, "has active endpoints", func(ctx context.Context) error {
+		_, err := rt.engine.NetworkRemove(ctx, name, client.NetworkRemoveOptions{})
+		return err
+	})
 }
 
 // networkLocks serializes finding, creating and removing one endpoint's
