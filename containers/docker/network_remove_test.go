@@ -57,6 +57,9 @@ func TestRemoveNetworkAfterLateEndpoint(t *testing.T) {
 		if _, left := e.networks["mce-i-ep"]; left == (err == nil) {
 			t.Errorf("refused %d times: the network is left %v with error %v", tc.busy, left, err)
 		}
+		if err != nil && (!strings.Contains(err.Error(), "has active endpoints") || !strings.Contains(err.Error(), "restarting the Docker daemon")) {
+			t.Errorf("refused %d times: %v; want Docker's refusal and what clears it", tc.busy, err)
+		}
 	}
 	// Gone is not tried again either: it is the caller's success.
 	e := &lateEndpointEngine{joinEngine: newJoinEngine()}
