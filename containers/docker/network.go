@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -88,57 +87,21 @@ func (rt *Runtime) removeNetworkIfUnused(ctx context.Context, endpoint string, e
 	return errors.Join(errs...)
 }
 
-// transientWaits are the pauses before a call Docker refused for a moment
-// is tried again (about 1.5 s in all).
-var transientWaits = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
-	400 * time.Millisecond, 800 * time.Millisecond}
-
-// retryTransient makes call until it succeeds, fails with an error whose
-// message lacks transient, or transientWaits are spent; it returns the
-// last error.
-func retryTransient(ctx context.Context, transient string, call func(context.Context) error) error {
-	for i := 0; ; i++ {
-		cctx, cancel := context.WithTimeout(ctx, callTimeout)
-		err := call(cctx)
-		cancel()
-		if err == nil || i == len(transientWaits) || !strings.Contains(err.Error(), transient) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(transientWaits[i]):
-		}
-	}
-}
-
-// removeNetwork removes one network. Docker refuses it for "active
-// endpoints" while a container's endpoint is still being released after its
-// removal, and that refusal is tried again. Docker 20.10 can also keep
-// counting an endpoint that no container holds, for good: seen once in CI,
-// after TestFifteenContainers removed its fifteen containers, with `docker
-// network inspect` listing none and the refusal lasting minutes (moby issue
-// 42119; a restart of the daemon clears it). Then the error says so.
+// removeNetwork removes one network. Docker 20.10 can refuse it for "active
+// endpoints" that no container holds, for good: seen once in CI, after
+// TestFifteenContainers removed its fifteen containers, with `docker network
+// inspect` listing none and the refusal lasting minutes (moby issue 42119;
+// a restart of the daemon clears it). Trying again cannot help, so the
+// error says what does.
 func (rt *Runtime) removeNetwork(ctx context.Context, name string) error {
-	err := retryTransient(ctx, "has active endpoints", func(ctx context.Context) error {
-		_, err := rt.engine.NetworkRemove(ctx, name, client.NetworkRemoveOptions{})
-		return err
-	})
-	if err != nil && ctx.Err() == nil && strings.Contains(err.Error(), "has active endpoints") {
-		return fmt.Errorf("%w (still refused after %s; if `docker network inspect %s` lists no container, "+
-			"Docker counts an endpoint that none holds, a known Docker bug that restarting the Docker daemon clears)",
-			err, transientTotal(), name)
+	cctx, cancel := context.WithTimeout(ctx, callTimeout)
+	_, err := rt.engine.NetworkRemove(cctx, name, client.NetworkRemoveOptions{})
+	cancel()
+	if err != nil && strings.Contains(err.Error(), "has active endpoints") {
+		return fmt.Errorf("%w (if `docker network inspect %s` lists no container, Docker counts an endpoint "+
+			"that none holds, a known Docker bug that restarting the Docker daemon clears)", err, name)
 	}
 	return err
-}
-
-// transientTotal is how long retryTransient waits in all.
-func transientTotal() time.Duration {
-	var d time.Duration
-	for _, w := range transientWaits {
-		d += w
-	}
-	return d
 }
 
 // networkLocks serializes finding, creating and removing one endpoint's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -84,4 +85,28 @@ func (c *Container) remove(ctx context.Context, grace time.Duration) error {
 	}
 	c.rt.untrack(c)
 	return errors.Join(errs...)
+}
+
+// transientWaits are the pauses before a call Docker refused for a moment
+// is tried again (about 1.5 s in all).
+var transientWaits = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
+	400 * time.Millisecond, 800 * time.Millisecond}
+
+// retryTransient makes call until it succeeds, fails with an error whose
+// message lacks transient, or transientWaits are spent; it returns the
+// last error.
+func retryTransient(ctx context.Context, transient string, call func(context.Context) error) error {
+	for i := 0; ; i++ {
+		cctx, cancel := context.WithTimeout(ctx, callTimeout)
+		err := call(cctx)
+		cancel()
+		if err == nil || i == len(transientWaits) || !strings.Contains(err.Error(), transient) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(transientWaits[i]):
+		}
+	}
 }
