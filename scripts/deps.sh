@@ -17,22 +17,18 @@ set -euo pipefail
 # into ${MCE_CACHE:-/var/cache/mce}/bin (~/.cache/mce/bin when that is not
 # writable), where internal/s3test looks for it; skipped when that version is there.
 VERSITYGW_VERSION=v1.8.0
-vgw_dir="${MCE_CACHE:-/var/cache/mce}/bin"
-if ! mkdir -p "$vgw_dir" 2>/dev/null || [ ! -w "$vgw_dir" ]; then
-  vgw_dir="${XDG_CACHE_HOME:-$HOME/.cache}/mce/bin"
-  mkdir -p "$vgw_dir"
-fi
+tools_dir="$("$(dirname "$0")/cache-bin.sh" --dir)"
 # go version -m reads the module version go install stamped into the binary.
-if ! "${GO:-go}" version -m "$vgw_dir/versitygw" 2>/dev/null | grep -Eq "^\s+mod\s+github.com/versity/versitygw\s+$VERSITYGW_VERSION\s"; then
-  echo "deps: installing versitygw $VERSITYGW_VERSION into $vgw_dir"
-  GOBIN="$vgw_dir" CGO_ENABLED=0 "${GO:-go}" install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+if ! "${GO:-go}" version -m "$tools_dir/versitygw" 2>/dev/null | grep -Eq "^\s+mod\s+github.com/versity/versitygw\s+$VERSITYGW_VERSION\s"; then
+  echo "deps: installing versitygw $VERSITYGW_VERSION into $tools_dir"
+  GOBIN="$tools_dir" CGO_ENABLED=0 "${GO:-go}" install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
 fi
 # gotestsum (gotest.tools/gotestsum, Apache-2.0) runs make unit's go test (scripts/unit-test.sh) and keeps its
 # JSON events, from which the stage report names the slowest packages and tests: installed the same way.
 GOTESTSUM_VERSION=v1.13.0
-if ! "${GO:-go}" version -m "$vgw_dir/gotestsum" 2>/dev/null | grep -Eq "^\s+mod\s+gotest.tools/gotestsum\s+$GOTESTSUM_VERSION\s"; then
-  echo "deps: installing gotestsum $GOTESTSUM_VERSION into $vgw_dir"
-  GOBIN="$vgw_dir" CGO_ENABLED=0 "${GO:-go}" install "gotest.tools/gotestsum@$GOTESTSUM_VERSION" ||
+if ! "${GO:-go}" version -m "$tools_dir/gotestsum" 2>/dev/null | grep -Eq "^\s+mod\s+gotest.tools/gotestsum\s+$GOTESTSUM_VERSION\s"; then
+  echo "deps: installing gotestsum $GOTESTSUM_VERSION into $tools_dir"
+  GOBIN="$tools_dir" CGO_ENABLED=0 "${GO:-go}" install "gotest.tools/gotestsum@$GOTESTSUM_VERSION" ||
     echo "deps: gotestsum could not be installed; make unit runs plain go test" >&2
 fi
 # scripts/deps.sh versitygw: only these two (make unit needs them, and no root).

@@ -9,13 +9,7 @@
 set -uo pipefail
 mkdir -p build
 rm -f build/unit-test.json
-gts=""
-for d in "${MCE_CACHE:-/var/cache/mce}/bin" "${XDG_CACHE_HOME:-$HOME/.cache}/mce/bin"; do
-  if [ -x "$d/gotestsum" ]; then
-    gts="$d/gotestsum"
-    break
-  fi
-done
+gts="$("$(dirname "$0")/cache-bin.sh" gotestsum || true)"
 if [ -z "$gts" ]; then
   echo "unit: gotestsum not found (scripts/deps.sh versitygw installs it); plain go test, no per-test times"
   "${GO:-go}" test "$@" 2>&1 | tee build/unit-test.log

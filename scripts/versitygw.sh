@@ -5,7 +5,7 @@
 #
 #   ROOT_ACCESS_KEY=key ROOT_SECRET_KEY=secret scripts/versitygw.sh --port 127.0.0.1:7070 posix /some/folder
 set -euo pipefail
-for c in ${MCE_VERSITYGW:-} "${MCE_CACHE:-/var/cache/mce}/bin/versitygw" "${XDG_CACHE_HOME:-$HOME/.cache}/mce/bin/versitygw" \
+for c in ${MCE_VERSITYGW:-} "$("$(dirname "$0")/cache-bin.sh" versitygw || true)" \
   "$(command -v versitygw || true)" "$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin/versitygw"; do
   if [ -n "$c" ] && [ -x "$c" ]; then
     [ "${1:-}" = --path ] && { echo "$c"; exit 0; }
