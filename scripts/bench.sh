@@ -204,7 +204,7 @@ done
 echo "bench: every path echoes the 64-byte body correctly (serial chains append their tags)"
 
 # ---------------------------------------------------------------- wrk
-declare -A RPS P50 P99 FAIL CPU SYS
+declare -A RPS P50 P99 FAIL CPU SYS USR
 # BENCH_PERF=N: during the cells at N clients, perf stat counts the system calls (by kind) and the context
 # switches of nginx's worker, the Go floor loop and mce, for a table per call. The counters are the kernel's
 # own (tracepoints and software events), so they barely slow the process down.
@@ -272,6 +272,7 @@ run_cell() { # path clients
 	if [ -n "${CPU[$p,$c]:-}" ]; then
 		CPU[$p,$c]="$(calc "${CPU[$p,$c]} * 1e6 / $HZ / ${v[requests]}" 1)"
 		SYS[$p,$c]="$(calc "${SYS[$p,$c]} * 1e6 / $HZ / ${v[requests]}" 1)"
+		USR[$p,$c]="$(calc "${CPU[$p,$c]} - ${SYS[$p,$c]}" 1)"
 	fi
 	if [ -n "$perfpid" ] && [ -s "$TMP/perf-$p.csv" ]; then
 		# perf stat -x, lines: count,unit,event,...; counts over the wrk run, per call of it.
@@ -349,7 +350,7 @@ report() {
 	# the program's own: which side of the gap is the program's.
 	for p in nginx floorloop floorhttp direct; do
 		cells=""
-		for c in "${CLIENTS[@]}"; do cells="$cells${cells:+, }${SYS[$p,$c]:-?} system + $(calc "${CPU[$p,$c]:-0} - ${SYS[$p,$c]:-0}" 1) user at $c"; done
+		for c in "${CLIENTS[@]}"; do cells="$cells${cells:+, }${SYS[$p,$c]:-?} system + ${USR[$p,$c]:-?} user at $c"; done
 		echo "- of that, µs in the kernel (system) and in the program (user), ${LABEL[$p]}: $cells"
 	done
 	for c in 50 200; do
@@ -360,10 +361,10 @@ report() {
 		echo "- throughput at $c clients against the Go floors: mce/floor net/http $(calc "${RPS[direct,$c]} / ${RPS[floorhttp,$c]}" 2)," \
 			"mce/floor loop $(calc "${RPS[direct,$c]} / ${RPS[floorloop,$c]}" 2), floor loop/nginx $(calc "${RPS[floorloop,$c]} / ${RPS[nginx,$c]}" 2)"
 		echo "- where the CPU gap is at $c clients, µs per call: mce's kernel time − nginx's" \
-			"$(calc "${SYS[direct,$c]} - ${SYS[nginx,$c]}" 1), mce's user time − nginx's $(calc "${CPU[direct,$c]} - ${SYS[direct,$c]} - ${CPU[nginx,$c]} + ${SYS[nginx,$c]}" 1)," \
-			"of which the Go floor loop's user time − nginx's $(calc "${CPU[floorloop,$c]} - ${SYS[floorloop,$c]} - ${CPU[nginx,$c]} + ${SYS[nginx,$c]}" 1)" \
+			"$(calc "${SYS[direct,$c]} - ${SYS[nginx,$c]}" 1), mce's user time − nginx's $(calc "${USR[direct,$c]} - ${USR[nginx,$c]}" 1)," \
+			"of which the Go floor loop's user time − nginx's $(calc "${USR[floorloop,$c]} - ${USR[nginx,$c]}" 1)" \
 			"(what any Go relay with mce's client pays) and mce's user time − the floor loop's" \
-			"$(calc "${CPU[direct,$c]} - ${SYS[direct,$c]} - ${CPU[floorloop,$c]} + ${SYS[floorloop,$c]}" 1) (mce's own work)"
+			"$(calc "${USR[direct,$c]} - ${USR[floorloop,$c]}" 1) (mce's own work)"
 	done
 	if [ -n "${BENCH_PERF:-}" ]; then
 		echo
