@@ -133,41 +133,73 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[i]
 }
 
-// rssKiB reads VmRSS of a process from /proc.
-func rssKiB(pid int) (int64, error) {
+// memory is a process's resident memory, in KiB, from /proc/PID/status:
+// all of it (VmRSS), and its two parts that matter apart. Anon is the
+// process's own (Go's heap, stacks, the runtime's): what grows if mce leaks.
+// File is mostly the pages of its executable that are mapped in; how many
+// depends on the kernel's page cache (a freshly built binary, large folios
+// mapped whole) more than on mce, so that a start of 73 or 115 MiB says
+// nothing of a leak.
+type memory struct{ RSS, Anon, File int64 }
+
+func readMemory(pid int) (memory, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
 	if err != nil {
-		return 0, err
+		return memory{}, err
 	}
-	return parseVmRSS(b)
+	return parseMemory(b)
 }
 
-func parseVmRSS(status []byte) (int64, error) {
+// parseMemory reads VmRSS, RssAnon and RssFile (Linux 4.5 and later) from
+// the text of /proc/PID/status.
+func parseMemory(status []byte) (memory, error) {
+	var m memory
+	fields := map[string]*int64{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File}
+	seen := 0
 	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		for name, dst := range fields {
+			v, ok := strings.CutPrefix(line, name)
+			if !ok {
+				continue
+			}
 			f := strings.Fields(v)
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("unexpected VmRSS line %q", line)
+				return memory{}, fmt.Errorf("unexpected %s line %q", strings.TrimSuffix(name, ":"), line)
 			}
-			return strconv.ParseInt(f[0], 10, 64)
+			n, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return memory{}, fmt.Errorf("unexpected %s line %q", strings.TrimSuffix(name, ":"), line)
+			}
+			*dst = n
+			seen++
 		}
 	}
-	return 0, errors.New("no VmRSS line")
+	if seen != len(fields) {
+		return memory{}, errors.New("no VmRSS, RssAnon and RssFile lines")
+	}
+	return m, nil
 }
 
 // report is what soak prints as JSON at the end (and a summary before it).
 type report struct {
-	Clients      int            `json:"clients"`
-	DurationS    float64        `json:"duration_s"`
-	Targets      []targetReport `json:"targets"`
-	RSSSamples   []rssSample    `json:"rss_samples"`
-	RSSStartMiB  float64        `json:"rss_start_mib"`
-	RSSMaxMiB    float64        `json:"rss_max_mib"`
-	RSSEndMiB    float64        `json:"rss_end_mib"`
-	Failed       int64          `json:"failed"`
-	Requests     int64          `json:"requests"`
-	ErrorsByKind map[string]int `json:"errors_by_kind,omitempty"`
-	Verdict      string         `json:"verdict"`
+	Clients     int            `json:"clients"`
+	DurationS   float64        `json:"duration_s"`
+	Targets     []targetReport `json:"targets"`
+	RSSSamples  []rssSample    `json:"rss_samples"`
+	RSSStartMiB float64        `json:"rss_start_mib"`
+	RSSMaxMiB   float64        `json:"rss_max_mib"`
+	RSSEndMiB   float64        `json:"rss_end_mib"`
+	// AnonStartMiB… are the same for mce's anonymous memory alone (see
+	// memory); AnonGrowthMiB is its last sample less its first after the
+	// warm-up (the first tenth of the run): what a leak would show.
+	AnonStartMiB  float64        `json:"anon_start_mib"`
+	AnonMaxMiB    float64        `json:"anon_max_mib"`
+	AnonEndMiB    float64        `json:"anon_end_mib"`
+	AnonGrowthMiB float64        `json:"anon_growth_mib"`
+	Failed        int64          `json:"failed"`
+	Requests      int64          `json:"requests"`
+	ErrorsByKind  map[string]int `json:"errors_by_kind,omitempty"`
+	Verdict       string         `json:"verdict"`
 }
 
 type targetReport struct {
@@ -181,8 +213,34 @@ type targetReport struct {
 }
 
 type rssSample struct {
-	AtS    float64 `json:"at_s"`
-	RSSMiB float64 `json:"rss_mib"`
+	AtS     float64 `json:"at_s"`
+	RSSMiB  float64 `json:"rss_mib"`
+	AnonMiB float64 `json:"anon_mib"` // mce's own: heap, stacks
+	FileMiB float64 `json:"file_mib"` // mapped files, mostly its executable
+}
+
+func mib(kib int64) float64 { return float64(kib) / 1024 }
+
+// summarizeMemory fills r's memory figures from r.RSSSamples: start, max and
+// end of the whole and of the anonymous part, and the anonymous part's
+// growth from the first sample past a tenth of the run to the last.
+func summarizeMemory(r *report, duration time.Duration) {
+	samples := r.RSSSamples
+	if len(samples) == 0 {
+		return
+	}
+	first, last := samples[0], samples[len(samples)-1]
+	r.RSSStartMiB, r.RSSEndMiB = first.RSSMiB, last.RSSMiB
+	r.AnonStartMiB, r.AnonEndMiB = first.AnonMiB, last.AnonMiB
+	warm := first
+	for _, s := range samples {
+		r.RSSMaxMiB = max(r.RSSMaxMiB, s.RSSMiB)
+		r.AnonMaxMiB = max(r.AnonMaxMiB, s.AnonMiB)
+		if warm == first && s.AtS >= duration.Seconds()/10 {
+			warm = s
+		}
+	}
+	r.AnonGrowthMiB = last.AnonMiB - warm.AnonMiB
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -210,7 +268,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	case *clients < 1 || *duration <= 0 || *sample <= 0 || *size < 1:
 		return errors.New("-clients, -duration, -sample and -body must be positive")
 	}
-	if _, err := rssKiB(*pid); err != nil {
+	if _, err := readMemory(*pid); err != nil {
 		return fmt.Errorf("cannot read the RSS of process %d: %w", *pid, err)
 	}
 
@@ -233,20 +291,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		t := time.NewTicker(*sample)
 		defer t.Stop()
 		take := func() {
-			kib, err := rssKiB(*pid)
+			m, err := readMemory(*pid)
 			if err != nil {
 				sampleErr = fmt.Errorf("mce (pid %d) is gone: %w", *pid, err)
 				cancel()
 				return
 			}
-			s := rssSample{AtS: time.Since(start).Seconds(), RSSMiB: float64(kib) / 1024}
+			s := rssSample{AtS: time.Since(start).Seconds(), RSSMiB: mib(m.RSS), AnonMiB: mib(m.Anon), FileMiB: mib(m.File)}
 			samples = append(samples, s)
 			var ok, failed int64
 			for _, tl := range tallies {
 				ok += tl.ok.Load()
 				failed += tl.failed.Load()
 			}
-			fmt.Fprintf(stdout, "soak: %5.0f s  rss %7.1f MiB  calls %d  failed %d\n", s.AtS, s.RSSMiB, ok+failed, failed)
+			fmt.Fprintf(stdout, "soak: %5.0f s  rss %7.1f MiB (anonymous %6.1f)  calls %d  failed %d\n", s.AtS, s.RSSMiB, s.AnonMiB, ok+failed, failed)
 		}
 		take()
 		for {
@@ -298,12 +356,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			r.ErrorsByKind[e] += n
 		}
 	}
-	if len(samples) > 0 {
-		r.RSSStartMiB, r.RSSEndMiB = samples[0].RSSMiB, samples[len(samples)-1].RSSMiB
-		for _, s := range samples {
-			r.RSSMaxMiB = max(r.RSSMaxMiB, s.RSSMiB)
-		}
-	}
+	summarizeMemory(&r, *duration)
 	r.Verdict = "PASS"
 	if r.Failed > 0 || r.Requests == 0 {
 		r.Verdict = "FAIL"
@@ -315,6 +368,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "| %s | %d | %d | %.0f | %.2f | %.2f | %.1f |\n", t.Name, t.OK, t.Failed, t.RPS, t.P50ms, t.P99ms, t.MaxMs)
 	}
 	fmt.Fprintf(stdout, "mce RSS (MiB), sampled every %s: start %.1f, max %.1f, end %.1f\n", *sample, r.RSSStartMiB, r.RSSMaxMiB, r.RSSEndMiB)
+	fmt.Fprintf(stdout, "of it anonymous, mce's own (MiB): start %.1f, max %.1f, end %.1f; growth after the first tenth of the run %+.1f\n",
+		r.AnonStartMiB, r.AnonMaxMiB, r.AnonEndMiB, r.AnonGrowthMiB)
 	for e, n := range r.ErrorsByKind {
 		fmt.Fprintf(stdout, "  failures: %d × %s\n", n, e)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
@@ -50,14 +51,31 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-func TestParseVmRSS(t *testing.T) {
-	got, err := parseVmRSS([]byte("Name:\tmce\nVmPeak:\t 900 kB\nVmRSS:\t   12345 kB\nThreads: 9\n"))
-	if err != nil || got != 12345 {
-		t.Fatalf("got %d, %v; want 12345", got, err)
+func TestParseMemory(t *testing.T) {
+	status := "Name:\tmce\nVmPeak:\t 900 kB\nVmRSS:\t   12345 kB\nRssAnon:\t    2345 kB\nRssFile:\t   10000 kB\nRssShmem:\t       0 kB\nThreads: 9\n"
+	got, err := parseMemory([]byte(status))
+	if err != nil || got != (memory{RSS: 12345, Anon: 2345, File: 10000}) {
+		t.Fatalf("got %+v, %v; want 12345, 2345, 10000", got, err)
 	}
-	for _, bad := range []string{"Name: x\n", "VmRSS: 12 MB\n", "VmRSS: x kB\n"} {
-		if _, err := parseVmRSS([]byte(bad)); err == nil {
+	for _, bad := range []string{"Name: x\n", "VmRSS: 12 MB\nRssAnon: 1 kB\nRssFile: 1 kB\n", "VmRSS: x kB\nRssAnon: 1 kB\nRssFile: 1 kB\n",
+		"VmRSS: 12 kB\nRssFile: 1 kB\n"} {
+		if _, err := parseMemory([]byte(bad)); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
+	}
+}
+
+func TestSummarizeMemory(t *testing.T) {
+	r := report{RSSSamples: []rssSample{
+		{AtS: 0, RSSMiB: 115, AnonMiB: 17, FileMiB: 98},
+		{AtS: 10, RSSMiB: 150, AnonMiB: 50, FileMiB: 100},
+		{AtS: 60, RSSMiB: 153, AnonMiB: 53, FileMiB: 100},
+		{AtS: 600, RSSMiB: 151, AnonMiB: 51.5, FileMiB: 99.5},
+	}}
+	summarizeMemory(&r, 10*time.Minute)
+	want := report{RSSStartMiB: 115, RSSMaxMiB: 153, RSSEndMiB: 151, AnonStartMiB: 17, AnonMaxMiB: 53, AnonEndMiB: 51.5, AnonGrowthMiB: -1.5}
+	r.RSSSamples = nil
+	if !reflect.DeepEqual(r, want) {
+		t.Errorf("got %+v\nwant %+v", r, want)
 	}
 }
