@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Times the stages of `make test` so that a run ends with where its time went.
 #
-#   scripts/stagetime.sh NAME CMD [ARG...]   runs CMD, appends "NAME<TAB>seconds<TAB>exit status" to the log
+#   scripts/stagetime.sh NAME CMD [ARG...]   runs CMD, appends "NAME<TAB>seconds<TAB>exit status<TAB>CPU seconds"
+#                                            to the log: the machine's CPU time while CMD ran (every process's and
+#                                            every container's, from /proc/stat), so that the report says whether
+#                                            a stage waited or computed
 #   scripts/stagetime.sh report              prints the log as a table, slowest first, with the total
 #   scripts/stagetime.sh reset               empties the log
 #
@@ -9,6 +12,12 @@
 # stage of `make test` with it; .ci/run resets it first and reports at its end, failed or not.
 set -uo pipefail
 log=${MCE_STAGE_LOG:-build/stage-times.tsv}
+
+# busy prints the machine's busy CPU time so far, in clock ticks: /proc/stat's first line less its idle and
+# iowait (and less guest time, which the user and nice columns already count); 0 where there is no /proc/stat.
+busy() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; found = 1; exit } END { if (!found) print 0 }' /proc/stat 2>/dev/null || echo 0
+}
 case "${1:-}" in
 reset)
 	mkdir -p "$(dirname "$log")" && : >"$log" && : >"$log.start"
@@ -18,15 +27,21 @@ report)
 	echo
 	echo "time per stage, slowest first ($log; a stage run several times is summed, and one run inside"
 	echo "another, as a README snippet's make images inside unit, is counted in both):"
-	awk -F'\t' '
+	# The CPU column: the machine's CPU seconds while the stage ran, and their share of its cores over the stage's
+	# wall time (near 100 %: the stage computed, and only less work makes it faster; far below: it waited).
+	cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+	echo "(CPU: the machine's CPU time while the stage ran, all processes and containers, and its share of the"
+	echo "$cores cores over the stage's time):"
+	awk -F'\t' -v cores="$cores" '
 		!($1 in t) { order[++n] = $1 }
-		{ t[$1] += $2; c[$1]++; if ($3 != 0) bad[$1] = $3 }
+		{ t[$1] += $2; c[$1]++; if ($3 != 0) bad[$1] = $3; if (NF >= 4) { cpu[$1] += $4; ct[$1] += $2 } }
 		END {
 			for (i = 1; i <= n; i++) {
 				k = order[i]
-				printf "%s\t%.1f\t%s\n", k, t[k], (k in bad ? "FAILED (exit " bad[k] ")" : "ok") (c[k] > 1 ? ", " c[k] " runs" : "")
+				u = (k in cpu && ct[k] > 0) ? sprintf("CPU %7.1f s, %3.0f %%", cpu[k], 100 * cpu[k] / (ct[k] * cores)) : ""
+				printf "%s\t%.1f\t%s\t%s\n", k, t[k], u, (k in bad ? "FAILED (exit " bad[k] ")" : "ok") (c[k] > 1 ? ", " c[k] " runs" : "")
 			}
-		}' "$log" | sort -t$'\t' -k2,2nr | awk -F'\t' '{ printf "  %-18s %7.1f s  %s\n", $1, $2, $3 }'
+		}' "$log" | sort -t$'\t' -k2,2nr | awk -F'\t' '{ printf "  %-18s %7.1f s  %-20s  %s\n", $1, $2, $3, $4 }'
 	# The unit stage's slowest packages and tests: go test's own times, from its JSON events (make unit keeps them
 	# when gotestsum ran it, scripts/unit-test.sh) or else from its text output.
 	units=$(dirname "$log")/unit-test.log
@@ -75,10 +90,13 @@ report)
 	name=$1
 	shift
 	t0=$(date +%s.%N)
+	b0=$(busy)
 	"$@"
 	rc=$?
+	b1=$(busy)
 	mkdir -p "$(dirname "$log")"
-	printf '%s\t%s\t%d\n' "$name" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" "$rc" >>"$log"
+	printf '%s\t%s\t%d\t%s\n' "$name" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')" "$rc" \
+		"$(awk -v a="$b0" -v b="$b1" -v hz="$(getconf CLK_TCK 2>/dev/null || echo 100)" 'BEGIN { printf "%.1f", (b - a) / hz }')" >>"$log"
 	exit "$rc"
 	;;
 esac
