@@ -77,12 +77,16 @@ quick:
 # build: the README snippet test (internal/docsnippets) runs bin/mce; kube-image: mce's own image, which compose/README.md's
 # snippet builds too — built here, before the tests run in parallel, so the snippet finds it made and its 300 s wait for
 # the endpoints is not spent compiling mce beside the race-enabled tests (a fresh clone's CI timed out so)
-# UNIT_FIRST: go test starts packages in the order named, two at a time on two cores; the slowest (measured per
-# package at the end of each CI run) go first, so that none of them starts last and runs alone at the end.
+# UNIT_FIRST: go test starts packages in the order named, UNIT_P at a time; the slowest (measured per package at the
+# end of each CI run) go first, so that none of them starts last and runs alone at the end.
 UNIT_FIRST ?= ./internal/docsnippets ./host ./cmd/mce ./examples/containers/framework ./containers/check ./containers/docker
+# UNIT_P: one package more than cores (go test's own default is as many as cores). The packages wait on Docker and
+# their containers for a third of their time: on two cores, two at a time kept the machine 67 % busy and took 646 s
+# warm, three at a time 83 % and 473 s (docs/performance.md, "The test suite's own time").
+UNIT_P ?= $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) + 1 )))
 
 unit: build images kube-image models framework-images framework-models versitygw
-	GO=$(GO) $(T) unit scripts/unit-test.sh $(TESTFLAGS) $(UNIT_FIRST) ./...
+	GO=$(GO) $(T) unit scripts/unit-test.sh -p $(UNIT_P) $(TESTFLAGS) $(UNIT_FIRST) ./...
 	$(T) alloc-budget $(GO) test -count=1 -run 'AllocationBudget' ./host/   # allocations are gated without -race
 
 e2e: deps build images models framework-images

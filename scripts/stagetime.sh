@@ -64,7 +64,7 @@ report)
 			            pkgs.append((e["Elapsed"], e.get("Package", "?"), e["Action"]))
 			        elif "/" not in t:  # top-level tests: a subtest's time is in its parent's
 			            tests.append((e["Elapsed"], e.get("Package", "?") + " " + t, e["Action"]))
-			print(f"the unit stage's slowest packages (go test runs two at a time; {sys.argv[1]}):")
+			print(f"the unit stage's slowest packages (go test runs several at a time, make unit's UNIT_P; {sys.argv[1]}):")
 			for s, name, act in sorted(pkgs, reverse=True)[:10]:
 			    print(f"  {s:7.1f} s  {name}" + ("  FAILED" if act == "fail" else ""))
 			print()
@@ -74,7 +74,7 @@ report)
 		PY
 	elif [ -s "$units" ] && [ "$units" -nt "$log.start" ]; then
 		echo
-		echo "the unit stage's slowest packages (go test runs two at a time; $units):"
+		echo "the unit stage's slowest packages (go test runs several at a time, make unit's UNIT_P; $units):"
 		awk -F'\t' '($1 ~ /^ok/ || $1 ~ /^FAIL/) && $3 ~ /s$/ { sub(/s$/, "", $3); printf "%s\t%s\n", $3, $2 }' "$units" |
 			sort -t$'\t' -k1,1nr | head -10 | awk -F'\t' '{ printf "  %7.1f s  %s\n", $1, $2 }'
 	fi

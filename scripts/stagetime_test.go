@@ -67,7 +67,7 @@ func TestStageReportSlowest(t *testing.T) {
 	for _, want := range []string{
 		"  unit                  12.5 s  CPU    20.0 s, " + fmt.Sprintf("%3.0f", 100*20/(12.5*cores)) + " %  FAILED (exit 1)",
 		"  old                    3.0 s                        ok",
-		"slowest packages (go test runs two at a time; " + filepath.Join(dir, "unit-test.json") + "):\n" +
+		"slowest packages (go test runs several at a time, make unit's UNIT_P; " + filepath.Join(dir, "unit-test.json") + "):\n" +
 			"     11.5 s  m/slow  FAILED\n" +
 			"      0.7 s  m/fast\n\n",
 		"slowest tests (a test's time includes its subtests and the waits of its parallel ones):\n" +
